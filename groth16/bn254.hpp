@@ -1,0 +1,104 @@
+#pragma once
+// BN254 (snarkjs/circom's "bn128"): base field Fq, scalar field Fr, Fq2 = Fq[u]/(u²+1),
+// G1: y² = x³ + 3 over Fq, G2: y² = x³ + 3/(9+u) over Fq2.
+// Constants: EIP-196/197 and snarkjs's ffjavascript (bn128.js); the Montgomery
+// constants were computed with Python integers (tests/vectors/ checks them).
+#include "groth16/curve.hpp"
+#include "groth16/field.hpp"
+
+namespace zkfarm {
+
+struct FqParams {
+  // q = 21888242871839275222246405745257275088696311157297823662689037894645226208583
+  static constexpr uint64_t kModulus[4] = {0x3c208c16d87cfd47ULL, 0x97816a916871ca8dULL,
+                                           0xb85045b68181585dULL, 0x30644e72e131a029ULL};
+  static constexpr uint64_t kR2[4] = {0xf32cfc5b538afa89ULL, 0xb5e71911d44501fbULL,
+                                      0x47ab1eff0a417ff6ULL, 0x06d89f71cab8351fULL};
+  static constexpr uint64_t kOne[4] = {0xd35d438dc58f0d9dULL, 0x0a78eb28f5c70b3dULL,
+                                       0x666ea36f7879462cULL, 0x0e0a77c19a07df2fULL};
+  static constexpr uint64_t kInv = 0x87d20782e4866389ULL;
+};
+
+struct FrParams {
+  // r = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+  static constexpr uint64_t kModulus[4] = {0x43e1f593f0000001ULL, 0x2833e84879b97091ULL,
+                                           0xb85045b68181585dULL, 0x30644e72e131a029ULL};
+  static constexpr uint64_t kR2[4] = {0x1bb8e645ae216da7ULL, 0x53fe3ab1e35c59e3ULL,
+                                      0x8c49833d53bb8085ULL, 0x0216d0b17f4e44a5ULL};
+  static constexpr uint64_t kOne[4] = {0xac96341c4ffffffbULL, 0x36fc76959f60cd29ULL,
+                                       0x666ea36f7879462eULL, 0x0e0a77c19a07df2fULL};
+  static constexpr uint64_t kInv = 0xc2e1f593efffffffULL;
+};
+
+using Fq = Fp<FqParams>;
+using Fr = Fp<FrParams>;
+
+inline const U256 kFqModulus{FqParams::kModulus[0], FqParams::kModulus[1], FqParams::kModulus[2],
+                             FqParams::kModulus[3]};
+inline const U256 kFrModulus{FrParams::kModulus[0], FrParams::kModulus[1], FrParams::kModulus[2],
+                             FrParams::kModulus[3]};
+
+/// Fq2 = Fq[u]/(u² + 1); 64 bytes, c0 then c1 (snarkjs's order).
+struct Fq2 {
+  Fq c0, c1;
+
+  static Fq2 zero() { return {Fq::zero(), Fq::zero()}; }
+  static Fq2 one() { return {Fq::one(), Fq::zero()}; }
+  static Fq2 load(const uint8_t* p) { return {Fq::load(p), Fq::load(p + 32)}; }
+  void store(uint8_t* p) const {
+    c0.store(p);
+    c1.store(p + 32);
+  }
+  bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+  bool operator==(const Fq2& o) const { return c0 == o.c0 && c1 == o.c1; }
+  bool operator!=(const Fq2& o) const { return !(*this == o); }
+
+  friend Fq2 operator+(const Fq2& a, const Fq2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
+  friend Fq2 operator-(const Fq2& a, const Fq2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+  Fq2 operator-() const { return {-c0, -c1}; }
+  Fq2 dbl() const { return {c0.dbl(), c1.dbl()}; }
+  /// Karatsuba: 3 Fq multiplications.
+  friend Fq2 operator*(const Fq2& a, const Fq2& b) {
+    Fq t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
+    return {t0 - t1, (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1};
+  }
+  Fq2& operator+=(const Fq2& o) { return *this = *this + o; }
+  Fq2& operator-=(const Fq2& o) { return *this = *this - o; }
+  Fq2& operator*=(const Fq2& o) { return *this = *this * o; }
+  /// (c0 + c1)(c0 − c1) + 2·c0·c1·u: 2 multiplications.
+  Fq2 sqr() const { return {(c0 + c1) * (c0 - c1), (c0 * c1).dbl()}; }
+  /// 1/(c0 + c1·u) = (c0 − c1·u)/(c0² + c1²); inverse of 0 is 0.
+  Fq2 inv() const {
+    Fq t = (c0.sqr() + c1.sqr()).inv();
+    return {c0 * t, -(c1 * t)};
+  }
+};
+
+/// The curve constant b in Montgomery form, as the curve template wants it.
+struct G1Params {
+  using Field = Fq;
+  static Fq b() { return Fq::from_mont({0x7a17caa950ad28d7ULL, 0x1f6ac17ae15521b9ULL,
+                                        0x334bea4e696bd284ULL, 0x2a1f6744ce179d8eULL}); }
+};
+struct G2Params {
+  using Field = Fq2;
+  // 3/(9+u) = 19485874751759354771024239261021720505790618469301721065564631296452457478373
+  //         + 266929791119991161246907387137283842545076965332900288569378510910307636690·u
+  static Fq2 b() {
+    return {Fq::from_mont({0x3bf938e377b802a8ULL, 0x020b1b273633535dULL, 0x26b7edf049755260ULL,
+                           0x2514c6324384a86dULL}),
+            Fq::from_mont({0x38e7ecccd1dcff67ULL, 0x65f0b37d93ce0d3eULL, 0xd749d0dd22ac00aaULL,
+                           0x0141b9ce4a688d4dULL})};
+  }
+};
+
+using G1Affine = Affine<G1Params>;
+using G2Affine = Affine<G2Params>;
+using G1 = Xyzz<G1Params>;
+using G2 = Xyzz<G2Params>;
+
+/// Bytes of one affine point as a zkey stores it: G1 64, G2 128.
+inline constexpr size_t kG1Bytes = 64;
+inline constexpr size_t kG2Bytes = 128;
+
+}  // namespace zkfarm

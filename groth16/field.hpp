@@ -1,0 +1,172 @@
+#pragma once
+// Prime fields of 4×64-bit limbs in Montgomery form (R = 2^256), one template
+// over the modulus' constants: BN254's base field Fq and scalar field Fr are two
+// instantiations (bn254.hpp). Elements are 32 bytes, little-endian limbs, the
+// same bytes snarkjs writes into a zkey ("LEM": little-endian Montgomery).
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+namespace zkfarm {
+
+/// A 256-bit unsigned integer, little-endian 64-bit limbs (canonical form, not
+/// Montgomery). Scalars of an MSM and witness values are U256.
+using U256 = std::array<uint64_t, 4>;
+
+using u128 = unsigned __int128;
+
+/// Prime field element, Montgomery form. P gives: kModulus, kR2 (R² mod p),
+/// kOne (R mod p), kInv (−p⁻¹ mod 2⁶⁴). The multiplication is CIOS with the
+/// "no-carry" shortcut of gnark-crypto, valid while p's top limb < 2⁶³−1, which
+/// both BN254 fields satisfy (static_assert below).
+template <class P>
+struct Fp {
+  uint64_t v[4];
+
+  static constexpr Fp zero() { return Fp{{0, 0, 0, 0}}; }
+  static constexpr Fp one() { return Fp{{P::kOne[0], P::kOne[1], P::kOne[2], P::kOne[3]}}; }
+  /// Wraps 4 limbs already in Montgomery form (e.g. read from a zkey).
+  static constexpr Fp from_mont(const U256& m) { return Fp{{m[0], m[1], m[2], m[3]}}; }
+  /// Canonical integer x < p (caller checks the range) into Montgomery form.
+  static Fp from_u256(const U256& x) {
+    return Fp{{x[0], x[1], x[2], x[3]}} * Fp{{P::kR2[0], P::kR2[1], P::kR2[2], P::kR2[3]}};
+  }
+  static Fp from_u64(uint64_t x) { return from_u256(U256{x, 0, 0, 0}); }
+  /// Loads 32 bytes, little-endian, already in Montgomery form (no alignment needed).
+  static Fp load(const uint8_t* p) {
+    Fp r;
+    std::memcpy(r.v, p, 32);
+    return r;
+  }
+  void store(uint8_t* p) const { std::memcpy(p, v, 32); }
+
+  /// Back to the canonical integer (one Montgomery multiplication by 1).
+  U256 to_u256() const {
+    Fp r = *this * Fp{{1, 0, 0, 0}};
+    return U256{r.v[0], r.v[1], r.v[2], r.v[3]};
+  }
+  U256 mont() const { return U256{v[0], v[1], v[2], v[3]}; }
+
+  bool is_zero() const { return (v[0] | v[1] | v[2] | v[3]) == 0; }
+  bool operator==(const Fp& o) const {
+    return ((v[0] ^ o.v[0]) | (v[1] ^ o.v[1]) | (v[2] ^ o.v[2]) | (v[3] ^ o.v[3])) == 0;
+  }
+  bool operator!=(const Fp& o) const { return !(*this == o); }
+
+  /// this − p if this ≥ p (inputs < 2p).
+  static inline void reduce_once(uint64_t t[4]) {
+    uint64_t s[4];
+    uint64_t borrow = 0;
+    for (int i = 0; i < 4; ++i) {
+      u128 d = (u128)t[i] - P::kModulus[i] - borrow;
+      s[i] = (uint64_t)d;
+      borrow = (uint64_t)(d >> 64) & 1;
+    }
+    if (!borrow) std::memcpy(t, s, 32);
+  }
+
+  friend Fp operator+(const Fp& a, const Fp& b) {
+    Fp r;
+    uint64_t carry = 0;
+    for (int i = 0; i < 4; ++i) {
+      u128 s = (u128)a.v[i] + b.v[i] + carry;
+      r.v[i] = (uint64_t)s;
+      carry = (uint64_t)(s >> 64);
+    }
+    reduce_once(r.v);  // p < 2^254, so a + b never carries out of 256 bits
+    return r;
+  }
+  friend Fp operator-(const Fp& a, const Fp& b) {
+    Fp r;
+    uint64_t borrow = 0;
+    for (int i = 0; i < 4; ++i) {
+      u128 d = (u128)a.v[i] - b.v[i] - borrow;
+      r.v[i] = (uint64_t)d;
+      borrow = (uint64_t)(d >> 64) & 1;
+    }
+    if (borrow) {
+      uint64_t carry = 0;
+      for (int i = 0; i < 4; ++i) {
+        u128 s = (u128)r.v[i] + P::kModulus[i] + carry;
+        r.v[i] = (uint64_t)s;
+        carry = (uint64_t)(s >> 64);
+      }
+    }
+    return r;
+  }
+  Fp operator-() const { return is_zero() ? *this : zero() - *this; }
+  Fp dbl() const { return *this + *this; }
+
+  friend Fp operator*(const Fp& a, const Fp& b) {
+    static_assert(P::kModulus[3] < 0x7ffffffffffffffeULL, "no-carry CIOS needs a spare top bit");
+    uint64_t t[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; ++i) {
+      u128 x = (u128)a.v[0] * b.v[i] + t[0];
+      uint64_t t0 = (uint64_t)x;
+      uint64_t A = (uint64_t)(x >> 64);
+      uint64_t m = t0 * P::kInv;
+      uint64_t C = (uint64_t)(((u128)m * P::kModulus[0] + t0) >> 64);
+      for (int j = 1; j < 4; ++j) {
+        x = (u128)a.v[j] * b.v[i] + t[j] + A;
+        uint64_t tj = (uint64_t)x;
+        A = (uint64_t)(x >> 64);
+        x = (u128)m * P::kModulus[j] + tj + C;
+        t[j - 1] = (uint64_t)x;
+        C = (uint64_t)(x >> 64);
+      }
+      t[3] = C + A;
+    }
+    reduce_once(t);
+    return Fp{{t[0], t[1], t[2], t[3]}};
+  }
+  Fp& operator+=(const Fp& o) { return *this = *this + o; }
+  Fp& operator-=(const Fp& o) { return *this = *this - o; }
+  Fp& operator*=(const Fp& o) { return *this = *this * o; }
+  Fp sqr() const { return *this * *this; }
+
+  /// this^e for a canonical exponent e (square-and-multiply, high bit first).
+  Fp pow(const U256& e) const {
+    Fp r = one();
+    for (int i = 255; i >= 0; --i) {
+      r = r.sqr();
+      if ((e[i / 64] >> (i % 64)) & 1) r *= *this;
+    }
+    return r;
+  }
+  /// Multiplicative inverse by Fermat (x^(p−2)); inverse of 0 is 0. About 300
+  /// multiplications: callers invert in batches (batch_inverse) where it matters.
+  Fp inv() const {
+    U256 e{P::kModulus[0] - 2, P::kModulus[1], P::kModulus[2], P::kModulus[3]};
+    return pow(e);
+  }
+};
+
+/// True when x < the field's modulus (x canonical).
+template <class P>
+inline bool is_canonical(const U256& x) {
+  for (int i = 3; i >= 0; --i) {
+    if (x[i] != P::kModulus[i]) return x[i] < P::kModulus[i];
+  }
+  return false;
+}
+
+/// Inverts every nonzero element of v[0..n) in place with one field inversion
+/// and 3(n−1) multiplications (Montgomery's trick); zeros stay zero.
+/// scratch must hold n elements.
+template <class F>
+void batch_inverse(F* v, size_t n, F* scratch) {
+  F acc = F::one();
+  for (size_t i = 0; i < n; ++i) {
+    scratch[i] = acc;
+    if (!v[i].is_zero()) acc *= v[i];
+  }
+  F inv = acc.inv();
+  for (size_t i = n; i-- > 0;) {
+    if (v[i].is_zero()) continue;
+    F vi = v[i];
+    v[i] = inv * scratch[i];
+    inv *= vi;
+  }
+}
+
+}  // namespace zkfarm

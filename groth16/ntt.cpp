@@ -1,0 +1,104 @@
+#include "groth16/ntt.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace zkfarm {
+
+namespace {
+
+// t = (r − 1) / 2^28, the odd part of r − 1.
+const U256 kTwoAdicOddPart{0x9b9709143e1f593fULL, 0x181585d2833e8487ULL, 0x131a029b85045b68ULL,
+                           0x000000030644e72eULL};
+
+void powers(Fr* out, size_t n, const Fr& g, ThreadPool& pool) {
+  pool.parallel_for(n, [&](size_t b, size_t e) {
+    Fr x = g.pow(U256{b, 0, 0, 0});
+    for (size_t i = b; i < e; ++i) {
+      out[i] = x;
+      x *= g;
+    }
+  });
+}
+
+}  // namespace
+
+Fr root_of_unity(uint32_t k) {
+  if (k > kMaxLogDomain) throw std::invalid_argument("no root of unity of order 2^" + std::to_string(k));
+  Fr w = Fr::from_u64(5).pow(kTwoAdicOddPart);
+  for (uint32_t i = kMaxLogDomain; i > k; --i) w = w.sqr();
+  return w;
+}
+
+Fr odd_coset_generator(uint32_t k) {
+  if (k == kMaxLogDomain) return Fr::from_u64(25);
+  return root_of_unity(k + 1);
+}
+
+void scale_by_powers(Fr* v, size_t n, const Fr& scale, const Fr& g, ThreadPool& pool) {
+  pool.parallel_for(n, [&](size_t b, size_t e) {
+    Fr x = scale * g.pow(U256{b, 0, 0, 0});
+    for (size_t i = b; i < e; ++i) {
+      v[i] *= x;
+      x *= g;
+    }
+  });
+}
+
+Domain::Domain(uint32_t log_n, ThreadPool& pool) : log_n_(log_n), n_(size_t(1) << log_n) {
+  if (log_n > kMaxLogDomain) {
+    throw std::invalid_argument("domain 2^" + std::to_string(log_n) + " exceeds Fr's 2-adicity 28");
+  }
+  Fr w = root_of_unity(log_n);
+  tw_.resize(n_ / 2);
+  tw_inv_.resize(n_ / 2);
+  powers(tw_.data(), n_ / 2, w, pool);
+  powers(tw_inv_.data(), n_ / 2, w.inv(), pool);
+  n_inv_ = Fr::from_u64(n_).inv();
+  coset_ = odd_coset_generator(log_n);
+}
+
+void Domain::transform(Fr* v, const std::vector<Fr>& tw, ThreadPool& pool) const {
+  const size_t n = n_;
+  if (n == 1) return;
+  // Bit-reversal permutation, then log n radix-2 decimation-in-time stages.
+  pool.parallel_for(n, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      size_t j = 0;
+      for (uint32_t bit = 0; bit < log_n_; ++bit) j |= ((i >> bit) & 1) << (log_n_ - 1 - bit);
+      if (i < j) std::swap(v[i], v[j]);
+    }
+  });
+  for (uint32_t s = 1; s <= log_n_; ++s) {
+    const size_t half = size_t(1) << (s - 1);
+    const size_t stride = n >> s;  // twiddle index step for this stage
+    pool.parallel_for(n / 2, [&](size_t b, size_t e) {
+      for (size_t k = b; k < e; ++k) {
+        size_t j = k & (half - 1);
+        size_t i = ((k >> (s - 1)) << s) | j;
+        Fr t = v[i + half] * tw[j * stride];
+        Fr u = v[i];
+        v[i] = u + t;
+        v[i + half] = u - t;
+      }
+    });
+  }
+}
+
+void Domain::ntt(Fr* v, ThreadPool& pool) const { transform(v, tw_, pool); }
+
+void Domain::intt(Fr* v, ThreadPool& pool) const {
+  transform(v, tw_inv_, pool);
+  pool.parallel_for(n_, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) v[i] *= n_inv_;
+  });
+}
+
+void Domain::to_odd_coset(Fr* v, ThreadPool& pool) const {
+  transform(v, tw_inv_, pool);
+  scale_by_powers(v, n_, n_inv_, coset_, pool);  // 1/n folded into the coset shift
+  transform(v, tw_, pool);
+}
+
+}  // namespace zkfarm

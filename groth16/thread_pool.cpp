@@ -1,0 +1,94 @@
+#include "groth16/thread_pool.hpp"
+
+#include <algorithm>
+
+namespace zkfarm {
+
+ThreadPool::ThreadPool(unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads_ = threads;
+  for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::drain(const std::function<void(size_t)>& task, size_t n) {
+  for (size_t i; (i = next_.fetch_add(1)) < n;) {
+    try {
+      task(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_ = n;  // stop handing out work
+    }
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(size_t)>* task;
+    size_t n;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || epoch_ != seen; });
+      if (stop_) return;
+      seen = epoch_;
+      task = task_;
+      n = n_;
+      ++busy_;
+    }
+    drain(*task, n);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --busy_;
+    }
+    done_.notify_all();
+  }
+}
+
+void ThreadPool::run(size_t n, const std::function<void(size_t)>& task) {
+  if (n == 0) return;
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (workers_.empty() || n == 1) {
+    for (size_t i = 0; i < n; ++i) task(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    task_ = &task;
+    n_ = n;
+    next_ = 0;
+    error_ = nullptr;
+    ++epoch_;
+  }
+  wake_.notify_all();
+  drain(task, n);
+  std::exception_ptr error;
+  {
+    // Workers that woke late find next_ ≥ n and leave at once; wait until none
+    // is inside the loop so that task_ can be reused safely.
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return busy_ == 0; });
+    task_ = nullptr;
+    error = error_;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& body) {
+  if (n == 0) return;
+  size_t chunks = std::min<size_t>(n, size_t(threads_) * 4);
+  size_t step = (n + chunks - 1) / chunks;
+  chunks = (n + step - 1) / step;
+  run(chunks, [&](size_t c) { body(c * step, std::min(n, (c + 1) * step)); });
+}
+
+}  // namespace zkfarm

@@ -1,0 +1,38 @@
+#pragma once
+// Helpers shared by the tests: fixture paths, random field elements and points.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "groth16/bn254.hpp"
+#include "groth16/decimal.hpp"
+
+namespace zkfarm::test {
+
+inline std::string shared_fixture(const std::string& name) { return std::string(ZKFARM_SHARED_FIXTURES) + "/" + name; }
+inline std::string repo_path(const std::string& rel) { return std::string(ZKFARM_SOURCE_DIR) + "/" + rel; }
+
+/// Uniform-ish canonical scalar < r (top bits masked, then rejection).
+inline U256 random_scalar(std::mt19937_64& rng) {
+  for (;;) {
+    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
+    if (is_canonical<FrParams>(x)) return x;
+  }
+}
+
+inline U256 dec(const std::string& s) {
+  auto v = parse_decimal(s);
+  if (!v) throw std::runtime_error("bad decimal in test: " + s);
+  return *v;
+}
+
+inline G1Affine g1_generator() { return {Fq::from_u64(1), Fq::from_u64(2)}; }
+
+inline G2Affine g2_generator() {
+  return {{Fq::from_u256(dec("10857046999023057135944570762232829481370756359578518086990519993285655852781")),
+           Fq::from_u256(dec("11559732032986387107991004021392285783925812861821192530917403151452391805634"))},
+          {Fq::from_u256(dec("8495653923123431417604973247489272438418190587263600148770280649306958101930")),
+           Fq::from_u256(dec("4082367875863433681332203403145435568316851327593401208105741076214120093531"))}};
+}
+
+}  // namespace zkfarm::test
