@@ -101,4 +101,7 @@ using G2 = Xyzz<G2Params>;
 inline constexpr size_t kG1Bytes = 64;
 inline constexpr size_t kG2Bytes = 128;
 
+/// Largest domain: 2^28 points (Fr's 2-adicity: r − 1 = 2^28·t, t odd).
+inline constexpr uint32_t kMaxLogDomain = 28;
+
 }  // namespace zkfarm

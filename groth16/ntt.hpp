@@ -11,9 +11,6 @@
 
 namespace zkfarm {
 
-/// Largest supported domain: 2^28 points (Fr's 2-adicity).
-inline constexpr uint32_t kMaxLogDomain = 28;
-
 /// snarkjs's root of unity of order 2^k (k ≤ 28), in Montgomery form.
 Fr root_of_unity(uint32_t k);
 

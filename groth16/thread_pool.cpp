@@ -41,6 +41,7 @@ void ThreadPool::worker_loop() {
       wake_.wait(lock, [&] { return stop_ || epoch_ != seen; });
       if (stop_) return;
       seen = epoch_;
+      if (task_ == nullptr) continue;  // woke after the loop was closed: nothing to join
       task = task_;
       n = n_;
       ++busy_;
@@ -73,11 +74,11 @@ void ThreadPool::run(size_t n, const std::function<void(size_t)>& task) {
   drain(task, n);
   std::exception_ptr error;
   {
-    // Workers that woke late find next_ ≥ n and leave at once; wait until none
-    // is inside the loop so that task_ can be reused safely.
+    // Close the loop to late wakers (they see task_ == nullptr), then wait for
+    // the workers that joined: only then may next_ and task_ be reused.
     std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return busy_ == 0; });
     task_ = nullptr;
+    done_.wait(lock, [&] { return busy_ == 0; });
     error = error_;
   }
   if (error) std::rethrow_exception(error);

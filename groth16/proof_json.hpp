@@ -1,0 +1,22 @@
+#pragma once
+// proof.json and public.json exactly as snarkjs 0.7 writes them
+// (JSON.stringify(stringifyBigInts(x), null, 1), no trailing newline):
+// pi_a [x, y, "1"], pi_b [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]], pi_c [x, y, "1"],
+// protocol "groth16", curve "bn128"; public signals witness[1..nPublic], decimal.
+#include <string>
+
+#include "groth16/prover.hpp"
+
+namespace zkfarm {
+
+/// The text of proof.json for `proof`.
+std::string proof_to_json(const Proof& proof);
+
+/// The text of public.json: witness values 1..n_public as decimal strings.
+std::string public_to_json(const U256* witness, size_t n_public);
+
+/// Writes `text` to `path` atomically: a temporary file in the same folder,
+/// fsync, rename. Throws InputError naming `path` when it cannot be written.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace zkfarm

@@ -1,0 +1,150 @@
+#include "groth16/prover.hpp"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "groth16/errors.hpp"
+#include "groth16/msm.hpp"
+
+namespace zkfarm {
+
+size_t PartitionBuffers::bytes_for(const Zkey& key) {
+  return (3 * size_t(key.domain_size) + key.n_vars) * 32;
+}
+
+PartitionBuffers PartitionBuffers::view(void* base, const Zkey& key) {
+  PartitionBuffers p;
+  p.domain_size = key.domain_size;
+  p.n_vars = key.n_vars;
+  auto* f = static_cast<Fr*>(base);
+  p.a = f;
+  p.b = f + p.domain_size;
+  p.c = f + 2 * p.domain_size;
+  p.witness = reinterpret_cast<U256*>(f + 3 * p.domain_size);
+  return p;
+}
+
+void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool) {
+  const size_t n = out.domain_size;
+  std::memcpy(out.witness, wtns.values.data(), size_t(key.n_vars) * 32);
+  const Fr* w = reinterpret_cast<const Fr*>(out.witness);  // plain values: R⁻¹ is in the coefficient
+
+  // Threads own disjoint constraint ranges and each scans every coefficient, so
+  // the result does not depend on the order snarkjs wrote them in.
+  const unsigned parts = pool.size();
+  const size_t span = (n + parts - 1) / parts;
+  const uint8_t* rec = key.coeffs.data();
+  const size_t count = key.n_coeffs;
+  pool.run(parts, [&](size_t t) {
+    const size_t lo = t * span, hi = std::min(n, lo + span);
+    for (size_t i = lo; i < hi; ++i) out.a[i] = out.b[i] = Fr::zero();
+    for (size_t k = 0; k < count; ++k) {
+      const uint8_t* p = rec + k * kCoeffRecordBytes;
+      uint32_t matrix, constraint, signal;
+      std::memcpy(&matrix, p, 4);
+      std::memcpy(&constraint, p + 4, 4);
+      if (constraint < lo || constraint >= hi) continue;
+      std::memcpy(&signal, p + 8, 4);
+      Fr term = Fr::load(p + 12) * w[signal];
+      Fr* dst = matrix == 0 ? out.a : out.b;
+      dst[constraint] += term;
+    }
+    for (size_t i = lo; i < hi; ++i) out.c[i] = out.a[i] * out.b[i];
+  });
+}
+
+namespace {
+
+template <class C>
+Affine<C> checked_point(const Zkey& key, const uint8_t* bytes, const char* name) {
+  Affine<C> p = Affine<C>::load(bytes);
+  if (!p.on_curve()) throw InputError(key.path + ": section 2/3: " + name + " is not on the curve");
+  return p;
+}
+
+}  // namespace
+
+Prover::Prover(const Zkey& key, ThreadPool& pool) : key_(key), domain_(key.log_domain, pool) {
+  checked_point<G1Params>(key, key.alpha1, "alpha1");
+  checked_point<G1Params>(key, key.beta1, "beta1");
+  checked_point<G2Params>(key, key.beta2, "beta2");
+  checked_point<G2Params>(key, key.gamma2, "gamma2");
+  checked_point<G1Params>(key, key.delta1, "delta1");
+  checked_point<G2Params>(key, key.delta2, "delta2");
+  for (size_t i = 0; i <= key.n_public; ++i) checked_point<G1Params>(key, key.ic.data() + i * kG1Bytes, "an IC point");
+}
+
+Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool) const {
+  const Zkey& key = key_;
+  const size_t n = in.domain_size;
+
+  // H scalars: a·b − c on the odd coset, out of Montgomery form, written over a.
+  domain_.to_odd_coset(in.a, pool);
+  domain_.to_odd_coset(in.b, pool);
+  domain_.to_odd_coset(in.c, pool);
+  U256* h_scalars = reinterpret_cast<U256*>(in.a);
+  pool.parallel_for(n, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) h_scalars[i] = (in.a[i] * in.b[i] - in.c[i]).to_u256();
+  });
+
+  // A, B1, B2 and C share the witness' digits; C starts at signal nPublic+1.
+  ScalarPlan wplan = plan_scalars(in.witness, in.n_vars, pool);
+  G1 msm_a = msm<G1Params>(key.a.data(), kG1Bytes, wplan, 0, in.n_vars, pool);
+  G1 msm_b1 = msm<G1Params>(key.b1.data(), kG1Bytes, wplan, 0, in.n_vars, pool);
+  G2 msm_b2 = msm<G2Params>(key.b2.data(), kG2Bytes, wplan, 0, in.n_vars, pool);
+  const size_t c_first = size_t(key.n_public) + 1;
+  G1 msm_c = msm<G1Params>(key.c.data(), kG1Bytes, wplan, c_first, in.n_vars - c_first, pool);
+  wplan = ScalarPlan{};  // free the digits before the H plan
+  ScalarPlan hplan = plan_scalars(h_scalars, n, pool);
+  G1 msm_h = msm<G1Params>(key.h.data(), kG1Bytes, hplan, 0, n, pool);
+
+  const G1 alpha1 = G1::from_affine(G1Affine::load(key.alpha1));
+  const G1 beta1 = G1::from_affine(G1Affine::load(key.beta1));
+  const G2 beta2 = G2::from_affine(G2Affine::load(key.beta2));
+  const G1 delta1 = G1::from_affine(G1Affine::load(key.delta1));
+  const G2 delta2 = G2::from_affine(G2Affine::load(key.delta2));
+  const U256 rs = (Fr::from_u256(r) * Fr::from_u256(s)).to_u256();
+  const U256 neg_rs = (-Fr::from_u256(rs)).to_u256();
+
+  G1 pi_a = alpha1;
+  pi_a.add(msm_a);
+  pi_a.add(delta1.mul(r));
+
+  G2 pi_b = beta2;
+  pi_b.add(msm_b2);
+  pi_b.add(delta2.mul(s));
+
+  G1 b1 = beta1;
+  b1.add(msm_b1);
+  b1.add(delta1.mul(s));
+
+  G1 pi_c = msm_c;
+  pi_c.add(msm_h);
+  pi_c.add(pi_a.mul(s));
+  pi_c.add(b1.mul(r));
+  pi_c.add(delta1.mul(neg_rs));
+
+  return Proof{pi_a.to_affine(), pi_b.to_affine(), pi_c.to_affine()};
+}
+
+U256 random_scalar() {
+  for (;;) {
+    U256 x;
+    size_t got = 0;
+    while (got < sizeof(x)) {
+      ssize_t k = getrandom(reinterpret_cast<uint8_t*>(x.data()) + got, sizeof(x) - got, 0);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        throw std::system_error(errno, std::generic_category(), "getrandom");
+      }
+      got += size_t(k);
+    }
+    x[3] &= 0x3fffffffffffffffULL;  // r < 2^254: keep 254 bits, reject ≥ r (p ≈ 0.76 accept)
+    if (is_canonical<FrParams>(x)) return x;
+  }
+}
+
+}  // namespace zkfarm

@@ -1,0 +1,75 @@
+#pragma once
+// Groth16 proving as snarkjs 0.7 does it (src/groth16_prove.js), split in the
+// two steps the farm runs in different processes:
+//   synthesize: witness + key → a, b, c evaluations over the domain (and the
+//               witness), written into caller-provided memory (the farm's slot);
+//   Prover::prove: those buffers + key → proof (NTTs for H, five MSMs).
+#include <cstddef>
+#include <cstdint>
+
+#include "groth16/bn254.hpp"
+#include "groth16/ntt.hpp"
+#include "groth16/thread_pool.hpp"
+#include "groth16/wtns.hpp"
+#include "groth16/zkey.hpp"
+
+namespace zkfarm {
+
+/// One partition's working memory, carved from one block of bytes:
+/// a, b, c: domain_size Fr each (Montgomery form); then the witness: n_vars
+/// canonical 32-byte values. Total (3·domain_size + n_vars)·32 bytes.
+struct PartitionBuffers {
+  Fr* a = nullptr;
+  Fr* b = nullptr;
+  Fr* c = nullptr;
+  U256* witness = nullptr;
+  size_t domain_size = 0;
+  size_t n_vars = 0;
+
+  /// Bytes one partition of `key` needs.
+  static size_t bytes_for(const Zkey& key);
+  /// Views `base` (≥ bytes_for(key) bytes, 8-byte aligned) as the buffers.
+  static PartitionBuffers view(void* base, const Zkey& key);
+};
+
+/// Synthesis: a = A·w and b = B·w per constraint from the key's section 4
+/// coefficients (stored as v·R², so one Montgomery product with the plain
+/// witness value gives a Montgomery-form result), c = a∘b, and the witness
+/// copied as canonical integers. Writes every byte of `out`.
+/// Precondition: check_witness_matches(key, wtns) passed.
+void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool);
+
+/// A Groth16 proof, affine points (Montgomery coordinates).
+struct Proof {
+  G1Affine a;
+  G2Affine b;
+  G1Affine c;
+};
+
+/// A key prepared for proving: the zkey's points plus the domain's twiddle
+/// tables (2^k·32 bytes). Reusable across partitions and threads.
+class Prover {
+ public:
+  /// Checks the header points (α, β, γ, δ, IC) lie on their curves; throws
+  /// InputError naming the key file otherwise.
+  Prover(const Zkey& key, ThreadPool& pool);
+
+  /// The proof of one synthesized partition with blinding scalars r and s
+  /// (canonical, < r): H on the odd coset (no division by Z: the key's section 9
+  /// holds the matching basis), MSMs A, B1, B2, C, H, then
+  /// πA = α + A + r·δ1, πB = β2 + B2 + s·δ2, B1' = β1 + B1 + s·δ1,
+  /// πC = C + H + s·πA + r·B1' − r·s·δ1. Overwrites a, b, c.
+  Proof prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool) const;
+
+  const Zkey& key() const { return key_; }
+
+ private:
+  const Zkey& key_;
+  Domain domain_;
+};
+
+/// A uniform scalar in [0, r) from the OS's CSPRNG (getrandom(2)), by rejection.
+/// Throws std::system_error if the OS has no entropy to give.
+U256 random_scalar();
+
+}  // namespace zkfarm
