@@ -20,6 +20,113 @@ inline uint32_t bits_at(const U256& x, unsigned pos, unsigned c) {
 
 inline bool is_small(const U256& x, uint64_t v) { return x[0] == v && (x[1] | x[2] | x[3]) == 0; }
 
+// Windows with fewer buckets than this accumulate in XYZZ: a batch would hold
+// too few additions to pay for its inversion.
+constexpr size_t kBatchAffineMinBuckets = 256;
+
+// Σ (j+1)·bucket[j], from the top with two running sums. `extra` (may be null)
+// holds XYZZ parts of the buckets that the affine accumulation passed over.
+template <class C>
+Xyzz<C> reduce_buckets(const Affine<C>* affine, const uint8_t* set, const Xyzz<C>* extra, size_t buckets) {
+  Xyzz<C> running = Xyzz<C>::infinity(), sum = Xyzz<C>::infinity();
+  for (size_t j = buckets; j-- > 0;) {
+    if (set[j]) running.add_affine(affine[j]);
+    if (extra) running.add(extra[j]);
+    sum.add(running);
+  }
+  return sum;
+}
+
+// One window over `count` active points: bucket[|d|−1] ± P in XYZZ (8M+2S each).
+template <class C>
+Xyzz<C> window_sum_xyzz(const uint8_t* points, size_t stride, const int16_t* digits, const uint32_t* idx,
+                        size_t count, size_t buckets) {
+  std::vector<Xyzz<C>> bucket(buckets, Xyzz<C>::infinity());
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t i = idx[k];
+    const int d = digits[i];
+    if (d == 0) continue;
+    Affine<C> p = Affine<C>::load(points + i * stride);
+    if (d > 0) {
+      bucket[d - 1].add_affine(p);
+    } else {
+      bucket[-d - 1].add_affine(-p);
+    }
+  }
+  Xyzz<C> running = Xyzz<C>::infinity(), sum = Xyzz<C>::infinity();
+  for (size_t j = buckets; j-- > 0;) {
+    running.add(bucket[j]);
+    sum.add(running);
+  }
+  return sum;
+}
+
+// One window with affine buckets, added in batches that share one inversion
+// (Montgomery's trick): λ = (y2−y1)/(x2−x1), about 6M per addition against 10
+// for XYZZ. A batch holds at most one addition per bucket; a point whose bucket
+// is already in the batch, or whose x equals the bucket's (doubling or
+// cancellation), goes to an XYZZ side bucket instead, so no point waits.
+template <class C>
+Xyzz<C> window_sum_batch_affine(const uint8_t* points, size_t stride, const int16_t* digits, const uint32_t* idx,
+                                size_t count, size_t buckets) {
+  using F = typename C::Field;
+  using A = Affine<C>;
+  const size_t batch_max = std::min<size_t>(buckets / 8, 1024);
+  std::vector<A> bucket(buckets);
+  std::vector<uint8_t> set(buckets, 0), queued(buckets, 0);
+  std::vector<Xyzz<C>> extra;  // allocated on first use
+  std::vector<uint32_t> batch_bucket(batch_max);
+  std::vector<A> batch_point(batch_max);
+  std::vector<F> diff(batch_max), scratch(batch_max);
+  size_t fill = 0;
+
+  auto side_add = [&](size_t j, const A& p) {
+    if (extra.empty()) extra.assign(buckets, Xyzz<C>::infinity());
+    extra[j].add_affine(p);
+  };
+  auto flush = [&] {
+    for (size_t t = 0; t < fill; ++t) diff[t] = batch_point[t].x - bucket[batch_bucket[t]].x;
+    batch_inverse(diff.data(), fill, scratch.data());
+    for (size_t t = 0; t < fill; ++t) {
+      A& q = bucket[batch_bucket[t]];
+      const A& p = batch_point[t];
+      F lambda = (p.y - q.y) * diff[t];
+      F x3 = lambda.sqr() - q.x - p.x;
+      q.y = lambda * (q.x - x3) - q.y;
+      q.x = x3;
+      queued[batch_bucket[t]] = 0;
+    }
+    fill = 0;
+  };
+
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t i = idx[k];
+    const int d = digits[i];
+    if (d == 0) continue;
+    A p = A::load(points + i * stride);
+    size_t j;
+    if (d > 0) {
+      j = size_t(d - 1);
+    } else {
+      j = size_t(-d - 1);
+      p = -p;
+    }
+    if (!set[j]) {
+      bucket[j] = p;
+      set[j] = 1;
+    } else if (queued[j] || bucket[j].x == p.x) {
+      side_add(j, p);
+    } else {
+      queued[j] = 1;
+      batch_bucket[fill] = uint32_t(j);
+      batch_point[fill] = p;
+      if (++fill == batch_max) flush();
+    }
+  }
+  flush();
+  return reduce_buckets<C>(bucket.data(), set.data(), extra.empty() ? nullptr : extra.data(), buckets);
+}
+
 }  // namespace
 
 unsigned msm_window_bits(size_t m) {
@@ -118,25 +225,9 @@ Xyzz<C> msm(const uint8_t* points, size_t stride, const ScalarPlan& plan, size_t
     const size_t chunk = task % chunks;
     const size_t b = chunk * step, e = std::min(active.size(), b + step);
     const int16_t* digits = plan.digits.data() + size_t(w) * plan.n + first;
-    std::vector<P> bucket(buckets, P::infinity());
-    for (size_t k = b; k < e; ++k) {
-      uint32_t i = active[k];
-      int d = digits[i];
-      if (d == 0) continue;
-      A p = A::load(points + i * stride);
-      if (d > 0) {
-        bucket[d - 1].add_affine(p);
-      } else {
-        bucket[-d - 1].add_affine(-p);
-      }
-    }
-    // Σ (j+1)·bucket[j] with two running sums.
-    P running = P::infinity(), sum = P::infinity();
-    for (size_t j = buckets; j-- > 0;) {
-      running.add(bucket[j]);
-      sum.add(running);
-    }
-    partial[task] = sum;
+    partial[task] = buckets >= kBatchAffineMinBuckets
+                        ? window_sum_batch_affine<C>(points, stride, digits, active.data() + b, e - b, buckets)
+                        : window_sum_xyzz<C>(points, stride, digits, active.data() + b, e - b, buckets);
   });
 
   // Horner over windows, most significant first.

@@ -69,10 +69,16 @@ TEST(Msm, G1EveryWindowWidth) {
   for (unsigned c = 2; c <= 16; c += 1) check<G1Params>(60, 2, c, test::g1_generator());
 }
 
+TEST(Msm, G1BatchAffineWithManyFlushes) {
+  // 512 buckets, batches of 64: many flushes, side buckets for conflicts.
+  check<G1Params>(3000, 2, 10, test::g1_generator());
+}
+
 TEST(Msm, G2MatchesNaiveSum) {
   for (size_t n : {1, 9, 200})
     for (unsigned threads : {1u, 2u}) check<G2Params>(n, threads, 0, test::g2_generator());
   check<G2Params>(50, 2, 3, test::g2_generator());
+  check<G2Params>(400, 2, 10, test::g2_generator());  // batch-affine path over Fq2
 }
 
 TEST(Msm, AllZeroScalarsGiveInfinity) {
