@@ -43,6 +43,8 @@ std::string proof_to_json(const Proof& proof) {
 }
 
 std::string public_to_json(const U256* witness, size_t n_public) {
+  // snarkjs writes an empty list as "[\n]" (its stringifier, not JSON.stringify).
+  if (n_public == 0) return "[\n]";
   Json j = Json::array();
   for (size_t i = 1; i <= n_public; ++i) j.push_back(to_decimal(witness[i]));
   return j.dump(1);

@@ -1,0 +1,278 @@
+// End to end: proofs of every shared fixture and every edge-case circuit of
+// tests/fixtures, checked by snarkjs's verifier; tampered proofs rejected;
+// zkfarm-prove's exit code and message for each kind of bad input.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "groth16/proof_json.hpp"
+#include "groth16/prover.hpp"
+#include "test_util.hpp"
+
+namespace zkfarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "zkfarm-test-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_bytes(const std::string& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string err;
+};
+
+// Runs a shell command, stderr captured.
+CommandResult run_command(const std::string& cmd, const TempDir& dir) {
+  std::string err_file = dir / "stderr.txt";
+  int status = std::system((cmd + " 2>" + err_file + " >/dev/null").c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(err_file)};
+}
+
+// snarkjs's verifier on (vkey, public, proof) triples; true if all are OK.
+bool snarkjs_verify(const std::vector<std::array<std::string, 3>>& triples, std::string* out = nullptr) {
+  std::string cmd = "node " + test::repo_path("tests/snarkjs_verify.cjs");
+  for (auto& t : triples) cmd += " " + t[0] + " " + t[1] + " " + t[2];
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return false;
+  std::string text;
+  char buf[4096];
+  while (size_t k = fread(buf, 1, sizeof buf, p)) text.append(buf, k);
+  int status = pclose(p);
+  if (out) *out = text;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+         size_t(std::count(text.begin(), text.end(), '\n')) == triples.size();
+}
+
+struct Fixture {
+  std::string dir, circuit, witness;  // witness: "chain.3"
+  std::string zkey() const { return dir + "/" + circuit + ".zkey"; }
+  std::string vkey() const { return dir + "/" + circuit + ".vkey.json"; }
+  std::string wtns() const { return dir + "/" + witness + ".wtns"; }
+  std::string ref_public() const { return dir + "/" + witness + ".public.json"; }
+};
+
+std::vector<Fixture> all_fixtures() {
+  std::vector<Fixture> out;
+  for (int k = 0; k < 10; ++k) out.push_back({ZKFARM_SHARED_FIXTURES, "chain", "chain." + std::to_string(k)});
+  for (int k = 0; k < 2; ++k) out.push_back({ZKFARM_SHARED_FIXTURES, "tiny", "tiny." + std::to_string(k)});
+  std::string edge = test::repo_path("tests/fixtures");
+  for (const char* c : {"nopub", "manypub", "allpub", "pow2", "pow2plus", "binary"})
+    for (int k = 0; k < 2; ++k) out.push_back({edge, c, std::string(c) + "." + std::to_string(k)});
+  return out;
+}
+
+// Proves one fixture in process; returns {public.json, proof.json} paths.
+std::array<std::string, 2> prove_fixture(const Fixture& f, const TempDir& dir, ThreadPool& pool) {
+  Zkey key = Zkey::open(f.zkey());
+  Wtns w = Wtns::open(f.wtns());
+  check_witness_matches(key, w);
+  Prover prover(key, pool);
+  std::vector<uint64_t> mem(PartitionBuffers::bytes_for(key) / 8);
+  auto buf = PartitionBuffers::view(mem.data(), key);
+  synthesize(key, w, buf, pool);
+  std::string pub = public_to_json(buf.witness, key.n_public);
+  Proof proof = prover.prove(buf, random_scalar(), random_scalar(), pool);
+  std::array<std::string, 2> paths{dir / (f.witness + ".public.json"), dir / (f.witness + ".proof.json")};
+  write_file_atomic(paths[0], pub);
+  write_file_atomic(paths[1], proof_to_json(proof));
+  return paths;
+}
+
+TEST(Prove, EveryFixtureVerifiesWithSnarkjs) {
+  TempDir dir;
+  ThreadPool pool(2);
+  std::vector<std::array<std::string, 3>> triples;
+  for (const auto& f : all_fixtures()) {
+    auto [pub, proof] = prove_fixture(f, dir, pool);
+    // public.json is deterministic: byte-identical to snarkjs's.
+    EXPECT_EQ(read_file(pub), read_file(f.ref_public())) << f.witness;
+    triples.push_back({f.vkey(), pub, proof});
+  }
+  std::string out;
+  EXPECT_TRUE(snarkjs_verify(triples, &out)) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), long(triples.size())) << out;
+  EXPECT_EQ(out.find("INVALID"), std::string::npos) << out;
+}
+
+TEST(Prove, ProofJsonHasSnarkjsLayout) {
+  TempDir dir;
+  ThreadPool pool(1);
+  auto [pub, proof] = prove_fixture({ZKFARM_SHARED_FIXTURES, "tiny", "tiny.0"}, dir, pool);
+  std::string ours = read_file(proof), theirs = read_file(test::shared_fixture("tiny.0.proof.json"));
+  // Same structure and formatting: replace every decimal number by 'N' and compare.
+  auto shape = [](std::string s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (isdigit(static_cast<unsigned char>(s[i]))) {
+        while (i + 1 < s.size() && isdigit(static_cast<unsigned char>(s[i + 1]))) ++i;
+        out += 'N';
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(shape(ours), shape(theirs));
+}
+
+TEST(Prove, TamperedProofsAreRejected) {
+  TempDir dir;
+  ThreadPool pool(2);
+  Fixture f{ZKFARM_SHARED_FIXTURES, "chain", "chain.1"};
+  auto [pub, proof] = prove_fixture(f, dir, pool);
+  ASSERT_TRUE(snarkjs_verify({{f.vkey(), pub, proof}}));
+
+  // pi_a replaced by pi_c: both valid curve points, wrong proof.
+  std::string text = read_file(proof);
+  size_t a = text.find("\"pi_a\""), b = text.find("\"pi_b\""), c = text.find("\"pi_c\""), p = text.find("\"protocol\"");
+  std::string pi_a_body = text.substr(a + 6, b - a - 6), pi_c_body = text.substr(c + 6, p - c - 6);
+  std::string swapped = text.substr(0, a + 6) + pi_c_body + text.substr(b, c + 6 - b) + pi_a_body + text.substr(p);
+  write_bytes(dir / "swapped.proof.json", swapped);
+  EXPECT_FALSE(snarkjs_verify({{f.vkey(), pub, dir / "swapped.proof.json"}}));
+
+  // The proof checked against another witness' public signals.
+  EXPECT_FALSE(snarkjs_verify({{f.vkey(), test::shared_fixture("chain.2.public.json"), proof}}));
+}
+
+TEST(Prove, ConcurrentProofsInOneProcess) {
+  TempDir dir;
+  std::vector<std::array<std::string, 3>> triples(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      ThreadPool pool(2);
+      Fixture f{ZKFARM_SHARED_FIXTURES, "chain", "chain." + std::to_string(t)};
+      auto [pub, proof] = prove_fixture(f, dir, pool);
+      triples[t] = {f.vkey(), pub, proof};
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(snarkjs_verify(triples));
+}
+
+// ---- zkfarm-prove, the command ----
+
+std::string prove_cmd(const std::string& key, const std::string& wtns, const TempDir& dir) {
+  return std::string(ZKFARM_PROVE_BIN) + " '" + key + "' '" + wtns + "' '" + (dir / "out.proof.json") + "' '" +
+         (dir / "out.public.json") + "'";
+}
+
+TEST(ProveCommand, ProvesAFixture) {
+  TempDir dir;
+  auto r = run_command(prove_cmd(test::shared_fixture("chain.zkey"), test::shared_fixture("chain.4.wtns"), dir), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(snarkjs_verify({{test::shared_fixture("chain.vkey.json"), dir / "out.public.json", dir / "out.proof.json"}}));
+}
+
+// Runs zkfarm-prove on bad input: exit 2, one line naming `names` and `fault`, no output.
+void expect_bad_input(const std::string& key, const std::string& wtns, const std::string& names,
+                      const std::string& fault) {
+  TempDir dir;
+  auto r = run_command(prove_cmd(key, wtns, dir), dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  EXPECT_NE(r.err.find(names), std::string::npos) << "names " << names << ": " << r.err;
+  EXPECT_NE(r.err.find(fault), std::string::npos) << "says " << fault << ": " << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out.proof.json"));
+  EXPECT_FALSE(fs::exists(dir / "out.public.json"));
+}
+
+// Offset of section `type`'s u64 size field in a snarkjs binary file.
+size_t section_size_offset(const std::string& bytes, uint32_t type) {
+  uint32_t n;
+  std::memcpy(&n, bytes.data() + 8, 4);
+  size_t pos = 12;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t t;
+    uint64_t size;
+    std::memcpy(&t, bytes.data() + pos, 4);
+    std::memcpy(&size, bytes.data() + pos + 4, 8);
+    if (t == type) return pos + 4;
+    pos += 12 + size;
+  }
+  throw std::runtime_error("no such section");
+}
+
+TEST(ProveCommand, BadInputGivesExit2AndAClearMessage) {
+  TempDir dir;
+  const std::string key = test::shared_fixture("chain.zkey"), wtns = test::shared_fixture("chain.0.wtns");
+  const std::string key_bytes = read_file(key);
+
+  expect_bad_input(dir / "missing.zkey", wtns, "missing.zkey", "No such file");
+  expect_bad_input(key, dir / "missing.wtns", "missing.wtns", "No such file");
+  fs::create_directory(dir / "adir.zkey");
+  expect_bad_input(dir / "adir.zkey", wtns, "adir.zkey", "directory");
+  write_bytes(dir / "empty.zkey", "");
+  expect_bad_input(dir / "empty.zkey", wtns, "empty.zkey", "empty");
+  write_bytes(dir / "empty.wtns", "");
+  expect_bad_input(key, dir / "empty.wtns", "empty.wtns", "empty");
+
+  for (size_t cut : {size_t(6), size_t(40), size_t(1000), key_bytes.size() / 2, key_bytes.size() - 1}) {
+    std::string name = "cut" + std::to_string(cut) + ".zkey";
+    write_bytes(dir / name, key_bytes.substr(0, cut));
+    expect_bad_input(dir / name, wtns, name, "truncated");
+  }
+
+  for (int delta : {-1, +1}) {
+    std::string patched = key_bytes;
+    size_t off = section_size_offset(patched, 4);
+    uint64_t size;
+    std::memcpy(&size, patched.data() + off, 8);
+    size += delta;
+    std::memcpy(patched.data() + off, &size, 8);
+    std::string name = "size" + std::to_string(delta) + ".zkey";
+    write_bytes(dir / name, patched);
+    expect_bad_input(dir / name, wtns, name, "section");
+  }
+
+  // A witness of another circuit, and one over BLS12-381's scalar field.
+  expect_bad_input(key, test::shared_fixture("tiny.0.wtns"), "tiny.0.wtns", "nVars");
+  expect_bad_input(key, test::shared_fixture("chain_bls12381.0.wtns"), "chain_bls12381.0.wtns", "prime");
+  expect_bad_input(test::shared_fixture("chain_bls12381.zkey"), wtns, "chain_bls12381.zkey", "wrong curve");
+  // A key given where the witness goes.
+  expect_bad_input(key, key, "chain.zkey", "magic");
+}
+
+TEST(ProveCommand, UnwritableOutputIsBadInputAndLeavesNothing) {
+  TempDir dir;
+  std::string cmd = std::string(ZKFARM_PROVE_BIN) + " " + test::shared_fixture("tiny.zkey") + " " +
+                    test::shared_fixture("tiny.0.wtns") + " " + (dir / "no/such/dir/p.json") + " " + (dir / "pub.json");
+  auto r = run_command(cmd, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no/such/dir/p.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "pub.json"));
+}
+
+TEST(ProveCommand, UsageErrorIsExit2) {
+  TempDir dir;
+  auto r = run_command(std::string(ZKFARM_PROVE_BIN) + " only-one-arg", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+}  // namespace
+}  // namespace zkfarm
