@@ -1,5 +1,6 @@
 #include "groth16/ntt.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -11,6 +12,14 @@ namespace {
 // t = (r − 1) / 2^28, the odd part of r − 1.
 const U256 kTwoAdicOddPart{0x9b9709143e1f593fULL, 0x181585d2833e8487ULL, 0x131a029b85045b68ULL,
                            0x000000030644e72eULL};
+
+// Bit i of x moved to bit 63 − i.
+inline uint64_t bit_reverse64(uint64_t x) {
+  x = ((x >> 1) & 0x5555555555555555ULL) | ((x & 0x5555555555555555ULL) << 1);
+  x = ((x >> 2) & 0x3333333333333333ULL) | ((x & 0x3333333333333333ULL) << 2);
+  x = ((x >> 4) & 0x0f0f0f0f0f0f0f0fULL) | ((x & 0x0f0f0f0f0f0f0f0fULL) << 4);
+  return __builtin_bswap64(x);
+}
 
 void powers(Fr* out, size_t n, const Fr& g, ThreadPool& pool) {
   pool.parallel_for(n, [&](size_t b, size_t e) {
@@ -63,26 +72,35 @@ void Domain::transform(Fr* v, const std::vector<Fr>& tw, ThreadPool& pool) const
   const size_t n = n_;
   if (n == 1) return;
   // Bit-reversal permutation, then log n radix-2 decimation-in-time stages.
+  const uint32_t shift = 64 - log_n_;
   pool.parallel_for(n, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
-      size_t j = 0;
-      for (uint32_t bit = 0; bit < log_n_; ++bit) j |= ((i >> bit) & 1) << (log_n_ - 1 - bit);
+      size_t j = size_t(bit_reverse64(i) >> shift);
       if (i < j) std::swap(v[i], v[j]);
     }
   });
-  for (uint32_t s = 1; s <= log_n_; ++s) {
+  auto butterflies = [&](size_t base, uint32_t s, size_t k_begin, size_t k_end) {
     const size_t half = size_t(1) << (s - 1);
     const size_t stride = n >> s;  // twiddle index step for this stage
-    pool.parallel_for(n / 2, [&](size_t b, size_t e) {
-      for (size_t k = b; k < e; ++k) {
-        size_t j = k & (half - 1);
-        size_t i = ((k >> (s - 1)) << s) | j;
-        Fr t = v[i + half] * tw[j * stride];
-        Fr u = v[i];
-        v[i] = u + t;
-        v[i + half] = u - t;
-      }
-    });
+    for (size_t k = k_begin; k < k_end; ++k) {
+      const size_t j = k & (half - 1);
+      const size_t i = base + (((k >> (s - 1)) << s) | j);
+      Fr t = v[i + half] * tw[j * stride];
+      Fr u = v[i];
+      v[i] = u + t;
+      v[i + half] = u - t;
+    }
+  };
+  // The first stages stay inside blocks of 2^10 elements (32 KiB, in L1/L2):
+  // one pass over memory for all of them instead of one per stage.
+  const uint32_t block_log = std::min<uint32_t>(log_n_, 10);
+  const size_t block = size_t(1) << block_log;
+  pool.parallel_for(n / block, [&](size_t b, size_t e) {
+    for (size_t blk = b; blk < e; ++blk)
+      for (uint32_t s = 1; s <= block_log; ++s) butterflies(blk * block, s, 0, block / 2);
+  });
+  for (uint32_t s = block_log + 1; s <= log_n_; ++s) {
+    pool.parallel_for(n / 2, [&](size_t b, size_t e) { butterflies(0, s, b, e); });
   }
 }
 

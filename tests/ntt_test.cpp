@@ -53,7 +53,7 @@ TEST_P(NttTest, MatchesNaiveDft) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NttTest,
-                         ::testing::Combine(::testing::Values(0u, 1u, 2u, 3u, 5u, 8u, 10u),
+                         ::testing::Combine(::testing::Values(0u, 1u, 2u, 3u, 5u, 8u, 10u, 12u),
                                             ::testing::Values(1u, 3u)));
 
 TEST(Ntt, OddCosetGeneratorIsPrimitive2nRoot) {

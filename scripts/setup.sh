@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for zkfarm and builds it. Idempotent: packages
+# already there are not reinstalled, node_modules is reused while package-lock.json
+# is unchanged, and the build is incremental.
+#   scripts/setup.sh            install what is missing, build into build/
+# Needs root (or sudo) for apt-get. Environment: BUILD_DIR (default build),
+# ZKFARM_SKIP_APT=1 to skip the package step.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+
+# Debian's packages the build and the tests need (design.md §8 lists the set
+# that builds and links together on Debian 12).
+packages=(
+  build-essential cmake pkg-config git python3
+  cppzmq-dev libzmq3-dev libboost-dev libspdlog-dev nlohmann-json3-dev
+  libtomlplusplus-dev libcli11-dev libsqlite3-dev libsystemd-dev
+  libcpp-httplib-dev libgtest-dev libgmock-dev
+)
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ -z "${ZKFARM_SKIP_APT:-}" ]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # Node.js and npm for snarkjs (the reference the tests verify against). A
+  # machine that already has a node with npm (e.g. from NodeSource) keeps it.
+  if ! command -v node >/dev/null 2>&1; then missing+=(nodejs npm);
+  elif ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+# snarkjs 0.7.6, circom2 and circomlib, pinned by package-lock.json.
+stamp=$root/node_modules/.zkfarm-lock
+if [ ! -f "$stamp" ] || ! cmp -s "$root/package-lock.json" "$stamp"; then
+  echo "setup: npm ci (snarkjs, circom2, circomlib)"
+  (cd "$root" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$root/package-lock.json" "$stamp"
+fi
+
+echo "setup: building into $build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)"
+echo "setup: done"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs zkfarm's tests: sets up and builds (scripts/setup.sh), runs the suite in
+# the release build, then again in an AddressSanitizer + UndefinedBehaviorSanitizer
+# build (build-asan/). Exits non-zero if anything fails.
+#   scripts/test.sh             everything
+#   ZKFARM_NO_SANITIZE=1 scripts/test.sh   the release build only
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh"
+jobs=$(nproc)
+
+echo "== tests (release build)"
+ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
+
+if [ -z "${ZKFARM_NO_SANITIZE:-}" ]; then
+  echo "== tests (ASan + UBSan build)"
+  cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZKFARM_SANITIZE=ON >/dev/null
+  cmake --build "$root/build-asan" -j"$jobs" --target zkfarm_tests
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
+fi
