@@ -1,0 +1,80 @@
+#pragma once
+// A Groth16 proving key as snarkjs 0.7 writes it (.zkey, container version 1;
+// snarkjs src/zkey_new.js and zkey_utils.js writeHeader), BN254 only:
+//   section 1  u32 protocol (1 = Groth16)
+//   section 2  u32 n8q, q[n8q], u32 n8r, r[n8r], u32 nVars, u32 nPublic, u32 domainSize,
+//              alpha1 G1, beta1 G1, beta2 G2, gamma2 G2, delta1 G1, delta2 G2
+//   section 3  IC: (nPublic+1) G1
+//   section 4  u32 nCoefs, nCoefs x { u32 matrix (0=A, 1=B), u32 constraint, u32 signal, value[n8r] }
+//   section 5  A: nVars G1        section 6  B1: nVars G1      section 7  B2: nVars G2
+//   section 8  C: (nVars-nPublic-1) G1                          section 9  H: domainSize G1
+//   section 10 contributions (ignored)
+// Points are affine, each coordinate 32 bytes little-endian in Montgomery form;
+// G1 = x|y (64 bytes), G2 = x.c0|x.c1|y.c0|y.c1 (128 bytes); all zero bytes = infinity.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "groth16/binfile.hpp"
+#include "groth16/bn254.hpp"
+
+namespace zkfarm {
+
+/// Bytes of one BN254 coordinate (an Fq element), a G1 and a G2 affine point.
+inline constexpr uint64_t kFqBytes = 32;
+/// Bytes of one Fr element and of one section-4 coefficient record.
+inline constexpr uint64_t kFrBytes = 32;
+inline constexpr uint64_t kCoeffRecordBytes = 12 + kFrBytes;
+/// Largest domain zkfarm accepts (2^28 points: the H section alone is then 16 GiB).
+
+/// A mapped, validated proving key. open() checks every section's exact size,
+/// the header's counts, every coefficient record, and that every point
+/// coordinate in sections 2, 3, 5-9 is canonical (< q). All spans and pointers
+/// point into the mapping held by `file` and stay valid while this Zkey lives
+/// (moving it keeps them valid).
+///
+/// Not checked here: that points lie on the curve and in the prime-order
+/// subgroup, which needs field arithmetic. That check belongs after open(),
+/// over the raw spans below (the hook for it).
+struct Zkey {
+  /// Maps PATH and validates it. Throws InputError "PATH: FAULT" (container
+  /// faults, see BinFile) or "PATH: section N: FAULT", e.g.
+  /// "unsupported protocol 2, only Groth16 (1)",
+  /// "wrong curve: key is over a field of 48 bytes (q=...), zkfarm supports BN254 (bn128) only",
+  /// "size 131073 bytes, expected 131072 (H: domainSize 2048 G1 points of 64 bytes)",
+  /// "coefficient 17: signal 900 out of range (nVars 812)",
+  /// "point 3 (y.c1): coordinate not canonical (>= q)".
+  static Zkey open(const std::string& path);
+
+  std::string path;
+  uint32_t n_vars = 0;       // witness length, including the constant 1 at index 0
+  uint32_t n_public = 0;     // public signals (outputs then public inputs), excluding the constant
+  uint32_t domain_size = 0;  // power of two, <= 2^kMaxLogDomain
+  uint32_t log_domain = 0;   // log2(domain_size)
+  uint32_t n_coeffs = 0;     // records in section 4
+
+  // Verification/proving key points from section 2, raw bytes as stored
+  // (Montgomery, little-endian): G1 64 bytes, G2 128 bytes.
+  const uint8_t* alpha1 = nullptr;
+  const uint8_t* beta1 = nullptr;
+  const uint8_t* beta2 = nullptr;
+  const uint8_t* gamma2 = nullptr;
+  const uint8_t* delta1 = nullptr;
+  const uint8_t* delta2 = nullptr;
+
+  std::span<const uint8_t> ic;      // section 3: (n_public+1) * 64 bytes
+  std::span<const uint8_t> coeffs;  // section 4 after the u32 count: n_coeffs * 44 bytes
+  std::span<const uint8_t> a;       // section 5: n_vars * 64 bytes
+  std::span<const uint8_t> b1;      // section 6: n_vars * 64 bytes
+  std::span<const uint8_t> b2;      // section 7: n_vars * 128 bytes
+  std::span<const uint8_t> c;       // section 8: (n_vars - n_public - 1) * 64 bytes
+  std::span<const uint8_t> h;       // section 9: domain_size * 64 bytes
+
+  /// The mapping the spans above point into.
+  BinFile file;
+
+ private:
+  explicit Zkey(BinFile f) : path(f.path()), file(std::move(f)) {}
+};
+
+}  // namespace zkfarm
