@@ -1,0 +1,79 @@
+#pragma once
+// The messages between zkfarmd, its workers and zkfarmctl.
+//
+// Wire format: one ZeroMQ frame per message (after the ROUTER identity frame
+// where there is one), holding a MessagePack map (nlohmann::json's encoder)
+// with at least {"v": kProtocolVersion, "t": TYPE}. Large data never travels
+// here: partitions move through the shared-memory arena, messages carry only
+// slot ids, offsets, sizes, generations, states, paths and the 256-byte proof.
+//
+// Pairing rules:
+//  - Workers (DEALER) ↔ supervisor (ROUTER, ipc://STATE/workers.sock): a worker
+//    sends READY first and HEARTBEAT every heartbeat interval; the supervisor
+//    sends SYNTH / PROVE one at a time to an idle worker, which answers with
+//    SYNTH_DONE / PROVE_DONE carrying the same job, partition, slot and
+//    generation; SHUTDOWN asks a worker to finish and exit 0.
+//  - zkfarmctl (REQ) ↔ supervisor (ROUTER, ipc://STATE/control.sock): strictly
+//    one request, one reply {"ok": true, ...} or {"ok": false, "error": TEXT}.
+// docs/protocol.md lists every type and field.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace zkfarm::protocol {
+
+/// Increment whenever a message's meaning or a required field changes.
+inline constexpr int kProtocolVersion = 1;
+/// Frames larger than this are dropped unread (bytes).
+inline constexpr size_t kMaxFrameBytes = 1 << 20;
+
+using Message = nlohmann::json;
+
+/// A message that does not decode or lacks a field of the right type. The
+/// receiver logs it and drops the message; it never ends a process.
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A new message {"v": kProtocolVersion, "t": type}.
+Message make(std::string_view type);
+
+/// MessagePack bytes of msg (which must be a JSON object).
+std::string encode(const Message& msg);
+
+/// Decodes one frame. Throws ProtocolError when it is larger than
+/// kMaxFrameBytes, is not MessagePack, is not a map, lacks "t", or has another
+/// protocol version (the message then says both versions).
+Message decode(std::string_view frame);
+
+/// The message's type ("t").
+std::string type_of(const Message& msg);
+
+/// Typed field readers; each throws ProtocolError naming the field when it is
+/// missing or of another type (or, for integers, negative or out of range).
+uint64_t get_u64(const Message& msg, const char* field);
+uint32_t get_u32(const Message& msg, const char* field);
+std::string get_str(const Message& msg, const char* field);
+bool get_bool(const Message& msg, const char* field);
+/// Binary field (MessagePack bin), e.g. the proof.
+std::string get_bin(const Message& msg, const char* field);
+/// An optional string field: nullopt when absent.
+std::optional<std::string> find_str(const Message& msg, const char* field);
+
+/// Wraps bytes as a MessagePack bin value.
+nlohmann::json bin(std::string_view bytes);
+
+// Message types.
+inline constexpr const char* kReady = "READY";
+inline constexpr const char* kHeartbeat = "HEARTBEAT";
+inline constexpr const char* kSynth = "SYNTH";
+inline constexpr const char* kSynthDone = "SYNTH_DONE";
+inline constexpr const char* kProve = "PROVE";
+inline constexpr const char* kProveDone = "PROVE_DONE";
+inline constexpr const char* kShutdown = "SHUTDOWN";
+
+}  // namespace zkfarm::protocol
