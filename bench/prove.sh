@@ -19,7 +19,7 @@ snarkjs=(node "$root/node_modules/snarkjs/build/cli.cjs")
 echo "key $(basename "$ZKEY"): $(stat -c %s "$ZKEY") bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 python3 "$root/bench/compare.py" --reps "$reps" \
   --label snarkjs -- "${snarkjs[@]}" groth16 prove "$ZKEY" "$WTNS" "$out/s.proof.json" "$out/s.public.json" \
-  --label zkfarm -- "$root/build/tools/zkfarm-prove" "$ZKEY" "$WTNS" "$out/z.proof.json" "$out/z.public.json"
+  --label zkfarm -- "$root/build/bin/zkfarm-prove" "$ZKEY" "$WTNS" "$out/z.proof.json" "$out/z.public.json"
 for who in s z; do
   "${snarkjs[@]}" groth16 verify "$VKEY" "$out/$who.public.json" "$out/$who.proof.json" >/dev/null \
     || { echo "bench: the $who proof does not verify" >&2; exit 1; }

@@ -19,7 +19,7 @@ for wtns in "$fixtures"/*.wtns; do
   [ -f "$fixtures/$name.zkey" ] || continue
   case "$name" in *bls12381*) continue ;; esac  # zkfarm proves BN254 (bn128) keys
   start=$(date +%s%N)
-  "$root/build/tools/zkfarm-prove" "$fixtures/$name.zkey" "$wtns" "$out/$base.proof.json" "$out/$base.public.json"
+  "$root/build/bin/zkfarm-prove" "$fixtures/$name.zkey" "$wtns" "$out/$base.proof.json" "$out/$base.public.json"
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   if snarkjs groth16 verify "$fixtures/$name.vkey.json" "$out/$base.public.json" "$out/$base.proof.json" >/dev/null; then
     printf '%-12s proved in %5d ms, snarkjs groth16 verify: OK\n' "$base" "$ms"

@@ -1,0 +1,124 @@
+#include "ctl/client.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace zkfarm::ctl {
+
+namespace {
+namespace fs = std::filesystem;
+
+std::string absolute_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) return dir;
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+}  // namespace
+
+std::string control_socket_path(const std::string& state_dir) {
+  std::string dir = state_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir + "/control.sock";
+}
+
+protocol::Message parse_reply(std::string_view frame) {
+  if (frame.size() > protocol::kMaxFrameBytes) {
+    throw MalformedReply("frame of " + std::to_string(frame.size()) + " bytes exceeds the limit of " +
+                         std::to_string(protocol::kMaxFrameBytes));
+  }
+  protocol::Message m;
+  try {
+    m = protocol::Message::from_msgpack(frame.begin(), frame.end());
+  } catch (const nlohmann::json::exception&) {
+    throw MalformedReply("not a MessagePack message (" + std::to_string(frame.size()) + " bytes)");
+  }
+  if (!m.is_object()) throw MalformedReply("not a map");
+  auto v = m.find("v");
+  if (v != m.end()) {
+    if (!v->is_number_integer()) throw MalformedReply("protocol version \"v\" is not an integer");
+    if (v->get<int64_t>() != protocol::kProtocolVersion) {
+      throw MalformedReply("zkfarmd speaks protocol version " + std::to_string(v->get<int64_t>()) +
+                           ", this zkfarmctl speaks version " + std::to_string(protocol::kProtocolVersion));
+    }
+  }
+  auto ok = m.find("ok");
+  if (ok == m.end() || !ok->is_boolean()) throw MalformedReply("no boolean \"ok\"");
+  if (!ok->get<bool>()) {
+    auto err = m.find("error");
+    if (err == m.end() || !err->is_string()) throw Refused("zkfarmd refused the request without an error message");
+    throw Refused(err->get<std::string>());
+  }
+  return m;
+}
+
+Client::Client(const std::string& state_dir, int timeout_ms)
+    : state_dir_(absolute_dir(state_dir)), timeout_ms_(timeout_ms), ctx_(1), sock_(ctx_, zmq::socket_type::req) {
+  sock_.set(zmq::sockopt::linger, 0);
+}
+
+void Client::connect() {
+  const std::string path = control_socket_path(state_dir_);
+  struct stat st{};
+  if (stat(state_dir_.c_str(), &st) != 0) {
+    throw NoSupervisor(state_dir_, "state dir " + state_dir_ + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) throw NoSupervisor(state_dir_, state_dir_ + " is not a directory");
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw NoSupervisor(state_dir_, path + " does not exist");
+    throw NoSupervisor(state_dir_, path + ": " + std::strerror(errno));
+  }
+  if (!S_ISSOCK(st.st_mode)) throw NoSupervisor(state_dir_, path + " is not a socket");
+  // Connecting to a Unix socket needs write permission on it; ZeroMQ would
+  // retry silently, so say so now.
+  if (access(path.c_str(), W_OK) != 0 && errno == EACCES) {
+    throw CtlError(kExitNoSupervisor, "cannot connect to zkfarmd at " + state_dir_ + " (" + path +
+                                          ": permission denied; the socket is mode 0660, is this user in its group?)");
+  }
+  try {
+    sock_.connect("ipc://" + path);
+  } catch (const zmq::error_t& e) {
+    throw NoSupervisor(state_dir_, "cannot connect to ipc://" + path + ": " + e.what());
+  }
+  connected_ = true;
+}
+
+protocol::Message Client::call(const protocol::Message& request) {
+  if (!connected_) connect();
+  const std::string path = control_socket_path(state_dir_);
+  const std::string frame = protocol::encode(request);
+  try {
+    // REQ queues the request even before the connection is up; a full queue
+    // (nobody ever connected) reads as no supervisor.
+    if (!sock_.send(zmq::buffer(frame), zmq::send_flags::dontwait)) {
+      throw NoSupervisor(state_dir_, "cannot send on ipc://" + path);
+    }
+    zmq::pollitem_t item{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms_));
+    if (!(item.revents & ZMQ_POLLIN)) {
+      throw NoSupervisor(state_dir_, "no reply on ipc://" + path + " within " + std::to_string(timeout_ms_) + " ms");
+    }
+    std::vector<zmq::message_t> parts;
+    for (;;) {
+      zmq::message_t part;
+      if (!sock_.recv(part, zmq::recv_flags::dontwait)) break;
+      parts.push_back(std::move(part));
+      if (!parts.back().more()) break;
+    }
+    if (parts.size() != 1) {
+      throw MalformedReply("expected one frame, got " + std::to_string(parts.size()));
+    }
+    return parse_reply(std::string_view(static_cast<const char*>(parts[0].data()), parts[0].size()));
+  } catch (const zmq::error_t& e) {
+    throw NoSupervisor(state_dir_, std::string("ZeroMQ error on ipc://") + path + ": " + e.what());
+  }
+}
+
+}  // namespace zkfarm::ctl

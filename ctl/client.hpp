@@ -1,0 +1,84 @@
+#pragma once
+// The request/reply client of zkfarmctl: one ZeroMQ REQ socket connected to
+// ipc://STATE/control.sock, one request, one reply (docs/protocol.md).
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <zmq.hpp>
+
+#include "ctl/exit_codes.hpp"
+#include "protocol/messages.hpp"
+
+namespace zkfarm::ctl {
+
+/// An error that ends zkfarmctl with a given exit code; what() is the line for
+/// people (without the "zkfarmctl: " prefix).
+class CtlError : public std::runtime_error {
+ public:
+  CtlError(int exit_code, const std::string& what) : std::runtime_error(what), exit_code_(exit_code) {}
+  /// The process exit status this error maps to.
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// No supervisor answers: the socket file is missing or not a socket, or no
+/// reply came within the timeout. Exit 3.
+class NoSupervisor : public CtlError {
+ public:
+  NoSupervisor(const std::string& state_dir, const std::string& detail)
+      : CtlError(kExitNoSupervisor, "no zkfarmd is running at " + state_dir + " (" + detail + ")") {}
+};
+
+/// The supervisor answered {"ok": false, "error": ...}. Exit 1; what() is the
+/// supervisor's error text.
+class Refused : public CtlError {
+ public:
+  explicit Refused(const std::string& error) : CtlError(kExitFailed, error) {}
+};
+
+/// The reply frame is not a valid reply (not MessagePack, not a map, no
+/// boolean "ok", another protocol version, several frames, too large). Exit 1.
+class MalformedReply : public CtlError {
+ public:
+  explicit MalformedReply(const std::string& detail) : CtlError(kExitFailed, "malformed reply from zkfarmd: " + detail) {}
+};
+
+/// Path of the control socket file under a state dir.
+std::string control_socket_path(const std::string& state_dir);
+
+/// Parses one reply frame: a MessagePack map with a boolean "ok" (and, if
+/// present, "v" equal to protocol::kProtocolVersion; "t" is not required of
+/// replies). Returns the reply when ok is true; throws Refused with the
+/// "error" text when ok is false, MalformedReply otherwise.
+protocol::Message parse_reply(std::string_view frame);
+
+/// A connection to one supervisor's control socket. Connects on the first
+/// call; every call is one request and one reply. After a NoSupervisor error
+/// the client must not be used again (the REQ socket is left mid-exchange).
+class Client {
+ public:
+  /// state_dir: the supervisor's state dir (made absolute here);
+  /// timeout_ms: how long one call waits for its reply.
+  Client(const std::string& state_dir, int timeout_ms);
+
+  /// Sends request (a message made with protocol::make) and returns the reply
+  /// when it has "ok": true. Throws NoSupervisor, Refused or MalformedReply.
+  protocol::Message call(const protocol::Message& request);
+
+  /// The state dir as shown in messages (absolute).
+  const std::string& state_dir() const { return state_dir_; }
+
+ private:
+  /// Checks the socket file exists and is a socket, then connects.
+  void connect();
+
+  std::string state_dir_;
+  int timeout_ms_;
+  zmq::context_t ctx_;
+  zmq::socket_t sock_;
+  bool connected_ = false;
+};
+
+}  // namespace zkfarm::ctl

@@ -1,0 +1,104 @@
+// zkfarmctl: the operator's command line for zkfarmd. It talks only to the
+// control socket ipc://STATE/control.sock (ZeroMQ REQ, one request, one reply;
+// docs/protocol.md) and never signals processes. docs/zkfarmctl.md.
+//
+// Exit codes (ctl/exit_codes.hpp):
+//   0  success (wait: the job is done)
+//   1  refused by zkfarmd (ok:false), malformed reply, or (wait) the job failed
+//      or was cancelled
+//   2  usage error: unknown verb or bad flags (CLI11's message)
+//   3  no zkfarmd is running at the state dir: control.sock missing or not a
+//      socket, or no reply within --timeout-ms
+//   4  wait: the job did not finish within --timeout
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "ctl/client.hpp"
+#include "ctl/exit_codes.hpp"
+#include "ctl/verbs.hpp"
+
+namespace {
+
+std::string non_empty(const std::string& s) { return s.empty() ? "must not be empty" : std::string(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace zkfarm::ctl;
+
+  CLI::App app{"zkfarmctl: submit jobs to a zkfarmd Groth16 proving farm and watch it"};
+  app.footer(kExitCodesHelp);
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags may also follow the verb
+
+  std::string state_dir;
+  int timeout_ms = 5000;
+  app.add_option("--state-dir", state_dir, "the supervisor's state dir (holds control.sock)")
+      ->required()
+      ->envname("ZKFARM_STATE_DIR")
+      ->check(non_empty);
+  app.add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600 * 1000));
+
+  SubmitOptions submit_opt;
+  auto* submit = app.add_subcommand("submit", "submit a job; prints its id alone on stdout");
+  submit->add_option("--zkey", submit_opt.zkey, "proving key (.zkey)")->required()->check(non_empty);
+  submit->add_option("--wtns", submit_opt.wtns, "witness files (.wtns), one partition each")
+      ->required()
+      ->expected(1, -1)
+      ->check(non_empty);
+  submit->add_option("--priority", submit_opt.priority, "low, normal, high or critical")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"low", "normal", "high", "critical"}));
+  submit->add_option("--out", submit_opt.out, "folder for the proofs (default: $PWD/proofs)")->check(non_empty);
+
+  WaitOptions wait_opt;
+  auto* wait = app.add_subcommand("wait", "wait for a job to finish, showing progress on stderr");
+  wait->add_option("job", wait_opt.job, "job id")->required();
+  wait->add_option("--timeout", wait_opt.timeout_s, "give up after this many seconds (exit 4); default: never")
+      ->check(CLI::NonNegativeNumber);
+  wait->add_flag("-q,--quiet", wait_opt.quiet, "no progress output");
+
+  bool status_json = false;
+  auto* status = app.add_subcommand("status", "the supervisor, its workers, queue, arena and jobs");
+  status->add_flag("--json", status_json, "the status object as JSON on stdout");
+
+  bool jobs_json = false;
+  auto* jobs = app.add_subcommand("jobs", "the jobs the supervisor knows");
+  jobs->add_flag("--json", jobs_json, "the job list as JSON on stdout");
+
+  uint64_t cancel_job = 0;
+  auto* cancel = app.add_subcommand("cancel", "cancel a job (its queued partitions are dropped)");
+  cancel->add_option("job", cancel_job, "job id")->required();
+
+  auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+
+  try {
+    Client client(state_dir, timeout_ms);
+    if (*submit) return run_submit(client, submit_opt);
+    if (*wait) return run_wait(client, wait_opt);
+    if (*status) return run_status(client, status_json);
+    if (*jobs) return run_jobs(client, jobs_json);
+    if (*cancel) return run_cancel(client, cancel_job);
+    if (*stop) return run_stop(client);
+    std::cerr << "zkfarmctl: no verb given\n";
+    return kExitUsage;
+  } catch (const CtlError& e) {
+    std::cerr << "zkfarmctl: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const zkfarm::protocol::ProtocolError& e) {
+    // Only replies are decoded here: a bad field is the supervisor's fault.
+    std::cerr << "zkfarmctl: malformed reply from zkfarmd: " << e.what() << "\n";
+    return kExitFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "zkfarmctl: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}

@@ -1,0 +1,154 @@
+#include "ctl/verbs.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "ctl/render.hpp"
+
+namespace zkfarm::ctl {
+
+namespace {
+namespace fs = std::filesystem;
+using protocol::Message;
+using protocol::ProtocolError;
+
+/// reply[key], which must be of the given kind.
+const Message& reply_field(const Message& reply, const char* key, Message::value_t kind, const char* what) {
+  auto it = reply.find(key);
+  if (it == reply.end() || it->type() != kind) {
+    throw ProtocolError(std::string("field \"") + key + "\" is missing or not " + what);
+  }
+  return *it;
+}
+
+/// Shows a job's progress on stderr: on a terminal one bar redrawn in place,
+/// otherwise one line whenever it changes.
+class Progress {
+ public:
+  Progress(uint64_t job, bool quiet) : job_(job), quiet_(quiet), tty_(isatty(STDERR_FILENO) == 1) {}
+  ~Progress() { end(); }
+
+  void show(uint64_t done, uint64_t total, const std::string& state) {
+    if (quiet_) return;
+    std::string line = progress_bar(done, total) + (state == "running" ? "" : "  (" + state + ")");
+    if (line == last_) return;
+    last_ = line;
+    if (tty_) {
+      std::cerr << "\r" << line << "\033[K" << std::flush;
+      drawn_ = true;
+    } else {
+      std::cerr << "job " << job_ << ": " << done << "/" << total << " partitions (" << state << ")\n" << std::flush;
+    }
+  }
+
+  /// Ends the bar's line so that what follows starts on a fresh one.
+  void end() {
+    if (drawn_) std::cerr << "\n" << std::flush;
+    drawn_ = false;
+  }
+
+ private:
+  uint64_t job_;
+  bool quiet_;
+  bool tty_;
+  bool drawn_ = false;
+  std::string last_;
+};
+}  // namespace
+
+std::string absolute_path(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
+
+int run_submit(Client& client, const SubmitOptions& opt) {
+  Message req = protocol::make("submit");
+  req["zkey"] = absolute_path(opt.zkey);
+  Message wtns = Message::array();
+  for (const auto& w : opt.wtns) wtns.push_back(absolute_path(w));
+  req["wtns"] = wtns;
+  req["priority"] = opt.priority;
+  req["out"] = opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
+  Message reply = client.call(req);
+  std::cout << protocol::get_u64(reply, "job") << "\n";
+  return kExitOk;
+}
+
+int run_wait(Client& client, const WaitOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  const bool bounded = opt.timeout_s >= 0;
+  const auto deadline =
+      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(bounded ? opt.timeout_s : 0));
+  Progress progress(opt.job, opt.quiet);
+  Message req = protocol::make("job");
+  req["job"] = opt.job;
+  for (;;) {
+    Message reply = client.call(req);
+    const Message& job = reply_field(reply, "job", Message::value_t::object, "a job object");
+    const std::string state = protocol::get_str(job, "state");
+    const uint64_t done = protocol::get_u64(job, "done");
+    const uint64_t total = protocol::get_u64(job, "partitions");
+    if (state != "queued" && state != "running" && state != "done" && state != "failed" && state != "cancelled") {
+      throw ProtocolError("unknown job state \"" + state + "\"");
+    }
+    progress.show(done, total, state);
+    if (state == "done") {
+      progress.end();
+      std::cout << "job " << opt.job << " done: " << done << " proofs in " << protocol::find_str(job, "out").value_or("-")
+                << "\n";
+      return kExitOk;
+    }
+    if (state == "failed") {
+      progress.end();
+      std::cerr << "zkfarmctl: job " << opt.job << " failed: " << protocol::find_str(job, "error").value_or("(no error given)")
+                << "\n";
+      return kExitFailed;
+    }
+    if (state == "cancelled") {
+      progress.end();
+      std::cerr << "zkfarmctl: job " << opt.job << " was cancelled (" << done << "/" << total << " partitions proved)\n";
+      return kExitFailed;
+    }
+    const auto now = clock::now();
+    if (bounded && now >= deadline) {
+      progress.end();
+      std::cerr << "zkfarmctl: job " << opt.job << " not finished after " << opt.timeout_s << " s (" << state << ", "
+                << done << "/" << total << " partitions)\n";
+      return kExitTimeout;
+    }
+    auto pause = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(100));
+    if (bounded) pause = std::min(pause, deadline - now);
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+int run_status(Client& client, bool json) {
+  Message reply = client.call(protocol::make("status"));
+  const Message& status = reply_field(reply, "status", Message::value_t::object, "an object");
+  std::cout << (json ? to_json_text(status) + "\n" : format_status(status));
+  return kExitOk;
+}
+
+int run_jobs(Client& client, bool json) {
+  Message reply = client.call(protocol::make("jobs"));
+  const Message& jobs = reply_field(reply, "jobs", Message::value_t::array, "a list");
+  std::cout << (json ? to_json_text(jobs) + "\n" : format_jobs(jobs));
+  return kExitOk;
+}
+
+int run_cancel(Client& client, uint64_t job) {
+  Message req = protocol::make("cancel");
+  req["job"] = job;
+  client.call(req);
+  std::cout << "job " << job << " cancelled\n";
+  return kExitOk;
+}
+
+int run_stop(Client& client) {
+  client.call(protocol::make("stop"));
+  std::cout << "zkfarmd at " << client.state_dir() << " is stopping\n";
+  return kExitOk;
+}
+
+}  // namespace zkfarm::ctl

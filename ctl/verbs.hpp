@@ -1,0 +1,53 @@
+#pragma once
+// The verbs of zkfarmctl: each sends its request(s) through a Client, writes
+// its output (results on stdout, diagnostics on stderr) and returns the exit
+// code (ctl/exit_codes.hpp). Errors from the client (CtlError) and malformed
+// reply fields (protocol::ProtocolError) are thrown to main, which prints them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ctl/client.hpp"
+
+namespace zkfarm::ctl {
+
+/// `submit`: the files of a job as given on the command line.
+struct SubmitOptions {
+  std::string zkey;               ///< proving key (.zkey)
+  std::vector<std::string> wtns;  ///< witnesses (.wtns), one partition each
+  std::string priority = "normal";  ///< low, normal, high or critical
+  std::string out;                ///< proof folder; empty: $PWD/proofs
+};
+
+/// `wait`: which job and for how long.
+struct WaitOptions {
+  uint64_t job = 0;
+  double timeout_s = -1;  ///< < 0: wait forever
+  bool quiet = false;     ///< no progress output at all
+};
+
+/// Makes a path absolute against the current directory (lexically normal,
+/// not resolving symlinks; the file need not exist).
+std::string absolute_path(const std::string& path);
+
+/// submit: sends absolute paths, prints the job id alone on stdout.
+int run_submit(Client& client, const SubmitOptions& opt);
+
+/// wait: polls the job every 100 ms; progress on stderr (a bar redrawn in
+/// place on a terminal, a line per change otherwise); 0 done, 1 failed or
+/// cancelled, 4 timeout.
+int run_wait(Client& client, const WaitOptions& opt);
+
+/// status: tables for people, or the status object as JSON.
+int run_status(Client& client, bool json);
+
+/// jobs: the jobs table, or the list as JSON.
+int run_jobs(Client& client, bool json);
+
+/// cancel: drops a job's queued partitions; prints a confirmation.
+int run_cancel(Client& client, uint64_t job);
+
+/// stop: asks the supervisor to stop gracefully; prints a confirmation.
+int run_stop(Client& client);
+
+}  // namespace zkfarm::ctl

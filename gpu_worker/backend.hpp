@@ -1,0 +1,34 @@
+#pragma once
+// The proving backends of zkfarm-gpu: the stage after synthesis (H by NTTs,
+// the five MSMs) behind one interface, so the worker's protocol code does not
+// care whether a GPU or the CPU computes.
+#include <string>
+
+#include "groth16/prover.hpp"
+
+namespace zkfarm::gpu {
+
+/// One way to prove synthesized partitions. Used from one thread at a time
+/// (the worker's compute thread).
+class ProveBackend {
+ public:
+  virtual ~ProveBackend() = default;
+
+  /// The backend's name as READY reports it: "cpu" or "cuda".
+  virtual std::string name() const = 0;
+
+  /// The proving key at `path`, opened and prepared for prove() (for the CPU:
+  /// validated and its domain tables built; for a GPU: its points resident on
+  /// the device), or found in the backend's cache. The reference stays valid
+  /// until the next load(). Throws InputError naming the file and the fault.
+  virtual const Zkey& load(const std::string& path) = 0;
+
+  /// The proof of one partition whose buffers (a, b, c, witness; the layout of
+  /// PartitionBuffers for `key`) synthesis filled, with blinding scalars r and
+  /// s (canonical, < r). `key` should come from load(); another key works but
+  /// is prepared anew. Overwrites in.a, in.b, in.c. Throws InputError for a bad
+  /// key; std::bad_alloc (or a device error) when memory runs out.
+  virtual Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s) = 0;
+};
+
+}  // namespace zkfarm::gpu

@@ -1,0 +1,128 @@
+#pragma once
+// The worker side of the worker ↔ supervisor protocol (docs/protocol.md),
+// shared by zkfarm-synth and zkfarm-gpu.
+//
+// Threads: the caller's thread runs WorkerChannel::run(), a loop that polls the
+// DEALER socket, an eventfd (the compute thread's "done" bell) and a signalfd
+// (SIGTERM/SIGINT), so heartbeats keep flowing while a partition computes.
+// One compute thread runs the WorkHandler, one request at a time.
+//
+// Usage, in main():
+//   if (!guard_process()) return kExitSupervisorLost;  // before any thread starts
+//   ... parse flags, attach the arena, build the handler ...
+//   WorkerChannel channel(options, handler);            // throws ChannelError
+//   return channel.run();
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "protocol/messages.hpp"
+
+namespace zkfarm::protocol {
+
+// Worker exit codes. The supervisor decides what to respawn; codes 2 and 3 say
+// that a restart of the same binary with the same flags cannot help.
+/// SHUTDOWN answered, or SIGTERM/SIGINT received.
+inline constexpr int kExitOk = 0;
+/// An internal failure outside any partition (a bug, out of memory).
+inline constexpr int kExitInternal = 1;
+/// Bad flags or a bad ZKFARM_FAULT value.
+inline constexpr int kExitUsage = 2;
+/// The environment refuses: the arena cannot be attached, the socket cannot be
+/// connected, or the requested backend is not built ("do not respawn" class).
+inline constexpr int kExitEnvironment = 3;
+/// The supervisor is gone: nothing heard from it for heartbeat_timeout, or this
+/// process was reparented (its parent died).
+inline constexpr int kExitSupervisorLost = 4;
+
+/// Test-only fault injection, read from the environment variable ZKFARM_FAULT
+/// (fault tests of the supervisor use it; never set it in production).
+struct TestFault {
+  enum class Kind { kNone, kCrashAfter, kHang, kSlow };
+  Kind kind = Kind::kNone;
+  /// crash_after: partitions completed before the crash; slow: milliseconds.
+  uint64_t n = 0;
+
+  /// Parses "" (none), "crash_after:N", "hang" or "slow_ms:N". Throws
+  /// std::invalid_argument naming the spec otherwise.
+  static TestFault parse(std::string_view spec);
+  /// parse(getenv("ZKFARM_FAULT")), none when unset.
+  static TestFault from_env();
+};
+
+/// The --help footer that documents ZKFARM_FAULT.
+extern const char* const kFaultHelp;
+
+/// What a worker says about itself and how it talks.
+struct WorkerOptions {
+  std::string endpoint;   // the supervisor's ROUTER, e.g. "ipc:///var/lib/zkfarm/workers.sock"
+  std::string worker_id;  // routing id and READY's "worker", e.g. "synth-0"
+  std::string kind;       // "synth" (takes SYNTH) or "gpu" (takes PROVE)
+  std::string version;    // READY's "version", e.g. "0.1.0"
+  std::string backend;    // READY's "backend": "cpu" or "cuda"
+  std::chrono::milliseconds heartbeat{1000};           // HEARTBEAT period
+  std::chrono::milliseconds heartbeat_timeout{10000};  // silence from the supervisor after which the worker exits
+  TestFault fault;
+};
+
+/// The outcome of one partition.
+struct WorkResult {
+  bool ok = true;
+  std::string error;  // one line naming the file and fault when !ok
+  std::string proof;  // PROVE only: the 256 bytes of encode_proof(), when ok
+
+  static WorkResult failure(std::string message) { return {false, std::move(message), {}}; }
+};
+
+/// Runs one SYNTH or PROVE request (the whole decoded message; its "job",
+/// "partition", "slot", "generation" are already checked) on the compute
+/// thread. It should turn input faults into WorkResult::failure; a
+/// ProtocolError it throws (a missing field) becomes ok:false "malformed T: …",
+/// any other exception ok:false "internal error: …".
+using WorkHandler = std::function<WorkResult(const Message& request)>;
+
+/// The socket could not be set up (bad endpoint, no file descriptors).
+class ChannelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Call first in main(), before any thread exists: sets PR_SET_PDEATHSIG to
+/// SIGTERM, blocks SIGTERM and SIGINT in this thread (so every later thread
+/// inherits the mask and WorkerChannel receives them through a signalfd), and
+/// records the parent pid. Returns false when the parent has already died
+/// (getppid() is 1 or differs from the parent seen first).
+[[nodiscard]] bool guard_process();
+
+/// The worker's DEALER connection to the supervisor and its event loop.
+class WorkerChannel {
+ public:
+  /// Connects a DEALER (routing id = options.worker_id) to options.endpoint and
+  /// starts the compute thread. Nothing is sent before run(). Throws
+  /// ChannelError when the socket, eventfd or signalfd cannot be made.
+  WorkerChannel(WorkerOptions options, WorkHandler handler);
+  ~WorkerChannel();
+  WorkerChannel(const WorkerChannel&) = delete;
+  WorkerChannel& operator=(const WorkerChannel&) = delete;
+
+  /// Sends READY, then serves until told to stop; returns the exit code:
+  /// kExitOk after SHUTDOWN (the partition in progress is finished and answered
+  /// first) or SIGTERM/SIGINT; kExitSupervisorLost after heartbeat_timeout of
+  /// silence or when the parent died. Exiting while a partition computes
+  /// (signal, lost supervisor) ends the process at once with _Exit(code): the
+  /// compute thread cannot be interrupted. Work arriving while busy is answered
+  /// ok:false "busy"; malformed frames are logged to stderr and dropped.
+  int run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zkfarm::protocol

@@ -1,0 +1,47 @@
+#pragma once
+// The supervisor's child table: one entry per worker slot (synth-0, gpu-0, …),
+// each with an explicit state, and the one function that starts a worker
+// process. Reaping and the decision to respawn live in the supervisor loop.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervisor/config.hpp"
+#include "supervisor/jobs.hpp"
+
+namespace zkfarm::supervisor {
+
+enum class WorkerKind { kSynth, kGpu };
+const char* worker_kind_name(WorkerKind k);
+
+/// starting: spawned, no READY yet; idle/busy: READY, without/with a partition;
+/// stopping: asked to exit (SHUTDOWN sent); exited: reaped, a restart may be due.
+enum class WorkerState { kStarting, kIdle, kBusy, kStopping, kExited };
+const char* worker_state_name(WorkerState s);
+
+struct Worker {
+  std::string id;                ///< "synth-0", "gpu-1": also its ZeroMQ routing id
+  WorkerKind kind = WorkerKind::kSynth;
+  std::string device;            ///< CUDA_VISIBLE_DEVICES for a GPU worker ("" for the CPU backend)
+  pid_t pid = 0;                 ///< 0 when no process runs
+  WorkerState state = WorkerState::kExited;
+  std::string version, backend;  ///< from READY
+  std::optional<PartRef> current;
+  unsigned restarts = 0;         ///< crash restarts so far
+  unsigned backoff_ms = 0;       ///< delay before the next restart
+  int64_t started_ms = 0, last_seen_ms = 0, stop_deadline_ms = 0;
+  int64_t restart_at_ms = 0;     ///< when exited and a restart is due; 0: none
+  bool kill_sent = false;
+};
+
+/// Starts the worker's binary with Boost.Process: arguments for the endpoint,
+/// arena, id, threads and heartbeats; CUDA_VISIBLE_DEVICES for a GPU worker; in
+/// the child, before exec, an empty signal mask (the supervisor blocks signals
+/// for its signalfd) and PR_SET_PDEATHSIG(SIGTERM), so no worker outlives it.
+/// Returns the pid. Throws std::runtime_error if the binary cannot be started.
+pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena);
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,84 @@
+#include "supervisor/config.hpp"
+
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <toml++/toml.h>
+
+namespace zkfarm::supervisor {
+
+namespace {
+
+template <class T>
+void read_uint(const toml::table& t, const std::string& file, const char* key, T& out, uint64_t lo, uint64_t hi) {
+  auto node = t[key];
+  if (!node) return;
+  auto v = node.value<int64_t>();
+  if (!v || !node.is_integer()) throw ConfigError(file + ": " + key + ": expected an integer");
+  if (*v < int64_t(lo) || uint64_t(*v) > hi) {
+    throw ConfigError(file + ": " + key + ": " + std::to_string(*v) + " is out of range [" + std::to_string(lo) +
+                      ", " + std::to_string(hi) + "]");
+  }
+  out = T(*v);
+}
+
+void read_str(const toml::table& t, const std::string& file, const char* key, std::string& out) {
+  auto node = t[key];
+  if (!node) return;
+  if (!node.is_string()) throw ConfigError(file + ": " + key + ": expected a string");
+  out = *node.value<std::string>();
+}
+
+}  // namespace
+
+void Config::load_toml(const std::string& path) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(path + ": " + std::string(e.description()) + " (line " +
+                      std::to_string(e.source().begin.line) + ")");
+  }
+  static const std::set<std::string> known = {
+      "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "arena_mib",
+      "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
+      "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
+      "http_address", "log_level"};
+  for (auto&& [k, v] : t) {
+    if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
+  }
+  read_uint(t, path, "synth_workers", synth_workers, 0, 1024);
+  read_uint(t, path, "synth_threads", synth_threads, 1, 1024);
+  read_str(t, path, "gpu_devices", gpu_devices);
+  read_str(t, path, "backend", backend);
+  read_uint(t, path, "gpu_threads", gpu_threads, 0, 1024);
+  read_uint(t, path, "arena_mib", arena_mib, 1, uint64_t(1) << 30);
+  read_str(t, path, "synth_binary", synth_binary);
+  read_str(t, path, "gpu_binary", gpu_binary);
+  read_uint(t, path, "heartbeat_ms", heartbeat_ms, 10, 600000);
+  read_uint(t, path, "heartbeat_timeout_ms", heartbeat_timeout_ms, 100, 3600000);
+  read_uint(t, path, "ready_timeout_ms", ready_timeout_ms, 100, 3600000);
+  read_uint(t, path, "drain_timeout_ms", drain_timeout_ms, 0, 86400000);
+  read_uint(t, path, "stop_timeout_ms", stop_timeout_ms, 100, 3600000);
+  read_uint(t, path, "restart_backoff_ms", restart_backoff_ms, 1, 3600000);
+  read_uint(t, path, "restart_backoff_max_ms", restart_backoff_max_ms, 1, 86400000);
+  read_str(t, path, "http_address", http_address);
+  read_str(t, path, "log_level", log_level);
+}
+
+void Config::finalize(const std::string& self_dir) {
+  if (state_dir.empty()) throw ConfigError("--state-dir is required");
+  if (backend != "auto" && backend != "cpu" && backend != "cuda")
+    throw ConfigError("backend: '" + backend + "' is not one of auto, cpu, cuda");
+  if (synth_workers == 0) synth_workers = std::max(2u, std::thread::hardware_concurrency()) - 1;
+  if (synth_binary.empty()) synth_binary = (std::filesystem::path(self_dir) / "zkfarm-synth").string();
+  if (gpu_binary.empty()) gpu_binary = (std::filesystem::path(self_dir) / "zkfarm-gpu").string();
+  if (heartbeat_timeout_ms <= heartbeat_ms)
+    throw ConfigError("heartbeat_timeout_ms must be larger than heartbeat_ms");
+  if (restart_backoff_max_ms < restart_backoff_ms)
+    throw ConfigError("restart_backoff_max_ms must be at least restart_backoff_ms");
+  static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+  if (!levels.count(log_level)) throw ConfigError("log_level: '" + log_level + "' is not one of trace, debug, info, warn, error");
+}
+
+}  // namespace zkfarm::supervisor

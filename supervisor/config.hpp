@@ -1,0 +1,43 @@
+#pragma once
+// zkfarmd's configuration: defaults, then the TOML file (--config), then flags.
+// Every key is documented in docs/configuration.md with its default.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace zkfarm::supervisor {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  std::string state_dir;               ///< everything of the instance lives here
+  unsigned synth_workers = 0;          ///< 0: cores − 1, at least 1
+  unsigned synth_threads = 1;          ///< threads per synthesis worker
+  std::string gpu_devices = "auto";    ///< "auto", "none" or a list "0,1"
+  std::string backend = "auto";        ///< "auto", "cpu" or "cuda"
+  unsigned gpu_threads = 0;            ///< CPU backend threads per GPU worker; 0: all cores
+  uint64_t arena_mib = 1024;           ///< the arena (memory budget), MiB
+  std::string synth_binary;            ///< default: zkfarm-synth beside zkfarmd
+  std::string gpu_binary;              ///< default: zkfarm-gpu beside zkfarmd
+  unsigned heartbeat_ms = 1000;        ///< heartbeat period, both ways
+  unsigned heartbeat_timeout_ms = 10000;  ///< a worker silent this long is killed
+  unsigned ready_timeout_ms = 30000;   ///< a worker must say READY within this
+  unsigned drain_timeout_ms = 600000;  ///< stop: how long in-flight partitions may take
+  unsigned stop_timeout_ms = 10000;    ///< a worker asked to exit gets this long before SIGKILL
+  unsigned restart_backoff_ms = 500;   ///< first delay before replacing a crashed worker
+  unsigned restart_backoff_max_ms = 30000;  ///< cap of the doubling delay
+  std::string http_address;            ///< "HOST:PORT" for GET /status; empty: off
+  std::string log_level = "info";      ///< trace, debug, info, warn, error
+
+  /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the
+  /// key and the fault (unknown key, wrong type, out of range, parse error).
+  void load_toml(const std::string& path);
+  /// Checks cross-key constraints and fills derived defaults (worker counts,
+  /// binary paths from `self_dir`). Throws ConfigError.
+  void finalize(const std::string& self_dir);
+};
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,92 @@
+#pragma once
+// The job table: jobs, their partitions' states, and the dispatch order
+// (priority, then oldest job, then lowest partition). Pure bookkeeping, no I/O,
+// so the order and the state rules are unit-tested on their own.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shm/slots.hpp"
+
+namespace zkfarm::supervisor {
+
+enum class Priority { kLow = 0, kNormal = 1, kHigh = 2, kCritical = 3 };
+/// "low", "normal", "high", "critical" → Priority; nullopt for anything else.
+std::optional<Priority> parse_priority(const std::string& s);
+const char* priority_name(Priority p);
+
+/// A partition's life: queued → synthesizing → synthesized → proving → done.
+/// A worker's death sends synthesizing/proving back to queued (the prove step
+/// works in place, so its slot must be synthesized again).
+enum class PartState { kQueued, kSynthesizing, kSynthesized, kProving, kDone, kFailed, kCancelled };
+const char* part_state_name(PartState s);
+
+enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
+const char* job_state_name(JobState s);
+
+struct Partition {
+  uint32_t index = 0;
+  std::string wtns;                ///< absolute path
+  PartState state = PartState::kQueued;
+  std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
+  std::string worker;              ///< worker id while synthesizing or proving
+  unsigned attempts = 0;           ///< times it was handed to a worker
+};
+
+struct Job {
+  uint64_t id = 0;
+  Priority priority = Priority::kNormal;
+  std::string zkey, out;           ///< absolute paths
+  uint64_t slot_bytes = 0;         ///< PartitionBuffers::bytes_for(key)
+  uint32_t n_public = 0;
+  JobState state = JobState::kQueued;
+  std::string error;
+  int64_t submitted_ms = 0, finished_ms = 0;  ///< Unix ms; 0: not finished
+  std::vector<Partition> parts;
+
+  size_t count(PartState s) const;
+  bool terminal() const { return state == JobState::kDone || state == JobState::kFailed || state == JobState::kCancelled; }
+  /// The job object of docs/protocol.md.
+  nlohmann::json to_json() const;
+};
+
+/// (job id, partition index)
+struct PartRef {
+  uint64_t job;
+  uint32_t index;
+};
+
+class JobTable {
+ public:
+  /// Adds a job (ids count up from 1) with all partitions queued; returns its id.
+  uint64_t add(Job job);
+  Job* find(uint64_t id);
+  Partition* find(const PartRef& ref);
+  const std::map<uint64_t, Job>& all() const { return jobs_; }
+
+  /// The first partition in state `s` by dispatch order: highest priority, then
+  /// oldest job, then lowest partition index. Terminal jobs are skipped.
+  std::optional<PartRef> next(PartState s) const;
+  /// Partitions in state `s` over all live jobs.
+  size_t count(PartState s) const;
+
+  /// Marks a partition done; the job becomes done when all are. Returns true
+  /// if this finished the job.
+  bool mark_done(const PartRef& ref, int64_t now_ms);
+  /// Fails the job: its queued and synthesized partitions become failed; the
+  /// caller frees their slots (returned) first.
+  std::vector<shm::Slot> fail(uint64_t id, const std::string& error, int64_t now_ms);
+  /// Cancels the job likewise. Partitions in a worker's hands keep their slot
+  /// until the worker answers (the answer is then dropped).
+  std::vector<shm::Slot> cancel(uint64_t id, int64_t now_ms);
+
+ private:
+  std::vector<shm::Slot> end_job(Job& job, JobState state, PartState part_state, int64_t now_ms);
+  std::map<uint64_t, Job> jobs_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,639 @@
+#include "supervisor/supervisor.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "groth16/errors.hpp"
+#include "groth16/proof_json.hpp"
+#include "groth16/prover.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/proof_codec.hpp"
+
+namespace zkfarm::supervisor {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+// sun_path holds 108 bytes; ZeroMQ needs the terminating NUL.
+constexpr size_t kMaxIpcPath = 107;
+
+std::string ipc_path(const std::string& state_dir, const char* name) {
+  std::string p = fs::absolute(state_dir).lexically_normal().string() + "/" + name;
+  if (p.size() > kMaxIpcPath) {
+    throw std::runtime_error("state dir path too long for a socket (" + p + " is " + std::to_string(p.size()) +
+                             " bytes, at most " + std::to_string(kMaxIpcPath) + ")");
+  }
+  return p;
+}
+
+// GPU devices to run workers on: "none", "auto" (one per /dev/nvidiaN when the
+// CUDA backend was asked for or auto), or a comma list. An empty string means
+// one worker on the CPU backend.
+std::vector<std::string> gpu_devices(const Config& cfg) {
+  std::vector<std::string> out;
+  if (cfg.backend == "cpu" || cfg.gpu_devices == "none") return {""};
+  if (cfg.gpu_devices == "auto") {
+    for (int i = 0; i < 64; ++i)
+      if (fs::exists("/dev/nvidia" + std::to_string(i))) out.push_back(std::to_string(i));
+    if (out.empty() || cfg.backend == "cpu") return {""};
+    return out;
+  }
+  std::string cur;
+  for (char c : cfg.gpu_devices + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  return out.empty() ? std::vector<std::string>{""} : out;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
+    : cfg_(std::move(cfg)),
+      log_(std::move(log)),
+      ctx_(1),
+      workers_sock_(ctx_, zmq::socket_type::router),
+      control_sock_(ctx_, zmq::socket_type::router),
+      arena_([&] {
+        const std::string name = shm::Arena::name_for(cfg_.state_dir);
+        // We hold the state lock, so a segment of this name is a dead instance's.
+        if (shm::Arena::remove(name)) log_->warn("removed a stale arena /dev/shm/{} left by an earlier instance", name);
+        return shm::Arena::create(name, cfg_.arena_mib << 20);
+      }()),
+      slots_(arena_.capacity()) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP}) sigaddset(&mask, s);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  sigfd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sigfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+
+  workers_path_ = ipc_path(cfg_.state_dir, "workers.sock");
+  control_path_ = ipc_path(cfg_.state_dir, "control.sock");
+  for (const auto& p : {workers_path_, control_path_}) ::unlink(p.c_str());  // stale, under our lock
+  workers_endpoint_ = "ipc://" + workers_path_;
+  workers_sock_.set(zmq::sockopt::linger, 0);
+  control_sock_.set(zmq::sockopt::linger, 0);
+  workers_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
+  control_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
+  workers_sock_.bind(workers_endpoint_);
+  control_sock_.bind("ipc://" + control_path_);
+  ::chmod(workers_path_.c_str(), 0660);
+  ::chmod(control_path_.c_str(), 0660);
+
+  unsigned n = 0;
+  for (unsigned i = 0; i < cfg_.synth_workers; ++i) {
+    Worker w;
+    w.id = "synth-" + std::to_string(i);
+    w.kind = WorkerKind::kSynth;
+    workers_.emplace(w.id, w);
+  }
+  for (const auto& dev : gpu_devices(cfg_)) {
+    Worker w;
+    w.id = "gpu-" + std::to_string(n++);
+    w.kind = WorkerKind::kGpu;
+    w.device = dev;
+    workers_.emplace(w.id, w);
+  }
+  for (auto& [id, w] : workers_) w.backoff_ms = cfg_.restart_backoff_ms;
+  log_->info("zkfarmd {} pid {} state dir {}: arena /dev/shm/{} ({} MiB), {} synthesis and {} GPU workers", kVersion,
+             getpid(), cfg_.state_dir, arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
+}
+
+Supervisor::~Supervisor() {
+  if (sigfd_ >= 0) ::close(sigfd_);
+  workers_sock_.close();
+  control_sock_.close();
+  ::unlink(workers_path_.c_str());
+  ::unlink(control_path_.c_str());
+  shm::Arena::remove(arena_.name());
+}
+
+int64_t Supervisor::now_ms() const {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+void Supervisor::start_worker(Worker& w) {
+  try {
+    w.pid = spawn_worker(cfg_, w, workers_endpoint_, arena_.name());
+  } catch (const std::exception& e) {
+    log_->error("worker {}: {}", w.id, e.what());
+    w.pid = 0;
+    w.state = WorkerState::kExited;
+    w.restart_at_ms = now_ms() + w.backoff_ms;
+    w.backoff_ms = std::min(w.backoff_ms * 2, cfg_.restart_backoff_max_ms);
+    return;
+  }
+  w.state = WorkerState::kStarting;
+  w.started_ms = w.last_seen_ms = now_ms();
+  w.restart_at_ms = 0;
+  w.kill_sent = false;
+  w.current.reset();
+  log_->info("worker {}: started pid {}", w.id, w.pid);
+}
+
+int Supervisor::run() {
+  for (auto& [id, w] : workers_) start_worker(w);
+  update_snapshot();
+  for (;;) {
+    zmq::pollitem_t items[] = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
+                               {control_sock_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, sigfd_, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 3, std::chrono::milliseconds(50));
+    handle_signals();
+    reap_children();
+    // Drain what is readable now; each frame is bounded, so this stays short.
+    for (int i = 0; i < 256; ++i) {
+      std::vector<zmq::message_t> parts;
+      auto got = zmq::recv_multipart(workers_sock_, std::back_inserter(parts), zmq::recv_flags::dontwait);
+      if (!got) break;
+      if (parts.size() != 2) {
+        log_->warn("dropped a worker message of {} frames", parts.size());
+        continue;
+      }
+      on_worker_frame(parts[0].to_string(), parts[1].to_string());
+    }
+    for (int i = 0; i < 64; ++i) {
+      std::vector<zmq::message_t> parts;
+      auto got = zmq::recv_multipart(control_sock_, std::back_inserter(parts), zmq::recv_flags::dontwait);
+      if (!got) break;
+      if (parts.size() != 3 || parts[1].size() != 0) {
+        log_->warn("dropped a control message of {} frames", parts.size());
+        continue;
+      }
+      on_control_frame(parts[0].to_string(), parts[2].to_string());
+    }
+    check_deadlines();
+    dispatch();
+    if (stopping_ && advance_stop()) break;
+    update_snapshot();
+  }
+  log_->info("stopped: all workers reaped, arena /dev/shm/{} unlinked", arena_.name());
+  return 0;
+}
+
+void Supervisor::handle_signals() {
+  signalfd_siginfo si;
+  while (::read(sigfd_, &si, sizeof si) == sizeof si) {
+    int sig = int(si.ssi_signo);
+    if (sig == SIGCHLD) continue;  // reap_children runs every pass
+    if (sig == SIGHUP) {
+      log_->info("SIGHUP: nothing to reload yet");
+      continue;
+    }
+    if (stopping_ && sig == SIGTERM) {
+      log_->warn("second SIGTERM: killing every worker now");
+      for (auto& [id, w] : workers_)
+        if (w.pid > 0) ::kill(w.pid, SIGKILL);
+      drain_deadline_ms_ = 0;
+      continue;
+    }
+    begin_stop(std::string("signal ") + strsignal(sig));
+  }
+}
+
+void Supervisor::reap_children() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                        : std::string("signal ") + strsignal(WTERMSIG(status));
+    Worker* w = nullptr;
+    for (auto& [id, cand] : workers_)
+      if (cand.pid == pid) w = &cand;
+    if (!w) {
+      log_->info("reaped pid {} ({}), not a worker of ours", pid, how);
+      continue;
+    }
+    const bool asked = w->state == WorkerState::kStopping || stopping_;
+    w->pid = 0;
+    if (asked) {
+      log_->info("worker {}: exited ({})", w->id, how);
+      if (w->current) requeue(*w->current, "its worker exited");
+      w->current.reset();
+      w->state = WorkerState::kExited;
+      continue;
+    }
+    worker_lost(*w, "died (" + how + ")");
+  }
+}
+
+// A worker that is gone without being asked: its partition goes back to the
+// queue, and a replacement starts after the backoff.
+void Supervisor::worker_lost(Worker& w, const std::string& why) {
+  log_->error("worker {}: {}; restarting in {} ms", w.id, why, w.backoff_ms);
+  if (w.current) requeue(*w.current, "worker " + w.id + " " + why);
+  w.current.reset();
+  w.state = WorkerState::kExited;
+  ++w.restarts;
+  w.restart_at_ms = now_ms() + w.backoff_ms;
+  w.backoff_ms = std::min(w.backoff_ms * 2, cfg_.restart_backoff_max_ms);
+}
+
+void Supervisor::requeue(const PartRef& ref, const std::string& why) {
+  Partition* p = jobs_.find(ref);
+  Job* job = jobs_.find(ref.job);
+  if (!p || !job) return;
+  // The slot's generation is bumped, so a late answer about it is stale.
+  if (p->slot) slots_.free(p->slot->id);
+  p->slot.reset();
+  p->worker.clear();
+  if (job->terminal()) {
+    if (p->state != PartState::kDone) p->state = job->state == JobState::kCancelled ? PartState::kCancelled : PartState::kFailed;
+    return;
+  }
+  if (p->state == PartState::kSynthesizing || p->state == PartState::kProving) {
+    log_->warn("job {} partition {}: back to the queue ({})", ref.job, ref.index, why);
+    p->state = PartState::kQueued;
+  }
+}
+
+void Supervisor::send_to_worker(const Worker& w, const json& msg) {
+  std::string body = protocol::encode(msg);
+  std::array<zmq::const_buffer, 2> frames = {zmq::buffer(w.id), zmq::buffer(body)};
+  try {
+    zmq::send_multipart(workers_sock_, frames, zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    log_->warn("worker {}: send failed: {}", w.id, e.what());
+  }
+}
+
+void Supervisor::on_worker_frame(const std::string& identity, const std::string& frame) {
+  auto it = workers_.find(identity);
+  if (it == workers_.end()) {
+    log_->warn("dropped a message from unknown worker '{}'", identity.substr(0, 64));
+    return;
+  }
+  Worker& w = it->second;
+  json msg;
+  try {
+    msg = protocol::decode(frame);
+  } catch (const protocol::ProtocolError& e) {
+    log_->warn("worker {}: dropped a malformed message: {}", w.id, e.what());
+    if (w.state == WorkerState::kStarting && std::string(e.what()).find("protocol version") != std::string::npos) {
+      log_->error("worker {}: speaks another protocol version; asking it to exit", w.id);
+      send_to_worker(w, protocol::make(protocol::kShutdown));
+      w.state = WorkerState::kStopping;
+      w.stop_deadline_ms = now_ms() + cfg_.stop_timeout_ms;
+    }
+    return;
+  }
+  w.last_seen_ms = now_ms();
+  try {
+    const std::string type = protocol::type_of(msg);
+    if (type == protocol::kHeartbeat) return;
+    if (type == protocol::kReady) {
+      w.version = protocol::get_str(msg, "version");
+      w.backend = protocol::get_str(msg, "backend");
+      if (w.state == WorkerState::kStarting) w.state = WorkerState::kIdle;
+      log_->info("worker {}: READY (version {}, backend {}, pid {})", w.id, w.version, w.backend,
+                 protocol::get_u64(msg, "pid"));
+      return;
+    }
+    if (type == protocol::kSynthDone || type == protocol::kProveDone) {
+      on_worker_done(w, msg, type == protocol::kSynthDone);
+      return;
+    }
+    log_->warn("worker {}: dropped a message of unknown type {}", w.id, type);
+  } catch (const protocol::ProtocolError& e) {
+    log_->warn("worker {}: dropped a message: {}", w.id, e.what());
+  }
+}
+
+void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
+  const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
+  const uint32_t slot = protocol::get_u32(msg, "slot");
+  const uint64_t generation = protocol::get_u64(msg, "generation");
+  if (!slots_.is_current(slot, generation) || !w.current || w.current->job != ref.job ||
+      w.current->index != ref.index) {
+    log_->warn("worker {}: ignored a stale answer for job {} partition {} (slot {} generation {})", w.id, ref.job,
+               ref.index, slot, generation);
+    return;
+  }
+  w.current.reset();
+  if (w.state == WorkerState::kBusy) w.state = WorkerState::kIdle;
+  Partition* p = jobs_.find(ref);
+  Job* job = jobs_.find(ref.job);
+  if (!p || !job) return;
+  p->worker.clear();
+  if (job->terminal()) {  // cancelled or failed meanwhile: drop the work, free the slot
+    if (p->slot) slots_.free(p->slot->id);
+    p->slot.reset();
+    p->state = job->state == JobState::kCancelled ? PartState::kCancelled : PartState::kFailed;
+    return;
+  }
+  if (!protocol::get_bool(msg, "ok")) {
+    std::string error = protocol::find_str(msg, "error").value_or("unknown error");
+    log_->error("job {} partition {}: {} failed in {}: {}", ref.job, ref.index, synth ? "synthesis" : "proving",
+                w.id, error);
+    if (p->slot) slots_.free(p->slot->id);
+    p->slot.reset();
+    p->state = PartState::kFailed;
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + error);
+    return;
+  }
+  w.backoff_ms = cfg_.restart_backoff_ms;  // a worker that delivers is healthy again
+  if (synth) {
+    p->state = PartState::kSynthesized;
+    log_->debug("job {} partition {}: synthesized by {}", ref.job, ref.index, w.id);
+  } else {
+    finish_partition(w, ref, protocol::get_bin(msg, "proof"));
+  }
+}
+
+void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::string& proof_bytes) {
+  Job* job = jobs_.find(ref.job);
+  Partition* p = jobs_.find(ref);
+  try {
+    Proof proof = protocol::decode_proof(proof_bytes);
+    Wtns wtns = Wtns::open(p->wtns);
+    std::vector<U256> pub(size_t(job->n_public) + 1);
+    std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
+    const std::string base = job->out + "/" + std::to_string(ref.index);
+    write_file_atomic(base + ".public.json", public_to_json(pub.data(), job->n_public));
+    write_file_atomic(base + ".proof.json", proof_to_json(proof));
+  } catch (const std::exception& e) {
+    if (p->slot) slots_.free(p->slot->id);
+    p->slot.reset();
+    p->state = PartState::kFailed;
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": cannot write the proof: " + e.what());
+    return;
+  }
+  if (p->slot) slots_.free(p->slot->id);
+  p->slot.reset();
+  log_->info("job {} partition {}: proved by {}", ref.job, ref.index, w.id);
+  if (jobs_.mark_done(ref, now_ms())) {
+    log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
+  }
+}
+
+void Supervisor::fail_job(uint64_t id, const std::string& error) {
+  free_slots(jobs_.fail(id, error, now_ms()));
+  log_->error("job {}: failed: {}", id, error);
+}
+
+void Supervisor::free_slots(const std::vector<shm::Slot>& slots) {
+  for (const auto& s : slots) slots_.free(s.id);
+}
+
+void Supervisor::check_deadlines() {
+  const int64_t now = now_ms();
+  if (now >= next_heartbeat_ms_) {
+    next_heartbeat_ms_ = now + cfg_.heartbeat_ms;
+    for (auto& [id, w] : workers_)
+      if (w.pid > 0 && w.state != WorkerState::kStarting) send_to_worker(w, protocol::make(protocol::kHeartbeat));
+  }
+  for (auto& [id, w] : workers_) {
+    if (w.pid > 0 && !w.kill_sent) {
+      const char* why = nullptr;
+      if (w.state == WorkerState::kStarting && now - w.started_ms > cfg_.ready_timeout_ms) why = "no READY in time";
+      if ((w.state == WorkerState::kIdle || w.state == WorkerState::kBusy) &&
+          now - w.last_seen_ms > cfg_.heartbeat_timeout_ms)
+        why = "missed its heartbeats";
+      if (w.state == WorkerState::kStopping && w.stop_deadline_ms && now > w.stop_deadline_ms)
+        why = "did not exit within stop_timeout";
+      if (why) {
+        log_->error("worker {}: {}; sending SIGKILL to pid {}", id, why, w.pid);
+        ::kill(w.pid, SIGKILL);
+        w.kill_sent = true;
+      }
+    }
+    if (!stopping_ && w.state == WorkerState::kExited && w.pid == 0 && w.restart_at_ms && now >= w.restart_at_ms) {
+      start_worker(w);
+    }
+  }
+}
+
+void Supervisor::dispatch() {
+  for (auto& [id, w] : workers_) {
+    if (w.state != WorkerState::kIdle) continue;
+    if (w.kind == WorkerKind::kSynth) {
+      if (stopping_) continue;  // a stop lets in-flight work finish but starts none
+      auto ref = jobs_.next(PartState::kQueued);
+      if (!ref) continue;
+      Job* job = jobs_.find(ref->job);
+      Partition* p = jobs_.find(*ref);
+      auto slot = slots_.allocate(job->slot_bytes);
+      if (!slot) continue;  // the memory budget is spent: the partition waits for a slot
+      p->slot = slot;
+      p->state = PartState::kSynthesizing;
+      p->worker = w.id;
+      ++p->attempts;
+      if (job->state == JobState::kQueued) job->state = JobState::kRunning;
+      json m = protocol::make(protocol::kSynth);
+      m["job"] = ref->job;
+      m["partition"] = ref->index;
+      m["slot"] = slot->id;
+      m["generation"] = slot->generation;
+      m["offset"] = slot->offset;
+      m["size"] = slot->size;
+      m["zkey"] = job->zkey;
+      m["wtns"] = p->wtns;
+      send_to_worker(w, m);
+      w.current = ref;
+      w.state = WorkerState::kBusy;
+    } else {
+      auto ref = jobs_.next(PartState::kSynthesized);
+      if (!ref) continue;
+      Job* job = jobs_.find(ref->job);
+      Partition* p = jobs_.find(*ref);
+      p->state = PartState::kProving;
+      p->worker = w.id;
+      json m = protocol::make(protocol::kProve);
+      m["job"] = ref->job;
+      m["partition"] = ref->index;
+      m["slot"] = p->slot->id;
+      m["generation"] = p->slot->generation;
+      m["offset"] = p->slot->offset;
+      m["size"] = p->slot->size;
+      m["zkey"] = job->zkey;
+      send_to_worker(w, m);
+      w.current = ref;
+      w.state = WorkerState::kBusy;
+    }
+  }
+}
+
+void Supervisor::begin_stop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  drain_deadline_ms_ = now_ms() + cfg_.drain_timeout_ms;
+  log_->info("stopping ({}): intake closed, letting in-flight partitions finish (drain_timeout {} ms)", reason,
+             cfg_.drain_timeout_ms);
+}
+
+// One step of a stop; true when it is complete (every worker reaped).
+bool Supervisor::advance_stop() {
+  const int64_t now = now_ms();
+  const bool in_flight = jobs_.count(PartState::kSynthesizing) + jobs_.count(PartState::kSynthesized) +
+                             jobs_.count(PartState::kProving) > 0;
+  bool workers_alive = false;
+  for (auto& [id, w] : workers_) workers_alive |= w.pid > 0;
+  if (!shutdown_sent_ && (!in_flight || now >= drain_deadline_ms_ || !workers_alive)) {
+    if (in_flight) log_->warn("drain_timeout passed with partitions in flight; stopping the workers anyway");
+    for (auto& [id, w] : workers_) {
+      if (w.pid <= 0) continue;
+      send_to_worker(w, protocol::make(protocol::kShutdown));
+      w.state = WorkerState::kStopping;
+      w.stop_deadline_ms = now + cfg_.stop_timeout_ms;
+    }
+    shutdown_sent_ = true;
+  }
+  return shutdown_sent_ && !workers_alive;
+}
+
+void Supervisor::update_snapshot() {
+  std::string s = status().dump(1);
+  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  snapshot_ = std::move(s);
+}
+
+std::string Supervisor::status_snapshot() const {
+  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  return snapshot_;
+}
+
+json Supervisor::status() const {
+  json s;
+  s["version"] = kVersion;
+  s["pid"] = getpid();
+  s["state_dir"] = cfg_.state_dir;
+  s["state"] = stopping_ ? "stopping" : "running";
+  s["workers"] = json::array();
+  for (const auto& [id, w] : workers_) {
+    json j;
+    j["id"] = id;
+    j["kind"] = worker_kind_name(w.kind);
+    j["pid"] = w.pid;
+    j["state"] = worker_state_name(w.state);
+    j["version"] = w.version;
+    j["backend"] = w.backend;
+    j["partition"] = w.current ? json(std::to_string(w.current->job) + "/" + std::to_string(w.current->index)) : json(nullptr);
+    j["restarts"] = w.restarts;
+    s["workers"].push_back(j);
+  }
+  s["queue"] = {{"synth", jobs_.count(PartState::kQueued)}, {"prove", jobs_.count(PartState::kSynthesized)}};
+  s["arena"] = {{"name", arena_.name()},
+                {"bytes", slots_.capacity()},
+                {"used", slots_.used()},
+                {"free", slots_.capacity() - slots_.used()},
+                {"slots", slots_.slots_in_use()}};
+  s["jobs"] = json::array();
+  for (const auto& [id, job] : jobs_.all()) s["jobs"].push_back(job.to_json());
+  return s;
+}
+
+void Supervisor::on_control_frame(const std::string& identity, const std::string& frame) {
+  json reply;
+  try {
+    reply = handle_request(protocol::decode(frame));
+  } catch (const protocol::ProtocolError& e) {
+    log_->warn("control: dropped a bad request: {}", e.what());
+    reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
+  }
+  reply["v"] = protocol::kProtocolVersion;
+  reply["t"] = "REPLY";
+  std::string body = protocol::encode(reply);
+  std::array<zmq::const_buffer, 3> frames = {zmq::buffer(identity), zmq::const_buffer(), zmq::buffer(body)};
+  try {
+    zmq::send_multipart(control_sock_, frames, zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    log_->warn("control: reply not sent: {}", e.what());
+  }
+}
+
+json Supervisor::handle_request(const json& req) {
+  const std::string type = protocol::type_of(req);
+  if (type == "status") return {{"ok", true}, {"status", status()}};
+  if (type == "jobs") {
+    json list = json::array();
+    for (const auto& [id, job] : jobs_.all()) list.push_back(job.to_json());
+    return {{"ok", true}, {"jobs", list}};
+  }
+  if (type == "job") {
+    Job* job = jobs_.find(protocol::get_u64(req, "job"));
+    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(protocol::get_u64(req, "job"))}};
+    return {{"ok", true}, {"job", job->to_json()}};
+  }
+  if (type == "cancel") {
+    const uint64_t id = protocol::get_u64(req, "job");
+    Job* job = jobs_.find(id);
+    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
+    if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
+    free_slots(jobs_.cancel(id, now_ms()));
+    log_->info("job {}: cancelled", id);
+    return {{"ok", true}};
+  }
+  if (type == "stop") {
+    begin_stop("zkfarmctl stop");
+    return {{"ok", true}};
+  }
+  if (type == "submit") return submit(req);
+  return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
+}
+
+json Supervisor::submit(const json& req) {
+  if (stopping_) return {{"ok", false}, {"error", "zkfarmd is draining: not accepting jobs"}};
+  Job job;
+  job.zkey = protocol::get_str(req, "zkey");
+  job.out = protocol::get_str(req, "out");
+  auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
+  if (!prio) return {{"ok", false}, {"error", "priority must be low, normal, high or critical"}};
+  job.priority = *prio;
+  if (!req.contains("wtns") || !req["wtns"].is_array() || req["wtns"].empty())
+    return {{"ok", false}, {"error", "a job needs at least one witness"}};
+  for (const auto& p : {job.zkey, job.out})
+    if (p.empty() || p[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + p}};
+  try {
+    // Validate everything before accepting anything: a bad witness refuses the whole job.
+    Zkey key = Zkey::open(job.zkey);
+    for (const auto& w : req["wtns"]) {
+      if (!w.is_string()) return {{"ok", false}, {"error", "wtns must be a list of paths"}};
+      std::string path = w.get<std::string>();
+      if (path.empty() || path[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + path}};
+      Wtns wtns = Wtns::open(path);
+      check_witness_matches(key, wtns);
+      Partition p;
+      p.wtns = path;
+      job.parts.push_back(p);
+    }
+    job.slot_bytes = PartitionBuffers::bytes_for(key);
+    job.n_public = key.n_public;
+  } catch (const InputError& e) {
+    return {{"ok", false}, {"error", e.what()}};
+  }
+  if (job.slot_bytes > slots_.capacity()) {
+    return {{"ok", false},
+            {"error", job.zkey + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
+                          " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)"}};
+  }
+  std::error_code ec;
+  fs::create_directories(job.out, ec);
+  if (ec) return {{"ok", false}, {"error", "cannot create output folder " + job.out + ": " + ec.message()}};
+  job.submitted_ms = now_ms();
+  const size_t k = job.parts.size();
+  const std::string prio_name = priority_name(job.priority);
+  uint64_t id = jobs_.add(std::move(job));
+  log_->info("job {}: accepted, {} partitions, priority {}", id, k, prio_name);
+  return {{"ok", true}, {"job", id}};
+}
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,81 @@
+#pragma once
+// zkfarmd's event loop. One thread owns all state; each pass runs in a fixed
+// order: take signals (signalfd), reap children, read worker and control
+// messages, kill workers past their heartbeat or READY deadline, restart those
+// whose backoff has passed, dispatch partitions, advance a stop in progress.
+#include <spdlog/logger.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "shm/arena.hpp"
+#include "shm/slots.hpp"
+#include "supervisor/children.hpp"
+#include "supervisor/config.hpp"
+#include "supervisor/jobs.hpp"
+
+namespace zkfarm::supervisor {
+
+class Supervisor {
+ public:
+  /// Sets up the instance: creates the arena (removing a stale one of this
+  /// state dir: the caller holds the state lock), binds the worker and control
+  /// sockets (mode 0660), blocks SIGTERM/SIGINT/SIGCHLD for the signalfd, makes
+  /// this process a child subreaper. Throws std::runtime_error naming the fault.
+  Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log);
+  ~Supervisor();
+
+  /// Starts the workers and runs until stopped (zkfarmctl stop, SIGTERM,
+  /// SIGINT); then the workers are stopped and reaped and the arena unlinked.
+  /// Returns the exit code (0 after a clean stop).
+  int run();
+
+  /// The status object of docs/protocol.md (also served at GET /status).
+  nlohmann::json status() const;
+  /// A copy of the latest status, safe to read from another thread (HTTP).
+  std::string status_snapshot() const;
+
+ private:
+  void start_worker(Worker& w);
+  void handle_signals();
+  void reap_children();
+  void on_worker_frame(const std::string& identity, const std::string& frame);
+  void on_worker_done(Worker& w, const nlohmann::json& msg, bool synth);
+  void on_control_frame(const std::string& identity, const std::string& frame);
+  nlohmann::json handle_request(const nlohmann::json& req);
+  nlohmann::json submit(const nlohmann::json& req);
+  void worker_lost(Worker& w, const std::string& why);
+  void check_deadlines();
+  void dispatch();
+  void send_to_worker(const Worker& w, const nlohmann::json& msg);
+  void requeue(const PartRef& ref, const std::string& why);
+  void fail_job(uint64_t job, const std::string& error);
+  void free_slots(const std::vector<shm::Slot>& slots);
+  void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
+  void begin_stop(const std::string& reason);
+  bool advance_stop();
+  void update_snapshot();
+  int64_t now_ms() const;
+
+  Config cfg_;
+  std::shared_ptr<spdlog::logger> log_;
+  zmq::context_t ctx_;
+  zmq::socket_t workers_sock_, control_sock_;
+  std::string workers_endpoint_, control_path_, workers_path_;
+  int sigfd_ = -1;
+  shm::Arena arena_;
+  shm::SlotAllocator slots_;
+  JobTable jobs_;
+  std::map<std::string, Worker> workers_;  // by id
+  bool stopping_ = false, shutdown_sent_ = false;
+  int64_t drain_deadline_ms_ = 0;
+  int64_t next_heartbeat_ms_ = 0;
+  mutable std::mutex snapshot_mutex_;
+  std::string snapshot_;
+};
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,520 @@
+// zkfarmctl against a fake supervisor: a ROUTER bound at ipc://TMP/control.sock
+// in a thread, answering canned replies and recording the requests. Checks the
+// requests each verb sends, its output and its exit code, including no
+// supervisor (exit 3), refusals (exit 1) and garbage replies (exit 1, no crash).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "ctl/render.hpp"
+#include "protocol/messages.hpp"
+
+namespace zkfarm {
+namespace {
+
+namespace fs = std::filesystem;
+using protocol::Message;
+
+struct CtlTempDir {
+  fs::path path;
+  CtlTempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "zkctl-XXXXXX").string();
+    path = fs::canonical(mkdtemp(tmpl.data()));
+  }
+  ~CtlTempDir() { fs::remove_all(path); }
+};
+
+/// What one run of zkfarmctl left behind.
+struct CtlRun {
+  int rc = -1;
+  std::string out, err;
+  double seconds = 0;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Runs zkfarmctl with args in cwd; stdout and stderr to files (or stderr to
+/// a pseudo-terminal when stderr_tty). Kills it after 20 s.
+CtlRun run_ctl(const std::vector<std::string>& args, const fs::path& cwd, bool stderr_tty = false) {
+  CtlTempDir io;
+  const std::string out_path = (io.path / "out").string(), err_path = (io.path / "err").string();
+  std::vector<std::string> argv_s{ZKFARM_CTL_BIN};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string cwd_s = cwd.string();
+
+  int master = -1, slave = -1;
+  if (stderr_tty && openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) throw std::runtime_error("openpty");
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls between fork and exec.
+    if (chdir(cwd_s.c_str()) != 0) _exit(126);
+    int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = stderr_tty ? slave : open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0) _exit(126);
+    dup2(o, 1);
+    dup2(e, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  if (stderr_tty) close(slave);
+  CtlRun r;
+  std::string tty_text;
+  int status = 0;
+  for (;;) {
+    if (stderr_tty) {  // drain the pty so the child never blocks on it
+      char buf[4096];
+      fcntl(master, F_SETFL, O_NONBLOCK);
+      ssize_t n;
+      while ((n = read(master, buf, sizeof buf)) > 0) tty_text.append(buf, size_t(n));
+    }
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (stderr_tty) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(master, buf, sizeof buf)) > 0) tty_text.append(buf, size_t(n));
+    close(master);
+  }
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out_path);
+  r.err = stderr_tty ? tty_text : slurp(err_path);
+  return r;
+}
+
+/// A reply frame {"v":1,"t":"reply","ok":true, ...fields}.
+std::string ok_reply(Message fields = Message::object()) {
+  Message m = protocol::make("reply");
+  m["ok"] = true;
+  for (auto it = fields.begin(); it != fields.end(); ++it) m[it.key()] = it.value();
+  return protocol::encode(m);
+}
+
+std::string error_reply(const std::string& error) {
+  Message m = protocol::make("reply");
+  m["ok"] = false;
+  m["error"] = error;
+  return protocol::encode(m);
+}
+
+/// The fake supervisor. handler gets each decoded request and returns the
+/// reply frames to send (none: no answer at all).
+class FakeSupervisor {
+ public:
+  using Handler = std::function<std::vector<std::string>(const Message&)>;
+
+  FakeSupervisor(const fs::path& state_dir, Handler handler)
+      : handler_(std::move(handler)), sock_(ctx_, zmq::socket_type::router) {
+    sock_.set(zmq::sockopt::linger, 0);
+    sock_.bind("ipc://" + (state_dir / "control.sock").string());
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~FakeSupervisor() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  /// The requests received so far (decoded with the protocol's own decoder).
+  std::vector<Message> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      zmq::pollitem_t item{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(20));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> parts;
+      do {
+        parts.emplace_back();
+        (void)sock_.recv(parts.back());
+      } while (parts.back().more());
+      // REQ → ROUTER: identity, empty delimiter, the request.
+      if (parts.size() != 3 || parts[1].size() != 0) {
+        ADD_FAILURE() << "request of " << parts.size() << " frames";
+        continue;
+      }
+      Message req;
+      try {
+        req = protocol::decode(parts[2].to_string_view());
+      } catch (const protocol::ProtocolError& e) {
+        ADD_FAILURE() << "request does not decode: " << e.what();
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(req);
+      }
+      std::vector<std::string> reply = handler_(req);
+      if (reply.empty()) continue;
+      sock_.send(zmq::buffer(parts[0].to_string_view()), zmq::send_flags::sndmore);
+      sock_.send(zmq::message_t(), zmq::send_flags::sndmore);
+      for (size_t i = 0; i < reply.size(); ++i) {
+        sock_.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+    }
+  }
+
+  Handler handler_;
+  zmq::context_t ctx_{1};
+  zmq::socket_t sock_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<Message> requests_;
+};
+
+Message job_object(uint64_t id, const std::string& state, uint64_t done, uint64_t parts) {
+  return Message{{"id", id},     {"state", state},         {"priority", "normal"}, {"partitions", parts},
+                 {"done", done}, {"zkey", "/k/c.zkey"},    {"out", "/data/out"},   {"submitted_ms", 1700000000000ULL},
+                 {"finished_ms", nullptr}};
+}
+
+std::vector<std::string> base_args(const CtlTempDir& dir, int timeout_ms = 3000) {
+  return {"--state-dir", dir.path.string(), "--timeout-ms", std::to_string(timeout_ms)};
+}
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(Ctl, SubmitSendsAbsolutePathsAndPriorityAndPrintsTheId) {
+  CtlTempDir dir;
+  fs::create_directories(dir.path / "work");
+  FakeSupervisor sup(dir.path, [](const Message&) { return std::vector<std::string>{ok_reply({{"job", 42}})}; });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"submit", "--zkey", "c.zkey", "--wtns", "a.wtns",
+                                                               "../b.wtns", "./sub/../c.wtns", "--priority", "high"},
+                     dir.path / "work");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "42\n");
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  const Message& q = reqs[0];
+  const std::string work = (dir.path / "work").string();
+  EXPECT_EQ(q["t"], "submit");
+  EXPECT_EQ(q["zkey"], work + "/c.zkey");
+  EXPECT_EQ(q["wtns"], (Message{work + "/a.wtns", dir.path.string() + "/b.wtns", work + "/c.wtns"}));
+  EXPECT_EQ(q["priority"], "high");
+  EXPECT_EQ(q["out"], work + "/proofs");
+
+  // Default priority; --out made absolute.
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"submit", "--zkey", "/abs/c.zkey", "--wtns", "w", "--out",
+                                                        "res"},
+              dir.path / "work");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[1]["zkey"], "/abs/c.zkey");
+  EXPECT_EQ(reqs[1]["priority"], "normal");
+  EXPECT_EQ(reqs[1]["out"], work + "/res");
+}
+
+TEST(Ctl, RefusalPrintsTheErrorAndExits1) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message&) {
+    return std::vector<std::string>{error_reply("/w/b.wtns: not a wtns file (bad magic)")};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"submit", "--zkey", "k", "--wtns", "b.wtns"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("/w/b.wtns: not a wtns file (bad magic)"), std::string::npos) << r.err;
+}
+
+Message sample_status() {
+  return Message{{"version", "0.1.0"},
+                 {"pid", 1234},
+                 {"state_dir", "/var/lib/zkfarm"},
+                 {"state", "running"},
+                 {"workers",
+                  {{{"id", "synth-0"},
+                    {"kind", "synth"},
+                    {"pid", 1240},
+                    {"state", "busy"},
+                    {"version", "0.1.0"},
+                    {"backend", "cpu"},
+                    {"partition", "3/7"},
+                    {"restarts", 0}}}},
+                 {"queue", {{"synth", 12}, {"prove", 1}}},
+                 {"arena",
+                  {{"name", "zkfarm-x"}, {"bytes", 1073741824}, {"used", 4915200}, {"free", 1068826624}, {"slots", 2}}},
+                 {"jobs", {job_object(7, "running", 1, 3)}}};
+}
+
+TEST(Ctl, StatusJsonAndTables) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message& q) {
+    if (q["t"] == "status") return std::vector<std::string>{ok_reply({{"status", sample_status()}})};
+    return std::vector<std::string>{ok_reply({{"jobs", {job_object(7, "running", 1, 3)}}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"status", "--json"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, sample_status().dump(1) + "\n");
+  EXPECT_EQ(Message::parse(r.out), sample_status());
+
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"status"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  for (const char* s : {"synth-0", "busy", "3/7", "synth 12, prove 1", "used 4.7 MiB", "free 1019.3 MiB", "1/3"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in:\n" << r.out;
+  }
+
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs", "--json"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(Message::parse(r.out), Message({job_object(7, "running", 1, 3)}));
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("/data/out"), std::string::npos) << r.out;
+}
+
+TEST(Ctl, CancelAndStopSendTheirRequests) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message&) { return std::vector<std::string>{ok_reply()}; });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"cancel", "9"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"stop"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0]["t"], "cancel");
+  EXPECT_EQ(reqs[0]["job"], 9);
+  EXPECT_EQ(reqs[1]["t"], "stop");
+}
+
+/// A fake whose job advances one partition per poll, from 0/3 to 3/3 (done).
+FakeSupervisor::Handler advancing_job() {
+  auto polls = std::make_shared<uint64_t>(0);
+  return [polls](const Message& q) {
+    uint64_t done = std::min<uint64_t>((*polls)++, 3);
+    return std::vector<std::string>{
+        ok_reply({{"job", job_object(q.value("job", 0), done == 3 ? "done" : "running", done, 3)}})};
+  };
+}
+
+TEST(Ctl, WaitExits0WhenDone) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, advancing_job());
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "7", "--timeout", "10"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 7 done: 3 proofs in /data/out\n");
+  EXPECT_EQ(r.err, "job 7: 0/3 partitions (running)\njob 7: 1/3 partitions (running)\n"
+                   "job 7: 2/3 partitions (running)\njob 7: 3/3 partitions (done)\n");
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_EQ(reqs[0]["t"], "job");
+  EXPECT_EQ(reqs[0]["job"], 7);
+}
+
+TEST(Ctl, WaitDrawsABarOnATerminal) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, advancing_job());
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "7"}, dir.path, /*stderr_tty=*/true);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 7 done: 3 proofs in /data/out\n");
+  const std::string first = "\r[" + std::string(30, '-') + "] 0/3 partitions";
+  const std::string last = "\r[" + std::string(30, '#') + "] 3/3 partitions  (done)";
+  EXPECT_EQ(r.err.rfind(first, 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(last), std::string::npos) << r.err;
+  EXPECT_LT(r.err.find(first), r.err.find(last));
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.back(), '\n');  // the bar's line is ended (the pty may write \r\n)
+}
+
+TEST(Ctl, WaitExits1WhenFailedOrCancelled) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message& q) {
+    Message j = job_object(q.value("job", 0), q.value("job", 0) == 5 ? "failed" : "cancelled", 1, 3);
+    j["error"] = "partition 2: /w/b.wtns: witness does not satisfy the circuit";
+    return std::vector<std::string>{ok_reply({{"job", j}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "5", "-q"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "zkfarmctl: job 5 failed: partition 2: /w/b.wtns: witness does not satisfy the circuit\n");
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "6", "-q"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("job 6 was cancelled"), std::string::npos) << r.err;
+}
+
+TEST(Ctl, WaitExits4OnTimeout) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message& q) {
+    return std::vector<std::string>{ok_reply({{"job", job_object(q.value("job", 0), "running", 1, 3)}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "3", "--timeout", "0.4"}, dir.path);
+  EXPECT_EQ(r.rc, 4) << r.err;
+  EXPECT_NE(r.err.find("job 3 not finished after 0.4 s"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 3.0);
+  EXPECT_GE(sup.requests().size(), 2u);  // polled more than once
+}
+
+TEST(Ctl, NoSupervisorExits3) {
+  CtlTempDir dir;
+  const std::string want = "zkfarmctl: no zkfarmd is running at " + dir.path.string() + " (";
+
+  // No socket file: detected before connecting.
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"status"}, dir.path);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("control.sock does not exist"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 2.0);
+
+  // A missing state dir.
+  r = run_ctl({"--state-dir", (dir.path / "nope").string(), "jobs"}, dir.path);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.err.find("no zkfarmd is running at"), std::string::npos) << r.err;
+
+  // A plain file named control.sock.
+  { std::ofstream(dir.path / "control.sock") << "x"; }
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"status"}, dir.path);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("is not a socket"), std::string::npos) << r.err;
+  fs::remove(dir.path / "control.sock");
+
+  // A stale socket file (its process is gone): nobody answers within --timeout-ms.
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, (dir.path / "control.sock").c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  close(fd);
+  r = run_ctl(base_args(dir, 300) + std::vector<std::string>{"status"}, dir.path);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("no reply"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("within 300 ms"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 2.0);
+}
+
+TEST(Ctl, ASupervisorThatNeverAnswersExits3) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message&) { return std::vector<std::string>{}; });
+  CtlRun r = run_ctl(base_args(dir, 300) + std::vector<std::string>{"wait", "1"}, dir.path);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.err.find("no reply on ipc://" + dir.path.string() + "/control.sock within 300 ms"), std::string::npos)
+      << r.err;
+  EXPECT_LT(r.seconds, 2.0);
+}
+
+TEST(Ctl, GarbageRepliesExit1WithoutACrash) {
+  struct Case {
+    std::vector<std::string> frames;
+    std::vector<std::string> args;
+    const char* want;
+  };
+  Message other_version = Message{{"v", 2}, {"t", "reply"}, {"ok", true}, {"job", 1}};
+  const std::vector<Case> cases = {
+      {{std::string("\xc1garbage\xff", 9)}, {"status"}, "not a MessagePack message"},
+      {{""}, {"status"}, "not a MessagePack message"},
+      {{protocol::encode(Message(17))}, {"status"}, "not a map"},
+      {{protocol::encode(Message{{"v", 1}, {"t", "reply"}})}, {"status"}, "no boolean \"ok\""},
+      {{protocol::encode(Message{{"v", 1}, {"ok", "yes"}})}, {"status"}, "no boolean \"ok\""},
+      {{protocol::encode(other_version)}, {"status"}, "protocol version 2"},
+      {{ok_reply(), ok_reply()}, {"status"}, "expected one frame, got 2"},
+      {{ok_reply()}, {"status"}, "\"status\""},
+      {{ok_reply({{"status", 3}})}, {"status", "--json"}, "\"status\""},
+      {{ok_reply({{"jobs", "none"}})}, {"jobs"}, "\"jobs\""},
+      {{ok_reply({{"job", "x"}})}, {"submit", "--zkey", "k", "--wtns", "w"}, "\"job\""},
+      {{ok_reply({{"job", -1}})}, {"submit", "--zkey", "k", "--wtns", "w"}, "\"job\""},
+      {{ok_reply({{"job", Message{{"state", "running"}}}})}, {"wait", "1"}, "\"done\""},
+      {{ok_reply({{"job", job_object(1, "exploded", 0, 1)}})}, {"wait", "1"}, "unknown job state"},
+      {{protocol::encode(Message{{"v", 1}, {"ok", false}})}, {"stop"}, "without an error message"},
+  };
+  CtlTempDir dir;
+  std::mutex mu;
+  std::vector<std::string> frames;
+  FakeSupervisor sup(dir.path, [&](const Message&) {
+    std::lock_guard<std::mutex> lock(mu);
+    return frames;
+  });
+  for (const auto& c : cases) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      frames = c.frames;
+    }
+    CtlRun r = run_ctl(base_args(dir) + c.args, dir.path);
+    EXPECT_EQ(r.rc, 1) << c.want << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("zkfarmctl: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.want << " not in: " << r.err;
+  }
+}
+
+TEST(Ctl, UsageErrorsExit2) {
+  CtlTempDir dir;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--state-dir", "/x", "frobnicate"},
+           {"--state-dir", "/x"},
+           {"status"},  // no --state-dir
+           {"--state-dir", "/x", "submit", "--zkey", "k"},
+           {"--state-dir", "/x", "submit", "--zkey", "k", "--wtns", "w", "--priority", "urgent"},
+           {"--state-dir", "/x", "wait"},
+           {"--state-dir", "/x", "wait", "abc"},
+           {"--state-dir", "/x", "--timeout-ms", "0", "jobs"},
+       }) {
+    CtlRun r = run_ctl(args, dir.path);
+    EXPECT_EQ(r.rc, 2) << args.back() << ": " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+  CtlRun r = run_ctl({"--help"}, dir.path);
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("Exit codes:"), std::string::npos) << r.out;
+}
+
+TEST(Ctl, Renderers) {
+  EXPECT_EQ(ctl::progress_bar(7, 10, 10), "[#######---] 7/10 partitions");
+  EXPECT_EQ(ctl::progress_bar(0, 3, 6), "[------] 0/3 partitions");
+  EXPECT_EQ(ctl::progress_bar(3, 3, 6), "[######] 3/3 partitions");
+  EXPECT_EQ(ctl::progress_bar(0, 0, 4), "[----] 0/0 partitions");
+  EXPECT_EQ(ctl::progress_bar(9, 3, 4), "[####] 9/3 partitions");
+  EXPECT_EQ(ctl::format_table({"ID", "STATE"}, {{"synth-0", "busy"}, {"gpu-0"}}),
+            "ID       STATE\nsynth-0  busy\ngpu-0\n");
+  EXPECT_EQ(ctl::cell(Message(nullptr)), "-");
+  EXPECT_EQ(ctl::cell(Message("a\nb")), "a b");
+  EXPECT_EQ(ctl::cell(Message::object(), "x"), "-");
+  EXPECT_EQ(ctl::format_mib(Message(1048576 * 3 / 2)), "1.5 MiB");
+  EXPECT_EQ(ctl::format_mib(Message("x")), "-");
+  EXPECT_EQ(ctl::format_jobs(Message::array()), "no jobs\n");
+  // Whatever the status holds, rendering it never throws.
+  for (const Message& s : {Message::object(), Message(5), Message{{"workers", 3}, {"arena", "x"}, {"jobs", {1, 2}}}}) {
+    EXPECT_NO_THROW(ctl::format_status(s));
+  }
+}
+
+}  // namespace
+}  // namespace zkfarm

@@ -1,0 +1,493 @@
+// The workers end to end through their real binaries: a fake supervisor (a
+// ROUTER on an ipc:// socket in a temp dir) drives zkfarm-synth and zkfarm-gpu
+// over the wire protocol and a real arena; the proof they make is checked by
+// snarkjs. Also: malformed frames, busy answers, SHUTDOWN, heartbeat loss,
+// signals, the fault hooks and the environment exit codes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "groth16/proof_json.hpp"
+#include "groth16/prover.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/proof_codec.hpp"
+#include "protocol/worker_channel.hpp"
+#include "shm/arena.hpp"
+#include "test_util.hpp"
+
+extern char** environ;
+
+namespace zkfarm {
+namespace {
+
+namespace fs = std::filesystem;
+namespace proto = zkfarm::protocol;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "zkfarm-wc-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A spawned worker process. Whatever way the test ends, the destructor kills
+// (SIGKILL) and reaps it, so no test leaves a process or a zombie behind.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& fault = "") {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (char** e = environ; *e; ++e) {
+      if (!std::string_view(*e).starts_with("ZKFARM_FAULT=")) env_.push_back(*e);
+    }
+    if (!fault.empty()) env_.push_back("ZKFARM_FAULT=" + fault);
+    std::vector<char*> envp;
+    for (auto& e : env_) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int rc = posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), envp.data());
+    if (rc != 0) throw std::runtime_error("posix_spawn " + args[0] + ": " + std::strerror(rc));
+  }
+  ~Child() {
+    if (pid_ > 0 && !code_) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  /// Exit code (128 + signal when killed) once it has exited within `timeout`;
+  /// nullopt while it still runs.
+  std::optional<int> wait_exit(milliseconds timeout) {
+    auto end = Clock::now() + timeout;
+    while (!code_) {
+      int st;
+      pid_t r = ::waitpid(pid_, &st, WNOHANG);
+      if (r == pid_) {
+        code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      } else if (Clock::now() >= end) {
+        break;
+      } else {
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+    }
+    return code_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::vector<std::string> env_;
+  std::optional<int> code_;
+};
+
+// An arena with a name unique to this process and test, unlinked at the end.
+struct ScopedArena {
+  static std::string unique_name() {
+    static int counter = 0;
+    return "zkfarm-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  }
+  explicit ScopedArena(uint64_t bytes) : name(unique_name()), arena(create(name, bytes)) {}
+  ~ScopedArena() { shm::Arena::remove(name); }
+  static shm::Arena create(const std::string& name, uint64_t bytes) {
+    shm::Arena::remove(name);
+    return shm::Arena::create(name, bytes);
+  }
+  std::string name;
+  shm::Arena arena;
+};
+
+// The supervisor's side: a ROUTER that records what each worker sends and,
+// while waiting, sends HEARTBEAT to every worker it has heard READY from.
+class FakeSupervisor {
+ public:
+  explicit FakeSupervisor(const std::string& endpoint) : sock_(ctx_, zmq::socket_type::router) {
+    sock_.set(zmq::sockopt::linger, 0);
+    sock_.bind(endpoint);
+  }
+
+  bool heartbeats = true;
+  std::map<std::string, int> heartbeats_seen;
+
+  void send_raw(const std::string& worker, const std::vector<std::string>& frames) {
+    sock_.send(zmq::buffer(worker), zmq::send_flags::sndmore);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      sock_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  }
+  void send(const std::string& worker, const proto::Message& m) { send_raw(worker, {proto::encode(m)}); }
+
+  /// The next message of type `type` from `worker` (its earlier messages of other
+  /// types are discarded), or nullopt after `timeout`.
+  std::optional<proto::Message> expect(const std::string& worker, const std::string& type, milliseconds timeout) {
+    auto end = Clock::now() + timeout;
+    for (;;) {
+      auto& q = inbox_[worker];
+      while (!q.empty()) {
+        proto::Message m = std::move(q.front());
+        q.pop_front();
+        if (proto::type_of(m) == type) return m;
+      }
+      if (Clock::now() >= end) return std::nullopt;
+      pump(milliseconds(50));
+    }
+  }
+
+  /// Receives (and heartbeats) for `d`.
+  void idle(milliseconds d) {
+    auto end = Clock::now() + d;
+    while (Clock::now() < end) pump(milliseconds(20));
+  }
+
+ private:
+  void pump(milliseconds wait) {
+    zmq_pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, wait);
+    while (true) {
+      zmq::message_t id, body;
+      if (!sock_.recv(id, zmq::recv_flags::dontwait)) break;
+      (void)sock_.recv(body);
+      proto::Message m = proto::decode(body.to_string_view());
+      std::string w = id.to_string();
+      if (proto::type_of(m) == proto::kReady) known_.insert(w);
+      if (proto::type_of(m) == proto::kHeartbeat) heartbeats_seen[w]++;
+      inbox_[w].push_back(std::move(m));
+    }
+    if (heartbeats && Clock::now() >= next_beat_) {
+      for (auto& w : known_) send(w, proto::make(proto::kHeartbeat));
+      next_beat_ = Clock::now() + milliseconds(200);
+    }
+  }
+
+  zmq::context_t ctx_;
+  zmq::socket_t sock_;
+  std::map<std::string, std::deque<proto::Message>> inbox_;
+  std::set<std::string> known_;
+  Clock::time_point next_beat_{};
+};
+
+// One test's world: temp dir, socket endpoint, fake supervisor, arena for the chain circuit.
+struct Farm {
+  TempDir dir;
+  std::string endpoint = "ipc://" + (dir / "workers.sock");
+  FakeSupervisor sup{endpoint};
+  Zkey key = Zkey::open(test::shared_fixture("chain.zkey"));
+  uint64_t slot_bytes = (PartitionBuffers::bytes_for(key) + 4095) & ~uint64_t(4095);
+  ScopedArena arena{slot_bytes * 2};
+
+  std::vector<std::string> synth_args(const std::string& id, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{ZKFARM_SYNTH_BIN, "--endpoint", endpoint, "--arena", arena.name, "--id", id,
+                               "--heartbeat-ms", "200"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::vector<std::string> gpu_args(const std::string& id, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{ZKFARM_GPU_BIN, "--endpoint", endpoint, "--arena", arena.name, "--id", id,
+                               "--heartbeat-ms", "200", "--threads", "2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  proto::Message work(const char* type, uint64_t job, uint32_t partition, uint32_t slot, const std::string& wtns) {
+    proto::Message m = proto::make(type);
+    m["job"] = job;
+    m["partition"] = partition;
+    m["slot"] = slot;
+    m["generation"] = 7;
+    m["offset"] = slot * slot_bytes;
+    m["size"] = slot_bytes;
+    m["zkey"] = test::shared_fixture("chain.zkey");
+    if (std::string_view(type) == proto::kSynth) m["wtns"] = wtns;
+    return m;
+  }
+};
+
+constexpr milliseconds kTimeout{5000};
+
+TEST(WorkerChannel, SynthThenProveVerifiesWithSnarkjs) {
+  Farm f;
+  Child synth(f.synth_args("synth-0"));
+  Child gpu(f.gpu_args("gpu-0"));
+
+  auto ready = f.sup.expect("synth-0", proto::kReady, kTimeout);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(proto::get_str(*ready, "worker"), "synth-0");
+  EXPECT_EQ(proto::get_str(*ready, "kind"), "synth");
+  EXPECT_EQ(proto::get_str(*ready, "version"), "0.1.0");
+  EXPECT_EQ(proto::get_u64(*ready, "pid"), uint64_t(synth.pid()));
+  EXPECT_EQ(proto::get_str(*ready, "backend"), "cpu");
+  ready = f.sup.expect("gpu-0", proto::kReady, kTimeout);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(proto::get_str(*ready, "kind"), "gpu");
+  EXPECT_EQ(proto::get_u64(*ready, "pid"), uint64_t(gpu.pid()));
+  EXPECT_EQ(proto::get_str(*ready, "backend"), "cpu");
+
+  f.sup.send("synth-0", f.work(proto::kSynth, 42, 3, 1, test::shared_fixture("chain.0.wtns")));
+  auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  ASSERT_TRUE(proto::get_bool(*done, "ok")) << done->dump();
+  EXPECT_EQ(proto::get_u64(*done, "job"), 42u);
+  EXPECT_EQ(proto::get_u32(*done, "partition"), 3u);
+  EXPECT_EQ(proto::get_u32(*done, "slot"), 1u);
+  EXPECT_EQ(proto::get_u64(*done, "generation"), 7u);
+
+  // public.json from the slot's witness (before PROVE overwrites a, b, c; the witness stays).
+  auto buf = PartitionBuffers::view(f.arena.arena.at(f.slot_bytes, f.slot_bytes), f.key);
+  std::string pub = f.dir / "public.json", proof_path = f.dir / "proof.json";
+  write_file_atomic(pub, public_to_json(buf.witness, f.key.n_public));
+  EXPECT_EQ(read_file(pub), read_file(test::shared_fixture("chain.0.public.json")));
+
+  f.sup.send("gpu-0", f.work(proto::kProve, 42, 3, 1, ""));
+  done = f.sup.expect("gpu-0", proto::kProveDone, kTimeout);
+  ASSERT_TRUE(done);
+  ASSERT_TRUE(proto::get_bool(*done, "ok")) << done->dump();
+  EXPECT_EQ(proto::get_u32(*done, "partition"), 3u);
+  EXPECT_EQ(proto::get_u64(*done, "generation"), 7u);
+  std::string bytes = proto::get_bin(*done, "proof");
+  ASSERT_EQ(bytes.size(), proto::kProofBytes);
+  Proof proof = proto::decode_proof(bytes);
+  EXPECT_EQ(proto::encode_proof(proof), bytes);
+  write_file_atomic(proof_path, proof_to_json(proof));
+
+  std::string cmd = "node " + test::repo_path("tests/snarkjs_verify.cjs") + " " + test::shared_fixture("chain.vkey.json") +
+                    " " + pub + " " + proof_path + " >/dev/null";
+  int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+
+  f.sup.send("synth-0", proto::make(proto::kShutdown));
+  f.sup.send("gpu-0", proto::make(proto::kShutdown));
+  EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+  EXPECT_EQ(gpu.wait_exit(kTimeout), 0);
+}
+
+TEST(WorkerChannel, MalformedFramesAreDroppedAndTheWorkerStillAnswers) {
+  Farm f;
+  Child synth(f.synth_args("synth-0"));
+  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
+
+  proto::Message v2 = proto::make(proto::kSynth);
+  v2["v"] = 2;
+  proto::Message not_map = proto::Message::array({1, 2, 3});
+  proto::Message no_ids = proto::make(proto::kSynth);  // no job/partition/slot/generation: nobody to answer
+  f.sup.send_raw("synth-0", {"\xc1 not MessagePack"});
+  f.sup.send_raw("synth-0", {proto::encode(v2)});
+  f.sup.send_raw("synth-0", {proto::encode(not_map)});
+  f.sup.send_raw("synth-0", {proto::encode(proto::make(proto::kHeartbeat)), "second frame"});
+  f.sup.send_raw("synth-0", {std::string(proto::kMaxFrameBytes + 1, 'x')});
+  f.sup.send("synth-0", no_ids);
+
+  // Ids present but a field missing: answered, ok:false.
+  proto::Message no_wtns = f.work(proto::kSynth, 1, 0, 0, "");
+  no_wtns.erase("wtns");
+  f.sup.send("synth-0", no_wtns);
+  auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(proto::get_bool(*done, "ok"));
+  EXPECT_NE(proto::get_str(*done, "error").find("wtns"), std::string::npos) << done->dump();
+
+  // A bad input file: ok:false naming it.
+  f.sup.send("synth-0", f.work(proto::kSynth, 1, 1, 0, f.dir / "missing.wtns"));
+  done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(proto::get_bool(*done, "ok"));
+  EXPECT_NE(proto::get_str(*done, "error").find("missing.wtns"), std::string::npos) << done->dump();
+
+  // A slot outside the arena: ok:false.
+  proto::Message outside = f.work(proto::kSynth, 1, 2, 5, test::shared_fixture("chain.1.wtns"));
+  f.sup.send("synth-0", outside);
+  done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(proto::get_bool(*done, "ok")) << done->dump();
+
+  // PROVE to a synthesis worker: refused, and it still works afterwards.
+  f.sup.send("synth-0", f.work(proto::kProve, 1, 3, 0, ""));
+  done = f.sup.expect("synth-0", proto::kProveDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(proto::get_bool(*done, "ok"));
+
+  f.sup.send("synth-0", f.work(proto::kSynth, 1, 4, 0, test::shared_fixture("chain.1.wtns")));
+  done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(proto::get_bool(*done, "ok")) << done->dump();
+  EXPECT_EQ(proto::get_u32(*done, "partition"), 4u);
+
+  // SIGTERM: prompt exit 0.
+  ::kill(synth.pid(), SIGTERM);
+  EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+}
+
+TEST(WorkerChannel, BusyAnswerAndShutdownFinishesThePartitionFirst) {
+  Farm f;
+  Child synth(f.synth_args("synth-0"), "slow_ms:400");
+  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
+  f.sup.send("synth-0", f.work(proto::kSynth, 9, 0, 0, test::shared_fixture("chain.2.wtns")));
+  f.sup.send("synth-0", f.work(proto::kSynth, 9, 1, 1, test::shared_fixture("chain.3.wtns")));
+  f.sup.send("synth-0", proto::make(proto::kShutdown));
+
+  auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(proto::get_u32(*done, "partition"), 1u);
+  EXPECT_FALSE(proto::get_bool(*done, "ok"));
+  EXPECT_EQ(proto::get_str(*done, "error"), "busy");
+  done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(proto::get_u32(*done, "partition"), 0u);
+  EXPECT_TRUE(proto::get_bool(*done, "ok")) << done->dump();
+  EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+}
+
+TEST(WorkerChannel, ExitsWhenTheSupervisorFallsSilent) {
+  Farm f;
+  Child gpu(f.gpu_args("gpu-0", {"--heartbeat-timeout-ms", "1500"}));
+  ASSERT_TRUE(f.sup.expect("gpu-0", proto::kReady, kTimeout));
+  f.sup.heartbeats = false;
+  auto start = Clock::now();
+  std::optional<int> code;
+  while (!(code = gpu.wait_exit(milliseconds(0))) && Clock::now() - start < kTimeout) f.sup.idle(milliseconds(50));
+  EXPECT_EQ(code, proto::kExitSupervisorLost);
+  auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  EXPECT_GE(took, 1000);
+  EXPECT_LE(took, 3000);
+  EXPECT_GE(f.sup.heartbeats_seen["gpu-0"], 4);  // it kept beating (every 200 ms) meanwhile
+}
+
+TEST(WorkerChannel, FaultHooks) {
+  Farm f;
+  {
+    Child synth(f.synth_args("synth-0"), "crash_after:1");
+    ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
+    f.sup.send("synth-0", f.work(proto::kSynth, 1, 0, 0, test::shared_fixture("chain.4.wtns")));
+    auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+    ASSERT_TRUE(done);
+    EXPECT_TRUE(proto::get_bool(*done, "ok"));
+    f.sup.send("synth-0", f.work(proto::kSynth, 1, 1, 0, test::shared_fixture("chain.5.wtns")));
+    EXPECT_EQ(synth.wait_exit(kTimeout), 128 + SIGABRT);
+  }
+  {
+    Child synth(f.synth_args("synth-1"), "hang");
+    ASSERT_TRUE(f.sup.expect("synth-1", proto::kReady, kTimeout));
+    f.sup.send("synth-1", f.work(proto::kSynth, 1, 0, 0, test::shared_fixture("chain.4.wtns")));
+    f.sup.idle(milliseconds(300));
+    int before = f.sup.heartbeats_seen["synth-1"];
+    f.sup.idle(milliseconds(800));
+    EXPECT_EQ(f.sup.heartbeats_seen["synth-1"], before);
+    EXPECT_FALSE(f.sup.expect("synth-1", proto::kSynthDone, milliseconds(0)));
+    ::kill(synth.pid(), SIGTERM);  // the death signal still works while hung
+    EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+  }
+}
+
+TEST(WorkerChannel, SigtermWhileComputingExitsPromptly) {
+  Farm f;
+  Child synth(f.synth_args("synth-0"), "slow_ms:5000");
+  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
+  f.sup.send("synth-0", f.work(proto::kSynth, 1, 0, 0, test::shared_fixture("chain.6.wtns")));
+  f.sup.idle(milliseconds(200));
+  auto start = Clock::now();
+  ::kill(synth.pid(), SIGTERM);
+  EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+}
+
+// A process that is not our child (a grandchild, reparented to this test by
+// PR_SET_CHILD_SUBREAPER when its parent dies): killed and reaped at the end.
+struct Orphan {
+  pid_t pid = 0;
+  std::optional<int> code;
+  ~Orphan() {
+    if (pid > 0 && !code) {
+      ::kill(pid, SIGKILL);
+      int st;
+      for (int i = 0; i < 200 && ::waitpid(pid, &st, 0) != pid; ++i) std::this_thread::sleep_for(milliseconds(10));
+    }
+  }
+  std::optional<int> wait_exit(milliseconds timeout) {
+    auto end = Clock::now() + timeout;
+    while (!code && Clock::now() < end) {
+      int st;
+      if (::waitpid(pid, &st, WNOHANG) == pid) {
+        code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      } else {
+        std::this_thread::sleep_for(milliseconds(10));  // ECHILD until it is reparented to us
+      }
+    }
+    return code;
+  }
+};
+
+TEST(WorkerChannel, ExitsWhenItsParentDies) {
+  Farm f;
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  struct Unset {
+    ~Unset() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+  } unset;
+  std::string cmd;
+  for (auto& a : f.synth_args("synth-0")) cmd += "'" + a + "' ";
+  // The shell (the worker's parent) lives 1 s, then dies.
+  Child shell({"/bin/sh", "-c", cmd + "& sleep 1"});
+  auto ready = f.sup.expect("synth-0", proto::kReady, kTimeout);
+  ASSERT_TRUE(ready);
+  Orphan worker;
+  worker.pid = pid_t(proto::get_u64(*ready, "pid"));
+  EXPECT_EQ(shell.wait_exit(kTimeout), 0);
+  EXPECT_EQ(worker.wait_exit(kTimeout), proto::kExitSupervisorLost);
+}
+
+TEST(WorkerChannel, EnvironmentAndUsageExitCodes) {
+  Farm f;
+  Child cuda(f.gpu_args("gpu-0", {"--backend", "cuda"}));
+  EXPECT_EQ(cuda.wait_exit(kTimeout), proto::kExitEnvironment);
+  Child no_arena({ZKFARM_SYNTH_BIN, "--endpoint", f.endpoint, "--arena", "zkfarm-test-no-such-arena"});
+  EXPECT_EQ(no_arena.wait_exit(kTimeout), proto::kExitEnvironment);
+  Child bad_endpoint({ZKFARM_SYNTH_BIN, "--endpoint", "nonsense://x", "--arena", f.arena.name});
+  EXPECT_EQ(bad_endpoint.wait_exit(kTimeout), proto::kExitEnvironment);
+  Child bad_fault(f.synth_args("synth-0"), "explode");
+  EXPECT_EQ(bad_fault.wait_exit(kTimeout), proto::kExitUsage);
+}
+
+TEST(ProofCodec, RejectsWrongSizesAndBadPoints) {
+  EXPECT_THROW(proto::decode_proof(std::string(255, '\0')), proto::ProtocolError);
+  EXPECT_THROW(proto::decode_proof(std::string(257, '\0')), proto::ProtocolError);
+  Proof p{test::g1_generator(), test::g2_generator(), G1Affine::infinity()};
+  std::string bytes = proto::encode_proof(p);
+  ASSERT_EQ(bytes.size(), 256u);
+  Proof q = proto::decode_proof(bytes);
+  EXPECT_TRUE(q.a == p.a && q.b == p.b && q.c == p.c);
+  bytes[0] ^= 1;  // x of πA moved: off the curve
+  EXPECT_THROW(proto::decode_proof(bytes), proto::ProtocolError);
+  std::string all_ff(256, '\xff');
+  EXPECT_THROW(proto::decode_proof(all_ff), proto::ProtocolError);
+}
+
+}  // namespace
+}  // namespace zkfarm
