@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
-# zkfarm's main job on real input: sets up (scripts/setup.sh), proves every
-# witness of the shared circom/snarkjs fixtures with zkfarm-prove, and verifies
-# each proof with `snarkjs groth16 verify`.
+# zkfarm's main job on real input, in one command: sets up (scripts/setup.sh),
+# starts zkfarmd on a fresh state dir, submits the 10 witnesses of the shared
+# fixture `chain` as one job of 10 partitions, waits for it with a progress bar,
+# verifies all 10 proofs with `snarkjs groth16 verify`, and stops the farm.
 #   scripts/main-job.sh [FIXTURES_DIR]     (default: ../shared/fixtures)
-# Proofs go to build/main-job/. Exits non-zero if any proof fails to verify.
+# Proofs go to build/main-job/proofs/, the farm's state and log to build/main-job/state/.
+# Exits non-zero if any proof fails to verify or the farm does not stop cleanly.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 fixtures=$(cd "${1:-$root/../shared/fixtures}" && pwd)
 "$root/scripts/setup.sh"
-out=$root/build/main-job
-mkdir -p "$out"
+bin=$root/build/bin
+work=$root/build/main-job
+state=$work/state
+out=$work/proofs
+rm -rf "$out"
+mkdir -p "$work"
 snarkjs() { node "$root/node_modules/snarkjs/build/cli.cjs" "$@"; }
+ctl() { "$bin/zkfarmctl" --state-dir "$state" "$@"; }
 
-proved=0 failed=0
-for wtns in "$fixtures"/*.wtns; do
-  base=$(basename "$wtns" .wtns)   # NAME.K
-  name=${base%.*}
-  [ -f "$fixtures/$name.zkey" ] || continue
-  case "$name" in *bls12381*) continue ;; esac  # zkfarm proves BN254 (bn128) keys
-  start=$(date +%s%N)
-  "$root/build/bin/zkfarm-prove" "$fixtures/$name.zkey" "$wtns" "$out/$base.proof.json" "$out/$base.public.json"
-  ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  if snarkjs groth16 verify "$fixtures/$name.vkey.json" "$out/$base.public.json" "$out/$base.proof.json" >/dev/null; then
-    printf '%-12s proved in %5d ms, snarkjs groth16 verify: OK\n' "$base" "$ms"
-    proved=$((proved + 1))
+"$bin/zkfarmd" --state-dir "$state" --synth-workers 1 2> "$work/zkfarmd.stderr" &
+daemon=$!
+trap 'kill -TERM $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+ctl status
+
+wtns=()
+for k in $(seq 0 9); do wtns+=("$fixtures/chain.$k.wtns"); done
+job=$(ctl submit --zkey "$fixtures/chain.zkey" --wtns "${wtns[@]}" --out "$out")
+echo "submitted job $job: 10 partitions of chain.zkey"
+ctl wait "$job" --timeout 600
+
+failed=0
+for k in $(seq 0 9); do
+  if snarkjs groth16 verify "$fixtures/chain.vkey.json" "$out/$k.public.json" "$out/$k.proof.json" >/dev/null; then
+    echo "partition $k: snarkjs groth16 verify: OK"
   else
-    printf '%-12s proved in %5d ms, snarkjs groth16 verify: FAILED\n' "$base" "$ms"
-    failed=$((failed + 1))
+    echo "partition $k: snarkjs groth16 verify: FAILED"; failed=$((failed + 1))
   fi
 done
-echo "$proved proofs verified, $failed failed (proofs in $out)"
-[ "$failed" -eq 0 ] && [ "$proved" -gt 0 ]
+ctl stop
+code=0
+wait $daemon || code=$?
+trap - EXIT
+echo "zkfarmd stopped (exit $code); $((10 - failed)) of 10 proofs verified; proofs in $out"
+[ "$failed" -eq 0 ] && [ "$code" -eq 0 ]
