@@ -15,7 +15,7 @@ ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
 if [ -z "${ZKFARM_NO_SANITIZE:-}" ]; then
   echo "== tests (ASan + UBSan build)"
   cmake -S "$root" -B "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZKFARM_SANITIZE=ON >/dev/null
-  cmake --build "$root/build-asan" -j"$jobs" --target zkfarm_tests
+  cmake --build "$root/build-asan" -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
 fi

@@ -44,6 +44,7 @@ struct Arena::Impl {
 
 std::string Arena::name_for(const std::string& state_dir) {
   std::string abs = std::filesystem::weakly_canonical(std::filesystem::absolute(state_dir)).string();
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();  // "/x/" and "/x" are one state dir
   char buf[32];
   std::snprintf(buf, sizeof buf, "zkfarm-%016llx", static_cast<unsigned long long>(fnv1a(abs)));
   return buf;
@@ -54,13 +55,15 @@ Arena Arena::create(const std::string& name, uint64_t slot_bytes) {
   Arena a;
   a.impl_ = std::make_unique<Impl>();
   a.name_ = name;
+  bool created = false;
   try {
     bip::permissions perm(0600);
     a.impl_->shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perm);
+    created = true;
     a.impl_->shm.truncate(bip::offset_t(slot_bytes + kArenaHeaderBytes));
     a.impl_->region = bip::mapped_region(a.impl_->shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
-    bip::shared_memory_object::remove(name.c_str());
+    if (created) bip::shared_memory_object::remove(name.c_str());  // never someone else's segment
     throw ArenaError("cannot create shared memory /dev/shm/" + name + " of " +
                      std::to_string(slot_bytes + kArenaHeaderBytes) + " bytes: " + e.what());
   }

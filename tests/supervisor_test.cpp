@@ -1,0 +1,140 @@
+// The supervisor's pieces on their own: dispatch order, slot allocation and
+// generations, the arena's header checks, configuration errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "shm/arena.hpp"
+#include "shm/slots.hpp"
+#include "supervisor/config.hpp"
+#include "supervisor/jobs.hpp"
+
+namespace zkfarm::supervisor {
+namespace {
+
+Job make_job(Priority p, size_t parts) {
+  Job j;
+  j.priority = p;
+  j.parts.resize(parts);
+  return j;
+}
+
+TEST(JobTable, OrderIsPriorityThenOldestJobThenLowestPartition) {
+  JobTable t;
+  uint64_t a = t.add(make_job(Priority::kNormal, 3));
+  uint64_t b = t.add(make_job(Priority::kNormal, 2));
+  uint64_t c = t.add(make_job(Priority::kCritical, 2));
+  uint64_t d = t.add(make_job(Priority::kLow, 1));
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  while (auto ref = t.next(PartState::kQueued)) {
+    order.emplace_back(ref->job, ref->index);
+    t.find(*ref)->state = PartState::kSynthesizing;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> expect = {{c, 0}, {c, 1}, {a, 0}, {a, 1}, {a, 2}, {b, 0}, {b, 1}, {d, 0}};
+  EXPECT_EQ(order, expect);
+}
+
+TEST(JobTable, DoneWhenAllPartitionsAreAndCancelSkipsTheJob) {
+  JobTable t;
+  uint64_t a = t.add(make_job(Priority::kHigh, 2));
+  uint64_t b = t.add(make_job(Priority::kNormal, 1));
+  EXPECT_FALSE(t.mark_done({a, 0}, 10));
+  EXPECT_TRUE(t.mark_done({a, 1}, 20));
+  EXPECT_EQ(t.find(a)->state, JobState::kDone);
+  EXPECT_EQ(t.find(a)->finished_ms, 20);
+  t.cancel(b, 30);
+  EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
+  EXPECT_FALSE(t.next(PartState::kQueued).has_value());
+  EXPECT_EQ(t.find(b)->to_json()["state"], "cancelled");
+}
+
+TEST(SlotAllocator, BudgetGenerationsAndCoalescing) {
+  shm::SlotAllocator s(3 * 4096);
+  auto a = s.allocate(4096), b = s.allocate(100), c = s.allocate(4096);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(b->size, 4096u);
+  EXPECT_FALSE(s.allocate(1).has_value()) << "the arena never grows past its budget";
+  EXPECT_TRUE(s.is_current(b->id, b->generation));
+  EXPECT_TRUE(s.free(b->id));
+  EXPECT_FALSE(s.is_current(b->id, b->generation)) << "a freed slot's old generation is stale";
+  EXPECT_FALSE(s.free(b->id));
+  EXPECT_TRUE(s.free(a->id));
+  auto big = s.allocate(2 * 4096);  // a and b coalesced
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->offset, 0u);
+  EXPECT_EQ(s.used(), 3 * 4096u);
+}
+
+TEST(Arena, CreateAttachAndRefuseForeignSegments) {
+  const std::string name = "zkfarm-test-" + std::to_string(getpid());
+  shm::Arena::remove(name);
+  {
+    auto a = shm::Arena::create(name, 10000);
+    EXPECT_EQ(a.capacity(), 12288u);
+    EXPECT_EQ((std::filesystem::status("/dev/shm/" + name).permissions() & std::filesystem::perms::all),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    a.at(0, 8)[0] = 42;
+    auto b = shm::Arena::attach(name);
+    EXPECT_EQ(b.at(0, 8)[0], 42);
+    EXPECT_THROW(b.at(12288 - 4, 8), shm::ArenaError);
+    EXPECT_THROW(b.at(uint64_t(-1), 2), shm::ArenaError);
+    EXPECT_THROW(shm::Arena::create(name, 4096), shm::ArenaError) << "exists already";
+    a.mapping()[0] = 'X';  // corrupt the magic
+    EXPECT_THROW(shm::Arena::attach(name), shm::ArenaError);
+  }
+  EXPECT_TRUE(shm::Arena::remove(name));
+  EXPECT_THROW(shm::Arena::attach(name), shm::ArenaError);
+}
+
+TEST(Arena, NameDependsOnlyOnTheStateDir) {
+  EXPECT_EQ(shm::Arena::name_for("/var/lib/zkfarm"), shm::Arena::name_for("/var/lib/zkfarm/"));
+  EXPECT_NE(shm::Arena::name_for("/var/lib/zkfarm"), shm::Arena::name_for("/var/lib/zkfarm2"));
+}
+
+std::string write_temp(const std::string& text) {
+  std::string path = (std::filesystem::temp_directory_path() / ("zkfarm-cfg-" + std::to_string(getpid()) + ".toml")).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
+  Config c;
+  std::string path = write_temp("synth_workers = 3\narena_mib = 64\nhttp_address = \"127.0.0.1:9100\"\n");
+  c.load_toml(path);
+  EXPECT_EQ(c.synth_workers, 3u);
+  EXPECT_EQ(c.arena_mib, 64u);
+  EXPECT_EQ(c.http_address, "127.0.0.1:9100");
+  auto expect_error = [&](const std::string& text, const std::string& fault) {
+    Config d;
+    std::string p = write_temp(text);
+    try {
+      d.load_toml(p);
+      FAIL() << "accepted: " << text;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fault), std::string::npos) << e.what();
+    }
+  };
+  expect_error("synth_wrkers = 3\n", "unknown key 'synth_wrkers'");
+  expect_error("arena_mib = \"lots\"\n", "arena_mib: expected an integer");
+  expect_error("heartbeat_ms = 1\n", "heartbeat_ms: 1 is out of range");
+  expect_error("synth_workers = [\n", "line");
+  std::filesystem::remove(path);
+}
+
+TEST(Config, FinalizeFillsDefaultsAndChecksRelations) {
+  Config c;
+  c.state_dir = "/tmp/x";
+  c.finalize("/opt/zkfarm/bin");
+  EXPECT_GE(c.synth_workers, 1u);
+  EXPECT_EQ(c.synth_binary, "/opt/zkfarm/bin/zkfarm-synth");
+  Config bad;
+  bad.state_dir = "/tmp/x";
+  bad.backend = "opencl";
+  EXPECT_THROW(bad.finalize("."), ConfigError);
+}
+
+}  // namespace
+}  // namespace zkfarm::supervisor
