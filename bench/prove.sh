@@ -2,17 +2,17 @@
 # zkfarm-prove against `snarkjs groth16 prove` on the same key and witness, in one
 # run: median wall time of REPS interleaved runs, peak memory, speed-up; both
 # proofs are then checked with snarkjs groth16 verify.
-#   bench/prove.sh [REPS]            the 2^16-constraint bench circuit (made on
-#                                    first use by bench/make_circuit.sh, cached)
+#   bench/prove.sh [REPS]            a 2^16-constraint test key (made on first use
+#                                    by bench/make_keys.sh with zkfarm-testkey, cached)
 #   ZKEY=… WTNS=… VKEY=… bench/prove.sh [REPS]   any other key and witness
 # Needs scripts/setup.sh to have run (build/ and node_modules/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 reps=${1:-5}
 if [ -z "${ZKEY:-}" ]; then
-  "$root/bench/make_circuit.sh" >&2
+  "$root/bench/make_keys.sh" 16
   data=$root/build/bench-data
-  ZKEY=$data/bench16.zkey WTNS=$data/bench16.0.wtns VKEY=$data/bench16.vkey.json
+  ZKEY=$data/tk16.zkey WTNS=$data/tk16.wtns VKEY=$data/tk16.vkey.json
 fi
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 snarkjs=(node "$root/node_modules/snarkjs/build/cli.cjs")

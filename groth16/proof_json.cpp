@@ -18,25 +18,24 @@ using Json = nlohmann::ordered_json;
 
 std::string dec(const Fq& x) { return to_decimal(x.to_u256()); }
 
-// snarkjs's G1.toObject/G2.toObject of an affine point; infinity is (0, 1, 0).
-Json g1_json(const G1Affine& p) {
+}  // namespace
+
+Json g1_to_json(const G1Affine& p) {
   if (p.is_infinity()) return Json::array({"0", "1", "0"});
   return Json::array({dec(p.x), dec(p.y), "1"});
 }
 
-Json g2_json(const G2Affine& p) {
+Json g2_to_json(const G2Affine& p) {
   if (p.is_infinity()) return Json::array({Json::array({"0", "0"}), Json::array({"1", "0"}), Json::array({"0", "0"})});
   return Json::array({Json::array({dec(p.x.c0), dec(p.x.c1)}), Json::array({dec(p.y.c0), dec(p.y.c1)}),
                       Json::array({"1", "0"})});
 }
 
-}  // namespace
-
 std::string proof_to_json(const Proof& proof) {
   Json j;
-  j["pi_a"] = g1_json(proof.a);
-  j["pi_b"] = g2_json(proof.b);
-  j["pi_c"] = g1_json(proof.c);
+  j["pi_a"] = g1_to_json(proof.a);
+  j["pi_b"] = g2_to_json(proof.b);
+  j["pi_c"] = g1_to_json(proof.c);
   j["protocol"] = "groth16";
   j["curve"] = "bn128";
   return j.dump(1);

@@ -3,11 +3,17 @@
 // (JSON.stringify(stringifyBigInts(x), null, 1), no trailing newline):
 // pi_a [x, y, "1"], pi_b [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]], pi_c [x, y, "1"],
 // protocol "groth16", curve "bn128"; public signals witness[1..nPublic], decimal.
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "groth16/prover.hpp"
 
 namespace zkfarm {
+
+/// A G1 point as snarkjs's G1.toObject writes it: [x, y, "1"] in decimal, infinity ["0", "1", "0"].
+nlohmann::ordered_json g1_to_json(const G1Affine& p);
+/// A G2 point: [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]].
+nlohmann::ordered_json g2_to_json(const G2Affine& p);
 
 /// The text of proof.json for `proof`.
 std::string proof_to_json(const Proof& proof);

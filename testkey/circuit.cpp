@@ -1,0 +1,108 @@
+#include "testkey/circuit.hpp"
+
+#include "testkey/random.hpp"
+
+namespace zkfarm::testkey {
+
+Fr eval(const std::vector<Term>& lc, const std::vector<Fr>& w) {
+  Fr acc = Fr::zero();
+  for (const auto& t : lc) acc += t.coef * w[t.signal];
+  return acc;
+}
+
+Circuit make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Circuit c;
+  c.n_public = n_public;
+  c.signals.push_back({SignalDef::kOne});
+  for (uint32_t i = 0; i < n_public + c.n_private_inputs; ++i) c.signals.push_back({SignalDef::kInput});
+  c.constraints.reserve(n_constraints);
+  const Fr minus_one = -Fr::one();
+  std::vector<uint32_t> bits;       // bit signals not yet packed
+  uint32_t next_public = 1;         // public inputs are fed into the first products
+  uint32_t last = n_public + 1;     // the chain's latest value signal
+  auto recent = [&] {               // an earlier value signal, recent ones favoured
+    uint32_t span = std::min<uint32_t>(64, uint32_t(c.signals.size()) - 1);
+    uint32_t s;
+    do {
+      s = uint32_t(c.signals.size()) - 1 - uint32_t(rng() % span);
+    } while (c.signals[s].kind == SignalDef::kBit || c.signals[s].kind == SignalDef::kOne);
+    return s;
+  };
+  while (c.constraints.size() < n_constraints) {
+    const uint32_t idx = uint32_t(c.constraints.size());
+    const uint32_t out = uint32_t(c.signals.size());
+    const uint64_t roll = rng() % 100;
+    Constraint k;
+    if (next_public <= n_public) {
+      // c = pub · last
+      k.a = {{next_public++, Fr::one()}};
+      k.b = {{last, Fr::one()}};
+      k.c = {{out, Fr::one()}};
+      c.signals.push_back({SignalDef::kProduct, idx});
+      last = out;
+    } else if (roll < 30) {
+      // b·(b − 1) = 0
+      k.a = {{out, Fr::one()}};
+      k.b = {{out, Fr::one()}, {0, minus_one}};
+      c.signals.push_back({SignalDef::kBit, idx});
+      bits.push_back(out);
+    } else if (roll < 40 && bits.size() >= 2) {
+      // x = Σ 2^i·b_i over up to 16 pending bits: A = Σ 2^i b_i, B = 1, C = x
+      const size_t take = std::min<size_t>(bits.size(), 16);
+      Fr pow = Fr::one();
+      for (size_t i = 0; i < take; ++i) {
+        k.a.push_back({bits[bits.size() - take + i], pow});
+        pow = pow.dbl();
+      }
+      bits.resize(bits.size() - take);
+      k.b = {{0, Fr::one()}};
+      k.c = {{out, Fr::one()}};
+      c.signals.push_back({SignalDef::kPack, idx});
+      last = out;
+    } else if (roll < 65) {
+      // c = (k1·s1 + k2·s2 + k3·s3 + k0) · b: additions folded into the A side
+      // Distinct signals, as circom writes a linear combination (one term per wire).
+      while (k.a.size() < 3) {
+        uint32_t s = recent();
+        bool dup = false;
+        for (const auto& t : k.a) dup |= t.signal == s;
+        if (!dup) k.a.push_back({s, Fr::from_u64(1 + rng() % 1000)});
+      }
+      k.a.push_back({0, Fr::from_u256(random_fr(rng))});
+      k.b = {{last, Fr::one()}};
+      k.c = {{out, Fr::one()}};
+      c.signals.push_back({SignalDef::kProduct, idx});
+      last = out;
+    } else {
+      // c = a · b
+      k.a = {{recent(), Fr::one()}};
+      k.b = {{last, Fr::one()}};
+      k.c = {{out, Fr::one()}};
+      c.signals.push_back({SignalDef::kProduct, idx});
+      last = out;
+    }
+    c.constraints.push_back(std::move(k));
+  }
+  return c;
+}
+
+std::vector<Fr> Circuit::witness(std::mt19937_64& rng) const {
+  std::vector<Fr> w(signals.size());
+  for (size_t s = 0; s < signals.size(); ++s) {
+    switch (signals[s].kind) {
+      case SignalDef::kOne: w[s] = Fr::one(); break;
+      case SignalDef::kInput: w[s] = Fr::from_u256(random_fr(rng)); break;
+      case SignalDef::kBit: w[s] = (rng() & 1) ? Fr::one() : Fr::zero(); break;
+      case SignalDef::kProduct: {
+        const Constraint& k = constraints[signals[s].constraint];
+        w[s] = eval(k.a, w) * eval(k.b, w);
+        break;
+      }
+      case SignalDef::kPack: w[s] = eval(constraints[signals[s].constraint].a, w); break;
+    }
+  }
+  return w;
+}
+
+}  // namespace zkfarm::testkey
