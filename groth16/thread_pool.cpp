@@ -1,10 +1,22 @@
 #include "groth16/thread_pool.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace zkfarm {
 
+namespace {
+
+// The field arithmetic uses MULX/ADCX/ADOX (groth16/mont_mul_x86.hpp).
+void check_cpu() {
+  static const bool ok = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+  if (!ok) throw std::runtime_error("zkfarm needs an x86-64 CPU with BMI2 and ADX (Intel Broadwell, AMD Zen or later)");
+}
+
+}  // namespace
+
 ThreadPool::ThreadPool(unsigned threads) {
+  check_cpu();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads_ = threads;
   for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });

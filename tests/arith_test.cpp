@@ -154,3 +154,28 @@ TEST(Roots, MatchSnarkjs) {
 
 }  // namespace
 }  // namespace zkfarm
+
+namespace zkfarm {
+namespace {
+
+// The assembly multiplication against the portable C++ one, on random and edge inputs.
+TEST(Field, MulxMatchesPortable) {
+  std::mt19937_64 rng(99);
+  const U256 edge[] = {{0, 0, 0, 0}, {1, 0, 0, 0},
+                       {FqParams::kModulus[0] - 1, FqParams::kModulus[1], FqParams::kModulus[2], FqParams::kModulus[3]},
+                       {~0ULL, ~0ULL, ~0ULL, 0x3fffffffffffffffULL}};
+  for (int i = 0; i < 200000; ++i) {
+    U256 x{rng(), rng(), rng(), rng() & 0x2fffffffffffffffULL}, y{rng(), rng(), rng(), rng() & 0x2fffffffffffffffULL};
+    if (i < 16) {
+      x = edge[i % 4];
+      y = edge[i / 4];
+    }
+    Fq a = Fq::from_mont(x), b = Fq::from_mont(y);
+    ASSERT_EQ(a * b, Fq::mul_portable(a, b)) << i;
+    Fr c = Fr::from_mont(x), d = Fr::from_mont(y);
+    ASSERT_EQ(c * d, Fr::mul_portable(c, d)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace zkfarm
