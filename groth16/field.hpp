@@ -174,21 +174,27 @@ inline bool is_canonical(const U256& x) {
 }
 
 /// Inverts every nonzero element of v[0..n) in place with one field inversion
-/// and 3(n−1) multiplications (Montgomery's trick); zeros stay zero.
-/// scratch must hold n elements.
+/// and about 3n multiplications (Montgomery's trick); zeros stay zero.
+/// scratch must hold n elements. The products run in 4 interleaved lanes:
+/// a single running product is one long chain of dependent multiplications,
+/// bound by their latency (measured: about 2× slower in the MSM's batches).
 template <class F>
 void batch_inverse(F* v, size_t n, F* scratch) {
-  F acc = F::one();
+  constexpr size_t kLanes = 4;
+  F acc[kLanes] = {F::one(), F::one(), F::one(), F::one()};
   for (size_t i = 0; i < n; ++i) {
-    scratch[i] = acc;
-    if (!v[i].is_zero()) acc *= v[i];
+    scratch[i] = acc[i % kLanes];
+    if (!v[i].is_zero()) acc[i % kLanes] *= v[i];
   }
-  F inv = acc.inv();
+  // Invert the 4 lane products with one inversion.
+  const F p01 = acc[0] * acc[1], p23 = acc[2] * acc[3];
+  const F ip = (p01 * p23).inv();
+  F inv[kLanes] = {ip * p23 * acc[1], ip * p23 * acc[0], ip * p01 * acc[3], ip * p01 * acc[2]};
   for (size_t i = n; i-- > 0;) {
     if (v[i].is_zero()) continue;
-    F vi = v[i];
-    v[i] = inv * scratch[i];
-    inv *= vi;
+    const F vi = v[i];
+    v[i] = inv[i % kLanes] * scratch[i];
+    inv[i % kLanes] *= vi;
   }
 }
 
