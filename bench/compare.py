@@ -3,10 +3,13 @@
 time, peak resident memory (ru_maxrss of each child, from wait4), and the ratio
 of each to the first (the baseline).
 
-    compare.py --reps 5 --label snarkjs -- CMD... --label zkfarm -- CMD...
+    compare.py --reps 5 [--json FILE] --label snarkjs -- CMD... --label zkfarm -- CMD...
+
+--json FILE writes {label: {"median_s", "peak_mib"}} for a summary table.
 
 Each command's stdout/stderr are discarded; a non-zero exit aborts the run.
 """
+import json
 import os
 import statistics
 import subprocess
@@ -15,10 +18,12 @@ import time
 
 
 def parse(argv):
-    reps, runs, i = 5, [], 0
+    reps, runs, i, out = 5, [], 0, None
     while i < len(argv):
         if argv[i] == "--reps":
             reps = int(argv[i + 1]); i += 2
+        elif argv[i] == "--json":
+            out = argv[i + 1]; i += 2
         elif argv[i] == "--label":
             label = argv[i + 1]
             assert argv[i + 2] == "--", "--label NAME -- CMD..."
@@ -30,7 +35,7 @@ def parse(argv):
             sys.exit(f"compare.py: unexpected argument {argv[i]!r}")
     if len(runs) < 1:
         sys.exit("compare.py: no commands")
-    return reps, runs
+    return reps, runs, out
 
 
 def run_once(cmd):
@@ -47,7 +52,7 @@ def run_once(cmd):
 
 
 def main():
-    reps, runs = parse(sys.argv[1:])
+    reps, runs, out = parse(sys.argv[1:])
     times = {label: [] for label, _ in runs}
     peak = {label: 0.0 for label, _ in runs}
     for _ in range(reps):  # interleaved, so drift in machine load hits all alike
@@ -61,6 +66,10 @@ def main():
         med = statistics.median(times[label])
         print(f"{label:<12} {med:9.3f} {min(times[label]):8.3f} {max(times[label]):8.3f} "
               f"{peak[label]:9.1f} {base / med:8.2f}x")
+    if out:
+        with open(out, "w") as f:
+            json.dump({label: {"median_s": statistics.median(times[label]), "peak_mib": peak[label]}
+                       for label, _ in runs}, f)
 
 
 if __name__ == "__main__":

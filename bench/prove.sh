@@ -17,7 +17,7 @@ fi
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 snarkjs=(node "$root/node_modules/snarkjs/build/cli.cjs")
 echo "key $(basename "$ZKEY"): $(stat -c %s "$ZKEY") bytes; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-python3 "$root/bench/compare.py" --reps "$reps" \
+python3 "$root/bench/compare.py" --reps "$reps" ${JSON_OUT:+--json "$JSON_OUT"} \
   --label snarkjs -- "${snarkjs[@]}" groth16 prove "$ZKEY" "$WTNS" "$out/s.proof.json" "$out/s.public.json" \
   --label zkfarm -- "$root/build/bin/zkfarm-prove" "$ZKEY" "$WTNS" "$out/z.proof.json" "$out/z.public.json"
 for who in s z; do
