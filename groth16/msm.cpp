@@ -9,7 +9,7 @@ namespace {
 
 constexpr unsigned kScalarBits = 254;  // r < 2^254
 
-// c bits of x starting at bit `pos` (c ≤ 16, so at most two limbs).
+// c bits of x starting at bit `pos` (c ≤ kMaxWindowBits, so at most two limbs).
 inline uint32_t bits_at(const U256& x, unsigned pos, unsigned c) {
   if (pos >= 256) return 0;
   unsigned limb = pos / 64, off = pos % 64;
@@ -132,7 +132,7 @@ Xyzz<C> window_sum_batch_affine(const uint8_t* points, size_t stride, const int1
 unsigned msm_window_bits(size_t m) {
   unsigned best = 2;
   double best_cost = 1e300;
-  for (unsigned c = 2; c <= 16; ++c) {
+  for (unsigned c = 2; c <= kMaxWindowBits; ++c) {
     double windows = kScalarBits / c + 1;
     double cost = windows * (double(m) + 3.0 * double(size_t(1) << (c - 1)));
     if (cost < best_cost) {
@@ -156,7 +156,7 @@ ScalarPlan plan_scalars(const U256* scalars, size_t n, ThreadPool& pool, unsigne
   }
   plan.others = others;
   if (c == 0) c = msm_window_bits(others);
-  if (c < 2 || c > 16) throw std::invalid_argument("MSM window width must be 2..16 bits");
+  if (c < 2 || c > kMaxWindowBits) throw std::invalid_argument("MSM window width must be 2..15 bits");
   plan.c = c;
   plan.windows = kScalarBits / c + 1;
   plan.digits.assign(size_t(plan.windows) * n, 0);

@@ -17,11 +17,14 @@
 
 namespace zkfarm {
 
+/// Widest window: a signed digit reaches +2^(c−1), which must fit an int16_t.
+inline constexpr unsigned kMaxWindowBits = 15;
+
 /// Scalars classified and cut into signed digits. Sizes: kind n bytes, digits
 /// windows·n·2 bytes (window-major: digits[w·n + i]).
 struct ScalarPlan {
   enum Kind : uint8_t { kZero = 0, kOne = 1, kOther = 2 };
-  unsigned c = 0;        ///< window width in bits (2..16)
+  unsigned c = 0;        ///< window width in bits (2..kMaxWindowBits)
   unsigned windows = 0;  ///< number of windows: floor(254 / c) + 1
   size_t n = 0;          ///< number of scalars
   size_t others = 0;     ///< how many are neither 0 nor 1

@@ -66,7 +66,34 @@ TEST(Msm, G1MatchesNaiveSum) {
 }
 
 TEST(Msm, G1EveryWindowWidth) {
-  for (unsigned c = 2; c <= 16; c += 1) check<G1Params>(60, 2, c, test::g1_generator());
+  for (unsigned c = 2; c <= kMaxWindowBits; c += 1) check<G1Params>(60, 2, c, test::g1_generator());
+  ThreadPool pool(1);
+  std::vector<U256> one{U256{5, 0, 0, 0}};
+  EXPECT_THROW(plan_scalars(one.data(), 1, pool, kMaxWindowBits + 1), std::invalid_argument);
+}
+
+// Scalars whose every window holds the largest digit, +2^(c−1) (an int16_t must
+// hold it), and the largest negative one: caught a c = 16 overflow at 2^20.
+TEST(Msm, ExtremeDigitsInEveryWindow) {
+  ThreadPool pool(2);
+  for (unsigned c : {9u, 13u, kMaxWindowBits}) {
+    std::vector<U256> scalars;
+    for (uint64_t pattern : {uint64_t(1) << (c - 1), (uint64_t(1) << c) - 1, (uint64_t(1) << (c - 1)) + 1}) {
+      U256 k{0, 0, 0, 0};
+      for (unsigned bit = 0; bit + c <= 250; bit += c)
+        for (unsigned j = 0; j < c; ++j)
+          if ((pattern >> j) & 1) k[(bit + j) / 64] |= uint64_t(1) << ((bit + j) % 64);
+      scalars.push_back(k);
+    }
+    std::vector<uint8_t> pts(scalars.size() * 64);
+    std::mt19937_64 rng(c);
+    for (size_t i = 0; i < scalars.size(); ++i)
+      G1::from_affine(test::g1_generator()).mul(test::random_scalar(rng)).to_affine().store(&pts[i * 64]);
+    auto plan = plan_scalars(scalars.data(), scalars.size(), pool, c);
+    EXPECT_TRUE(msm<G1Params>(pts.data(), 64, plan, 0, scalars.size(), pool)
+                    .equals(msm_naive<G1Params>(pts.data(), 64, scalars.data(), scalars.size())))
+        << "c=" << c;
+  }
 }
 
 TEST(Msm, G1BatchAffineWithManyFlushes) {
