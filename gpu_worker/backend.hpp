@@ -2,6 +2,7 @@
 // The proving backends of zkfarm-gpu: the stage after synthesis (H by NTTs,
 // the five MSMs) behind one interface, so the worker's protocol code does not
 // care whether a GPU or the CPU computes.
+#include <atomic>
 #include <string>
 
 #include "groth16/prover.hpp"
@@ -28,7 +29,8 @@ class ProveBackend {
   /// s (canonical, < r). `key` should come from load(); another key works but
   /// is prepared anew. Overwrites in.a, in.b, in.c. Throws InputError for a bad
   /// key; std::bad_alloc (or a device error) when memory runs out.
-  virtual Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s) = 0;
+  virtual Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+                      const std::atomic<bool>* cancel) = 0;
 };
 
 }  // namespace zkfarm::gpu

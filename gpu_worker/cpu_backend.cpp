@@ -28,12 +28,13 @@ const Zkey& CpuBackend::load(const std::string& path) {
   return *entries_.front().key;
 }
 
-Proof CpuBackend::prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s) {
+Proof CpuBackend::prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+                        const std::atomic<bool>* cancel) {
   for (auto& e : entries_) {
-    if (e.key.get() == &key) return e.prover->prove(in, r, s, pool_);
+    if (e.key.get() == &key) return e.prover->prove(in, r, s, pool_, cancel);
   }
   Prover prover(key, pool_);  // a key from elsewhere: prepared for this proof only
-  return prover.prove(in, r, s, pool_);
+  return prover.prove(in, r, s, pool_, cancel);
 }
 
 }  // namespace zkfarm::gpu

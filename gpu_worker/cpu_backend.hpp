@@ -17,7 +17,8 @@ class CpuBackend final : public ProveBackend {
 
   std::string name() const override { return "cpu"; }
   const Zkey& load(const std::string& path) override;
-  Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s) override;
+  Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+              const std::atomic<bool>* cancel) override;
 
  private:
   // Identifies a key file's contents: replaced on disk → opened again.

@@ -37,11 +37,13 @@ proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu:
     }
     if (offset % 8 != 0) return proto::WorkResult::failure("slot offset " + std::to_string(offset) + " is not 8-byte aligned");
     PartitionBuffers in = PartitionBuffers::view(arena.at(offset, size), key);
-    Proof proof = backend.prove(key, in, random_scalar(), random_scalar());
+    Proof proof = backend.prove(key, in, random_scalar(), random_scalar(), &proto::abort_flag());
     return {true, {}, proto::encode_proof(proof)};
   } catch (const InputError& e) {
     return proto::WorkResult::failure(e.what());
   } catch (const shm::ArenaError& e) {
+    return proto::WorkResult::failure(e.what());
+  } catch (const Cancelled& e) {
     return proto::WorkResult::failure(e.what());
   }
 }

@@ -15,4 +15,11 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The caller asked for the work to stop (e.g. its job was cancelled): thrown at
+/// the next stage boundary of synthesize() or Prover::prove().
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("aborted: the job was cancelled") {}
+};
+
 }  // namespace zkfarm

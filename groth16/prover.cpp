@@ -30,7 +30,9 @@ PartitionBuffers PartitionBuffers::view(void* base, const Zkey& key) {
   return p;
 }
 
-void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool) {
+void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool,
+                const std::atomic<bool>* cancel) {
+  if (cancel && cancel->load()) throw Cancelled();
   const size_t n = out.domain_size;
   std::memcpy(out.witness, wtns.values.data(), size_t(key.n_vars) * 32);
   const Fr* w = reinterpret_cast<const Fr*>(out.witness);  // plain values: R⁻¹ is in the coefficient
@@ -57,6 +59,7 @@ void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, 
     }
     for (size_t i = lo; i < hi; ++i) out.c[i] = out.a[i] * out.b[i];
   });
+  if (cancel && cancel->load()) throw Cancelled();
 }
 
 namespace {
@@ -86,7 +89,10 @@ namespace {
 class StageClock {
  public:
   StageClock() : on_(std::getenv("ZKFARM_PROFILE") != nullptr), last_(std::chrono::steady_clock::now()) {}
+  explicit StageClock(const std::atomic<bool>* cancel) : StageClock() { cancel_ = cancel; }
+  // Also the prover's cancellation point: every stage boundary.
   void lap(const char* stage) {
+    if (cancel_ && cancel_->load()) throw Cancelled();
     if (!on_) return;
     auto now = std::chrono::steady_clock::now();
     std::fprintf(stderr, "zkfarm profile: %-12s %8.1f ms\n", stage,
@@ -97,14 +103,17 @@ class StageClock {
  private:
   bool on_;
   std::chrono::steady_clock::time_point last_;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 }  // namespace
 
-Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool) const {
+Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool,
+                    const std::atomic<bool>* cancel) const {
   const Zkey& key = key_;
   const size_t n = in.domain_size;
-  StageClock clock;
+  StageClock clock(cancel);
+  clock.lap("start");
 
   // H scalars: a·b − c on the odd coset, out of Montgomery form, written over a.
   domain_.to_odd_coset(in.a, pool);

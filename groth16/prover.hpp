@@ -4,6 +4,7 @@
 //   synthesize: witness + key → a, b, c evaluations over the domain (and the
 //               witness), written into caller-provided memory (the farm's slot);
 //   Prover::prove: those buffers + key → proof (NTTs for H, five MSMs).
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -36,8 +37,10 @@ struct PartitionBuffers {
 /// coefficients (stored as v·R², so one Montgomery product with the plain
 /// witness value gives a Montgomery-form result), c = a∘b, and the witness
 /// copied as canonical integers. Writes every byte of `out`.
-/// Precondition: check_witness_matches(key, wtns) passed.
-void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool);
+/// Precondition: check_witness_matches(key, wtns) passed. Throws Cancelled if
+/// *cancel becomes true (checked before the work and once it is done).
+void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool,
+                const std::atomic<bool>* cancel = nullptr);
 
 /// A Groth16 proof, affine points (Montgomery coordinates).
 struct Proof {
@@ -58,8 +61,10 @@ class Prover {
   /// (canonical, < r): H on the odd coset (no division by Z: the key's section 9
   /// holds the matching basis), MSMs A, B1, B2, C, H, then
   /// πA = α + A + r·δ1, πB = β2 + B2 + s·δ2, B1' = β1 + B1 + s·δ1,
-  /// πC = C + H + s·πA + r·B1' − r·s·δ1. Overwrites a, b, c.
-  Proof prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool) const;
+  /// πC = C + H + s·πA + r·B1' − r·s·δ1. Overwrites a, b, c. Throws Cancelled
+  /// at the next stage boundary (NTTs, each MSM) once *cancel is true.
+  Proof prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool,
+              const std::atomic<bool>* cancel = nullptr) const;
 
   const Zkey& key() const { return key_; }
 

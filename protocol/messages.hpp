@@ -75,5 +75,6 @@ inline constexpr const char* kSynthDone = "SYNTH_DONE";
 inline constexpr const char* kProve = "PROVE";
 inline constexpr const char* kProveDone = "PROVE_DONE";
 inline constexpr const char* kShutdown = "SHUTDOWN";
+inline constexpr const char* kAbort = "ABORT";
 
 }  // namespace zkfarm::protocol

@@ -21,6 +21,13 @@
 namespace zkfarm::protocol {
 
 namespace {
+std::atomic<bool> g_abort{false};
+}  // namespace
+
+const std::atomic<bool>& abort_flag() { return g_abort; }
+
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -196,6 +203,16 @@ struct WorkerChannel::Impl {
       draining = true;
       return std::nullopt;
     }
+    if (t == kAbort) {
+      // Only an ABORT naming the partition in progress counts (same slot and generation).
+      if (current && get_u64(m, "job") == get_u64(*current, "job") &&
+          get_u32(m, "partition") == get_u32(*current, "partition") && get_u32(m, "slot") == get_u32(*current, "slot") &&
+          get_u64(m, "generation") == get_u64(*current, "generation")) {
+        log("ABORT: abandoning job %llu partition %u", (unsigned long long)get_u64(m, "job"), get_u32(m, "partition"));
+        g_abort = true;
+      }
+      return std::nullopt;
+    }
     if (t != kSynth && t != kProve) {
       log("dropped unexpected %s message", t.c_str());
       return std::nullopt;
@@ -219,6 +236,7 @@ struct WorkerChannel::Impl {
       return std::nullopt;
     }
     current = m;
+    g_abort = false;
     {
       std::lock_guard lock(mutex);
       pending = m;

@@ -14,6 +14,7 @@
 //   return channel.run();
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -86,6 +87,11 @@ struct WorkResult {
 /// ProtocolError it throws (a missing field) becomes ok:false "malformed T: …",
 /// any other exception ok:false "internal error: …".
 using WorkHandler = std::function<WorkResult(const Message& request)>;
+
+/// Set while the partition in progress was aborted by the supervisor (ABORT
+/// with its job, partition, slot and generation); cleared when the next one
+/// starts. Handlers pass it to synthesize()/prove() as their cancel flag.
+const std::atomic<bool>& abort_flag();
 
 /// The socket could not be set up (bad endpoint, no file descriptors).
 class ChannelError : public std::runtime_error {

@@ -30,6 +30,7 @@ struct Config {
   unsigned restart_backoff_ms = 500;   ///< first delay before replacing a crashed worker
   unsigned restart_backoff_max_ms = 30000;  ///< cap of the doubling delay
   std::string http_address;            ///< "HOST:PORT" for GET /status; empty: off
+  unsigned retention_hours = 168;      ///< finished jobs stay in the journal this long
   std::string log_level = "info";      ///< trace, debug, info, warn, error
 
   /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the

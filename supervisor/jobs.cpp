@@ -1,5 +1,7 @@
 #include "supervisor/jobs.hpp"
 
+#include <algorithm>
+
 namespace zkfarm::supervisor {
 
 std::optional<Priority> parse_priority(const std::string& s) {
@@ -62,11 +64,22 @@ nlohmann::json Job::to_json() const {
   if (!error.empty()) j["error"] = error;
   j["submitted_ms"] = submitted_ms;
   j["finished_ms"] = finished_ms ? nlohmann::json(finished_ms) : nlohmann::json(nullptr);
+  // Timings (ms): waiting for the first worker, summed synthesis and proving, end to end.
+  int64_t synth = 0, prove = 0;
+  for (const auto& p : parts) {
+    synth += p.synth_ms;
+    prove += p.prove_ms;
+  }
+  j["queue_wait_ms"] = started_ms ? nlohmann::json(started_ms - submitted_ms) : nlohmann::json(nullptr);
+  j["synthesis_ms"] = synth;
+  j["proving_ms"] = prove;
+  j["total_ms"] = finished_ms ? nlohmann::json(finished_ms - submitted_ms) : nlohmann::json(nullptr);
   return j;
 }
 
 uint64_t JobTable::add(Job job) {
-  job.id = next_id_++;
+  if (job.id == 0) job.id = next_id_;
+  next_id_ = std::max(next_id_, job.id + 1);
   for (uint32_t i = 0; i < job.parts.size(); ++i) {
     job.parts[i].index = i;
     job.parts[i].state = PartState::kQueued;
@@ -74,6 +87,12 @@ uint64_t JobTable::add(Job job) {
   uint64_t id = job.id;
   jobs_.emplace(id, std::move(job));
   return id;
+}
+
+void JobTable::restore(Job job) {
+  next_id_ = std::max(next_id_, job.id + 1);
+  uint64_t id = job.id;
+  jobs_.emplace(id, std::move(job));
 }
 
 Job* JobTable::find(uint64_t id) {

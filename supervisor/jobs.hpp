@@ -34,6 +34,8 @@ struct Partition {
   std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
   std::string worker;              ///< worker id while synthesizing or proving
   unsigned attempts = 0;           ///< times it was handed to a worker
+  int64_t stage_start_ms = 0;      ///< when the current stage's message went out
+  int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
 };
 
 struct Job {
@@ -45,6 +47,7 @@ struct Job {
   JobState state = JobState::kQueued;
   std::string error;
   int64_t submitted_ms = 0, finished_ms = 0;  ///< Unix ms; 0: not finished
+  int64_t started_ms = 0;          ///< first partition handed to a worker; 0: not yet
   std::vector<Partition> parts;
 
   size_t count(PartState s) const;
@@ -61,8 +64,11 @@ struct PartRef {
 
 class JobTable {
  public:
-  /// Adds a job (ids count up from 1) with all partitions queued; returns its id.
+  /// Adds a job with all partitions queued, with the id job.id if nonzero (the
+  /// journal's), else the next free one; returns the id.
   uint64_t add(Job job);
+  /// Puts back a job loaded from the journal as it is (states included).
+  void restore(Job job);
   Job* find(uint64_t id);
   Partition* find(const PartRef& ref);
   const std::map<uint64_t, Job>& all() const { return jobs_; }

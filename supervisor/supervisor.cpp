@@ -66,6 +66,7 @@ std::vector<std::string> gpu_devices(const Config& cfg) {
 Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     : cfg_(std::move(cfg)),
       log_(std::move(log)),
+      journal_(cfg_.state_dir + "/journal.sqlite"),
       ctx_(1),
       workers_sock_(ctx_, zmq::socket_type::router),
       control_sock_(ctx_, zmq::socket_type::router),
@@ -112,6 +113,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     workers_.emplace(w.id, w);
   }
   for (auto& [id, w] : workers_) w.backoff_ms = cfg_.restart_backoff_ms;
+  restore_from_journal();
   log_->info("zkfarmd {} pid {} state dir {}: arena /dev/shm/{} ({} MiB), {} synthesis and {} GPU workers", kVersion,
              getpid(), cfg_.state_dir, arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
 }
@@ -128,6 +130,45 @@ Supervisor::~Supervisor() {
 int64_t Supervisor::now_ms() const {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+// Brings back every journaled job: partitions without a proof are queued again
+// (what was in flight when the last instance died is proved anew), finished jobs
+// past the retention are pruned, and missing output files of proved partitions
+// are rewritten from the journal.
+void Supervisor::restore_from_journal() {
+  const size_t pruned = journal_.prune(now_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000);
+  if (pruned) log_->info("journal: pruned {} finished jobs older than {} h", pruned, cfg_.retention_hours);
+  size_t requeued = 0, jobs = 0;
+  for (Job& job : journal_.load()) {
+    ++jobs;
+    requeued += job.count(PartState::kQueued);
+    if (job.count(PartState::kDone) > 0) write_results(job, job.out);
+    jobs_.restore(std::move(job));
+  }
+  if (jobs) log_->info("journal: {} jobs restored, {} partitions queued again", jobs, requeued);
+}
+
+// Writes OUT/k.proof.json and OUT/k.public.json of every proved partition of
+// `job` from the journal; returns how many partitions were written.
+int Supervisor::write_results(const Job& job, const std::string& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  int written = 0;
+  for (const auto& p : job.parts) {
+    if (p.state != PartState::kDone) continue;
+    auto jp = journal_.proof(job.id, p.index);
+    if (!jp) continue;
+    const std::string base = out + "/" + std::to_string(p.index);
+    try {
+      write_file_atomic(base + ".public.json", jp->public_json);
+      write_file_atomic(base + ".proof.json", proof_to_json(protocol::decode_proof(jp->proof)));
+      ++written;
+    } catch (const std::exception& e) {
+      log_->error("job {} partition {}: cannot write the result: {}", job.id, p.index, e.what());
+    }
+  }
+  return written;
 }
 
 void Supervisor::start_worker(Worker& w) {
@@ -352,9 +393,11 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
   }
   w.backoff_ms = cfg_.restart_backoff_ms;  // a worker that delivers is healthy again
   if (synth) {
+    p->synth_ms = now_ms() - p->stage_start_ms;
     p->state = PartState::kSynthesized;
     log_->debug("job {} partition {}: synthesized by {}", ref.job, ref.index, w.id);
   } else {
+    p->prove_ms = now_ms() - p->stage_start_ms;
     finish_partition(w, ref, protocol::get_bin(msg, "proof"));
   }
 }
@@ -363,30 +406,41 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   Job* job = jobs_.find(ref.job);
   Partition* p = jobs_.find(ref);
   try {
-    Proof proof = protocol::decode_proof(proof_bytes);
+    protocol::decode_proof(proof_bytes);  // a malformed proof never reaches the journal
     Wtns wtns = Wtns::open(p->wtns);
     std::vector<U256> pub(size_t(job->n_public) + 1);
     std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
-    const std::string base = job->out + "/" + std::to_string(ref.index);
-    write_file_atomic(base + ".public.json", public_to_json(pub.data(), job->n_public));
-    write_file_atomic(base + ".proof.json", proof_to_json(proof));
+    // Journal first: once this commits the proof survives anything; a second
+    // proof of the same partition (re-proved after a crash) is refused.
+    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, public_to_json(pub.data(), job->n_public), now_ms(),
+                            p->synth_ms, p->prove_ms)) {
+      log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
+    }
   } catch (const std::exception& e) {
     if (p->slot) slots_.free(p->slot->id);
     p->slot.reset();
     p->state = PartState::kFailed;
-    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": cannot write the proof: " + e.what());
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": cannot journal the proof: " + e.what());
     return;
   }
   if (p->slot) slots_.free(p->slot->id);
   p->slot.reset();
-  log_->info("job {} partition {}: proved by {}", ref.job, ref.index, w.id);
-  if (jobs_.mark_done(ref, now_ms())) {
+  log_->info("job {} partition {}: proved by {} (synthesis {} ms, proving {} ms)", ref.job, ref.index, w.id,
+             p->synth_ms, p->prove_ms);
+  const bool finished = jobs_.mark_done(ref, now_ms());
+  Job one = *job;  // write this partition's files from the journal
+  for (auto& q : one.parts)
+    if (q.index != ref.index) q.state = PartState::kQueued;
+  write_results(one, job->out);
+  if (finished) {
+    journal_.finish_job(ref.job, JobState::kDone, "", job->finished_ms);
     log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
   }
 }
 
 void Supervisor::fail_job(uint64_t id, const std::string& error) {
   free_slots(jobs_.fail(id, error, now_ms()));
+  if (Job* job = jobs_.find(id)) journal_.finish_job(id, JobState::kFailed, error, job->finished_ms);
   log_->error("job {}: failed: {}", id, error);
 }
 
@@ -436,8 +490,13 @@ void Supervisor::dispatch() {
       p->slot = slot;
       p->state = PartState::kSynthesizing;
       p->worker = w.id;
+      p->stage_start_ms = now_ms();
       ++p->attempts;
       if (job->state == JobState::kQueued) job->state = JobState::kRunning;
+      if (job->started_ms == 0) {
+        job->started_ms = p->stage_start_ms;
+        journal_.set_started(job->id, job->started_ms);
+      }
       json m = protocol::make(protocol::kSynth);
       m["job"] = ref->job;
       m["partition"] = ref->index;
@@ -457,6 +516,7 @@ void Supervisor::dispatch() {
       Partition* p = jobs_.find(*ref);
       p->state = PartState::kProving;
       p->worker = w.id;
+      p->stage_start_ms = now_ms();
       json m = protocol::make(protocol::kProve);
       m["job"] = ref->job;
       m["partition"] = ref->index;
@@ -469,6 +529,23 @@ void Supervisor::dispatch() {
       w.current = ref;
       w.state = WorkerState::kBusy;
     }
+  }
+}
+
+// Tells the workers busy with `job`'s partitions to abandon them (ABORT); each
+// answers ok:false at its next stage boundary and the slot is freed then, never
+// while a worker may still write into it.
+void Supervisor::abort_in_flight(uint64_t job) {
+  for (auto& [id, w] : workers_) {
+    if (!w.current || w.current->job != job) continue;
+    Partition* p = jobs_.find(*w.current);
+    if (!p || !p->slot) continue;
+    json m = protocol::make(protocol::kAbort);
+    m["job"] = job;
+    m["partition"] = p->index;
+    m["slot"] = p->slot->id;
+    m["generation"] = p->slot->generation;
+    send_to_worker(w, m);
   }
 }
 
@@ -579,8 +656,23 @@ json Supervisor::handle_request(const json& req) {
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
     if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
     free_slots(jobs_.cancel(id, now_ms()));
+    journal_.finish_job(id, JobState::kCancelled, "", job->finished_ms);
+    abort_in_flight(id);
     log_->info("job {}: cancelled", id);
     return {{"ok", true}};
+  }
+  if (type == "result") {
+    const uint64_t id = protocol::get_u64(req, "job");
+    const std::string out = protocol::get_str(req, "out");
+    Job* job = jobs_.find(id);
+    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}};
+    if (job->state != JobState::kDone)
+      return {{"ok", false}, {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) + ", not done"}};
+    if (out.empty() || out[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + out}};
+    const int n = write_results(*job, out);
+    if (n != int(job->parts.size()))
+      return {{"ok", false}, {"error", "wrote " + std::to_string(n) + " of " + std::to_string(job->parts.size()) + " proofs to " + out}};
+    return {{"ok", true}, {"written", n}, {"out", out}};
   }
   if (type == "stop") {
     begin_stop("zkfarmctl stop");
@@ -631,6 +723,12 @@ json Supervisor::submit(const json& req) {
   job.submitted_ms = now_ms();
   const size_t k = job.parts.size();
   const std::string prio_name = priority_name(job.priority);
+  try {
+    job.id = journal_.add_job(job);  // durable before the client hears "accepted"
+  } catch (const JournalError& e) {
+    log_->error("submit refused: {}", e.what());
+    return {{"ok", false}, {"error", std::string("cannot journal the job: ") + e.what()}};
+  }
   uint64_t id = jobs_.add(std::move(job));
   log_->info("job {}: accepted, {} partitions, priority {}", id, k, prio_name);
   return {{"ok", true}, {"job", id}};

@@ -17,6 +17,7 @@
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/jobs.hpp"
+#include "supervisor/journal.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -56,6 +57,9 @@ class Supervisor {
   void fail_job(uint64_t job, const std::string& error);
   void free_slots(const std::vector<shm::Slot>& slots);
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
+  void restore_from_journal();
+  void abort_in_flight(uint64_t job);
+  int write_results(const Job& job, const std::string& out);
   void begin_stop(const std::string& reason);
   bool advance_stop();
   void update_snapshot();
@@ -63,6 +67,7 @@ class Supervisor {
 
   Config cfg_;
   std::shared_ptr<spdlog::logger> log_;
+  Journal journal_;
   zmq::context_t ctx_;
   zmq::socket_t workers_sock_, control_sock_;
   std::string workers_endpoint_, control_path_, workers_path_;

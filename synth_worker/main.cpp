@@ -89,11 +89,13 @@ proto::WorkResult synth(const proto::Message& req, const shm::Arena& arena, KeyC
     }
     if (offset % 8 != 0) return proto::WorkResult::failure("slot offset " + std::to_string(offset) + " is not 8-byte aligned");
     uint8_t* base = arena.at(offset, size);
-    synthesize(key, wtns, PartitionBuffers::view(base, key), pool);
+    synthesize(key, wtns, PartitionBuffers::view(base, key), pool, &proto::abort_flag());
     return {};
   } catch (const InputError& e) {
     return proto::WorkResult::failure(e.what());
   } catch (const shm::ArenaError& e) {
+    return proto::WorkResult::failure(e.what());
+  } catch (const Cancelled& e) {
     return proto::WorkResult::failure(e.what());
   }
 }
