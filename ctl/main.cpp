@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
   auto* cancel = app.add_subcommand("cancel", "cancel a job (its queued partitions are dropped)");
   cancel->add_option("job", cancel_job, "job id")->required();
 
+  uint64_t result_job = 0;
+  std::string result_out;
+  auto* result = app.add_subcommand("result", "write a finished job's proofs from the journal into a folder");
+  result->add_option("job", result_job, "job id")->required();
+  result->add_option("--out", result_out, "folder for OUT/k.proof.json and OUT/k.public.json")->required()->check(non_empty);
+
   auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully");
 
   try {
@@ -87,6 +93,7 @@ int main(int argc, char** argv) {
     if (*status) return run_status(client, status_json);
     if (*jobs) return run_jobs(client, jobs_json);
     if (*cancel) return run_cancel(client, cancel_job);
+    if (*result) return run_result(client, result_job, result_out);
     if (*stop) return run_stop(client);
     std::cerr << "zkfarmctl: no verb given\n";
     return kExitUsage;

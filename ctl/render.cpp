@@ -91,9 +91,13 @@ std::string format_jobs(const json& jobs) {
   for (const auto& j : jobs) {
     rows.push_back({cell(j, "id"), cell(j, "state"), cell(j, "priority"),
                     cell(j, "done") + "/" + cell(j, "partitions"), format_time_ms(field(j, "submitted_ms")),
-                    format_time_ms(field(j, "finished_ms")), cell(j, "out"), cell(j, "error")});
+                    format_time_ms(field(j, "finished_ms")), cell(j, "queue_wait_ms"), cell(j, "synthesis_ms"),
+                    cell(j, "proving_ms"), cell(j, "total_ms"), cell(j, "out"), cell(j, "error")});
   }
-  return format_table({"ID", "STATE", "PRIORITY", "PROVED", "SUBMITTED", "FINISHED", "OUT", "ERROR"}, rows);
+  // Timings in ms: queue wait, summed synthesis and proving, end to end.
+  return format_table({"ID", "STATE", "PRIORITY", "PROVED", "SUBMITTED", "FINISHED", "WAIT", "SYNTH", "PROVE", "TOTAL",
+                       "OUT", "ERROR"},
+                      rows);
 }
 
 std::string format_status(const json& status) {

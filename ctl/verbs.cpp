@@ -145,6 +145,16 @@ int run_cancel(Client& client, uint64_t job) {
   return kExitOk;
 }
 
+int run_result(Client& client, uint64_t job, const std::string& out) {
+  Message req = protocol::make("result");
+  req["job"] = job;
+  req["out"] = absolute_path(out);
+  Message reply = client.call(req);
+  std::cout << "job " << job << ": " << reply.value("written", 0) << " proofs written to " << reply.value("out", out)
+            << "\n";
+  return kExitOk;
+}
+
 int run_stop(Client& client) {
   client.call(protocol::make("stop"));
   std::cout << "zkfarmd at " << client.state_dir() << " is stopping\n";

@@ -50,4 +50,9 @@ int run_cancel(Client& client, uint64_t job);
 /// stop: asks the supervisor to stop gracefully; prints a confirmation.
 int run_stop(Client& client);
 
+/// `result JOB --out DIR`: the supervisor writes the job's proofs from its
+/// journal into DIR (made absolute here). Exit 0, or 1 if the job is unknown or
+/// not done.
+int run_result(Client& client, uint64_t job, const std::string& out);
+
 }  // namespace zkfarm::ctl

@@ -35,6 +35,7 @@ struct Worker {
   int64_t started_ms = 0, last_seen_ms = 0, stop_deadline_ms = 0;
   int64_t restart_at_ms = 0;     ///< when exited and a restart is due; 0: none
   bool kill_sent = false;
+  std::string kill_reason;       ///< why the supervisor killed it ("heartbeat", "no_ready", "stop_timeout")
 };
 
 /// Starts the worker's binary with Boost.Process: arguments for the endpoint,

@@ -37,6 +37,18 @@ class HttpStatus {
     server_.Get("/status", [&sup](const httplib::Request&, httplib::Response& res) {
       res.set_content(sup.status_snapshot(), "application/json");
     });
+    server_.Get("/metrics", [&sup](const httplib::Request&, httplib::Response& res) {
+      res.set_content(sup.metrics_snapshot(), "text/plain; version=0.0.4");
+    });
+    // Healthy: the supervisor's loop is alive. Ready: intake open, every worker READY.
+    server_.Get("/healthz", [&sup](const httplib::Request&, httplib::Response& res) {
+      res.status = sup.healthy() ? 200 : 503;
+      res.set_content(sup.healthy() ? "ok\n" : "loop stalled\n", "text/plain");
+    });
+    server_.Get("/readyz", [&sup](const httplib::Request&, httplib::Response& res) {
+      res.status = sup.ready() ? 200 : 503;
+      res.set_content(sup.ready() ? "ready\n" : "not ready\n", "text/plain");
+    });
     if (!server_.bind_to_port(host_.c_str(), port_)) throw std::runtime_error("cannot listen on " + address);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }

@@ -281,6 +281,7 @@ void Supervisor::reap_children() {
 // queue, and a replacement starts after the backoff.
 void Supervisor::worker_lost(Worker& w, const std::string& why) {
   log_->error("worker {}: {}; restarting in {} ms", w.id, why, w.backoff_ms);
+  ++metrics_.restarts[{worker_kind_name(w.kind), w.kill_sent ? w.kill_reason : std::string("crash")}];
   if (w.current) requeue(*w.current, "worker " + w.id + " " + why);
   w.current.reset();
   w.state = WorkerState::kExited;
@@ -385,6 +386,7 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
     std::string error = protocol::find_str(msg, "error").value_or("unknown error");
     log_->error("job {} partition {}: {} failed in {}: {}", ref.job, ref.index, synth ? "synthesis" : "proving",
                 w.id, error);
+    ++metrics_.partitions_failed;
     if (p->slot) slots_.free(p->slot->id);
     p->slot.reset();
     p->state = PartState::kFailed;
@@ -427,6 +429,9 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   p->slot.reset();
   log_->info("job {} partition {}: proved by {} (synthesis {} ms, proving {} ms)", ref.job, ref.index, w.id,
              p->synth_ms, p->prove_ms);
+  ++metrics_.partitions_proved;
+  metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
+  metrics_.proving.observe(double(p->prove_ms) / 1000.0);
   const bool finished = jobs_.mark_done(ref, now_ms());
   Job one = *job;  // write this partition's files from the journal
   for (auto& q : one.parts)
@@ -458,12 +463,19 @@ void Supervisor::check_deadlines() {
   for (auto& [id, w] : workers_) {
     if (w.pid > 0 && !w.kill_sent) {
       const char* why = nullptr;
-      if (w.state == WorkerState::kStarting && now - w.started_ms > cfg_.ready_timeout_ms) why = "no READY in time";
+      if (w.state == WorkerState::kStarting && now - w.started_ms > cfg_.ready_timeout_ms) {
+        why = "no READY in time";
+        w.kill_reason = "no_ready";
+      }
       if ((w.state == WorkerState::kIdle || w.state == WorkerState::kBusy) &&
-          now - w.last_seen_ms > cfg_.heartbeat_timeout_ms)
+          now - w.last_seen_ms > cfg_.heartbeat_timeout_ms) {
         why = "missed its heartbeats";
-      if (w.state == WorkerState::kStopping && w.stop_deadline_ms && now > w.stop_deadline_ms)
+        w.kill_reason = "heartbeat";
+      }
+      if (w.state == WorkerState::kStopping && w.stop_deadline_ms && now > w.stop_deadline_ms) {
         why = "did not exit within stop_timeout";
+        w.kill_reason = "stop_timeout";
+      }
       if (why) {
         log_->error("worker {}: {}; sending SIGKILL to pid {}", id, why, w.pid);
         ::kill(w.pid, SIGKILL);
@@ -578,9 +590,64 @@ bool Supervisor::advance_stop() {
 }
 
 void Supervisor::update_snapshot() {
+  bool all_ready = !stopping_;
+  for (const auto& [id, w] : workers_) all_ready &= w.state == WorkerState::kIdle || w.state == WorkerState::kBusy;
+  ready_ = all_ready;
+  const int64_t now = now_ms();
+  loop_ms_ = now;
+  // Only the HTTP thread reads the rendered texts: render them when it exists,
+  // at most every 200 ms (the status lists every journaled job).
+  if (cfg_.http_address.empty() || now - last_render_ms_ < 200) return;
+  last_render_ms_ = now;
   std::string s = status().dump(1);
+  std::string m = render_metrics();
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   snapshot_ = std::move(s);
+  metrics_text_ = std::move(m);
+}
+
+std::string Supervisor::metrics_snapshot() const {
+  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  return metrics_text_;
+}
+
+bool Supervisor::healthy() const { return now_ms() - loop_ms_.load() < 5000; }
+
+std::string Supervisor::render_metrics() const {
+  std::string out;
+  out += render_family("zkfarm_partitions_proved_total", "counter", "Partitions proved and journaled.",
+                       {{"", double(metrics_.partitions_proved)}});
+  out += render_family("zkfarm_partitions_failed_total", "counter", "Partitions a worker failed on (bad input).",
+                       {{"", double(metrics_.partitions_failed)}});
+  out += render_family("zkfarm_jobs_accepted_total", "counter", "Jobs accepted and journaled.",
+                       {{"", double(metrics_.jobs_accepted)}});
+  out += "# HELP zkfarm_synthesis_seconds Time a partition spent in synthesis.\n# TYPE zkfarm_synthesis_seconds histogram\n";
+  out += metrics_.synthesis.render("zkfarm_synthesis_seconds");
+  out += "# HELP zkfarm_proving_seconds Time a partition spent in the prove step.\n# TYPE zkfarm_proving_seconds histogram\n";
+  out += metrics_.proving.render("zkfarm_proving_seconds");
+  std::map<std::pair<std::string, std::string>, double> depth;  // (priority, stage)
+  for (const char* prio : {"low", "normal", "high", "critical"})
+    for (const char* stage : {"synth", "prove"}) depth[{prio, stage}] = 0;
+  for (const auto& [id, job] : jobs_.all()) {
+    if (job.terminal()) continue;
+    depth[{priority_name(job.priority), "synth"}] += double(job.count(PartState::kQueued));
+    depth[{priority_name(job.priority), "prove"}] += double(job.count(PartState::kSynthesized));
+  }
+  std::vector<Sample> qs;
+  for (const auto& [k, v] : depth) qs.push_back({"priority=\"" + k.first + "\",stage=\"" + k.second + "\"", v});
+  out += render_family("zkfarm_queue_depth", "gauge", "Partitions waiting, by job priority and next stage.", qs);
+  out += render_family("zkfarm_arena_bytes", "gauge", "The arena (memory budget) in bytes, used and free.",
+                       {{"state=\"used\"", double(slots_.used())}, {"state=\"free\"", double(slots_.capacity() - slots_.used())}});
+  std::vector<Sample> rs;
+  for (const auto& [k, v] : metrics_.restarts)
+    rs.push_back({"kind=\"" + k.first + "\",reason=\"" + escape_label(k.second) + "\"", double(v)});
+  out += render_family("zkfarm_worker_restarts_total", "counter", "Workers replaced after a crash or a kill, by kind and reason.", rs);
+  std::map<std::pair<std::string, std::string>, double> states;
+  for (const auto& [id, w] : workers_) states[{worker_kind_name(w.kind), worker_state_name(w.state)}] += 1;
+  std::vector<Sample> ws;
+  for (const auto& [k, v] : states) ws.push_back({"kind=\"" + k.first + "\",state=\"" + k.second + "\"", v});
+  out += render_family("zkfarm_workers", "gauge", "Workers by kind and state.", ws);
+  return out;
 }
 
 std::string Supervisor::status_snapshot() const {
@@ -730,6 +797,7 @@ json Supervisor::submit(const json& req) {
     return {{"ok", false}, {"error", std::string("cannot journal the job: ") + e.what()}};
   }
   uint64_t id = jobs_.add(std::move(job));
+  ++metrics_.jobs_accepted;
   log_->info("job {}: accepted, {} partitions, priority {}", id, k, prio_name);
   return {{"ok", true}, {"job", id}};
 }

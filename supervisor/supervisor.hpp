@@ -18,6 +18,9 @@
 #include "supervisor/config.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/journal.hpp"
+#include "supervisor/metrics.hpp"
+
+#include <atomic>
 
 namespace zkfarm::supervisor {
 
@@ -39,6 +42,12 @@ class Supervisor {
   nlohmann::json status() const;
   /// A copy of the latest status, safe to read from another thread (HTTP).
   std::string status_snapshot() const;
+  /// The latest /metrics text (Prometheus exposition format 0.0.4), thread-safe.
+  std::string metrics_snapshot() const;
+  /// Healthy: the loop ran within the last 5 s. Thread-safe.
+  bool healthy() const;
+  /// Ready: intake open and every worker READY. Thread-safe.
+  bool ready() const { return ready_.load(); }
 
  private:
   void start_worker(Worker& w);
@@ -80,7 +89,12 @@ class Supervisor {
   int64_t drain_deadline_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
   mutable std::mutex snapshot_mutex_;
-  std::string snapshot_;
+  std::string snapshot_, metrics_text_;
+  Metrics metrics_;
+  std::atomic<int64_t> loop_ms_{0};
+  std::atomic<bool> ready_{false};
+  int64_t last_render_ms_ = 0;
+  std::string render_metrics() const;
 };
 
 }  // namespace zkfarm::supervisor
