@@ -45,9 +45,9 @@ def pid_alive(pid):
 class Farm:
     """One zkfarmd instance in a temporary state dir; stopped and checked on close."""
 
-    def __init__(self, *extra, env=None):
+    def __init__(self, *extra, env=None, state=None):
         self.dir = tempfile.mkdtemp(prefix="zkfarm-e2e-")
-        self.state = os.path.join(self.dir, "state")
+        self.state = state or os.path.join(self.dir, "state")
         self.log = open(os.path.join(self.dir, "zkfarmd.out"), "w")
         e = dict(os.environ)
         e.update(env or {})
@@ -96,9 +96,15 @@ class Farm:
         test.assertFalse(os.path.exists(os.path.join(self.state, "control.sock")))
 
     def close(self):
+        # A test that failed half-way: a graceful stop first (SIGTERM), so that
+        # the instance still reaps its workers and unlinks its arena.
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGKILL)
+                self.proc.wait()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
