@@ -90,7 +90,7 @@ struct Fp {
   friend Fp operator*(const Fp& a, const Fp& b) {
     static_assert(P::kModulus[3] < 0x7ffffffffffffffeULL, "no-carry CIOS needs a spare top bit");
     uint64_t t[4];
-    mont_mul_mulx(t, a.v, b.v, P::kModulus, P::kInv);
+    mont_mul_mulx<P>(t, a.v, b.v);
     reduce_once(t);
     return Fp{{t[0], t[1], t[2], t[3]}};
   }

@@ -31,24 +31,27 @@ namespace zkfarm {
   "movq " T0 ", %%rdx\n\t"                          \
   "imulq %[inv], %%rdx\n\t"                         \
   "xorl %%eax, %%eax\n\t"                           \
-  "mulxq 0(%[q]), %%rcx, %%rbx\n\t"                 \
+  "mulxq %[q0], %%rcx, %%rbx\n\t"                   \
   "adoxq %%rcx, " T0 "\n\t"                         \
   "adcxq %%rbx, " T1 "\n\t"                         \
-  "mulxq 8(%[q]), %%rcx, %%rbx\n\t"                 \
+  "mulxq %[q1], %%rcx, %%rbx\n\t"                   \
   "adoxq %%rcx, " T1 "\n\t"                         \
   "adcxq %%rbx, " T2 "\n\t"                         \
-  "mulxq 16(%[q]), %%rcx, %%rbx\n\t"                \
+  "mulxq %[q2], %%rcx, %%rbx\n\t"                   \
   "adoxq %%rcx, " T2 "\n\t"                         \
   "adcxq %%rbx, " T3 "\n\t"                         \
-  "mulxq 24(%[q]), %%rcx, %%rbx\n\t"                \
+  "mulxq %[q3], %%rcx, %%rbx\n\t"                   \
   "adoxq %%rcx, " T3 "\n\t"                         \
   "adcxq %%rbx, " T4 "\n\t"                         \
   "adoxq %%rax, " T4 "\n\t"
 
-/// out = a·b·2^−256 mod q, in [0, 2q) (the caller subtracts q once); q < 2^254,
-/// inv = −q^−1 mod 2^64; all 4 little-endian limbs. out may alias a or b.
-inline void mont_mul_mulx(uint64_t out[4], const uint64_t a[4], const uint64_t b[4], const uint64_t q[4],
-                          uint64_t inv) {
+/// out = a·b·2^−256 mod q, in [0, 2q) (the caller subtracts q once), with
+/// q = P::kModulus < 2^254 and P::kInv = −q^−1 mod 2^64; 4 little-endian limbs.
+/// out may alias a or b. The modulus is read from memory (RIP-relative) so the
+/// block needs only 3 registers besides its 9 scratch ones: sanitizer builds
+/// reserve the frame pointer and run short of registers otherwise.
+template <class P>
+inline void mont_mul_mulx(uint64_t out[4], const uint64_t a[4], const uint64_t b[4]) {
   asm("xorl %%r8d, %%r8d\n\t"
       "xorl %%r9d, %%r9d\n\t"
       "xorl %%r10d, %%r10d\n\t"
@@ -62,11 +65,10 @@ inline void mont_mul_mulx(uint64_t out[4], const uint64_t a[4], const uint64_t b
       "movq %%r8, 8(%[out])\n\t"
       "movq %%r9, 16(%[out])\n\t"
       "movq %%r10, 24(%[out])\n\t"
-      : "=m"(*reinterpret_cast<uint64_t(*)[4]>(out))
-      : [out] "r"(out), [a] "r"(a), [b] "r"(b), [q] "r"(q), [inv] "m"(inv),
-        "m"(*reinterpret_cast<const uint64_t(*)[4]>(a)), "m"(*reinterpret_cast<const uint64_t(*)[4]>(b)),
-        "m"(*reinterpret_cast<const uint64_t(*)[4]>(q))
-      : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "cc");
+      :
+      : [out] "r"(out), [a] "r"(a), [b] "r"(b), [inv] "m"(P::kInv), [q0] "m"(P::kModulus[0]),
+        [q1] "m"(P::kModulus[1]), [q2] "m"(P::kModulus[2]), [q3] "m"(P::kModulus[3])
+      : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "cc", "memory");
 }
 
 #undef ZKFARM_MONT_ROUND
