@@ -13,6 +13,7 @@
 #include "groth16/errors.hpp"
 #include "gpu_worker/cpu_backend.hpp"
 #include "protocol/proof_codec.hpp"
+#include "protocol/work_request.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 
@@ -25,27 +26,13 @@ constexpr const char* kVersion = "0.1.0";
 
 // One PROVE: fields offset, size, zkey (ProtocolError when missing).
 proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu::ProveBackend& backend) {
-  uint64_t offset = proto::get_u64(req, "offset");
-  uint64_t size = proto::get_u64(req, "size");
-  std::string zkey = proto::get_str(req, "zkey");
-  try {
+  const std::string zkey = proto::get_str(req, "zkey");
+  return proto::run_step([&] {
     const Zkey& key = backend.load(zkey);
-    uint64_t need = PartitionBuffers::bytes_for(key);
-    if (size < need) {
-      return proto::WorkResult::failure("slot of " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
-                                        " is too small: " + zkey + " needs " + std::to_string(need) + " bytes");
-    }
-    if (offset % 8 != 0) return proto::WorkResult::failure("slot offset " + std::to_string(offset) + " is not 8-byte aligned");
-    PartitionBuffers in = PartitionBuffers::view(arena.at(offset, size), key);
-    Proof proof = backend.prove(key, in, random_scalar(), random_scalar(), &proto::abort_flag());
-    return {true, {}, proto::encode_proof(proof)};
-  } catch (const InputError& e) {
-    return proto::WorkResult::failure(e.what());
-  } catch (const shm::ArenaError& e) {
-    return proto::WorkResult::failure(e.what());
-  } catch (const Cancelled& e) {
-    return proto::WorkResult::failure(e.what());
-  }
+    Proof proof = backend.prove(key, proto::request_buffers(req, arena, key), random_scalar(), random_scalar(),
+                                &proto::abort_flag());
+    return proto::WorkResult{true, {}, proto::encode_proof(proof)};
+  });
 }
 
 }  // namespace

@@ -5,15 +5,14 @@
 //   0 SHUTDOWN or SIGTERM; 1 internal error; 2 bad usage or ZKFARM_FAULT;
 //   3 cannot attach the arena or connect (do not respawn);
 //   4 supervisor lost (heartbeat timeout, parent died).
-#include <sys/stat.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <list>
-#include <memory>
+#include <variant>
 
 #include "groth16/errors.hpp"
+#include "groth16/key_cache.hpp"
 #include "groth16/prover.hpp"
+#include "protocol/work_request.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 
@@ -24,80 +23,17 @@ namespace proto = zkfarm::protocol;
 
 constexpr const char* kVersion = "0.1.0";
 
-// What identifies a file's contents for the cache: a key replaced on disk
-// under the same path (new inode or mtime) is opened again.
-struct FileId {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  int64_t mtime_ns = 0;
-  bool operator==(const FileId&) const = default;
-
-  static FileId of(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return {};
-    return {st.st_dev, st.st_ino, st.st_size, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-  }
-};
-
-// The last few opened keys, most recently used first. Opening validates every
-// point coordinate of the key, far too slow to repeat per partition.
-class KeyCache {
- public:
-  explicit KeyCache(size_t capacity) : capacity_(capacity) {}
-
-  /// The key at `path`, opened or found; valid until the next get(). Throws InputError.
-  const Zkey& get(const std::string& path) {
-    FileId id = FileId::of(path);
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->path == path && it->id == id) {
-        entries_.splice(entries_.begin(), entries_, it);
-        return *entries_.front().key;
-      }
-    }
-    std::erase_if(entries_, [&](const Entry& e) { return e.path == path; });  // a stale version
-    auto key = std::make_unique<Zkey>(Zkey::open(path));
-    entries_.push_front({path, id, std::move(key)});
-    while (entries_.size() > capacity_) entries_.pop_back();
-    return *entries_.front().key;
-  }
-
- private:
-  struct Entry {
-    std::string path;
-    FileId id;
-    std::unique_ptr<Zkey> key;
-  };
-  size_t capacity_;
-  std::list<Entry> entries_;
-};
-
 // One SYNTH: fields offset, size, zkey, wtns (ProtocolError when missing).
-proto::WorkResult synth(const proto::Message& req, const shm::Arena& arena, KeyCache& keys, ThreadPool& pool) {
-  uint64_t offset = proto::get_u64(req, "offset");
-  uint64_t size = proto::get_u64(req, "size");
-  std::string zkey = proto::get_str(req, "zkey");
-  std::string wtns_path = proto::get_str(req, "wtns");
-  try {
-    const Zkey& key = keys.get(zkey);
+proto::WorkResult synth(const proto::Message& req, const shm::Arena& arena, KeyCache<std::monostate>& keys, ThreadPool& pool) {
+  const std::string zkey = proto::get_str(req, "zkey");
+  const std::string wtns_path = proto::get_str(req, "wtns");
+  return proto::run_step([&] {
+    const Zkey& key = *keys.get(zkey).key;
     Wtns wtns = Wtns::open(wtns_path);
     check_witness_matches(key, wtns);
-    uint64_t need = PartitionBuffers::bytes_for(key);
-    if (size < need) {
-      return proto::WorkResult::failure("slot of " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
-                                        " is too small: " + zkey + " needs " + std::to_string(need) + " bytes");
-    }
-    if (offset % 8 != 0) return proto::WorkResult::failure("slot offset " + std::to_string(offset) + " is not 8-byte aligned");
-    uint8_t* base = arena.at(offset, size);
-    synthesize(key, wtns, PartitionBuffers::view(base, key), pool, &proto::abort_flag());
-    return {};
-  } catch (const InputError& e) {
-    return proto::WorkResult::failure(e.what());
-  } catch (const shm::ArenaError& e) {
-    return proto::WorkResult::failure(e.what());
-  } catch (const Cancelled& e) {
-    return proto::WorkResult::failure(e.what());
-  }
+    synthesize(key, wtns, proto::request_buffers(req, arena, key), pool, &proto::abort_flag());
+    return proto::WorkResult{};
+  });
 }
 
 }  // namespace
@@ -148,7 +84,7 @@ int main(int argc, char** argv) {
 
     shm::Arena arena = shm::Arena::attach(arena_name);
     ThreadPool pool(threads);
-    KeyCache keys(4);
+    KeyCache<std::monostate> keys(4);
     proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return synth(req, arena, keys, pool); });
     return channel.run();
   } catch (const std::invalid_argument& e) {  // ZKFARM_FAULT

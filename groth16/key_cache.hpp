@@ -1,0 +1,80 @@
+#pragma once
+// The last few opened proving keys, most recently used first, each with an
+// optional prepared object (the CPU backend's Prover, a GPU backend's resident
+// points). Opening a key checks every point coordinate, far too slow to repeat
+// per partition. An entry is keyed by path and file identity (device, inode,
+// size, mtime): a key replaced on disk under the same path is opened again.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+
+#include "groth16/zkey.hpp"
+
+namespace zkfarm {
+
+/// What identifies a file's contents for a cache.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileId&) const = default;
+
+  /// All zero when the file cannot be stat'ed (Zkey::open then says why).
+  static FileId of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {};
+    return {st.st_dev, st.st_ino, st.st_size, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  }
+};
+
+template <class Prepared>
+class KeyCache {
+ public:
+  struct Entry {
+    std::string path;
+    FileId id;
+    std::unique_ptr<Zkey> key;            // owned here: a Prepared may keep a reference to it
+    std::unique_ptr<Prepared> prepared;   // destroyed before key (declared after it)
+  };
+  using Prepare = std::function<std::unique_ptr<Prepared>(const Zkey&)>;
+
+  /// capacity ≥ 1 keys; prepare (may be empty) makes an entry's Prepared.
+  explicit KeyCache(size_t capacity, Prepare prepare = {}) : capacity_(std::max<size_t>(1, capacity)), prepare_(prepare) {}
+
+  /// The entry of the key at `path`, opened (and prepared) or found; valid
+  /// until the next get(). Throws InputError for a bad key.
+  Entry& get(const std::string& path) {
+    FileId id = FileId::of(path);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->path == path && it->id == id) {
+        entries_.splice(entries_.begin(), entries_, it);
+        return entries_.front();
+      }
+    }
+    std::erase_if(entries_, [&](const Entry& e) { return e.path == path; });  // a stale version
+    Entry e{path, id, std::make_unique<Zkey>(Zkey::open(path)), nullptr};
+    if (prepare_) e.prepared = prepare_(*e.key);
+    entries_.push_front(std::move(e));
+    while (entries_.size() > capacity_) entries_.pop_back();
+    return entries_.front();
+  }
+
+  /// The entry holding `key`, or nullptr.
+  Entry* find(const Zkey* key) {
+    for (auto& e : entries_)
+      if (e.key.get() == key) return &e;
+    return nullptr;
+  }
+
+ private:
+  size_t capacity_;
+  Prepare prepare_;
+  std::list<Entry> entries_;
+};
+
+}  // namespace zkfarm
