@@ -12,6 +12,7 @@
 //   4  wait: the job did not finish within --timeout
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 
 #include "ctl/client.hpp"
 #include "ctl/exit_codes.hpp"
@@ -79,6 +80,23 @@ int main(int argc, char** argv) {
   result->add_option("--out", result_out, "folder for OUT/k.proof.json and OUT/k.public.json")->required()->check(non_empty);
 
   auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully");
+  std::optional<uint64_t> stop_timeout;
+  stop->add_option("--timeout", stop_timeout, "seconds in-flight partitions may take (default: drain_timeout_ms)");
+
+  bool drain_wait = false;
+  double drain_timeout = -1;
+  auto* drain = app.add_subcommand("drain", "start no new partitions (status keeps answering)");
+  drain->add_flag("--wait", drain_wait, "return once no partition is in flight");
+  drain->add_option("--timeout", drain_timeout, "with --wait: give up after S seconds (exit 4)")->check(CLI::NonNegativeNumber);
+  auto* resume = app.add_subcommand("resume", "take partitions again after a drain");
+  auto* kill = app.add_subcommand("kill", "stop at once: SIGKILL every worker (the journal keeps every job)");
+  std::string restart_target;
+  auto* restart = app.add_subcommand("restart", "rolling restart, one worker at a time");
+  restart->add_option("target", restart_target, "a worker id (synth-0, gpu-1), synth, gpu or all")->required();
+  std::string upgrade_synth, upgrade_gpu;
+  auto* upgrade = app.add_subcommand("upgrade", "rolling restart onto new worker binaries");
+  upgrade->add_option("--synth", upgrade_synth, "new zkfarm-synth binary");
+  upgrade->add_option("--gpu", upgrade_gpu, "new zkfarm-gpu binary");
 
   try {
     app.parse(argc, argv);
@@ -94,7 +112,12 @@ int main(int argc, char** argv) {
     if (*jobs) return run_jobs(client, jobs_json);
     if (*cancel) return run_cancel(client, cancel_job);
     if (*result) return run_result(client, result_job, result_out);
-    if (*stop) return run_stop(client);
+    if (*stop) return stop_timeout ? run_stop_timeout(client, *stop_timeout) : run_stop(client);
+    if (*drain) return run_drain(client, drain_wait, drain_timeout);
+    if (*resume) return run_resume(client);
+    if (*kill) return run_kill(client);
+    if (*restart) return run_restart(client, restart_target);
+    if (*upgrade) return run_upgrade(client, upgrade_synth, upgrade_gpu);
     std::cerr << "zkfarmctl: no verb given\n";
     return kExitUsage;
   } catch (const CtlError& e) {

@@ -145,6 +145,70 @@ int run_cancel(Client& client, uint64_t job) {
   return kExitOk;
 }
 
+int run_drain(Client& client, bool wait, double timeout_s) {
+  Message reply = client.call(protocol::make("drain"));
+  std::cerr << "zkfarmd at " << client.state_dir() << " is draining: " << reply.value("in_flight", 0)
+            << " partitions in flight\n";
+  if (!wait) return kExitOk;
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  uint64_t last = UINT64_MAX;
+  for (;;) {
+    Message st = reply_field(client.call(protocol::make("status")), "status", Message::value_t::object, "a status object");
+    const uint64_t n = protocol::get_u64(st, "in_flight");
+    if (n != last) std::cerr << "in flight: " << n << "\n";
+    last = n;
+    if (n == 0) {
+      std::cout << "drained: no partition in flight\n";
+      return kExitOk;
+    }
+    if (timeout_s >= 0 && clock::now() >= deadline) {
+      std::cerr << "zkfarmctl: still " << n << " partitions in flight after " << timeout_s << " s\n";
+      return kExitTimeout;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+int run_resume(Client& client) {
+  client.call(protocol::make("resume"));
+  std::cout << "zkfarmd at " << client.state_dir() << " takes partitions again\n";
+  return kExitOk;
+}
+
+int run_kill(Client& client) {
+  client.call(protocol::make("kill"));
+  std::cout << "zkfarmd at " << client.state_dir() << " is stopping now (workers killed)\n";
+  return kExitOk;
+}
+
+int run_restart(Client& client, const std::string& target) {
+  Message req = protocol::make("restart");
+  req["target"] = target;
+  Message reply = client.call(req);
+  std::cout << "rolling restart of " << reply.value("workers", Message::array()).size()
+            << " workers started; follow it with `zkfarmctl status`\n";
+  return kExitOk;
+}
+
+int run_upgrade(Client& client, const std::string& synth, const std::string& gpu) {
+  Message req = protocol::make("upgrade");
+  if (!synth.empty()) req["synth"] = absolute_path(synth);
+  if (!gpu.empty()) req["gpu"] = absolute_path(gpu);
+  Message reply = client.call(req);
+  std::cout << "rolling upgrade of " << reply.value("workers", Message::array()).size()
+            << " workers started; follow it with `zkfarmctl status`\n";
+  return kExitOk;
+}
+
+int run_stop_timeout(Client& client, uint64_t timeout_s) {
+  Message req = protocol::make("stop");
+  req["timeout_s"] = timeout_s;
+  client.call(req);
+  std::cout << "zkfarmd at " << client.state_dir() << " is stopping (in-flight partitions get " << timeout_s << " s)\n";
+  return kExitOk;
+}
+
 int run_result(Client& client, uint64_t job, const std::string& out) {
   Message req = protocol::make("result");
   req["job"] = job;

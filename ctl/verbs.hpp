@@ -50,6 +50,20 @@ int run_cancel(Client& client, uint64_t job);
 /// stop: asks the supervisor to stop gracefully; prints a confirmation.
 int run_stop(Client& client);
 
+/// `drain [--wait] [--timeout S]`: no new partitions start; with --wait, polls
+/// status until no partition is in flight (exit 0) or S seconds pass (exit 4).
+int run_drain(Client& client, bool wait, double timeout_s);
+/// `resume`: partitions start again.
+int run_resume(Client& client);
+/// `kill`: immediate stop (SIGKILL to every worker through its pidfd).
+int run_kill(Client& client);
+/// `restart WORKER|synth|gpu|all`: rolling restart, one worker at a time.
+int run_restart(Client& client, const std::string& target);
+/// `upgrade [--synth PATH] [--gpu PATH]`: rolling restart onto new binaries.
+int run_upgrade(Client& client, const std::string& synth, const std::string& gpu);
+/// `stop --timeout S`: as stop, with in-flight partitions given S seconds.
+int run_stop_timeout(Client& client, uint64_t timeout_s);
+
 /// `result JOB --out DIR`: the supervisor writes the job's proofs from its
 /// journal into DIR (made absolute here). Exit 0, or 1 if the job is unknown or
 /// not done.

@@ -61,6 +61,8 @@ const char* const kFaultHelp =
     "  ZKFARM_FAULT=hang           on the first work request stop heartbeating and answering, forever\n"
     "                              (SIGTERM still ends the process)\n"
     "  ZKFARM_FAULT=slow_ms:N      sleep N ms before each partition\n"
+    "  ZKFARM_FAULT=ignore_stop    ignore SHUTDOWN and SIGTERM (only SIGKILL ends it)\n"
+    "  ZKFARM_TEST_VERSION=V       say version V in READY (upgrade tests)\n"
     "Exit codes: 0 SHUTDOWN or SIGTERM; 1 internal error; 2 bad usage or ZKFARM_FAULT;\n"
     "  3 cannot attach the arena, connect, or use the backend (do not respawn);\n"
     "  4 supervisor lost (heartbeat timeout or parent died).";
@@ -73,12 +75,14 @@ TestFault TestFault::parse(std::string_view spec) {
   } else if (spec.starts_with("crash_after:")) {
     f.kind = Kind::kCrashAfter;
     f.n = parse_count(spec, spec.substr(12));
+  } else if (spec == "ignore_stop") {
+    f.kind = Kind::kIgnoreStop;
   } else if (spec.starts_with("slow_ms:")) {
     f.kind = Kind::kSlow;
     f.n = parse_count(spec, spec.substr(8));
   } else {
     throw std::invalid_argument("ZKFARM_FAULT: unknown fault \"" + std::string(spec) +
-                                "\" (crash_after:N, hang, slow_ms:N)");
+                                "\" (crash_after:N, hang, slow_ms:N, ignore_stop)");
   }
   return f;
 }
@@ -195,6 +199,10 @@ struct WorkerChannel::Impl {
     std::string t = type_of(m);
     if (t == kHeartbeat) return std::nullopt;
     if (t == kShutdown) {
+      if (opt.fault.kind == TestFault::Kind::kIgnoreStop) {
+        log("ZKFARM_FAULT=ignore_stop: SHUTDOWN ignored");
+        return std::nullopt;
+      }
       if (!current) {
         log("SHUTDOWN: exiting");
         return kExitOk;
@@ -259,7 +267,9 @@ struct WorkerChannel::Impl {
     Message ready = make(kReady);
     ready["worker"] = opt.worker_id;
     ready["kind"] = opt.kind;
-    ready["version"] = opt.version;
+    // Upgrade tests run the same binary under another version.
+    const char* test_version = std::getenv("ZKFARM_TEST_VERSION");
+    ready["version"] = test_version && *test_version ? std::string(test_version) : opt.version;
     ready["pid"] = int64_t(getpid());
     ready["backend"] = opt.backend;
     send(ready);
@@ -290,8 +300,12 @@ struct WorkerChannel::Impl {
       if (items[1].revents & ZMQ_POLLIN) {
         signalfd_siginfo si{};
         if (::read(signal_fd, &si, sizeof si) == sizeof si) {
-          log("signal %u: exiting", si.ssi_signo);
-          return finish(kExitOk);
+          if (opt.fault.kind == TestFault::Kind::kIgnoreStop) {
+            log("ZKFARM_FAULT=ignore_stop: signal %u ignored", si.ssi_signo);
+          } else {
+            log("signal %u: exiting", si.ssi_signo);
+            return finish(kExitOk);
+          }
         }
       }
       if (hung) continue;

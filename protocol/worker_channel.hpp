@@ -45,7 +45,7 @@ inline constexpr int kExitSupervisorLost = 4;
 /// Test-only fault injection, read from the environment variable ZKFARM_FAULT
 /// (fault tests of the supervisor use it; never set it in production).
 struct TestFault {
-  enum class Kind { kNone, kCrashAfter, kHang, kSlow };
+  enum class Kind { kNone, kCrashAfter, kHang, kSlow, kIgnoreStop };
   Kind kind = Kind::kNone;
   /// crash_after: partitions completed before the crash; slow: milliseconds.
   uint64_t n = 0;

@@ -1,5 +1,7 @@
 #include "shm/arena.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <boost/interprocess/mapped_region.hpp>
@@ -61,6 +63,16 @@ Arena Arena::create(const std::string& name, uint64_t slot_bytes) {
     a.impl_->shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perm);
     created = true;
     a.impl_->shm.truncate(bip::offset_t(slot_bytes + kArenaHeaderBytes));
+    // Reserve the pages now: a /dev/shm too small for the arena is an error at
+    // start, not a SIGBUS in a worker later.
+    int fd = ::shm_open(("/" + name).c_str(), O_RDWR, 0);
+    int err = fd < 0 ? errno : ::posix_fallocate(fd, 0, off_t(slot_bytes + kArenaHeaderBytes));
+    if (fd >= 0) ::close(fd);
+    if (err != 0) {
+      bip::shared_memory_object::remove(name.c_str());
+      throw ArenaError("cannot reserve " + std::to_string(slot_bytes + kArenaHeaderBytes) + " bytes in /dev/shm for " +
+                       name + ": " + std::strerror(err) + " (lower arena_mib or enlarge /dev/shm)");
+    }
     a.impl_->region = bip::mapped_region(a.impl_->shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     if (created) bip::shared_memory_object::remove(name.c_str());  // never someone else's segment

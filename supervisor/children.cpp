@@ -1,5 +1,7 @@
 #include "supervisor/children.hpp"
 
+#include "supervisor/process.hpp"
+
 #include <signal.h>
 #include <sys/prctl.h>
 
@@ -18,7 +20,9 @@ const char* worker_state_name(WorkerState s) {
     case WorkerState::kIdle: return "idle";
     case WorkerState::kBusy: return "busy";
     case WorkerState::kStopping: return "stopping";
+    case WorkerState::kReleasing: return "releasing";
     case WorkerState::kExited: return "exited";
+    case WorkerState::kFailed: return "failed";
   }
   return "?";
 }
@@ -36,7 +40,7 @@ pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoi
   bp::environment env = boost::this_process::environment();
   if (!synth && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;
   try {
-    bp::child child(bp::exe = synth ? cfg.synth_binary : cfg.gpu_binary, bp::args = args, env,
+    bp::child child(bp::exe = w.binary, bp::args = args, env,
                     bp::extend::on_exec_setup = [](auto&) {
                       sigset_t none;
                       sigemptyset(&none);
@@ -47,8 +51,12 @@ pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoi
     child.detach();  // the supervisor reaps with waitpid itself (SIGCHLD via signalfd)
     return pid;
   } catch (const bp::process_error& e) {
-    throw std::runtime_error(std::string("cannot start ") + (synth ? cfg.synth_binary : cfg.gpu_binary) + ": " + e.what());
+    throw std::runtime_error("cannot start " + w.binary + ": " + e.what());
   }
+}
+
+void signal_worker(const Worker& w, int sig) {
+  if (w.pidfd >= 0) pidfd_signal(w.pidfd, sig);
 }
 
 }  // namespace zkfarm::supervisor

@@ -18,8 +18,11 @@ enum class WorkerKind { kSynth, kGpu };
 const char* worker_kind_name(WorkerKind k);
 
 /// starting: spawned, no READY yet; idle/busy: READY, without/with a partition;
-/// stopping: asked to exit (SHUTDOWN sent); exited: reaped, a restart may be due.
-enum class WorkerState { kStarting, kIdle, kBusy, kStopping, kExited };
+/// stopping: asked to exit (SHUTDOWN sent); releasing: reaped, waiting until its
+/// (GPU or pinned) memory is really released; exited: gone, a restart may be
+/// due; failed: crashed too often in a window (flapping), not restarted until
+/// `zkfarmctl restart`.
+enum class WorkerState { kStarting, kIdle, kBusy, kStopping, kReleasing, kExited, kFailed };
 const char* worker_state_name(WorkerState s);
 
 struct Worker {
@@ -27,6 +30,8 @@ struct Worker {
   WorkerKind kind = WorkerKind::kSynth;
   std::string device;            ///< CUDA_VISIBLE_DEVICES for a GPU worker ("" for the CPU backend)
   pid_t pid = 0;                 ///< 0 when no process runs
+  int pidfd = -1;                ///< signals go through it (no PID-reuse race)
+  std::string binary;            ///< the executable this worker runs (upgrades change it)
   WorkerState state = WorkerState::kExited;
   std::string version, backend;  ///< from READY
   std::optional<PartRef> current;
@@ -35,6 +40,14 @@ struct Worker {
   int64_t started_ms = 0, last_seen_ms = 0, stop_deadline_ms = 0;
   int64_t restart_at_ms = 0;     ///< when exited and a restart is due; 0: none
   bool kill_sent = false;
+  bool term_sent = false;        ///< SIGTERM sent during a stop
+  bool retiring = false;         ///< a rolling restart: no new work, then stop
+  bool operator_stop = false;    ///< stopped by the operator: never counts as a crash
+  std::vector<int64_t> crashes;  ///< times (ms) of recent crashes, for flapping
+  std::string release_detail;    ///< progress of the release wait, for status
+  int64_t release_deadline_ms = 0;
+  pid_t released_pid = 0;        ///< the exited process whose memory the release wait watches
+  WorkerState after_release = WorkerState::kExited;  ///< state once released
   std::string kill_reason;       ///< why the supervisor killed it ("heartbeat", "no_ready", "stop_timeout")
 };
 
@@ -44,5 +57,8 @@ struct Worker {
 /// for its signalfd) and PR_SET_PDEATHSIG(SIGTERM), so no worker outlives it.
 /// Returns the pid. Throws std::runtime_error if the binary cannot be started.
 pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena);
+
+/// Sends `sig` to the worker through its pidfd (nothing when it has none).
+void signal_worker(const Worker& w, int sig);
 
 }  // namespace zkfarm::supervisor

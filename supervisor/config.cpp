@@ -43,7 +43,7 @@ void Config::load_toml(const std::string& path) {
       "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "arena_mib",
       "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
-      "http_address", "log_level", "retention_hours"};
+      "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms"};
   for (auto&& [k, v] : t) {
     if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
   }
@@ -65,6 +65,9 @@ void Config::load_toml(const std::string& path) {
   read_str(t, path, "http_address", http_address);
   read_str(t, path, "log_level", log_level);
   read_uint(t, path, "retention_hours", retention_hours, 0, 24 * 365 * 10);
+  read_uint(t, path, "flap_max_crashes", flap_max_crashes, 0, 1000);
+  read_uint(t, path, "flap_window_ms", flap_window_ms, 1000, 86400000);
+  read_uint(t, path, "release_timeout_ms", release_timeout_ms, 100, 3600000);
 }
 
 void Config::finalize(const std::string& self_dir) {

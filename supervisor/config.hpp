@@ -29,6 +29,9 @@ struct Config {
   unsigned stop_timeout_ms = 10000;    ///< a worker asked to exit gets this long before SIGKILL
   unsigned restart_backoff_ms = 500;   ///< first delay before replacing a crashed worker
   unsigned restart_backoff_max_ms = 30000;  ///< cap of the doubling delay
+  unsigned flap_max_crashes = 5;       ///< more crashes than this within flap_window_ms: failed
+  unsigned flap_window_ms = 60000;     ///< the flapping window
+  unsigned release_timeout_ms = 120000;  ///< how long to wait for a dead GPU worker's memory
   std::string http_address;            ///< "HOST:PORT" for GET /status; empty: off
   unsigned retention_hours = 168;      ///< finished jobs stay in the journal this long
   std::string log_level = "info";      ///< trace, debug, info, warn, error

@@ -16,6 +16,9 @@
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
+#include "supervisor/process.hpp"
+
+#include <systemd/sd-daemon.h>
 
 namespace zkfarm::supervisor {
 
@@ -44,8 +47,11 @@ std::vector<std::string> gpu_devices(const Config& cfg) {
   std::vector<std::string> out;
   if (cfg.backend == "cpu" || cfg.gpu_devices == "none") return {""};
   if (cfg.gpu_devices == "auto") {
-    for (int i = 0; i < 64; ++i)
-      if (fs::exists("/dev/nvidia" + std::to_string(i))) out.push_back(std::to_string(i));
+    // CUDA numbers the devices it sees 0..n−1, whatever the /dev/nvidiaN nodes
+    // are called (in a container the node keeps the host's number).
+    int n = 0;
+    for (int i = 0; i < 64; ++i) n += fs::exists("/dev/nvidia" + std::to_string(i));
+    for (int i = 0; i < n; ++i) out.push_back(std::to_string(i));
     if (out.empty() || cfg.backend == "cpu") return {""};
     return out;
   }
@@ -112,7 +118,13 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     w.device = dev;
     workers_.emplace(w.id, w);
   }
-  for (auto& [id, w] : workers_) w.backoff_ms = cfg_.restart_backoff_ms;
+  for (auto& [id, w] : workers_) {
+    w.backoff_ms = cfg_.restart_backoff_ms;
+    w.binary = w.kind == WorkerKind::kSynth ? cfg_.synth_binary : cfg_.gpu_binary;
+  }
+  release_check_ = FakeReleaseCheck::from_env();
+  if (!release_check_) release_check_ = ReleaseCheck::make_default();
+  if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
   restore_from_journal();
   log_->info("zkfarmd {} pid {} state dir {}: arena /dev/shm/{} ({} MiB), {} synthesis and {} GPU workers", kVersion,
              getpid(), cfg_.state_dir, arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
@@ -173,7 +185,10 @@ int Supervisor::write_results(const Job& job, const std::string& out) {
 
 void Supervisor::start_worker(Worker& w) {
   try {
+    if (w.kind == WorkerKind::kGpu) release_check_->baseline(w.device);
     w.pid = spawn_worker(cfg_, w, workers_endpoint_, arena_.name());
+    w.pidfd = pidfd_open_child(w.pid);
+    if (w.pidfd < 0) log_->warn("worker {}: no pidfd ({}); signals go by pid", w.id, std::strerror(errno));
   } catch (const std::exception& e) {
     log_->error("worker {}: {}", w.id, e.what());
     w.pid = 0;
@@ -186,11 +201,15 @@ void Supervisor::start_worker(Worker& w) {
   w.started_ms = w.last_seen_ms = now_ms();
   w.restart_at_ms = 0;
   w.kill_sent = false;
+  w.term_sent = false;
   w.current.reset();
-  log_->info("worker {}: started pid {}", w.id, w.pid);
+  w.version.clear();
+  record_children();
+  log_->info("worker {}: started pid {} ({})", w.id, w.pid, w.binary);
 }
 
 int Supervisor::run() {
+  clean_stale_children();
   for (auto& [id, w] : workers_) start_worker(w);
   update_snapshot();
   for (;;) {
@@ -222,11 +241,19 @@ int Supervisor::run() {
       on_control_frame(parts[0].to_string(), parts[2].to_string());
     }
     check_deadlines();
+    advance_release_waits();
+    advance_rolling();
     dispatch();
+    notify_progress();
     if (stopping_ && advance_stop()) break;
     update_snapshot();
   }
-  log_->info("stopped: all workers reaped, arena /dev/shm/{} unlinked", arena_.name());
+  std::filesystem::remove(cfg_.state_dir + "/children");
+  if (release_failed_) {
+    log_->error("stopped, but the memory of a GPU worker was not released within release_timeout");
+    return 1;
+  }
+  log_->info("stopped: all workers reaped and released, arena /dev/shm/{} unlinked", arena_.name());
   return 0;
 }
 
@@ -240,10 +267,8 @@ void Supervisor::handle_signals() {
       continue;
     }
     if (stopping_ && sig == SIGTERM) {
-      log_->warn("second SIGTERM: killing every worker now");
-      for (auto& [id, w] : workers_)
-        if (w.pid > 0) ::kill(w.pid, SIGKILL);
       drain_deadline_ms_ = 0;
+      kill_all_workers("second SIGTERM");
       continue;
     }
     begin_stop(std::string("signal ") + strsignal(sig));
@@ -264,30 +289,10 @@ void Supervisor::reap_children() {
       log_->info("reaped pid {} ({}), not a worker of ours", pid, how);
       continue;
     }
-    const bool asked = w->state == WorkerState::kStopping || stopping_;
-    w->pid = 0;
-    if (asked) {
-      log_->info("worker {}: exited ({})", w->id, how);
-      if (w->current) requeue(*w->current, "its worker exited");
-      w->current.reset();
-      w->state = WorkerState::kExited;
-      continue;
-    }
-    worker_lost(*w, "died (" + how + ")");
+    // Operator-commanded stops (SHUTDOWN sent, a stop, a rolling restart) never count as crashes.
+    const bool asked = (w->state == WorkerState::kStopping && !w->kill_sent) || stopping_;
+    after_exit(*w, !asked, asked ? how : "died (" + how + ")");
   }
-}
-
-// A worker that is gone without being asked: its partition goes back to the
-// queue, and a replacement starts after the backoff.
-void Supervisor::worker_lost(Worker& w, const std::string& why) {
-  log_->error("worker {}: {}; restarting in {} ms", w.id, why, w.backoff_ms);
-  ++metrics_.restarts[{worker_kind_name(w.kind), w.kill_sent ? w.kill_reason : std::string("crash")}];
-  if (w.current) requeue(*w.current, "worker " + w.id + " " + why);
-  w.current.reset();
-  w.state = WorkerState::kExited;
-  ++w.restarts;
-  w.restart_at_ms = now_ms() + w.backoff_ms;
-  w.backoff_ms = std::min(w.backoff_ms * 2, cfg_.restart_backoff_max_ms);
 }
 
 void Supervisor::requeue(const PartRef& ref, const std::string& why) {
@@ -472,13 +477,20 @@ void Supervisor::check_deadlines() {
         why = "missed its heartbeats";
         w.kill_reason = "heartbeat";
       }
+      // A stop asks over the channel first (SHUTDOWN), then with SIGTERM half-way, then SIGKILL.
+      if (w.state == WorkerState::kStopping && w.stop_deadline_ms && !w.term_sent &&
+          now > w.stop_deadline_ms - int64_t(cfg_.stop_timeout_ms) / 2) {
+        log_->warn("worker {}: still running {} ms after SHUTDOWN; SIGTERM", id, cfg_.stop_timeout_ms / 2);
+        signal_worker(w, SIGTERM);
+        w.term_sent = true;
+      }
       if (w.state == WorkerState::kStopping && w.stop_deadline_ms && now > w.stop_deadline_ms) {
         why = "did not exit within stop_timeout";
         w.kill_reason = "stop_timeout";
       }
       if (why) {
         log_->error("worker {}: {}; sending SIGKILL to pid {}", id, why, w.pid);
-        ::kill(w.pid, SIGKILL);
+        signal_worker(w, SIGKILL);
         w.kill_sent = true;
       }
     }
@@ -490,9 +502,9 @@ void Supervisor::check_deadlines() {
 
 void Supervisor::dispatch() {
   for (auto& [id, w] : workers_) {
-    if (w.state != WorkerState::kIdle) continue;
+    if (w.state != WorkerState::kIdle || w.retiring) continue;
     if (w.kind == WorkerKind::kSynth) {
-      if (stopping_) continue;  // a stop lets in-flight work finish but starts none
+      if (stopping_ || draining_) continue;  // in-flight work finishes, none starts
       auto ref = jobs_.next(PartState::kQueued);
       if (!ref) continue;
       Job* job = jobs_.find(ref->job);
@@ -564,6 +576,7 @@ void Supervisor::abort_in_flight(uint64_t job) {
 void Supervisor::begin_stop(const std::string& reason) {
   if (stopping_) return;
   stopping_ = true;
+  notify("STOPPING=1\nSTATUS=stopping: " + reason);
   drain_deadline_ms_ = now_ms() + cfg_.drain_timeout_ms;
   log_->info("stopping ({}): intake closed, letting in-flight partitions finish (drain_timeout {} ms)", reason,
              cfg_.drain_timeout_ms);
@@ -574,8 +587,11 @@ bool Supervisor::advance_stop() {
   const int64_t now = now_ms();
   const bool in_flight = jobs_.count(PartState::kSynthesizing) + jobs_.count(PartState::kSynthesized) +
                              jobs_.count(PartState::kProving) > 0;
-  bool workers_alive = false;
-  for (auto& [id, w] : workers_) workers_alive |= w.pid > 0;
+  bool workers_alive = false, releasing = false;
+  for (auto& [id, w] : workers_) {
+    workers_alive |= w.pid > 0;
+    releasing |= w.state == WorkerState::kReleasing;  // the exit waits for their memory too
+  }
   if (!shutdown_sent_ && (!in_flight || now >= drain_deadline_ms_ || !workers_alive)) {
     if (in_flight) log_->warn("drain_timeout passed with partitions in flight; stopping the workers anyway");
     for (auto& [id, w] : workers_) {
@@ -586,7 +602,7 @@ bool Supervisor::advance_stop() {
     }
     shutdown_sent_ = true;
   }
-  return shutdown_sent_ && !workers_alive;
+  return shutdown_sent_ && !workers_alive && !releasing;
 }
 
 void Supervisor::update_snapshot() {
@@ -661,6 +677,16 @@ json Supervisor::status() const {
   s["pid"] = getpid();
   s["state_dir"] = cfg_.state_dir;
   s["state"] = stopping_ ? "stopping" : "running";
+  s["intake"] = stopping_ ? "closed" : draining_ ? "draining" : "open";
+  s["in_flight"] = in_flight();
+  json rolling = nullptr;
+  if (rolling_current_ || !rolling_.empty() || !rolling_error_.empty()) {
+    rolling = {{"what", rolling_what_},
+               {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
+               {"queued", rolling_.size()},
+               {"error", rolling_error_}};
+  }
+  s["rolling"] = rolling;
   s["workers"] = json::array();
   for (const auto& [id, w] : workers_) {
     json j;
@@ -672,6 +698,9 @@ json Supervisor::status() const {
     j["backend"] = w.backend;
     j["partition"] = w.current ? json(std::to_string(w.current->job) + "/" + std::to_string(w.current->index)) : json(nullptr);
     j["restarts"] = w.restarts;
+    j["retiring"] = w.retiring;
+    j["binary"] = w.binary;
+    if (w.state == WorkerState::kReleasing || !w.release_detail.empty()) j["release"] = w.release_detail;
     s["workers"].push_back(j);
   }
   s["queue"] = {{"synth", jobs_.count(PartState::kQueued)}, {"prove", jobs_.count(PartState::kSynthesized)}};
@@ -743,8 +772,11 @@ json Supervisor::handle_request(const json& req) {
   }
   if (type == "stop") {
     begin_stop("zkfarmctl stop");
+    if (req.contains("timeout_s")) drain_deadline_ms_ = now_ms() + int64_t(protocol::get_u64(req, "timeout_s")) * 1000;
     return {{"ok", true}};
   }
+  if (type == "drain" || type == "resume" || type == "kill" || type == "restart" || type == "upgrade")
+    return lifecycle_request(type, req);
   if (type == "submit") return submit(req);
   return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
 }

@@ -19,6 +19,10 @@
 #include "supervisor/jobs.hpp"
 #include "supervisor/journal.hpp"
 #include "supervisor/metrics.hpp"
+#include "supervisor/release.hpp"
+
+#include <deque>
+#include <optional>
 
 #include <atomic>
 
@@ -58,7 +62,6 @@ class Supervisor {
   void on_control_frame(const std::string& identity, const std::string& frame);
   nlohmann::json handle_request(const nlohmann::json& req);
   nlohmann::json submit(const nlohmann::json& req);
-  void worker_lost(Worker& w, const std::string& why);
   void check_deadlines();
   void dispatch();
   void send_to_worker(const Worker& w, const nlohmann::json& msg);
@@ -70,6 +73,20 @@ class Supervisor {
   void abort_in_flight(uint64_t job);
   int write_results(const Job& job, const std::string& out);
   void begin_stop(const std::string& reason);
+  // lifecycle.cpp: drain, rolling restarts and upgrades, release waits,
+  // flapping, stale children, sd_notify.
+  nlohmann::json lifecycle_request(const std::string& type, const nlohmann::json& req);
+  void kill_all_workers(const std::string& why);
+  void after_exit(Worker& w, bool crashed, const std::string& why);
+  void advance_release_waits();
+  void advance_rolling();
+  void start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
+                     const std::optional<std::string>& gpu_binary, const std::string& what);
+  void record_children();
+  void clean_stale_children();
+  void notify(const std::string& state);
+  void notify_progress();
+  size_t in_flight() const;
   bool advance_stop();
   void update_snapshot();
   int64_t now_ms() const;
@@ -85,7 +102,22 @@ class Supervisor {
   shm::SlotAllocator slots_;
   JobTable jobs_;
   std::map<std::string, Worker> workers_;  // by id
-  bool stopping_ = false, shutdown_sent_ = false;
+  bool stopping_ = false, shutdown_sent_ = false, draining_ = false, notified_ready_ = false;
+  std::unique_ptr<ReleaseCheck> release_check_;
+  // A rolling restart or upgrade: workers replaced one at a time.
+  struct RollingStep {
+    std::string worker;
+    std::string binary;      ///< binary to start (the new one for an upgrade)
+    std::string old_binary;  ///< to fall back to when the new one fails READY
+    bool started = false;    ///< the (new) binary was started for this step
+  };
+  std::deque<RollingStep> rolling_;
+  std::optional<RollingStep> rolling_current_;
+  std::string rolling_what_, rolling_error_;
+  int64_t next_watchdog_ms_ = 0;
+  uint64_t watchdog_usec_ = 0;
+  bool release_failed_ = false;
+  std::string last_status_line_;
   int64_t drain_deadline_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
   mutable std::mutex snapshot_mutex_;
