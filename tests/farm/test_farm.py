@@ -45,7 +45,7 @@ def pid_alive(pid):
 class Farm:
     """One zkfarmd instance in a temporary state dir; stopped and checked on close."""
 
-    def __init__(self, *extra, env=None, state=None):
+    def __init__(self, *extra, env=None, state=None, wait=True):
         self.dir = tempfile.mkdtemp(prefix="zkfarm-e2e-")
         self.state = state or os.path.join(self.dir, "state")
         self.log = open(os.path.join(self.dir, "zkfarmd.out"), "w")
@@ -53,9 +53,9 @@ class Farm:
         e.update(env or {})
         self.proc = subprocess.Popen([os.path.join(BIN, "zkfarmd"), "--state-dir", self.state, *extra],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=e)
-        self.wait_ready()
+        self.wait_ready(all_idle=wait)
 
-    def wait_ready(self, timeout=30):
+    def wait_ready(self, timeout=30, all_idle=True):
         end = time.time() + timeout
         while time.time() < end:
             if self.proc.poll() is not None:
@@ -63,7 +63,7 @@ class Farm:
             code, out, _ = ctl(self.state, "status", "--json", check=False)
             if code == 0:
                 st = json.loads(out)
-                if st["workers"] and all(w["state"] == "idle" for w in st["workers"]):
+                if not all_idle or (st["workers"] and all(w["state"] == "idle" for w in st["workers"])):
                     return st
             time.sleep(0.05)
         raise AssertionError("workers not READY in time: " + self.output())
