@@ -7,6 +7,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -68,6 +69,12 @@ class HttpStatus {
 
 int main(int argc, char** argv) {
   using namespace zkfarm::supervisor;
+  // Block the signals the loop takes through its signalfd before anything else:
+  // a SIGTERM during start-up then waits for the loop and becomes a clean stop.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP}) sigaddset(&mask, s);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   CLI::App app{"zkfarmd: supervisor of a zkfarm Groth16 proving farm (runs in the foreground)"};
   Config cfg;
   std::string config_file;

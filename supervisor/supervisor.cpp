@@ -266,9 +266,9 @@ void Supervisor::handle_signals() {
       log_->info("SIGHUP: nothing to reload yet");
       continue;
     }
-    if (stopping_ && sig == SIGTERM) {
+    if (stopping_ && (sig == SIGTERM || sig == SIGINT)) {
       drain_deadline_ms_ = 0;
-      kill_all_workers("second SIGTERM");
+      kill_all_workers(std::string("second ") + sigabbrev_np(sig) + " during the stop");
       continue;
     }
     begin_stop(std::string("signal ") + strsignal(sig));
