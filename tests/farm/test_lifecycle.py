@@ -13,6 +13,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -127,7 +128,10 @@ class LifecycleTest(unittest.TestCase):
             time.sleep(0.03)
         self.assertEqual(state, "failed", farm.output())
         self.assertGreater(len(latencies), 10)
-        self.assertLess(max(latencies), 0.5, f"status latency max {max(latencies):.3f} s")
+        # The bar is 100 ms; CI machines are noisy, so the test allows 250 ms and prints the figure.
+        print(f"\nstatus latency through a restart storm: {len(latencies)} samples, "
+              f"max {1000 * max(latencies):.1f} ms", file=sys.stderr)
+        self.assertLess(max(latencies), 0.25, f"status latency max {max(latencies):.3f} s")
         delays = [int(x) for x in re.findall(r"worker synth-0: .*restarting in (\d+) ms", farm.output())]
         self.assertEqual(delays[:3], [100, 200, 400], "the backoff doubles")
         self.assertIn("failed (flapping)", farm.output())
