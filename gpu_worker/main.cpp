@@ -14,6 +14,7 @@
 #include "gpu_worker/cpu_backend.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/work_request.hpp"
+#include "protocol/worker_main.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 
@@ -44,65 +45,26 @@ int main(int argc, char** argv) {
     return proto::kExitSupervisorLost;
   }
   CLI::App app{"zkfarm-gpu: zkfarm's proving worker (started by zkfarmd, not by hand)."};
-  std::string endpoint, arena_name, id = "gpu-0", backend_name = "auto";
-  unsigned threads = 0;
-  unsigned heartbeat_ms = 1000, heartbeat_timeout_ms = 10000;
-  app.add_option("--endpoint", endpoint, "the supervisor's workers socket, e.g. ipc:///var/lib/zkfarm/workers.sock")
-      ->required();
-  app.add_option("--arena", arena_name, "shared-memory arena name (/dev/shm/NAME)")->required();
-  app.add_option("--id", id, "worker id (routing id, READY's worker)")->capture_default_str();
-  app.add_option("--threads", threads, "CPU proving threads (0: all cores)")->capture_default_str()->check(CLI::Range(0u, 1024u));
+  proto::WorkerFlags flags;
+  flags.id = "gpu-0";
+  std::string backend_name = "auto";
+  proto::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period (ms)")->capture_default_str()->check(CLI::Range(10u, 600000u));
-  app.add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms, "exit after this long without a message from the supervisor (ms)")
-      ->capture_default_str()
-      ->check(CLI::Range(20u, 3600000u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
-  app.footer(proto::kFaultHelp);
-  try {
-    app.parse(argc, argv);
-    if (heartbeat_timeout_ms <= heartbeat_ms) throw CLI::ValidationError("--heartbeat-timeout-ms must exceed --heartbeat-ms");
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zkfarm-gpu: %s (see --help)\n", e.what());
-    return proto::kExitUsage;
-  }
+  if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   if (backend_name == "cuda") {
     std::fprintf(stderr, "zkfarm-gpu: CUDA backend not built (this zkfarm-gpu has the cpu backend only)\n");
     return proto::kExitEnvironment;
   }
 
-  try {
-    proto::WorkerOptions opt;
-    opt.fault = proto::TestFault::from_env();
-    shm::Arena arena = shm::Arena::attach(arena_name);
+  return proto::run_worker("zkfarm-gpu", [&] {
+    shm::Arena arena = shm::Arena::attach(flags.arena);
     // auto → cpu: the only backend built so far.
-    std::unique_ptr<gpu::ProveBackend> backend = std::make_unique<gpu::CpuBackend>(threads);
-    opt.endpoint = endpoint;
-    opt.worker_id = id;
-    opt.kind = "gpu";
-    opt.version = kVersion;
-    opt.backend = backend->name();
-    opt.heartbeat = std::chrono::milliseconds(heartbeat_ms);
-    opt.heartbeat_timeout = std::chrono::milliseconds(heartbeat_timeout_ms);
+    std::unique_ptr<gpu::ProveBackend> backend = std::make_unique<gpu::CpuBackend>(flags.threads);
+    proto::WorkerOptions opt = proto::worker_options(flags, "gpu", kVersion, backend->name());
     proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return prove(req, arena, *backend); });
     return channel.run();
-  } catch (const std::invalid_argument& e) {  // ZKFARM_FAULT
-    std::fprintf(stderr, "zkfarm-gpu: %s\n", e.what());
-    return proto::kExitUsage;
-  } catch (const shm::ArenaError& e) {
-    std::fprintf(stderr, "zkfarm-gpu: %s\n", e.what());
-    return proto::kExitEnvironment;
-  } catch (const proto::ChannelError& e) {
-    std::fprintf(stderr, "zkfarm-gpu: %s\n", e.what());
-    return proto::kExitEnvironment;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "zkfarm-gpu: internal error: %s\n", e.what());
-    return proto::kExitInternal;
-  }
+  });
 }

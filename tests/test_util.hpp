@@ -1,6 +1,11 @@
 #pragma once
 // Helpers shared by the tests: fixture paths, random field elements and points.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -8,6 +13,27 @@
 #include "groth16/decimal.hpp"
 
 namespace zkfarm::test {
+
+/// A fresh folder under the temp dir, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& prefix = "zkfarm-test") {
+    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+/// A whole file's bytes ("" if it cannot be read).
+inline std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 inline std::string shared_fixture(const std::string& name) { return std::string(ZKFARM_SHARED_FIXTURES) + "/" + name; }
 inline std::string repo_path(const std::string& rel) { return std::string(ZKFARM_SOURCE_DIR) + "/" + rel; }

@@ -40,22 +40,11 @@ namespace proto = zkfarm::protocol;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "zkfarm-wc-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using test::read_file;
 
-std::string read_file(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("zkfarm-wc") {}
+};
 
 // A spawned worker process. Whatever way the test ends, the destructor kills
 // (SIGKILL) and reaps it, so no test leaves a process or a zombie behind.
