@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"zkfarmctl: submit jobs to a zkfarmd Groth16 proving farm and watch it"};
   app.footer(kExitCodesHelp);
+  app.set_version_flag("--version", "zkfarmctl 0.1.0");
   app.require_subcommand(1);
   app.fallthrough();  // global flags may also follow the verb
 

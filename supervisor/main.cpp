@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   app.add_option("--arena-mib", arena_mib, "arena size (the memory budget), MiB");
   app.add_option("--backend", backend, "auto, cpu or cuda");
   app.add_option("--gpu-devices", gpu_devices, "auto, none, or a list like 0,1");
-  app.add_option("--http", http_address, "HOST:PORT for GET /status (default: off)");
+  app.add_option("--http", http_address, "HOST:PORT for GET /status, /metrics, /healthz, /readyz (default: off)");
   app.add_option("--synth-binary", synth_binary, "path of zkfarm-synth");
   app.add_option("--gpu-binary", gpu_binary, "path of zkfarm-gpu");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
