@@ -67,6 +67,10 @@ class Client {
   /// when it has "ok": true. Throws NoSupervisor, Refused or MalformedReply.
   protocol::Message call(const protocol::Message& request);
 
+  /// How long one call waits for its reply (ms).
+  int timeout_ms() const { return timeout_ms_; }
+  void set_timeout_ms(int ms) { timeout_ms_ = ms; }
+
   /// The state dir as shown in messages (absolute).
   const std::string& state_dir() const { return state_dir_; }
 

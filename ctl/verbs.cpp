@@ -70,6 +70,9 @@ int run_submit(Client& client, const SubmitOptions& opt) {
   req["wtns"] = wtns;
   req["priority"] = opt.priority;
   req["out"] = opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
+  // The supervisor checks the key and every witness before it answers: a large
+  // key takes a while, so the reply gets at least 10 minutes.
+  client.set_timeout_ms(std::max(client.timeout_ms(), 600000));
   Message reply = client.call(req);
   std::cout << protocol::get_u64(reply, "job") << "\n";
   return kExitOk;

@@ -240,6 +240,7 @@ int Supervisor::run() {
       }
       on_control_frame(parts[0].to_string(), parts[2].to_string());
     }
+    finish_submits();
     check_deadlines();
     advance_release_waits();
     advance_rolling();
@@ -717,11 +718,20 @@ json Supervisor::status() const {
 void Supervisor::on_control_frame(const std::string& identity, const std::string& frame) {
   json reply;
   try {
-    reply = handle_request(protocol::decode(frame));
+    json req = protocol::decode(frame);
+    if (protocol::type_of(req) == "submit") {
+      start_submit(identity, req);  // answered when its files are checked (submit.cpp)
+      return;
+    }
+    reply = handle_request(req);
   } catch (const protocol::ProtocolError& e) {
     log_->warn("control: dropped a bad request: {}", e.what());
     reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
   }
+  send_reply(identity, reply);
+}
+
+void Supervisor::send_reply(const std::string& identity, json reply) {
   reply["v"] = protocol::kProtocolVersion;
   reply["t"] = "REPLY";
   std::string body = protocol::encode(reply);
@@ -777,61 +787,7 @@ json Supervisor::handle_request(const json& req) {
   }
   if (type == "drain" || type == "resume" || type == "kill" || type == "restart" || type == "upgrade")
     return lifecycle_request(type, req);
-  if (type == "submit") return submit(req);
   return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
-}
-
-json Supervisor::submit(const json& req) {
-  if (stopping_) return {{"ok", false}, {"error", "zkfarmd is draining: not accepting jobs"}};
-  Job job;
-  job.zkey = protocol::get_str(req, "zkey");
-  job.out = protocol::get_str(req, "out");
-  auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
-  if (!prio) return {{"ok", false}, {"error", "priority must be low, normal, high or critical"}};
-  job.priority = *prio;
-  if (!req.contains("wtns") || !req["wtns"].is_array() || req["wtns"].empty())
-    return {{"ok", false}, {"error", "a job needs at least one witness"}};
-  for (const auto& p : {job.zkey, job.out})
-    if (p.empty() || p[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + p}};
-  try {
-    // Validate everything before accepting anything: a bad witness refuses the whole job.
-    Zkey key = Zkey::open(job.zkey);
-    for (const auto& w : req["wtns"]) {
-      if (!w.is_string()) return {{"ok", false}, {"error", "wtns must be a list of paths"}};
-      std::string path = w.get<std::string>();
-      if (path.empty() || path[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + path}};
-      Wtns wtns = Wtns::open(path);
-      check_witness_matches(key, wtns);
-      Partition p;
-      p.wtns = path;
-      job.parts.push_back(p);
-    }
-    job.slot_bytes = PartitionBuffers::bytes_for(key);
-    job.n_public = key.n_public;
-  } catch (const InputError& e) {
-    return {{"ok", false}, {"error", e.what()}};
-  }
-  if (job.slot_bytes > slots_.capacity()) {
-    return {{"ok", false},
-            {"error", job.zkey + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
-                          " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)"}};
-  }
-  std::error_code ec;
-  fs::create_directories(job.out, ec);
-  if (ec) return {{"ok", false}, {"error", "cannot create output folder " + job.out + ": " + ec.message()}};
-  job.submitted_ms = now_ms();
-  const size_t k = job.parts.size();
-  const std::string prio_name = priority_name(job.priority);
-  try {
-    job.id = journal_.add_job(job);  // durable before the client hears "accepted"
-  } catch (const JournalError& e) {
-    log_->error("submit refused: {}", e.what());
-    return {{"ok", false}, {"error", std::string("cannot journal the job: ") + e.what()}};
-  }
-  uint64_t id = jobs_.add(std::move(job));
-  ++metrics_.jobs_accepted;
-  log_->info("job {}: accepted, {} partitions, priority {}", id, k, prio_name);
-  return {{"ok", true}, {"job", id}};
 }
 
 }  // namespace zkfarm::supervisor

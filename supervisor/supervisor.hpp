@@ -22,11 +22,19 @@
 #include "supervisor/release.hpp"
 
 #include <deque>
+#include <future>
 #include <optional>
 
 #include <atomic>
 
 namespace zkfarm::supervisor {
+
+/// What checking a submitted job's files gives: the job (not yet journaled, no
+/// id) or the error that refuses it.
+struct SubmitCheck {
+  std::optional<Job> job;
+  std::string error;
+};
 
 class Supervisor {
  public:
@@ -61,7 +69,11 @@ class Supervisor {
   void on_worker_done(Worker& w, const nlohmann::json& msg, bool synth);
   void on_control_frame(const std::string& identity, const std::string& frame);
   nlohmann::json handle_request(const nlohmann::json& req);
-  nlohmann::json submit(const nlohmann::json& req);
+  // submit.cpp: a job's files are checked on a thread of their own (a large key
+  // takes seconds), the reply goes out from the loop once the check is done.
+  void start_submit(const std::string& identity, const nlohmann::json& req);
+  void finish_submits();
+  void send_reply(const std::string& identity, nlohmann::json reply);
   void check_deadlines();
   void dispatch();
   void send_to_worker(const Worker& w, const nlohmann::json& msg);
@@ -118,6 +130,11 @@ class Supervisor {
   uint64_t watchdog_usec_ = 0;
   bool release_failed_ = false;
   std::string last_status_line_;
+  struct PendingSubmit {
+    std::string identity;                  ///< the client to answer
+    std::future<SubmitCheck> check;        ///< the job, or why it is refused
+  };
+  std::vector<PendingSubmit> pending_submits_;
   int64_t drain_deadline_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
   mutable std::mutex snapshot_mutex_;

@@ -199,6 +199,28 @@ class FarmTest(unittest.TestCase):
         self.assertIn(f"another zkfarmd (pid {farm.proc.pid})", p.stderr)
         farm.stop_and_check(self)
 
+    def test_status_answers_while_a_submit_is_being_checked(self):
+        # The key is a FIFO: checking the job blocks in open() until the test writes.
+        farm = self.farm("--synth-workers", "1")
+        fifo = os.path.join(farm.dir, "slow.zkey")
+        os.mkfifo(fifo)
+        sub = subprocess.Popen([os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "submit", "--zkey", fifo,
+                                "--wtns", chain_wtns(0)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.3)
+            for _ in range(5):
+                t0 = time.monotonic()
+                farm.status()
+                self.assertLess(time.monotonic() - t0, 1.0, "status waited for a submit's checks")
+            self.assertIsNone(sub.poll(), "the submit is still being checked")
+        finally:
+            with open(fifo, "wb") as f:  # unblock the check with a file that is not a zkey
+                f.write(b"not a zkey at all")
+        _, err = sub.communicate(timeout=30)
+        self.assertEqual(sub.returncode, 1)
+        self.assertIn("slow.zkey", err)
+        farm.stop_and_check(self)
+
     def test_no_supervisor_is_exit_3(self):
         d = tempfile.mkdtemp(prefix="zkfarm-e2e-")
         try:
