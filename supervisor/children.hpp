@@ -11,6 +11,9 @@
 
 #include "supervisor/config.hpp"
 #include "supervisor/jobs.hpp"
+#include "supervisor/release.hpp"
+
+#include <memory>
 
 namespace zkfarm::supervisor {
 
@@ -45,8 +48,8 @@ struct Worker {
   bool operator_stop = false;    ///< stopped by the operator: never counts as a crash
   std::vector<int64_t> crashes;  ///< times (ms) of recent crashes, for flapping
   std::string release_detail;    ///< progress of the release wait, for status
-  int64_t release_deadline_ms = 0;
-  pid_t released_pid = 0;        ///< the exited process whose memory the release wait watches
+  std::shared_ptr<ReleaseWait> release_wait;  ///< while releasing: the wait for the old process's memory
+  int64_t release_logged_ms = 0;  ///< last progress line in the log
   WorkerState after_release = WorkerState::kExited;  ///< state once released
   std::string kill_reason;       ///< why the supervisor killed it ("heartbeat", "no_ready", "stop_timeout")
 };

@@ -105,41 +105,47 @@ void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why) {
   if (w.kind == WorkerKind::kGpu && old_pid > 0) {
     const WorkerState after = w.state;  // exited or failed once released
     w.state = WorkerState::kReleasing;
-    w.release_deadline_ms = now + cfg_.release_timeout_ms;
+    w.release_wait = std::make_shared<ReleaseWait>(*release_check_, old_pid, w.device,
+                                                   std::chrono::milliseconds(cfg_.release_timeout_ms));
     w.release_detail = "waiting for pid " + std::to_string(old_pid) + "'s memory";
-    w.released_pid = old_pid;
+    w.release_logged_ms = now;
     w.after_release = after;
+    log_->info("worker {}: waiting until the memory of pid {} is released (release_timeout {} ms)", w.id, old_pid,
+               cfg_.release_timeout_ms);
   }
 }
 
 void Supervisor::advance_release_waits() {
   const int64_t now = now_ms();
   for (auto& [id, w] : workers_) {
-    if (w.state != WorkerState::kReleasing) continue;
-    ReleaseStatus st = release_check_->check(w.released_pid, w.device);
-    if (st.released) {
-      log_->info("worker {}: memory of pid {} released", id, w.released_pid);
+    if (w.state != WorkerState::kReleasing || !w.release_wait) continue;
+    ReleaseWait& wait = *w.release_wait;
+    ReleaseStatus st = wait.poll();
+    w.release_detail = st.detail;
+    if (wait.released()) {
+      log_->info("worker {}: memory of pid {} released after {} ms", id, wait.pid(), wait.elapsed().count());
       w.release_detail.clear();
+      w.release_wait.reset();
       w.state = w.after_release;
       if (w.restart_at_ms && w.restart_at_ms < now) w.restart_at_ms = now;
       continue;
     }
-    if (st.detail != w.release_detail) {
-      log_->info("worker {}: release wait: {}", id, st.detail);
-      w.release_detail = st.detail;
-    }
-    if (now > w.release_deadline_ms) {
-      log_->error("worker {}: memory of pid {} not released within release_timeout ({} ms): {}; the worker is failed "
-                  "until `zkfarmctl restart {}`",
-                  id, w.released_pid, cfg_.release_timeout_ms, st.detail, id);
-      w.release_detail = "not released within release_timeout: " + st.detail;
+    if (wait.timed_out()) {
+      log_->error("worker {}: {}; the worker is failed until `zkfarmctl restart {}`", id, st.detail, id);
+      w.release_wait.reset();
       w.state = WorkerState::kFailed;
       w.restart_at_ms = 0;
       release_failed_ = true;
-    } else if (stopping_) {
+      continue;
+    }
+    if (now - w.release_logged_ms >= 5000) {  // progress in the log every 5 s; status has every poll's
+      log_->info("worker {}: release wait: {}", id, st.detail);
+      w.release_logged_ms = now;
+    }
+    if (stopping_) {
       // Tell systemd the stop is still progressing (TimeoutStopSec covers the rest).
       sd_notifyf(0, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=waiting for GPU memory of pid %d to be released",
-                 (unsigned long long)(2 * 1000 * 1000), int(w.released_pid));
+                 (unsigned long long)(2 * 1000 * 1000), int(wait.pid()));
     }
   }
 }

@@ -607,7 +607,7 @@ bool Supervisor::advance_stop() {
 }
 
 void Supervisor::update_snapshot() {
-  bool all_ready = !stopping_;
+  bool all_ready = !stopping_ && !draining_;  // /readyz: intake open and every worker READY
   for (const auto& [id, w] : workers_) all_ready &= w.state == WorkerState::kIdle || w.state == WorkerState::kBusy;
   ready_ = all_ready;
   const int64_t now = now_ms();
