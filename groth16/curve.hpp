@@ -5,7 +5,7 @@
 //    also how snarkjs writes it (all-zero bytes), and is never on these curves.
 //  - Xyzz: extended Jacobian (X, Y, ZZ, ZZZ) with x = X/ZZ, y = Y/ZZZ, ZZ³ = ZZZ²;
 //    ZZ = 0 is infinity. Formulas from the Explicit-Formulas Database,
-//    "g1p/auto/shortw/xyzz": add-2008-s, madd-2008-s, dbl-2008-s-1, mdbl-2008-s-1.
+//    "g1p/auto/shortw/xyzz": add-2008-s, madd-2008-s, dbl-2008-s-1.
 //    A mixed addition costs 8M + 2S, the cheapest form for Pippenger buckets.
 #include <cstdint>
 #include <cstring>
@@ -79,7 +79,7 @@ struct Xyzz {
     F R = S2 - Y;
     if (P.is_zero()) {
       if (R.is_zero()) {
-        *this = dbl_affine(a);
+        *this = from_affine(a).dbl();  // a == this: rare (equal points in one bucket)
       } else {
         *this = infinity();
       }
@@ -96,20 +96,6 @@ struct Xyzz {
   }
   /// this − a.
   void sub_affine(const Affine<C>& a) { add_affine(-a); }
-
-  /// 2·a for affine a (mdbl-2008-s-1).
-  static Xyzz dbl_affine(const Affine<C>& a) {
-    if (a.is_infinity()) return infinity();
-    F U = a.y.dbl();
-    F V = U.sqr();
-    F W = U * V;
-    F S = a.x * V;
-    F XX = a.x.sqr();
-    F M = XX.dbl() + XX;
-    F X3 = M.sqr() - S.dbl();
-    F Y3 = M * (S - X3) - W * a.y;
-    return {X3, Y3, V, W};
-  }
 
   /// this + o (add-2008-s).
   void add(const Xyzz& o) {

@@ -118,7 +118,9 @@ TEST(Curve, G1MatchesPython) {
   }
   for (auto& v : vectors().get("g1_dbl")) {
     expect_g1(G1::from_affine(g1(v, 0)).dbl(), v, 2);
-    expect_g1(G1::dbl_affine(g1(v, 0)), v, 2);
+    G1 same = G1::from_affine(g1(v, 0));  // P + P through the mixed addition's doubling case
+    same.add_affine(g1(v, 0));
+    expect_g1(same, v, 2);
   }
   for (auto& v : vectors().get("g1_neg")) expect_g1(G1::from_affine(-g1(v, 0)), v, 2);
   for (auto& v : vectors().get("g1_mul")) expect_g1(G1::from_affine(g1(v, 0)).mul(v[2]), v, 3);
