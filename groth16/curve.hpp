@@ -94,8 +94,6 @@ struct Xyzz {
     ZZ *= PP;
     ZZZ *= PPP;
   }
-  /// this − a.
-  void sub_affine(const Affine<C>& a) { add_affine(-a); }
 
   /// this + o (add-2008-s).
   void add(const Xyzz& o) {

@@ -30,6 +30,7 @@ const char* job_state_name(JobState s);
 struct Partition {
   uint32_t index = 0;
   std::string wtns;                ///< absolute path
+  std::string public_json;         ///< public.json's text, from the witness at submit
   PartState state = PartState::kQueued;
   std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
   std::string worker;              ///< worker id while synthesizing or proving

@@ -32,13 +32,13 @@ CREATE TABLE partitions (
   job INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
   idx INTEGER NOT NULL,
   wtns TEXT NOT NULL,
+  public_json TEXT NOT NULL,
   PRIMARY KEY (job, idx)
 );
 CREATE TABLE proofs (
   job INTEGER NOT NULL,
   idx INTEGER NOT NULL,
   proof BLOB NOT NULL,
-  public_json TEXT NOT NULL,
   proved_ms INTEGER NOT NULL,
   synth_ms INTEGER NOT NULL,
   prove_ms INTEGER NOT NULL,
@@ -177,8 +177,8 @@ uint64_t Journal::add_job(const Job& job) {
     ins.step(path_);
     const uint64_t id = uint64_t(sqlite3_last_insert_rowid(db_));
     for (uint32_t i = 0; i < job.parts.size(); ++i) {
-      Stmt p(db_, "INSERT INTO partitions (job, idx, wtns) VALUES (?, ?, ?)", path_);
-      p.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].wtns);
+      Stmt p(db_, "INSERT INTO partitions (job, idx, wtns, public_json) VALUES (?, ?, ?, ?)", path_);
+      p.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].wtns).bind(4, job.parts[i].public_json);
       p.step(path_);
     }
     exec("COMMIT");
@@ -189,14 +189,12 @@ uint64_t Journal::add_job(const Job& job) {
   }
 }
 
-bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, const std::string& public_json,
-                        int64_t proved_ms, int64_t synth_ms, int64_t prove_ms) {
+bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
+                        int64_t prove_ms) {
   Stmt s(db_,
-         "INSERT OR IGNORE INTO proofs (job, idx, proof, public_json, proved_ms, synth_ms, prove_ms) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?)",
+         "INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms) VALUES (?, ?, ?, ?, ?, ?)",
          path_);
-  s.bind(1, int64_t(job)).bind(2, int64_t(index)).blob(3, proof).bind(4, public_json).bind(5, proved_ms);
-  s.bind(6, synth_ms).bind(7, prove_ms);
+  s.bind(1, int64_t(job)).bind(2, int64_t(index)).blob(3, proof).bind(4, proved_ms).bind(5, synth_ms).bind(6, prove_ms);
   s.step(path_);
   return sqlite3_changes(db_) == 1;
 }
@@ -237,7 +235,8 @@ std::vector<Job> Journal::load() {
     }
   }
   Stmt s(db_,
-         "SELECT p.job, p.idx, p.wtns, q.proof IS NOT NULL, coalesce(q.synth_ms, 0), coalesce(q.prove_ms, 0) "
+         "SELECT p.job, p.idx, p.wtns, q.proof IS NOT NULL, coalesce(q.synth_ms, 0), coalesce(q.prove_ms, 0), "
+         "p.public_json "
          "FROM partitions p LEFT JOIN proofs q ON q.job = p.job AND q.idx = p.idx ORDER BY p.job, p.idx",
          path_);
   while (s.step(path_) == SQLITE_ROW) {
@@ -249,6 +248,7 @@ std::vector<Job> Journal::load() {
     const bool proved = s.i64(3) != 0;
     p.synth_ms = s.i64(4);
     p.prove_ms = s.i64(5);
+    p.public_json = s.text(6);
     Job& j = it->second;
     p.state = proved ? PartState::kDone
               : j.state == JobState::kFailed ? PartState::kFailed
@@ -265,7 +265,10 @@ std::vector<Job> Journal::load() {
 }
 
 std::optional<JournaledProof> Journal::proof(uint64_t job, uint32_t index) {
-  Stmt s(db_, "SELECT proof, public_json FROM proofs WHERE job = ? AND idx = ?", path_);
+  Stmt s(db_,
+         "SELECT q.proof, p.public_json FROM proofs q JOIN partitions p ON p.job = q.job AND p.idx = q.idx "
+         "WHERE q.job = ? AND q.idx = ?",
+         path_);
   s.bind(1, int64_t(job)).bind(2, int64_t(index));
   if (s.step(path_) != SQLITE_ROW) return std::nullopt;
   return JournaledProof{s.bytes(0), s.text(1)};

@@ -39,14 +39,13 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  /// Inserts the job and its partitions in one transaction and returns the id
+  /// Inserts the job and its partitions (each with its public.json) in one transaction and returns the id
   /// it was given. Durable when this returns. Throws JournalError.
   uint64_t add_job(const Job& job);
-  /// Journals the 256-byte proof of (job, partition), its public.json and its
-  /// stage times (ms). Returns false, changing nothing, if that partition
-  /// already has a proof.
-  bool add_proof(uint64_t job, uint32_t index, const std::string& proof, const std::string& public_json,
-                 int64_t proved_ms, int64_t synth_ms, int64_t prove_ms);
+  /// Journals the 256-byte proof of (job, partition) and its stage times (ms).
+  /// Returns false, changing nothing, if that partition already has a proof.
+  bool add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
+                 int64_t prove_ms);
   /// Records a job's terminal state (done, failed, cancelled).
   void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms);
   /// Records when a job's first partition went to a worker (queue wait).

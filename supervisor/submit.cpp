@@ -7,7 +7,10 @@
 #include <filesystem>
 
 #include "groth16/errors.hpp"
+#include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
+
+#include <cstring>
 #include "protocol/messages.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -40,6 +43,11 @@ SubmitCheck check_submission(const json& req) {
       check_witness_matches(key, wtns);
       Partition p;
       p.wtns = path;
+      // public.json now, while the witness is open: the proof's arrival then
+      // needs no file, and a witness removed after synthesis costs nothing.
+      std::vector<U256> pub(size_t(key.n_public) + 1);
+      std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
+      p.public_json = public_to_json(pub.data(), key.n_public);
       job.parts.push_back(p);
     }
     job.slot_bytes = PartitionBuffers::bytes_for(key);

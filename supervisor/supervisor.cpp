@@ -161,25 +161,29 @@ void Supervisor::restore_from_journal() {
   if (jobs) log_->info("journal: {} jobs restored, {} partitions queued again", jobs, requeued);
 }
 
-// Writes OUT/k.proof.json and OUT/k.public.json of every proved partition of
-// `job` from the journal; returns how many partitions were written.
-int Supervisor::write_results(const Job& job, const std::string& out) {
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  int written = 0;
-  for (const auto& p : job.parts) {
-    if (p.state != PartState::kDone) continue;
-    auto jp = journal_.proof(job.id, p.index);
-    if (!jp) continue;
-    const std::string base = out + "/" + std::to_string(p.index);
-    try {
-      write_file_atomic(base + ".public.json", jp->public_json);
-      write_file_atomic(base + ".proof.json", proof_to_json(protocol::decode_proof(jp->proof)));
-      ++written;
-    } catch (const std::exception& e) {
-      log_->error("job {} partition {}: cannot write the result: {}", job.id, p.index, e.what());
-    }
+// Writes OUT/k.proof.json and OUT/k.public.json of one proved partition from
+// the journal; false (logged) if there is no proof or a file cannot be written.
+bool Supervisor::write_result(uint64_t job, uint32_t index, const std::string& out) {
+  auto jp = journal_.proof(job, index);
+  if (!jp) return false;
+  const std::string base = out + "/" + std::to_string(index);
+  try {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    write_file_atomic(base + ".public.json", jp->public_json);
+    write_file_atomic(base + ".proof.json", proof_to_json(protocol::decode_proof(jp->proof)));
+    return true;
+  } catch (const std::exception& e) {
+    log_->error("job {} partition {}: cannot write the result: {}", job, index, e.what());
+    return false;
   }
+}
+
+// write_result for every proved partition of `job`; returns how many were written.
+int Supervisor::write_results(const Job& job, const std::string& out) {
+  int written = 0;
+  for (const auto& p : job.parts)
+    if (p.state == PartState::kDone) written += write_result(job.id, p.index, out);
   return written;
 }
 
@@ -415,13 +419,9 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   Partition* p = jobs_.find(ref);
   try {
     protocol::decode_proof(proof_bytes);  // a malformed proof never reaches the journal
-    Wtns wtns = Wtns::open(p->wtns);
-    std::vector<U256> pub(size_t(job->n_public) + 1);
-    std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
     // Journal first: once this commits the proof survives anything; a second
     // proof of the same partition (re-proved after a crash) is refused.
-    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, public_to_json(pub.data(), job->n_public), now_ms(),
-                            p->synth_ms, p->prove_ms)) {
+    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, now_ms(), p->synth_ms, p->prove_ms)) {
       log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
     }
   } catch (const std::exception& e) {
@@ -439,10 +439,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
   metrics_.proving.observe(double(p->prove_ms) / 1000.0);
   const bool finished = jobs_.mark_done(ref, now_ms());
-  Job one = *job;  // write this partition's files from the journal
-  for (auto& q : one.parts)
-    if (q.index != ref.index) q.state = PartState::kQueued;
-  write_results(one, job->out);
+  write_result(ref.job, ref.index, job->out);
   if (finished) {
     journal_.finish_job(ref.job, JobState::kDone, "", job->finished_ms);
     log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);

@@ -83,6 +83,7 @@ class Supervisor {
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
   void restore_from_journal();
   void abort_in_flight(uint64_t job);
+  bool write_result(uint64_t job, uint32_t index, const std::string& out);
   int write_results(const Job& job, const std::string& out);
   void begin_stop(const std::string& reason);
   // lifecycle.cpp: drain, rolling restarts and upgrades, release waits,
