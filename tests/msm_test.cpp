@@ -9,42 +9,9 @@ namespace zkfarm {
 namespace {
 
 template <class C>
-struct Case {
-  std::vector<uint8_t> points;
-  std::vector<U256> scalars;
-};
-
-template <class C>
-Case<C> make_case(size_t n, const Affine<C>& gen, std::mt19937_64& rng) {
-  constexpr size_t stride = sizeof(Affine<C>);
-  Case<C> c;
-  c.points.resize(n * stride);
-  c.scalars.resize(n);
-  const U256 r_minus_1{FrParams::kModulus[0] - 1, FrParams::kModulus[1], FrParams::kModulus[2], FrParams::kModulus[3]};
-  for (size_t i = 0; i < n; ++i) {
-    Affine<C> p;
-    switch (i % 9) {
-      case 3: p = Affine<C>::infinity(); break;                                        // infinity
-      case 5: p = i >= 5 ? Affine<C>::load(&c.points[(i - 5) * stride]) : gen; break;   // repeated point
-      case 7: p = -(i >= 1 ? Affine<C>::load(&c.points[(i - 1) * stride]) : gen); break;  // opposite
-      default: p = Xyzz<C>::from_affine(gen).mul(test::random_scalar(rng)).to_affine();
-    }
-    p.store(&c.points[i * stride]);
-    switch (i % 7) {
-      case 0: c.scalars[i] = U256{0, 0, 0, 0}; break;
-      case 1: c.scalars[i] = U256{1, 0, 0, 0}; break;
-      case 2: c.scalars[i] = r_minus_1; break;
-      case 4: c.scalars[i] = U256{rng() & 0xffff, 0, 0, 0}; break;
-      default: c.scalars[i] = test::random_scalar(rng);
-    }
-  }
-  return c;
-}
-
-template <class C>
 void check(size_t n, unsigned threads, unsigned c_bits, const Affine<C>& gen) {
   std::mt19937_64 rng(n * 7 + threads + c_bits);
-  auto cs = make_case<C>(n, gen, rng);
+  auto cs = test::make_msm_case<C>(n, gen, rng);
   ThreadPool pool(threads);
   constexpr size_t stride = sizeof(Affine<C>);
   ScalarPlan plan = plan_scalars(cs.scalars.data(), n, pool, c_bits);

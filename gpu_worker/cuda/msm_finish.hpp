@@ -1,0 +1,54 @@
+#pragma once
+// The host's end of the GPU MSM (step 4 of msm_steps.cuh): from the per-window
+// terms T[w][j] the device summed, the MSM's value on the CPU's curve types.
+// sum_w = T[w][L] + M·Σ_{j<L} 2^j·T[w][j]   (L = log2 S segments, M = shape.seg)
+// result = Σ_w 2^(c·w)·sum_w                 (Horner from the top window)
+// A few hundred additions: cheaper here than a serial device thread.
+#include <cstring>
+#include <type_traits>
+
+#include "groth16/curve.hpp"
+#include "gpu_worker/cuda/msm_steps.cuh"
+
+namespace zkfarm::cuda {
+
+/// log2 of a power of two.
+inline uint32_t log2_exact(uint32_t x) {
+  uint32_t l = 0;
+  while ((1u << l) < x) ++l;
+  return l;
+}
+
+/// The device's XYZZ bytes as the CPU's point (same layout: 4 coordinates of
+/// 32 or 64 bytes, Montgomery form).
+template <class C, class DPoint>
+Xyzz<C> to_host_point(const DPoint& d) {
+  static_assert(sizeof(Xyzz<C>) == sizeof(DPoint), "device and host XYZZ layouts differ");
+  static_assert(std::is_trivially_copyable_v<Xyzz<C>>);
+  Xyzz<C> h;
+  std::memcpy(&h, &d, sizeof h);
+  return h;
+}
+
+/// terms: shape.windows × (log2 S + 1) device points, window-major.
+template <class C, class DPoint>
+Xyzz<C> msm_finish(const MsmShape& sh, const DPoint* terms) {
+  const uint32_t L = log2_exact(sh.segments());
+  const uint32_t log_m = log2_exact(sh.seg);
+  Xyzz<C> result = Xyzz<C>::infinity();
+  for (int w = int(sh.windows) - 1; w >= 0; --w) {
+    for (uint32_t b = 0; b < sh.c; ++b) result = result.dbl();
+    const DPoint* t = terms + size_t(w) * (L + 1);
+    Xyzz<C> weighted = Xyzz<C>::infinity();
+    for (int j = int(L) - 1; j >= 0; --j) {
+      weighted = weighted.dbl();
+      weighted.add(to_host_point<C>(t[j]));
+    }
+    for (uint32_t b = 0; b < log_m; ++b) weighted = weighted.dbl();
+    weighted.add(to_host_point<C>(t[L]));
+    result.add(weighted);
+  }
+  return result;
+}
+
+}  // namespace zkfarm::cuda
