@@ -3,11 +3,19 @@
 // the five MSMs) behind one interface, so the worker's protocol code does not
 // care whether a GPU or the CPU computes.
 #include <atomic>
+#include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "groth16/prover.hpp"
 
 namespace zkfarm::gpu {
+
+/// A fault of the device itself (a CUDA call failed): the context may be
+/// unusable, so the worker exits and the supervisor proves the partition again.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// One way to prove synthesized partitions. Used from one thread at a time
 /// (the worker's compute thread).
@@ -31,6 +39,13 @@ class ProveBackend {
   /// key; std::bad_alloc (or a device error) when memory runs out.
   virtual Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
                       const std::atomic<bool>* cancel) = 0;
+
+  /// Host memory that partitions' buffers will live in (the arena), `bytes`
+  /// long: a GPU backend page-locks it once (cudaHostRegister) so copies from
+  /// it run at the bus's rate, and unlocks it when destroyed. CPU: nothing.
+  /// Throws DeviceError when the memory cannot be locked (then copies still
+  /// work, at pageable speed).
+  virtual void pin_host_memory(void* base, size_t bytes) {}
 };
 
 }  // namespace zkfarm::gpu

@@ -12,6 +12,7 @@
 
 #include "groth16/errors.hpp"
 #include "gpu_worker/cpu_backend.hpp"
+#include "gpu_worker/cuda_backend.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/work_request.hpp"
 #include "protocol/worker_main.hpp"
@@ -25,15 +26,35 @@ namespace proto = zkfarm::protocol;
 
 constexpr const char* kVersion = "0.1.0";
 
-// One PROVE: fields offset, size, zkey (ProtocolError when missing).
+// One PROVE: fields offset, size, zkey (ProtocolError when missing). A device
+// fault ends the process: the supervisor sees the exit, proves the partition
+// again (here, once restarted, or on another worker) and never gets a proof
+// from a device in an unknown state.
 proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu::ProveBackend& backend) {
   const std::string zkey = proto::get_str(req, "zkey");
-  return proto::run_step([&] {
-    const Zkey& key = backend.load(zkey);
-    Proof proof = backend.prove(key, proto::request_buffers(req, arena, key), random_scalar(), random_scalar(),
-                                &proto::abort_flag());
-    return proto::WorkResult{true, {}, proto::encode_proof(proof)};
-  });
+  try {
+    return proto::run_step([&] {
+      const Zkey& key = backend.load(zkey);
+      Proof proof = backend.prove(key, proto::request_buffers(req, arena, key), random_scalar(), random_scalar(),
+                                  &proto::abort_flag());
+      return proto::WorkResult{true, {}, proto::encode_proof(proof)};
+    });
+  } catch (const gpu::DeviceError& e) {
+    std::fprintf(stderr, "zkfarm-gpu: %s; exiting so that the partition is proved again\n", e.what());
+    std::fflush(stderr);
+    std::_Exit(proto::kExitInternal);
+  }
+}
+
+// The backend --backend asks for; nullptr with *why set when cuda is not usable.
+std::unique_ptr<gpu::ProveBackend> make_backend(const std::string& name, unsigned threads, bool g2_on_cpu,
+                                                std::string* why) {
+  if (name == "cpu" || (name == "auto" && !gpu::cuda_available(why))) return std::make_unique<gpu::CpuBackend>(threads);
+  if (name == "cuda" && !gpu::cuda_available(why)) return nullptr;
+  gpu::CudaOptions o;
+  o.threads = threads;
+  o.g2_on_cpu = g2_on_cpu;
+  return gpu::make_cuda_backend(o);
 }
 
 }  // namespace
@@ -47,22 +68,38 @@ int main(int argc, char** argv) {
   CLI::App app{"zkfarm-gpu: zkfarm's proving worker (started by zkfarmd, not by hand)."};
   proto::WorkerFlags flags;
   flags.id = "gpu-0";
-  std::string backend_name = "auto";
+  std::string backend_name = "auto", g2 = "gpu";
   proto::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--g2", g2, "CUDA backend: where the G2 MSM (B2) runs, gpu or cpu (the worker's CPU threads)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gpu", "cpu"}));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
   if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
-  if (backend_name == "cuda") {
-    std::fprintf(stderr, "zkfarm-gpu: CUDA backend not built (this zkfarm-gpu has the cpu backend only)\n");
+  std::string why;
+  std::unique_ptr<gpu::ProveBackend> backend;
+  try {
+    backend = make_backend(backend_name, flags.threads, g2 == "cpu", &why);
+  } catch (const gpu::DeviceError& e) {
+    why = e.what();
+  }
+  if (!backend) {
+    std::fprintf(stderr, "zkfarm-gpu: cannot use the CUDA backend: %s\n", why.c_str());
     return proto::kExitEnvironment;
   }
 
   return proto::run_worker("zkfarm-gpu", [&] {
     shm::Arena arena = shm::Arena::attach(flags.arena);
-    // auto → cpu: the only backend built so far.
-    std::unique_ptr<gpu::ProveBackend> backend = std::make_unique<gpu::CpuBackend>(flags.threads);
+    if (backend->name() == "cuda") {
+      // Pinned once for the worker's life: each slot's copy then runs at the bus's rate.
+      try {
+        backend->pin_host_memory(arena.mapping(), arena.mapping_bytes());
+      } catch (const gpu::DeviceError& e) {
+        std::fprintf(stderr, "zkfarm-gpu: warning: arena not pinned, copies run at pageable speed: %s\n", e.what());
+      }
+    }
     proto::WorkerOptions opt = proto::worker_options(flags, "gpu", kVersion, backend->name());
     proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return prove(req, arena, *backend); });
     return channel.run();

@@ -73,7 +73,9 @@ Affine<C> checked_point(const Zkey& key, const uint8_t* bytes, const char* name)
 
 }  // namespace
 
-Prover::Prover(const Zkey& key, ThreadPool& pool) : key_(key), domain_(key.log_domain, pool) {
+Prover::Prover(const Zkey& key, ThreadPool& pool) : key_(key), domain_(key.log_domain, pool) { check_key_points(key); }
+
+void check_key_points(const Zkey& key) {
   checked_point<G1Params>(key, key.alpha1, "alpha1");
   checked_point<G1Params>(key, key.beta1, "beta1");
   checked_point<G2Params>(key, key.beta2, "beta2");
@@ -142,6 +144,10 @@ Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, Th
   G1 msm_h = msm<G1Params>(key.h.data(), kG1Bytes, hplan, 0, n, pool);
   clock.lap("MSM H");
 
+  return assemble_proof(key, MsmSums{msm_a, msm_b1, msm_c, msm_h, msm_b2}, r, s);
+}
+
+Proof assemble_proof(const Zkey& key, const MsmSums& m, const U256& r, const U256& s) {
   const G1 alpha1 = G1::from_affine(G1Affine::load(key.alpha1));
   const G1 beta1 = G1::from_affine(G1Affine::load(key.beta1));
   const G2 beta2 = G2::from_affine(G2Affine::load(key.beta2));
@@ -151,19 +157,19 @@ Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, Th
   const U256 neg_rs = (-Fr::from_u256(rs)).to_u256();
 
   G1 pi_a = alpha1;
-  pi_a.add(msm_a);
+  pi_a.add(m.a);
   pi_a.add(delta1.mul(r));
 
   G2 pi_b = beta2;
-  pi_b.add(msm_b2);
+  pi_b.add(m.b2);
   pi_b.add(delta2.mul(s));
 
   G1 b1 = beta1;
-  b1.add(msm_b1);
+  b1.add(m.b1);
   b1.add(delta1.mul(s));
 
-  G1 pi_c = msm_c;
-  pi_c.add(msm_h);
+  G1 pi_c = m.c;
+  pi_c.add(m.h);
   pi_c.add(pi_a.mul(s));
   pi_c.add(b1.mul(r));
   pi_c.add(delta1.mul(neg_rs));

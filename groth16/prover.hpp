@@ -49,6 +49,23 @@ struct Proof {
   G1Affine c;
 };
 
+/// The five MSMs of a proof: A = Σ w_i·A_i, B1 = Σ w_i·B1_i (G1),
+/// B2 = Σ w_i·B2_i (G2), C = Σ_{i > nPublic} w_i·C_i, H = Σ h_j·H_j.
+struct MsmSums {
+  G1 a, b1, c, h;
+  G2 b2;
+};
+
+/// The proof from the MSMs and blinding scalars r, s (canonical, < r), as
+/// snarkjs groth16_prove.js combines them: πA = α + A + r·δ1,
+/// πB = β2 + B2 + s·δ2, B1' = β1 + B1 + s·δ1, πC = C + H + s·πA + r·B1' − r·s·δ1.
+/// Shared by every backend, so equal MSMs give byte-identical proofs.
+Proof assemble_proof(const Zkey& key, const MsmSums& m, const U256& r, const U256& s);
+
+/// Checks the header points (α, β, γ, δ, IC) lie on their curves; throws
+/// InputError naming the key file otherwise. Every backend calls it once per key.
+void check_key_points(const Zkey& key);
+
 /// A key prepared for proving: the zkey's points plus the domain's twiddle
 /// tables (2^k·32 bytes). Reusable across partitions and threads.
 class Prover {

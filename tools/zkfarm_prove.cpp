@@ -1,7 +1,9 @@
 // zkfarm-prove: one Groth16 proof from a snarkjs proving key and witness, with
 // the argument order of `snarkjs groth16 prove`.
 // Exit codes: 0 proved; 2 bad input or usage (one line on stderr naming the
-// file and the fault; no output file is written); 1 an internal failure.
+// file and the fault; no output file is written); 1 an internal failure;
+// 3 the CUDA backend was asked for and cannot be used (no device, not built,
+// or a device error).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,9 @@
 #include <iostream>
 #include <vector>
 
+#include "gpu_worker/cpu_backend.hpp"
+#include "gpu_worker/cuda_backend.hpp"
+#include "groth16/decimal.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
@@ -17,21 +22,53 @@ namespace {
 
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitDevice = 3;
+
+struct Options {
+  unsigned threads = 0;
+  std::string backend = "auto";  // auto: cuda when built and a device is there, else cpu
+  std::string g2 = "gpu";
+  std::string blinding;          // "R,S" in decimal: tests only (a fixed r, s makes proofs comparable)
+};
+
+// The fixed blinding of --test-blinding, or fresh random scalars.
+std::pair<zkfarm::U256, zkfarm::U256> blinding(const std::string& spec) {
+  using namespace zkfarm;
+  if (spec.empty()) return {random_scalar(), random_scalar()};
+  const auto comma = spec.find(',');
+  auto r = comma == std::string::npos ? std::nullopt : parse_decimal(spec.substr(0, comma));
+  auto s = comma == std::string::npos ? std::nullopt : parse_decimal(spec.substr(comma + 1));
+  if (!r || !s || !is_canonical<FrParams>(*r) || !is_canonical<FrParams>(*s))
+    throw InputError("--test-blinding: want R,S as two decimal integers below the group order, got '" + spec + "'");
+  return {*r, *s};
+}
 
 int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,
-        const std::string& public_path, unsigned threads) {
+        const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
-  Zkey key = Zkey::open(key_path);
+  const auto [r, s] = blinding(opt.blinding);
+  std::unique_ptr<gpu::ProveBackend> backend;
+  std::string why;
+  if (opt.backend == "cuda" && !gpu::cuda_available(&why)) throw gpu::DeviceError("--backend cuda: " + why);
+  if (opt.backend == "cuda" || (opt.backend == "auto" && gpu::cuda_available(&why))) {
+    gpu::CudaOptions o;
+    o.threads = opt.threads;
+    o.g2_on_cpu = opt.g2 == "cpu";
+    backend = gpu::make_cuda_backend(o);
+  } else {
+    backend = std::make_unique<gpu::CpuBackend>(opt.threads, 1);
+  }
+  const Zkey& key = backend->load(key_path);
   Wtns wtns = Wtns::open(wtns_path);
   check_witness_matches(key, wtns);
-  ThreadPool pool(threads);
-  Prover prover(key, pool);
+  ThreadPool pool(opt.threads);
 
   std::vector<uint64_t> memory((PartitionBuffers::bytes_for(key) + 7) / 8);
   PartitionBuffers buffers = PartitionBuffers::view(memory.data(), key);
+  backend->pin_host_memory(memory.data(), memory.size() * 8);
   synthesize(key, wtns, buffers, pool);
   std::string public_json = public_to_json(buffers.witness, key.n_public);
-  Proof proof = prover.prove(buffers, random_scalar(), random_scalar(), pool);
+  Proof proof = backend->prove(key, buffers, r, s, nullptr);
 
   write_file_atomic(public_path, public_json);
   try {
@@ -49,9 +86,18 @@ int main(int argc, char** argv) {
   CLI::App app{
       "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
       "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does."};
-  unsigned threads = 0;
+  Options opt;
   std::string key, wtns, proof, pub;
-  app.add_option("--threads", threads, "worker threads (default: all cores)")->check(CLI::Range(0u, 1024u));
+  app.add_option("--threads", opt.threads, "worker threads (default: all cores)")->check(CLI::Range(0u, 1024u));
+  app.add_option("--backend", opt.backend, "auto (cuda when built and a GPU is present), cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--g2", opt.g2, "cuda backend: the G2 MSM on the gpu or on the cpu threads")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gpu", "cpu"}));
+  app.add_option("--test-blinding", opt.blinding,
+                 "TESTS ONLY, breaks zero knowledge: fixed blinding scalars R,S (decimal) so that two backends' "
+                 "proofs can be compared byte for byte");
   app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
   app.add_option("WITNESS.wtns", wtns, "witness (snarkjs/circom .wtns)")->required();
   app.add_option("PROOF.json", proof, "proof output")->required();
@@ -68,10 +114,13 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   try {
-    return run(key, wtns, proof, pub, threads);
+    return run(key, wtns, proof, pub, opt);
   } catch (const zkfarm::InputError& e) {
     std::fprintf(stderr, "zkfarm-prove: %s\n", e.what());
     return kExitBadInput;
+  } catch (const zkfarm::gpu::DeviceError& e) {
+    std::fprintf(stderr, "zkfarm-prove: %s\n", e.what());
+    return kExitDevice;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "zkfarm-prove: out of memory\n");
     return kExitInternal;

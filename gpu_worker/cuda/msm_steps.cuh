@@ -35,8 +35,8 @@ struct MsmShape {
   uint32_t buckets = 0;  // K = 2^(c−1) per window (digit magnitudes 1..K)
   uint32_t seg = 0;      // M: buckets a reduction thread sums (divides K)
 
-  uint32_t sentinel() const { return windows * buckets; }
-  uint32_t segments() const { return buckets / seg; }  // S per window, a power of two
+  ZK_HD uint32_t sentinel() const { return windows * buckets; }
+  ZK_HD uint32_t segments() const { return buckets / seg; }  // S per window, a power of two
   /// Bits of the sort key (the sentinel included).
   uint32_t key_bits() const {
     uint32_t b = 0;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The GPU table of issue 7, on a machine with an NVIDIA GPU, in one command:
+#   bench/gpu.sh [OUT]       (table also in OUT/gpu-table.md; default build/gpu-bench)
+# Rows: H2D GB/s from the registered arena against pageable memory; the
+# odd-coset NTT at 2^20 and 2^22; G1 MSMs of 2^20, 2^22 and 2^24 points with
+# the points resident and random scalars; one partition's prove step at
+# domains 2^20 and 2^22 (key resident), G2 on the GPU and on the CPU threads.
+# Each row has the CPU (all cores, same process) beside it, the ratio, and
+# whether both gave the same result. Binaries: $ZKFARM_BIN or build/bin.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mkdir -p "${1:-$root/build/gpu-bench}" && cd "${1:-$root/build/gpu-bench}" && pwd)
+bin=${ZKFARM_BIN:-$root/build/bin}
+data=$out/keys; mkdir -p "$data"
+for log in 20 22; do  # a domain of exactly 2^log: constraints + public inputs + 1 ≤ 2^log
+  [ -f "$data/d$log.zkey" ] || "$bin/zkfarm-testkey" --constraints $(( (1 << log) - 64 )) --public 2 --seed $log --out "$data/d$log" >/dev/null
+done
+table=$out/gpu-table.md
+{
+  echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
+  echo "CPU: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%d)"
+  echo
+  echo "| what | GPU | CPU | CPU/GPU | results |"
+  echo "| --- | ---: | ---: | ---: | --- |"
+} >"$table"
+run() { "$bin/zkfarm-bench-gpu" "$@" | tee -a "$table"; }
+run h2d
+run ntt 20
+run ntt 22
+run msm 20 --check
+run msm 22 --check
+run msm 24 --check
+run prove "$data/d20.zkey" "$data/d20.wtns" --g2 gpu
+run prove "$data/d20.zkey" "$data/d20.wtns" --g2 cpu
+run prove "$data/d22.zkey" "$data/d22.wtns" --g2 gpu --reps 3
+run prove "$data/d22.zkey" "$data/d22.wtns" --g2 cpu --reps 3
+echo; cat "$table"

@@ -1,0 +1,219 @@
+// zkfarm-bench-gpu: the CUDA backend's kernels and prove step against the CPU
+// on the same machine, in one process (bench/gpu.sh runs it on the H200
+// machine and keeps the table). Each row: the GPU's median time, the CPU's on
+// all cores, their ratio, and whether the results agreed.
+//   zkfarm-bench-gpu h2d                      H2D GB/s: arena registered vs pageable
+//   zkfarm-bench-gpu ntt LOG                  odd-coset transform (iNTT, shift, NTT) of 2^LOG
+//   zkfarm-bench-gpu msm LOG [--check]        G1 MSM of 2^LOG, points resident, random scalars
+//   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step
+#include <sys/mman.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gpu/points.hpp"
+#include "gpu_worker/cpu_backend.hpp"
+#include "gpu_worker/cuda/device_msm.cuh"
+#include "gpu_worker/cuda/device_ntt.cuh"
+#include "gpu_worker/cuda_backend.hpp"
+#include "groth16/msm.hpp"
+#include "groth16/ntt.hpp"
+#include "groth16/prover.hpp"
+#include "shm/arena.hpp"
+
+namespace {
+
+using namespace zkfarm;
+using namespace zkfarm::cuda;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median of `reps` timings of f(), after one warm-up, in ms (host clock after a device sync).
+template <class Fn>
+double time_ms(int reps, Fn f) {
+  f();
+  ZK_CUDA(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    f();
+    ZK_CUDA(cudaDeviceSynchronize());
+    t.push_back(ms_since(t0));
+  }
+  return median(t);
+}
+
+void row(const std::string& what, double gpu_ms, double cpu_ms, const std::string& agree) {
+  std::printf("| %-34s | %10.2f ms | %10.1f ms | %7.1fx | %s |\n", what.c_str(), gpu_ms, cpu_ms, cpu_ms / gpu_ms,
+              agree.c_str());
+  std::fflush(stdout);
+}
+
+U256 rand_scalar(std::mt19937_64& rng) {
+  for (;;) {
+    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
+    if (is_canonical<FrParams>(x)) return x;
+  }
+}
+
+int h2d() {
+  const size_t bytes = size_t(1) << 30;
+  std::vector<uint8_t> pageable(bytes, 1);
+  const std::string name = "zkfarm-bench-h2d-" + std::to_string(::getpid());
+  shm::Arena::remove(name);
+  shm::Arena arena = shm::Arena::create(name, bytes);
+  std::memset(arena.slots(), 1, bytes);
+  DeviceBuffer d(bytes);
+  auto copy = [&](const void* src) { ZK_CUDA(cudaMemcpy(d.get(), src, bytes, cudaMemcpyHostToDevice)); };
+  const double t_page = time_ms(5, [&] { copy(pageable.data()); });
+  ZK_CUDA(cudaHostRegister(arena.mapping(), arena.mapping_bytes(), cudaHostRegisterDefault));
+  const double t_pin = time_ms(5, [&] { copy(arena.slots()); });
+  ZK_CUDA(cudaHostUnregister(arena.mapping()));
+  shm::Arena::remove(name);
+  const double gb = double(bytes) / 1e9;
+  std::printf("| H2D 1 GiB, arena registered vs pageable | %6.1f GB/s | %6.1f GB/s | %7.1fx | - |\n", gb / (t_pin / 1e3),
+              gb / (t_page / 1e3), t_page / t_pin);
+  return 0;
+}
+
+int ntt(uint32_t log_n) {
+  ThreadPool pool(0);
+  std::mt19937_64 rng(log_n);
+  const size_t n = size_t(1) << log_n;
+  std::vector<Fr> v(n);
+  for (auto& x : v) x = Fr::from_u256(rand_scalar(rng));
+  DeviceDomain dd(log_n, pool);
+  DeviceBuffer d(n * 32), orig(n * 32);
+  ZK_CUDA(cudaMemcpy(orig.get(), v.data(), n * 32, cudaMemcpyHostToDevice));
+  const double g = time_ms(10, [&] {
+    ZK_CUDA(cudaMemcpyAsync(d.get(), orig.get(), n * 32, cudaMemcpyDeviceToDevice, nullptr));
+    dd.to_odd_coset(d.get(), nullptr);
+  });
+  const double copy = time_ms(10, [&] { ZK_CUDA(cudaMemcpyAsync(d.get(), orig.get(), n * 32, cudaMemcpyDeviceToDevice, nullptr)); });
+  std::vector<Fr> got(n);
+  ZK_CUDA(cudaMemcpy(got.data(), d.get(), n * 32, cudaMemcpyDeviceToHost));
+  Domain dom(log_n, pool);
+  auto t0 = Clock::now();
+  dom.to_odd_coset(v.data(), pool);
+  const double c = ms_since(t0);
+  const bool same = std::equal(v.begin(), v.end(), got.begin(), [](const Fr& a, const Fr& b) { return a == b; });
+  row("odd-coset NTT (iNTT+shift+NTT) 2^" + std::to_string(log_n), g - copy, c, same ? "equal" : "DIFFERENT");
+  return same ? 0 : 1;
+}
+
+int msm_bench(uint32_t log_n, bool check, unsigned c_bits) {
+  ThreadPool pool(0);
+  std::mt19937_64 rng(100 + log_n);
+  const size_t n = size_t(1) << log_n;
+  auto t0 = Clock::now();
+  std::vector<uint8_t> pts = test::consecutive_points<G1Params>({Fq::from_u64(1), Fq::from_u64(2)}, 1 + rng() % 1000, n, pool);
+  std::vector<U256> sc(n);
+  for (auto& s : sc) s = rand_scalar(rng);
+  std::fprintf(stderr, "msm 2^%u: inputs made in %.0f ms\n", log_n, ms_since(t0));
+  DeviceBuffer dp(pts.size()), ds(n * 32);
+  ZK_CUDA(cudaMemcpy(dp.get(), pts.data(), pts.size(), cudaMemcpyHostToDevice));
+  ZK_CUDA(cudaMemcpy(ds.get(), sc.data(), n * 32, cudaMemcpyHostToDevice));
+  MsmRunner runner;
+  G1 got;
+  const double g = time_ms(5, [&] { runner.run(ds.get<uint32_t>(), uint32_t(n), {{dp.get(), &got}}, {}, nullptr, c_bits); });
+  double c = 0;
+  std::string agree = "-";
+  if (check) {
+    t0 = Clock::now();
+    auto plan = plan_scalars(sc.data(), n, pool);
+    G1 expect = msm<G1Params>(pts.data(), 64, plan, 0, n, pool);
+    c = ms_since(t0);
+    agree = got.equals(expect) ? "equal" : "DIFFERENT";
+  }
+  row("G1 MSM 2^" + std::to_string(log_n) + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);
+  return agree == "DIFFERENT";
+}
+
+int prove_bench(const std::string& key_path, const std::string& wtns_path, bool g2_on_cpu, int reps) {
+  gpu::CudaOptions o;
+  o.g2_on_cpu = g2_on_cpu;
+  auto cuda = gpu::make_cuda_backend(o);
+  gpu::CpuBackend cpu(0, 1);
+  const Zkey& key = cuda->load(key_path);
+  const Zkey& key_cpu = cpu.load(key_path);
+  Wtns w = Wtns::open(wtns_path);
+  check_witness_matches(key, w);
+  ThreadPool pool(0);
+  const size_t bytes = PartitionBuffers::bytes_for(key);
+  // The synthesized partition stays in `clean`; each proof works on a copy in
+  // registered memory, as the worker's arena slot is.
+  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) throw std::bad_alloc();
+  std::vector<uint8_t> clean(bytes);
+  synthesize(key, w, PartitionBuffers::view(clean.data(), key), pool);
+  cuda->pin_host_memory(mem, bytes);
+  const PartitionBuffers in = PartitionBuffers::view(mem, key);
+  std::mt19937_64 rng(1);
+  const U256 r = rand_scalar(rng), s = rand_scalar(rng);
+  Proof pg{};
+  std::vector<double> tg;
+  for (int i = 0; i < reps + 1; ++i) {
+    std::memcpy(mem, clean.data(), bytes);
+    auto t0 = Clock::now();
+    pg = cuda->prove(key, in, r, s, nullptr);
+    if (i) tg.push_back(ms_since(t0));  // the first run warms up
+  }
+  std::memcpy(mem, clean.data(), bytes);
+  auto t0 = Clock::now();
+  Proof pc = cpu.prove(key_cpu, in, r, s, nullptr);
+  const double c = ms_since(t0);
+  const bool same = std::memcmp(&pg, &pc, sizeof pg) == 0;
+  row("prove step, domain 2^" + std::to_string(key.log_domain) + (g2_on_cpu ? ", G2 on CPU" : ", G2 on GPU"),
+      median(tg), c, same ? "identical proofs" : "PROOFS DIFFER");
+  return same ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zkfarm-bench-gpu: GPU kernels and prove step against the CPU (a table row each)"};
+  app.require_subcommand(1);
+  auto* h = app.add_subcommand("h2d", "host-to-device copy rate, registered arena vs pageable");
+  uint32_t log_n = 20;
+  unsigned c_bits = 0;
+  bool check = false;
+  auto* n = app.add_subcommand("ntt", "odd-coset transform");
+  n->add_option("LOG", log_n)->required()->check(CLI::Range(1, 28));
+  auto* m = app.add_subcommand("msm", "G1 MSM, points resident");
+  m->add_option("LOG", log_n)->required()->check(CLI::Range(1, 26));
+  m->add_flag("--check", check, "also run the CPU MSM and compare");
+  m->add_option("--window", c_bits, "window bits (0: automatic)");
+  std::string key, wtns, g2 = "gpu";
+  int reps = 5;
+  auto* p = app.add_subcommand("prove", "one partition's prove step, CUDA and CPU backends");
+  p->add_option("KEY", key)->required();
+  p->add_option("WTNS", wtns)->required();
+  p->add_option("--g2", g2)->check(CLI::IsMember({"gpu", "cpu"}));
+  p->add_option("--reps", reps);
+  CLI11_PARSE(app, argc, argv);
+  std::string why;
+  if (!gpu::cuda_available(&why)) {
+    std::fprintf(stderr, "zkfarm-bench-gpu: %s\n", why.c_str());
+    return 3;
+  }
+  try {
+    if (*h) return h2d();
+    if (*n) return ntt(log_n);
+    if (*m) return msm_bench(log_n, check, c_bits);
+    return prove_bench(key, wtns, g2 == "cpu", reps);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zkfarm-bench-gpu: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,252 @@
+// The CUDA backend: a partition's prove step on the GPU.
+//  - Keys: each loaded key's points (A, B1, B2, C, H) and its domain tables are
+//    uploaded once and stay resident, most recently used first, within
+//    key_memory_share of the device's memory.
+//  - Per partition only the witness and a, b, c cross the bus, on a copy
+//    stream: the witness first, so the witness MSMs (A, B1, C, B2) start on the
+//    compute stream while a, b, c are still on their way; then the three NTTs
+//    to the odd coset, H, and the H MSM.
+//  - Copies come from memory registered with cudaHostRegister (the arena, via
+//    pin_host_memory) at the bus's rate.
+//  - Every CUDA call is checked (ZK_CUDA); a failure throws CudaError.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <future>
+#include <list>
+
+#include "gpu_worker/cuda/cuda_check.hpp"
+#include "gpu_worker/cuda/device_msm.cuh"
+#include "gpu_worker/cuda/device_ntt.cuh"
+#include "gpu_worker/cuda_backend.hpp"
+#include "groth16/errors.hpp"
+#include "groth16/key_cache.hpp"
+#include "groth16/msm.hpp"
+
+namespace zkfarm::gpu {
+
+namespace {
+
+using cuda::DeviceBuffer;
+
+// A key's points on the device, in the zkey's layout (affine, Montgomery).
+struct ResidentKey {
+  DeviceBuffer a, b1, b2, c, h;
+  std::unique_ptr<cuda::DeviceDomain> domain;
+
+  size_t bytes() const { return a.bytes() + b1.bytes() + b2.bytes() + c.bytes() + h.bytes() + domain->device_bytes(); }
+
+  /// Device bytes a key takes resident (before it is uploaded).
+  static size_t estimate(const Zkey& key) {
+    return size_t(key.n_vars) * (3 * kG1Bytes + kG2Bytes) + size_t(key.domain_size) * (kG1Bytes + 32);
+  }
+};
+
+void upload(DeviceBuffer& dst, const uint8_t* src, size_t bytes) {
+  dst.reserve(bytes ? bytes : 1);
+  if (bytes) ZK_CUDA(cudaMemcpy(dst.get(), src, bytes, cudaMemcpyHostToDevice));
+}
+
+std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
+  auto r = std::make_unique<ResidentKey>();
+  upload(r->a, key.a.data(), key.a.size());
+  upload(r->b1, key.b1.data(), key.b1.size());
+  upload(r->b2, key.b2.data(), key.b2.size());
+  // C covers signals nPublic+1.. only: indices below are points at infinity
+  // (all-zero bytes), so the witness' one sort serves C as it does A and B.
+  const size_t c_first = size_t(key.n_public) + 1;
+  r->c.reserve(size_t(key.n_vars) * kG1Bytes);
+  ZK_CUDA(cudaMemset(r->c.get(), 0, c_first * kG1Bytes));
+  if (!key.c.empty())
+    ZK_CUDA(cudaMemcpy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size(), cudaMemcpyHostToDevice));
+  upload(r->h, key.h.data(), key.h.size());
+  r->domain = std::make_unique<cuda::DeviceDomain>(key.log_domain, pool);
+  return r;
+}
+
+class Stream {
+ public:
+  Stream() { ZK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  operator cudaStream_t() const { return s_; }
+
+ private:
+  cudaStream_t s_{};
+};
+
+class Event {
+ public:
+  Event() { ZK_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  ~Event() { cudaEventDestroy(e_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  operator cudaEvent_t() const { return e_; }
+
+ private:
+  cudaEvent_t e_{};
+};
+
+class CudaBackend final : public ProveBackend {
+ public:
+  explicit CudaBackend(const CudaOptions& o) : opt_(o), pool_(o.threads) {
+    int n = 0;
+    ZK_CUDA(cudaGetDeviceCount(&n));
+    if (n < 1) throw DeviceError("no CUDA device");
+    ZK_CUDA(cudaSetDevice(0));
+    size_t free_bytes = 0, total = 0;
+    ZK_CUDA(cudaMemGetInfo(&free_bytes, &total));
+    key_budget_ = size_t(double(total) * opt_.key_memory_share);
+    copy_ = std::make_unique<Stream>();
+    compute_ = std::make_unique<Stream>();
+    witness_ready_ = std::make_unique<Event>();
+    abc_ready_ = std::make_unique<Event>();
+    msm_ = std::make_unique<cuda::MsmRunner>();
+  }
+
+  ~CudaBackend() override {
+    for (void* p : pinned_) cudaHostUnregister(p);
+  }
+
+  std::string name() const override { return "cuda"; }
+
+  void pin_host_memory(void* base, size_t bytes) override {
+    ZK_CUDA(cudaHostRegister(base, bytes, cudaHostRegisterDefault));
+    pinned_.push_back(base);
+  }
+
+  const Zkey& load(const std::string& path) override { return *entry(path).key; }
+
+  Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+              const std::atomic<bool>* cancel) override {
+    std::unique_ptr<ResidentKey> once;  // a key that did not come from load()
+    const ResidentKey* dk = nullptr;
+    for (auto& e : keys_)
+      if (e.key.get() == &key) dk = e.dev.get();
+    if (!dk) {
+      check_key_points(key);
+      once = make_resident(key, pool_);
+      dk = once.get();
+    }
+    auto check_cancel = [&] {
+      if (cancel && cancel->load()) throw Cancelled();
+    };
+    const size_t n = in.domain_size, nv = in.n_vars;
+    abc_.reserve(3 * n * 32);
+    witness_.reserve(nv * 32);
+    uint8_t* d_abc = abc_.get<uint8_t>();
+
+    // The witness first: its MSMs can start while a, b, c are on their way.
+    ZK_CUDA(cudaMemcpyAsync(witness_.get(), in.witness, nv * 32, cudaMemcpyHostToDevice, *copy_));
+    ZK_CUDA(cudaEventRecord(*witness_ready_, *copy_));
+    ZK_CUDA(cudaMemcpyAsync(d_abc, in.a, n * 32, cudaMemcpyHostToDevice, *copy_));
+    ZK_CUDA(cudaMemcpyAsync(d_abc + n * 32, in.b, n * 32, cudaMemcpyHostToDevice, *copy_));
+    ZK_CUDA(cudaMemcpyAsync(d_abc + 2 * n * 32, in.c, n * 32, cudaMemcpyHostToDevice, *copy_));
+    ZK_CUDA(cudaEventRecord(*abc_ready_, *copy_));
+
+    MsmSums m;
+    std::future<G2> b2_cpu;
+    if (opt_.g2_on_cpu) {
+      b2_cpu = std::async(std::launch::async, [&] {
+        ScalarPlan plan = plan_scalars(in.witness, nv, pool_);
+        return msm<G2Params>(key.b2.data(), kG2Bytes, plan, 0, nv, pool_);
+      });
+    }
+    try {
+      ZK_CUDA(cudaStreamWaitEvent(*compute_, *witness_ready_, 0));
+      std::vector<cuda::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
+      std::vector<cuda::G2Job> g2;
+      if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
+      msm_->run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
+      check_cancel();
+
+      ZK_CUDA(cudaStreamWaitEvent(*compute_, *abc_ready_, 0));
+      for (int i = 0; i < 3; ++i) dk->domain->to_odd_coset(d_abc + i * n * 32, *compute_);
+      cuda::h_scalars(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *compute_);
+      msm_->run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
+    } catch (...) {
+      if (b2_cpu.valid()) b2_cpu.wait();  // it reads the caller's witness: finish before unwinding
+      throw;
+    }
+    if (opt_.g2_on_cpu) m.b2 = b2_cpu.get();
+    check_cancel();
+    return assemble_proof(key, m, r, s);
+  }
+
+ private:
+  struct Entry {
+    std::string path;
+    FileId id;
+    std::unique_ptr<Zkey> key;
+    std::unique_ptr<ResidentKey> dev;  // destroyed before key
+  };
+
+  Entry& entry(const std::string& path) {
+    const FileId id = FileId::of(path);
+    for (auto it = keys_.begin(); it != keys_.end(); ++it) {
+      if (it->path == path && it->id == id) {
+        keys_.splice(keys_.begin(), keys_, it);
+        return keys_.front();
+      }
+    }
+    std::erase_if(keys_, [&](const Entry& e) { return e.path == path; });  // replaced on disk
+    auto key = std::make_unique<Zkey>(Zkey::open(path));
+    check_key_points(*key);
+    // Least recently used keys leave until this one fits in the budget.
+    const size_t need = ResidentKey::estimate(*key);
+    while (!keys_.empty() && resident_bytes() + need > key_budget_) keys_.pop_back();
+    Entry e{path, id, std::move(key), nullptr};
+    e.dev = make_resident(*e.key, pool_);
+    keys_.push_front(std::move(e));
+    return keys_.front();
+  }
+
+  size_t resident_bytes() const {
+    size_t b = 0;
+    for (auto& e : keys_) b += e.dev->bytes();
+    return b;
+  }
+
+  CudaOptions opt_;
+  ThreadPool pool_;
+  size_t key_budget_ = 0;
+  std::list<Entry> keys_;
+  std::vector<void*> pinned_;
+  std::unique_ptr<Stream> copy_, compute_;
+  std::unique_ptr<Event> witness_ready_, abc_ready_;
+  std::unique_ptr<cuda::MsmRunner> msm_;
+  DeviceBuffer abc_, witness_;
+};
+
+}  // namespace
+
+bool cuda_available(std::string* why) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why) *why = std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+    cudaGetLastError();
+    return false;
+  }
+  if (n < 1) {
+    if (why) *why = "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+std::string cuda_device_summary() {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s, %.1f GiB, %d SMs, compute capability %d.%d", p.name,
+                double(p.totalGlobalMem) / double(1ull << 30), p.multiProcessorCount, p.major, p.minor);
+  return buf;
+}
+
+std::unique_ptr<ProveBackend> make_cuda_backend(const CudaOptions& options) {
+  return std::make_unique<CudaBackend>(options);
+}
+
+}  // namespace zkfarm::gpu

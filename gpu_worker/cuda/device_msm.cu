@@ -1,0 +1,177 @@
+// The kernels and launch sequence of the GPU MSM; each kernel body is a
+// function of msm_steps.cuh, tested on the CPU by tests/cuda_logic_test.cpp.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gpu_worker/cuda/device_msm.cuh"
+#include "gpu_worker/cuda/msm_finish.hpp"
+
+namespace zkfarm::cuda {
+
+namespace {
+
+constexpr uint32_t kThreads = 128;       // per block: the point kernels use many registers
+constexpr uint32_t kChunkFirst = 32;     // sorted pairs per thread at level 1
+constexpr uint32_t kChunkNext = 16;      // partial sums per thread at later levels
+constexpr size_t kHostTermsBytes = 64 << 10;
+
+uint32_t blocks_for(uint64_t threads) { return uint32_t((threads + kThreads - 1) / kThreads); }
+
+__global__ void k_digits(const uint32_t* scalars, MsmShape sh, uint32_t* keys, uint32_t* vals, uint32_t* count) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t nz = i < sh.n ? msm_digits(i, scalars, sh, keys, vals) : 0;
+  nz = __reduce_add_sync(0xffffffffu, nz);  // every lane reaches here: no early return above
+  if ((threadIdx.x & 31) == 0 && nz) atomicAdd(count, nz);
+}
+
+template <class F>
+__global__ void __launch_bounds__(kThreads) k_accumulate_affine(const uint32_t* keys, const uint32_t* vals,
+                                                                 uint32_t count, uint32_t chunks,
+                                                                 const DAffine<F>* points, DXyzz<F>* buckets,
+                                                                 uint32_t* out_keys, DXyzz<F>* out_pts, bool last) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= chunks) return;
+  msm_accumulate_chunk<F>(t, keys, count, kChunkFirst, AffineSource<F>{points, vals}, buckets, out_keys, out_pts,
+                          last);
+}
+
+template <class F>
+__global__ void __launch_bounds__(kThreads) k_accumulate_xyzz(const uint32_t* keys, const DXyzz<F>* in, uint32_t count,
+                                                               uint32_t chunks, DXyzz<F>* buckets, uint32_t* out_keys,
+                                                               DXyzz<F>* out_pts, bool last) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= chunks) return;
+  msm_accumulate_chunk<F>(t, keys, count, kChunkNext, XyzzSource<F>{in}, buckets, out_keys, out_pts, last);
+}
+
+template <class F>
+__global__ void __launch_bounds__(kThreads) k_reduce_segments(const DXyzz<F>* buckets, MsmShape sh, uint32_t total,
+                                                               DXyzz<F>* acc, DXyzz<F>* run) {
+  const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < total) msm_reduce_segment<F>(t, buckets, sh, acc, run);
+}
+
+// One block per (window, j): T_j as a tree sum in shared memory.
+template <class F>
+__global__ void __launch_bounds__(kThreads) k_bit_sums(const DXyzz<F>* acc, const DXyzz<F>* run, uint32_t S,
+                                                        uint32_t log_s, DXyzz<F>* terms) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto* sm = reinterpret_cast<DXyzz<F>*>(smem);
+  const uint32_t w = blockIdx.x / (log_s + 1), j = blockIdx.x % (log_s + 1);
+  DXyzz<F> sum = DXyzz<F>::infinity();
+  const DXyzz<F>* src = (j == log_s ? acc : run) + size_t(w) * S;
+  for (uint32_t s = threadIdx.x; s < S; s += blockDim.x)
+    if (msm_bit_term(j, log_s, s)) sum.add(src[s]);
+  sm[threadIdx.x] = sum;
+  __syncthreads();
+  for (uint32_t half = blockDim.x / 2; half > 0; half >>= 1) {
+    if (threadIdx.x < half) {
+      DXyzz<F> a = sm[threadIdx.x];
+      a.add(sm[threadIdx.x + half]);
+      sm[threadIdx.x] = a;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) terms[blockIdx.x] = sm[0];
+}
+
+}  // namespace
+
+MsmRunner::MsmRunner() {
+  void* p = nullptr;
+  ZK_CUDA(cudaMallocHost(&p, sizeof(uint32_t)));
+  host_count_ = static_cast<uint32_t*>(p);
+  ZK_CUDA(cudaMallocHost(&host_terms_, kHostTermsBytes));
+  count_.reserve(sizeof(uint32_t));
+}
+
+MsmRunner::~MsmRunner() {
+  cudaFreeHost(host_count_);
+  cudaFreeHost(host_terms_);
+}
+
+uint32_t MsmRunner::sort_digits(const uint32_t* d_scalars, const MsmShape& sh, cudaStream_t st) {
+  const size_t total = size_t(sh.windows) * sh.n;
+  for (int i = 0; i < 2; ++i) {
+    keys_[i].reserve(total * 4);
+    vals_[i].reserve(total * 4);
+  }
+  ZK_CUDA(cudaMemsetAsync(count_.get(), 0, sizeof(uint32_t), st));
+  k_digits<<<blocks_for(sh.n), kThreads, 0, st>>>(d_scalars, sh, keys_[0].get<uint32_t>(), vals_[0].get<uint32_t>(),
+                                                   count_.get<uint32_t>());
+  ZK_CUDA_LAUNCHED();
+  cub::DoubleBuffer<uint32_t> keys(keys_[0].get<uint32_t>(), keys_[1].get<uint32_t>());
+  cub::DoubleBuffer<uint32_t> vals(vals_[0].get<uint32_t>(), vals_[1].get<uint32_t>());
+  size_t temp = 0;
+  ZK_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp, keys, vals, int(total), 0, int(sh.key_bits()), st));
+  sort_temp_.reserve(temp);
+  ZK_CUDA(cub::DeviceRadixSort::SortPairs(sort_temp_.get(), temp, keys, vals, int(total), 0, int(sh.key_bits()), st));
+  sorted_keys_ = keys.Current();
+  sorted_vals_ = vals.Current();
+  ZK_CUDA(cudaMemcpyAsync(host_count_, count_.get(), sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  ZK_CUDA(cudaStreamSynchronize(st));
+  return *host_count_;
+}
+
+template <class C, class F>
+Xyzz<C> MsmRunner::sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t st) {
+  using P = DXyzz<F>;
+  buckets_.reserve(size_t(sh.sentinel()) * sizeof(P));
+  ZK_CUDA(cudaMemsetAsync(buckets_.get(), 0, size_t(sh.sentinel()) * sizeof(P), st));  // all zero: ZZ = 0, infinity
+  if (count > 0) {
+    uint32_t chunks = (count + kChunkFirst - 1) / kChunkFirst;
+    const uint32_t next = (2 * chunks + kChunkNext - 1) / kChunkNext;
+    part_keys_[0].reserve(size_t(2) * chunks * 4);
+    part_pts_[0].reserve(size_t(2) * chunks * sizeof(P));
+    part_keys_[1].reserve(size_t(2) * next * 4);
+    part_pts_[1].reserve(size_t(2) * next * sizeof(P));
+    k_accumulate_affine<F><<<blocks_for(chunks), kThreads, 0, st>>>(
+        sorted_keys_, sorted_vals_, count, chunks, points, buckets_.get<P>(), part_keys_[0].get<uint32_t>(),
+        part_pts_[0].get<P>(), chunks == 1);
+    ZK_CUDA_LAUNCHED();
+    int cur = 0;
+    while (chunks > 1) {  // each level leaves 2/kChunkNext of the entries
+      const uint32_t in_count = 2 * chunks;
+      chunks = (in_count + kChunkNext - 1) / kChunkNext;
+      k_accumulate_xyzz<F><<<blocks_for(chunks), kThreads, 0, st>>>(
+          part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<P>(), in_count, chunks, buckets_.get<P>(),
+          part_keys_[1 - cur].get<uint32_t>(), part_pts_[1 - cur].get<P>(), chunks == 1);
+      ZK_CUDA_LAUNCHED();
+      cur = 1 - cur;
+    }
+  }
+  const uint32_t S = sh.segments(), log_s = log2_exact(S), total = sh.windows * S;
+  acc_.reserve(size_t(total) * sizeof(P));
+  run_.reserve(size_t(total) * sizeof(P));
+  k_reduce_segments<F><<<blocks_for(total), kThreads, 0, st>>>(buckets_.get<P>(), sh, total, acc_.get<P>(), run_.get<P>());
+  ZK_CUDA_LAUNCHED();
+  const uint32_t n_terms = sh.windows * (log_s + 1);
+  if (size_t(n_terms) * sizeof(P) > kHostTermsBytes) throw std::logic_error("MSM terms exceed the staging buffer");
+  terms_.reserve(size_t(n_terms) * sizeof(P));
+  k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(P), st>>>(acc_.get<P>(), run_.get<P>(), S, log_s, terms_.get<P>());
+  ZK_CUDA_LAUNCHED();
+  ZK_CUDA(cudaMemcpyAsync(host_terms_, terms_.get(), size_t(n_terms) * sizeof(P), cudaMemcpyDeviceToHost, st));
+  ZK_CUDA(cudaStreamSynchronize(st));
+  return msm_finish<C>(sh, static_cast<const P*>(host_terms_));
+}
+
+void MsmRunner::run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
+                    cudaStream_t st, uint32_t c_override) {
+  for (auto& j : g1) *j.out = G1::infinity();
+  for (auto& j : g2) *j.out = G2::infinity();
+  const uint32_t windows_max = msm_shape(n, c_override).windows;
+  const uint32_t slice = std::max<uint32_t>(1, std::min<uint32_t>(n, (1u << 30) / windows_max));
+  for (uint32_t first = 0; first < n; first += slice) {
+    const uint32_t len = std::min(slice, n - first);
+    const MsmShape sh = msm_shape(len, c_override);
+    const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
+    for (auto& j : g1)
+      j.out->add(sum_points<G1Params>(sh, count, static_cast<const G1A*>(j.points) + first, st));
+    for (auto& j : g2)
+      j.out->add(sum_points<G2Params>(sh, count, static_cast<const G2A*>(j.points) + first, st));
+  }
+}
+
+}  // namespace zkfarm::cuda

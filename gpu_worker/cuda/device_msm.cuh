@@ -1,0 +1,55 @@
+#pragma once
+// Pippenger MSMs on the GPU (steps in msm_steps.cuh): the digits of one set of
+// scalars are sorted once and then accumulated against several point sets
+// (the witness drives A, B1, C and B2). Included by .cu files only.
+#include <cstdint>
+#include <vector>
+
+#include "groth16/bn254.hpp"
+#include "gpu_worker/cuda/device_buffer.hpp"
+#include "gpu_worker/cuda/msm_steps.cuh"
+
+namespace zkfarm::cuda {
+
+/// One point set: `points` on the device, n affine points as a zkey stores
+/// them (64 bytes for G1, 128 for G2; (0, 0) is infinity); the sum goes to *out.
+struct G1Job {
+  const void* points;
+  G1* out;
+};
+struct G2Job {
+  const void* points;
+  G2* out;
+};
+
+class MsmRunner {
+ public:
+  /// Pinned host staging for the results (a few KiB). Throws CudaError.
+  MsmRunner();
+  ~MsmRunner();
+  MsmRunner(const MsmRunner&) = delete;
+  MsmRunner& operator=(const MsmRunner&) = delete;
+
+  /// Σ_i k_i·P_i for every job, k_i the n canonical scalars (< 2^254, 8 words
+  /// each) at d_scalars on the device. Runs on `stream` and waits for it (the
+  /// chunk counts depend on how many digits are non-zero). Scalars are taken
+  /// in slices of at most 2^30/W points (the sort's index range). c_override
+  /// forces the window bits (tests). Throws CudaError; device memory grows to
+  /// about n·W·16 bytes for the sort plus the buckets and partial sums.
+  void run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
+           cudaStream_t stream, uint32_t c_override = 0);
+
+ private:
+  uint32_t sort_digits(const uint32_t* d_scalars, const MsmShape& sh, cudaStream_t stream);
+  template <class C, class F>
+  Xyzz<C> sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t stream);
+
+  DeviceBuffer keys_[2], vals_[2], sort_temp_, count_;
+  DeviceBuffer buckets_, part_keys_[2], part_pts_[2], acc_, run_, terms_;
+  const uint32_t* sorted_keys_ = nullptr;
+  const uint32_t* sorted_vals_ = nullptr;
+  uint32_t* host_count_ = nullptr;     // pinned
+  void* host_terms_ = nullptr;         // pinned, kHostTermsBytes
+};
+
+}  // namespace zkfarm::cuda

@@ -1,0 +1,116 @@
+// Kernels of the GPU's odd-coset NTT; bodies in ntt_steps.cuh, tested on the
+// CPU by tests/cuda_logic_test.cpp.
+#include <algorithm>
+
+#include "gpu_worker/cuda/device_ntt.cuh"
+#include "gpu_worker/cuda/ntt_steps.cuh"
+#include "gpu_worker/cuda/ntt_tables.hpp"
+
+namespace zkfarm::cuda {
+
+namespace {
+
+constexpr uint32_t kLogBlock = 10;  // 1024 elements (32 KiB of shared memory) per inner block
+constexpr uint32_t kThreads = 256;
+
+// One radix-2 stage over the whole array (half-width 2^log_m ≥ the inner block).
+__global__ void k_stage(DFr* v, uint32_t log_n, uint32_t log_m, const DFr* tw, bool dit) {
+  const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= (1u << (log_n - 1))) return;
+  uint32_t i, t;
+  ntt_pair(k, log_m, log_n, i, t);
+  const uint32_t j = i + (1u << log_m);
+  DFr u = v[i], w = v[j];
+  if (dit) {
+    butterfly_dit(u, w, tw[t]);
+  } else {
+    butterfly_dif(u, w, tw[t]);
+  }
+  v[i] = u;
+  v[j] = w;
+}
+
+// The stages inside one block of 2^log_b elements: the inverse transform's
+// last (DIF, half-widths 2^(log_b−1) … 1), the coset shift, the forward
+// transform's first (DIT, 1 … 2^(log_b−1)). Shared positions are the global
+// ones minus the block's base, so the twiddle indices are the global stage's.
+__global__ void k_inner(DFr* v, uint32_t log_n, uint32_t log_b, const DFr* tw, const DFr* tw_inv, const DFr* lo,
+                        const DFr* hi, uint32_t h) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  DFr* s = reinterpret_cast<DFr*>(smem);
+  const uint32_t b = 1u << log_b, base = blockIdx.x << log_b;
+  for (uint32_t x = threadIdx.x; x < b; x += blockDim.x) s[x] = v[base + x];
+  __syncthreads();
+  for (int lm = int(log_b) - 1; lm >= 0; --lm) {
+    for (uint32_t k = threadIdx.x; k < b / 2; k += blockDim.x) {
+      uint32_t i, t;
+      ntt_pair(k, lm, log_n, i, t);
+      butterfly_dif(s[i], s[i + (1u << lm)], tw_inv[t]);
+    }
+    __syncthreads();
+  }
+  for (uint32_t x = threadIdx.x; x < b; x += blockDim.x) s[x] = s[x] * coset_factor(base + x, log_n, h, lo, hi);
+  __syncthreads();
+  for (uint32_t lm = 0; lm < log_b; ++lm) {
+    for (uint32_t k = threadIdx.x; k < b / 2; k += blockDim.x) {
+      uint32_t i, t;
+      ntt_pair(k, lm, log_n, i, t);
+      butterfly_dit(s[i], s[i + (1u << lm)], tw[t]);
+    }
+    __syncthreads();
+  }
+  for (uint32_t x = threadIdx.x; x < b; x += blockDim.x) v[base + x] = s[x];
+}
+
+__global__ void k_h(const DFr* a, const DFr* b, const DFr* c, DFr* out, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = h_scalar(a[i], b[i], c[i]);
+}
+
+void upload(DeviceBuffer& dst, const std::vector<Fr>& src) {
+  dst.reserve(src.size() * sizeof(Fr));
+  ZK_CUDA(cudaMemcpy(dst.get(), src.data(), src.size() * sizeof(Fr), cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+DeviceDomain::DeviceDomain(uint32_t log_n, ThreadPool& pool) : log_n_(log_n), h_(0) {
+  if (log_n == 0) return;  // one point: the transform is the identity
+  NttTables t = make_ntt_tables(log_n, pool);
+  h_ = t.h;
+  upload(tw_, t.tw);
+  upload(tw_inv_, t.tw_inv);
+  upload(lo_, t.coset_lo);
+  upload(hi_, t.coset_hi);
+}
+
+void DeviceDomain::to_odd_coset(void* data, cudaStream_t st) const {
+  if (log_n_ == 0) return;
+  DFr* v = static_cast<DFr*>(data);
+  const DFr* tw = tw_.get<DFr>();
+  const DFr* twi = tw_inv_.get<DFr>();
+  const uint32_t log_b = std::min(log_n_, kLogBlock);
+  const uint32_t half = 1u << (log_n_ - 1);
+  const uint32_t stage_blocks = (half + kThreads - 1) / kThreads;
+  for (int lm = int(log_n_) - 1; lm >= int(log_b); --lm) {
+    k_stage<<<stage_blocks, kThreads, 0, st>>>(v, log_n_, uint32_t(lm), twi, false);
+    ZK_CUDA_LAUNCHED();
+  }
+  const uint32_t inner_threads = std::max(1u, (1u << log_b) / 2);
+  k_inner<<<1u << (log_n_ - log_b), inner_threads, (size_t(1) << log_b) * sizeof(DFr), st>>>(
+      v, log_n_, log_b, tw, twi, lo_.get<DFr>(), hi_.get<DFr>(), h_);
+  ZK_CUDA_LAUNCHED();
+  for (uint32_t lm = log_b; lm < log_n_; ++lm) {
+    k_stage<<<stage_blocks, kThreads, 0, st>>>(v, log_n_, lm, tw, true);
+    ZK_CUDA_LAUNCHED();
+  }
+}
+
+void h_scalars(const void* a, const void* b, const void* c, void* out, size_t n, cudaStream_t st) {
+  if (n == 0) return;
+  k_h<<<uint32_t((n + kThreads - 1) / kThreads), kThreads, 0, st>>>(
+      static_cast<const DFr*>(a), static_cast<const DFr*>(b), static_cast<const DFr*>(c), static_cast<DFr*>(out), n);
+  ZK_CUDA_LAUNCHED();
+}
+
+}  // namespace zkfarm::cuda

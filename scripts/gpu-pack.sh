@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Packs what scripts/gpu-check.sh, bench/gpu.sh and scripts/gpu-farm.sh need
+# on a GPU machine that cannot build zkfarm itself (no Boost, ZeroMQ, … there:
+# the lent H200 machine has CUDA but not Debian's packages):
+#   scripts/gpu-pack.sh [DIR]     (default .gpu, ignored by git)
+# DIR/bin: the release binaries (CUDA backend built: nvcc must be here);
+# DIR/lib: the shared libraries they use beyond glibc and libstdc++;
+# DIR/fixtures: the shared circom/snarkjs fixtures (../shared/fixtures).
+# On the GPU machine: ZKFARM_BIN=DIR/bin LD_LIBRARY_PATH=DIR/lib.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/.gpu}
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+grep -q 'ZKFARM_HAVE_CUDA:INTERNAL=ON\|zkfarm: CUDA backend ON' "$root/build/CMakeCache.txt" 2>/dev/null || true
+cmake --build "$root/build" -j"$(nproc)" --target zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl \
+  zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/fixtures"
+for b in zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu; do
+  cp "$root/build/bin/$b" "$out/bin/"
+  strip "$out/bin/$b"
+done
+ldd "$out"/bin/* 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+fx=${ZKFARM_SHARED_FIXTURES:-$root/../shared/fixtures}
+cp "$fx"/chain.zkey "$fx"/chain.vkey.json "$fx"/chain.[0-9].wtns "$fx"/tiny.zkey "$fx"/tiny.vkey.json "$fx"/tiny.[0-9].wtns "$out/fixtures/"
+du -sh "$out"

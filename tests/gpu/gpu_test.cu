@@ -1,0 +1,193 @@
+// The CUDA backend on a real GPU (scripts/gpu-check.sh runs this on the H200
+// machine; without a device every test skips). Each check is against the CPU
+// prover: field products bit for bit (PTX and portable multiplication), the
+// odd-coset NTT, MSMs of G1 and G2 up to 2^20 points with zero, one, extreme
+// and random scalars, and whole proofs byte-identical to the CPU backend's.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "gpu_worker/cpu_backend.hpp"
+#include "gpu_worker/cuda/device_msm.cuh"
+#include "gpu_worker/cuda/device_ntt.cuh"
+#include "gpu_worker/cuda_backend.hpp"
+#include "groth16/msm.hpp"
+#include "groth16/ntt.hpp"
+#include "points.hpp"
+#include "test_util.hpp"
+
+namespace zkfarm {
+namespace {
+
+using namespace zkfarm::cuda;
+
+U256 rand_scalar(std::mt19937_64& rng) {
+  for (;;) {
+    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
+    if (is_canonical<FrParams>(x)) return x;
+  }
+}
+
+#define NEED_GPU()                                                  \
+  do {                                                              \
+    std::string why;                                                \
+    if (!gpu::cuda_available(&why)) GTEST_SKIP() << why;            \
+  } while (0)
+
+template <class T>
+DeviceBuffer to_device(const T* p, size_t count) {
+  DeviceBuffer d(count * sizeof(T) + 1);
+  ZK_CUDA(cudaMemcpy(d.get(), p, count * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <class T>
+std::vector<T> to_host(const DeviceBuffer& d, size_t count) {
+  std::vector<T> v(count);
+  ZK_CUDA(cudaMemcpy(v.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+template <class F>
+__global__ void k_mul(const F* a, const F* b, F* ptx, F* portable, size_t n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  ptx[i] = a[i] * b[i];
+  portable[i] = F::mul_portable(a[i], b[i]);
+}
+
+__global__ void k_mul2(const DFq2* a, const DFq2* b, DFq2* out, size_t n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] * b[i];
+}
+
+template <class HostF, class DevF>
+void check_products() {
+  std::mt19937_64 rng(11);
+  const size_t n = 1 << 16;
+  std::vector<HostF> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = HostF::from_u256(rand_scalar(rng));
+    b[i] = HostF::from_u256(rand_scalar(rng));
+  }
+  a[0] = -HostF::one();
+  b[0] = -HostF::one();
+  a[1] = HostF::zero();
+  auto da = to_device(a.data(), n), db = to_device(b.data(), n);
+  DeviceBuffer p1(n * 32), p2(n * 32);
+  k_mul<DevF><<<(n + 255) / 256, 256>>>(da.template get<DevF>(), db.template get<DevF>(), p1.template get<DevF>(), p2.template get<DevF>(), n);
+  ZK_CUDA_LAUNCHED();
+  auto r1 = to_host<HostF>(p1, n), r2 = to_host<HostF>(p2, n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(r1[i] == a[i] * b[i]) << "PTX product " << i;
+    ASSERT_TRUE(r2[i] == a[i] * b[i]) << "portable product " << i;
+  }
+}
+
+TEST(Gpu, FieldProductsMatchTheCpu) {
+  NEED_GPU();
+  check_products<Fq, DFq>();
+  check_products<Fr, DFr>();
+  std::mt19937_64 rng(12);
+  const size_t n = 4096;
+  std::vector<Fq2> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = {Fq::from_u256(rand_scalar(rng)), Fq::from_u256(rand_scalar(rng))};
+    b[i] = {Fq::from_u256(rand_scalar(rng)), Fq::from_u256(rand_scalar(rng))};
+  }
+  auto da = to_device(a.data(), n), db = to_device(b.data(), n);
+  DeviceBuffer out(n * 64);
+  k_mul2<<<(n + 255) / 256, 256>>>(da.get<DFq2>(), db.get<DFq2>(), out.get<DFq2>(), n);
+  ZK_CUDA_LAUNCHED();
+  auto r = to_host<Fq2>(out, n);
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(r[i] == a[i] * b[i]) << i;
+}
+
+TEST(Gpu, OddCosetNttMatchesTheCpu) {
+  NEED_GPU();
+  ThreadPool pool(0);
+  std::mt19937_64 rng(13);
+  for (uint32_t log_n : {1u, 2u, 9u, 10u, 11u, 16u, 20u}) {
+    const size_t n = size_t(1) << log_n;
+    std::vector<Fr> v(n);
+    for (auto& x : v) x = Fr::from_u256(rand_scalar(rng));
+    std::vector<Fr> expect = v;
+    Domain(log_n, pool).to_odd_coset(expect.data(), pool);
+    DeviceDomain dd(log_n, pool);
+    auto d = to_device(v.data(), n);
+    dd.to_odd_coset(d.get(), nullptr);
+    ZK_CUDA(cudaDeviceSynchronize());
+    auto got = to_host<Fr>(d, n);
+    for (size_t i = 0; i < n; ++i) ASSERT_TRUE(got[i] == expect[i]) << "log_n=" << log_n << " i=" << i;
+  }
+}
+
+template <class C>
+void check_msm(const std::vector<uint8_t>& points, const std::vector<U256>& scalars, uint32_t c, const char* what) {
+  ThreadPool pool(0);
+  const size_t n = scalars.size();
+  constexpr size_t stride = sizeof(Affine<C>);
+  auto plan = plan_scalars(scalars.data(), n, pool);
+  Xyzz<C> expect = msm<C>(points.data(), stride, plan, 0, n, pool);
+  auto dp = to_device(points.data(), points.size());
+  auto ds = to_device(scalars.data(), n);
+  MsmRunner runner;
+  Xyzz<C> got = Xyzz<C>::infinity();
+  if constexpr (std::is_same_v<C, G1Params>) {
+    runner.run(ds.get<uint32_t>(), uint32_t(n), {{dp.get(), &got}}, {}, nullptr, c);
+  } else {
+    runner.run(ds.get<uint32_t>(), uint32_t(n), {}, {{dp.get(), &got}}, nullptr, c);
+  }
+  EXPECT_TRUE(got.equals(expect)) << what << " n=" << n << " c=" << c;
+}
+
+TEST(Gpu, MsmMatchesTheCpu) {
+  NEED_GPU();
+  ThreadPool pool(0);
+  std::mt19937_64 rng(14);
+  for (size_t n : {size_t(1), size_t(7), size_t(1000), size_t(1) << 16, size_t(1) << 20}) {
+    auto cs = test::make_msm_case<G1Params>(std::min<size_t>(n, 2000), test::g1_generator(), rng);
+    // Edge cases (infinity, repeated, opposite points; 0, 1, r−1 scalars) in
+    // the first 2000, consecutive multiples of G after them.
+    std::vector<uint8_t> pts = cs.points;
+    std::vector<U256> sc = cs.scalars;
+    if (n > pts.size() / 64) {
+      auto more = test::consecutive_points<G1Params>(test::g1_generator(), 12345, n - sc.size(), pool);
+      pts.insert(pts.end(), more.begin(), more.end());
+      while (sc.size() < n) sc.push_back(rand_scalar(rng));
+    }
+    check_msm<G1Params>(pts, sc, 0, "G1 random");
+    if (n == 1000)
+      for (uint32_t c : {6u, 9u, 13u, 16u, 20u}) check_msm<G1Params>(pts, sc, c, "G1 window");
+    if (n == (size_t(1) << 16)) {
+      std::vector<U256> ones(n, U256{1, 0, 0, 0});
+      check_msm<G1Params>(pts, ones, 0, "G1 all ones");
+      std::vector<U256> bits(n);
+      for (size_t i = 0; i < n; ++i) bits[i] = U256{rng() & 1, 0, 0, 0};
+      check_msm<G1Params>(pts, bits, 0, "G1 binary");
+      std::vector<U256> zeros(n, U256{0, 0, 0, 0});
+      check_msm<G1Params>(pts, zeros, 0, "G1 all zero");
+    }
+  }
+}
+
+TEST(Gpu, G2MsmMatchesTheCpu) {
+  NEED_GPU();
+  ThreadPool pool(0);
+  std::mt19937_64 rng(15);
+  for (size_t n : {size_t(1), size_t(300), size_t(1) << 14}) {
+    auto cs = test::make_msm_case<G2Params>(std::min<size_t>(n, 300), test::g2_generator(), rng);
+    std::vector<uint8_t> pts = cs.points;
+    std::vector<U256> sc = cs.scalars;
+    if (n > sc.size()) {
+      auto more = test::consecutive_points<G2Params>(test::g2_generator(), 777, n - sc.size(), pool);
+      pts.insert(pts.end(), more.begin(), more.end());
+      while (sc.size() < n) sc.push_back(rand_scalar(rng));
+    }
+    check_msm<G2Params>(pts, sc, 0, "G2");
+  }
+}
+
+}  // namespace
+}  // namespace zkfarm

@@ -1,0 +1,47 @@
+#pragma once
+// Many distinct curve points fast, for GPU tests and benchmarks:
+// P_i = (start + i)·G by consecutive additions, then to affine with one
+// inversion per block (Montgomery's trick). Points in zkey layout.
+#include <algorithm>
+#include <vector>
+
+#include "groth16/bn254.hpp"
+#include "groth16/thread_pool.hpp"
+
+namespace zkfarm::test {
+
+/// n points (start + i)·gen, i < n, as n·sizeof(Affine<C>) bytes.
+template <class C>
+std::vector<uint8_t> consecutive_points(const Affine<C>& gen, uint64_t start, size_t n, ThreadPool& pool) {
+  using F = typename C::Field;
+  constexpr size_t stride = sizeof(Affine<C>);
+  std::vector<uint8_t> out(n * stride);
+  pool.parallel_for(n, [&](size_t b, size_t e) {
+    constexpr size_t kBlock = 1024;
+    std::vector<Xyzz<C>> pts;
+    std::vector<F> prefix;
+    Xyzz<C> p = Xyzz<C>::from_affine(gen).mul(U256{start + b, 0, 0, 0});
+    for (size_t lo = b; lo < e; lo += kBlock) {
+      const size_t m = std::min(kBlock, e - lo);
+      pts.resize(m);
+      prefix.resize(m);
+      F acc = F::one();
+      for (size_t i = 0; i < m; ++i) {
+        pts[i] = p;
+        acc *= p.ZZZ;  // ZZZ ≠ 0: no multiple of G below its order is infinity
+        prefix[i] = acc;
+        p.add_affine(gen);
+      }
+      F inv = acc.inv();
+      for (size_t i = m; i-- > 0;) {
+        F izzz = i ? inv * prefix[i - 1] : inv;  // 1/ZZZ_i
+        inv *= pts[i].ZZZ;
+        F izz = (izzz * pts[i].ZZ).sqr();
+        Affine<C>{pts[i].X * izz, pts[i].Y * izzz}.store(&out[(lo + i) * stride]);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace zkfarm::test
