@@ -147,33 +147,53 @@ struct DFp {
   }
 
 #if defined(__CUDA_ARCH__)
+  /// t[0..7] += lo(a·b) word by word, the carry into t[8], t[9]: one asm
+  /// statement, so nothing can be scheduled inside the carry chain.
+  __device__ __forceinline__ static void mad_lo_pass(uint32_t t[10], const uint32_t a[8], uint32_t b) {
+    asm volatile(
+        "mad.lo.cc.u32 %0, %10, %18, %0;\n\t"
+        "madc.lo.cc.u32 %1, %11, %18, %1;\n\t"
+        "madc.lo.cc.u32 %2, %12, %18, %2;\n\t"
+        "madc.lo.cc.u32 %3, %13, %18, %3;\n\t"
+        "madc.lo.cc.u32 %4, %14, %18, %4;\n\t"
+        "madc.lo.cc.u32 %5, %15, %18, %5;\n\t"
+        "madc.lo.cc.u32 %6, %16, %18, %6;\n\t"
+        "madc.lo.cc.u32 %7, %17, %18, %7;\n\t"
+        "addc.cc.u32 %8, %8, 0;\n\t"
+        "addc.u32 %9, %9, 0;"
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b));
+  }
+  /// t[1..8] += hi(a·b) word by word, the carry into t[9].
+  __device__ __forceinline__ static void mad_hi_pass(uint32_t t[10], const uint32_t a[8], uint32_t b) {
+    asm volatile(
+        "mad.hi.cc.u32 %0, %9, %17, %0;\n\t"
+        "madc.hi.cc.u32 %1, %10, %17, %1;\n\t"
+        "madc.hi.cc.u32 %2, %11, %17, %2;\n\t"
+        "madc.hi.cc.u32 %3, %12, %17, %3;\n\t"
+        "madc.hi.cc.u32 %4, %13, %17, %4;\n\t"
+        "madc.hi.cc.u32 %5, %14, %17, %5;\n\t"
+        "madc.hi.cc.u32 %6, %15, %17, %6;\n\t"
+        "madc.hi.cc.u32 %7, %16, %17, %7;\n\t"
+        "addc.u32 %8, %8, 0;"
+        : "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b));
+  }
+
   /// The same CIOS with PTX carry chains: per word of b, the low halves of
-  /// a·b_i, then the high halves, then the same for m·p, each one chain.
+  /// a·b_i, then the high halves, then the same for m·p.
   __device__ __forceinline__ static DFp mul_ptx(const DFp& a, const DFp& b) {
     uint32_t t[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    uint32_t p[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) p[j] = C::mod(j);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const uint32_t bi = b.l[i];
-      asm("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.l[0]), "r"(bi));
-#pragma unroll
-      for (int j = 1; j < 8; ++j) asm("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.l[j]), "r"(bi));
-      asm("addc.cc.u32 %0, %0, 0;" : "+r"(t[8]));
-      asm("addc.u32 %0, %0, 0;" : "+r"(t[9]));
-      asm("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.l[0]), "r"(bi));
-#pragma unroll
-      for (int j = 1; j < 8; ++j) asm("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.l[j]), "r"(bi));
-      asm("addc.u32 %0, %0, 0;" : "+r"(t[9]));
-
+      mad_lo_pass(t, a.l, b.l[i]);
+      mad_hi_pass(t, a.l, b.l[i]);
       const uint32_t m = t[0] * C::kInv;
-      asm("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(C::mod(0)), "r"(m));
-#pragma unroll
-      for (int j = 1; j < 8; ++j) asm("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(C::mod(j)), "r"(m));
-      asm("addc.cc.u32 %0, %0, 0;" : "+r"(t[8]));
-      asm("addc.u32 %0, %0, 0;" : "+r"(t[9]));
-      asm("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(C::mod(0)), "r"(m));
-#pragma unroll
-      for (int j = 1; j < 8; ++j) asm("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(C::mod(j)), "r"(m));
-      asm("addc.u32 %0, %0, 0;" : "+r"(t[9]));
+      mad_lo_pass(t, p, m);
+      mad_hi_pass(t, p, m);
       // t[0] is now 0: shift down one word.
 #pragma unroll
       for (int j = 0; j < 9; ++j) t[j] = t[j + 1];
