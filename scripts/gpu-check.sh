@@ -46,7 +46,7 @@ fi
 grep -E "^\[  (PASSED|SKIPPED) " "$out/gpu_tests.log"
 if grep -q "SKIPPED \]" "$out/gpu_tests.log"; then echo "FAIL: GPU tests skipped: no usable device" >&2; exit 1; fi
 
-work=$out/work; rm -rf "$work"; mkdir -p "$work/proofs"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; mkdir -p "$work/proofs"
 fixtures=${ZKFARM_FIXTURES:-$root/../shared/fixtures}
 echo "== test keys with domains 2^16 and 2^20 (zkfarm-testkey)"
 for log in 16 20; do

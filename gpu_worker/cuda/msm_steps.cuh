@@ -102,23 +102,28 @@ ZK_HD uint32_t msm_digits(uint32_t i, const uint32_t* scalars, const MsmShape& s
 
 /// Level-1 source: the affine point named by a sorted value, negated when its
 /// digit was negative.
+/// A source gives entry i (load) and adds it (add); the chunk loop loads one
+/// entry ahead, so the gather of the next point overlaps this addition.
 template <class F>
 struct AffineSource {
+  using Item = DAffine<F>;
   const DAffine<F>* points;
   const uint32_t* vals;
-  ZK_HD void add_to(DXyzz<F>& acc, uint32_t i) const {
+  ZK_HD Item load(uint32_t i) const {
     const uint32_t v = vals[i];
     DAffine<F> p = points[v & 0x7fffffffu];
-    if (v & 0x80000000u) p = p.neg();
-    acc.add_affine(p);
+    return (v & 0x80000000u) ? p.neg() : p;
   }
+  ZK_HD static void add(DXyzz<F>& acc, const Item& p) { acc.add_affine(p); }
 };
 
 /// Later levels: the partial sums the level before wrote.
 template <class F>
 struct XyzzSource {
+  using Item = DXyzz<F>;
   const DXyzz<F>* points;
-  ZK_HD void add_to(DXyzz<F>& acc, uint32_t i) const { acc.add(points[i]); }
+  ZK_HD Item load(uint32_t i) const { return points[i]; }
+  ZK_HD static void add(DXyzz<F>& acc, const Item& p) { acc.add(p); }
 };
 
 /// Step 3 for chunk t of `count` sorted entries (keys[0..count) all below the
@@ -133,9 +138,12 @@ ZK_HD void msm_accumulate_chunk(uint32_t t, const uint32_t* keys, uint32_t count
   const uint32_t hi = lo + L < count ? lo + L : count;
   uint32_t run_key = keys[lo];
   DXyzz<F> acc = DXyzz<F>::infinity();
-  src.add_to(acc, lo);
+  typename Source::Item next = src.load(lo);
   bool first = true;
   for (uint32_t i = lo + 1; i < hi; ++i) {
+    const typename Source::Item cur = next;
+    next = src.load(i);
+    Source::add(acc, cur);
     const uint32_t k = keys[i];
     if (k != run_key) {
       if (first && !last_level) {
@@ -148,8 +156,8 @@ ZK_HD void msm_accumulate_chunk(uint32_t t, const uint32_t* keys, uint32_t count
       run_key = k;
       acc = DXyzz<F>::infinity();
     }
-    src.add_to(acc, i);
   }
+  Source::add(acc, next);
   if (last_level) {
     buckets[run_key] = acc;
   } else if (first) {
