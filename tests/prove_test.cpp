@@ -260,5 +260,43 @@ TEST(ProveCommand, UsageErrorIsExit2) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+// --test-blinding fixes r and s, so a proof is a function of key and witness:
+// how scripts/gpu-check.sh compares the CUDA and CPU backends byte for byte.
+// --backend cuda where no device is usable is exit 3 with the reason; on a
+// machine with a GPU the CUDA proof must equal the CPU's.
+TEST(ProveCommand, FixedBlindingAndBackendChoice) {
+  TempDir dir;
+  const std::string key = test::shared_fixture("chain.zkey"), wtns = test::shared_fixture("chain.2.wtns");
+  auto prove = [&](const std::string& flags, const std::string& out) {
+    std::string cmd = std::string(ZKFARM_PROVE_BIN) + " " + flags + " '" + key + "' '" + wtns + "' '" + (dir / out) +
+                      "' '" + (dir / (out + ".public")) + "'";
+    return run_command(cmd, dir);
+  };
+  const std::string blinding = "--test-blinding 123456789,987654321";
+  ASSERT_EQ(prove("--backend cpu " + blinding, "a.json").exit_code, 0);
+  ASSERT_EQ(prove("--backend cpu --threads 1 " + blinding, "b.json").exit_code, 0);
+  ASSERT_EQ(prove("--backend cpu --test-blinding 123456789,987654322", "c.json").exit_code, 0);
+  EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "b.json"));
+  EXPECT_NE(read_file(dir / "a.json"), read_file(dir / "c.json"));
+  EXPECT_TRUE(snarkjs_verify({{test::shared_fixture("chain.vkey.json"), dir / "a.json.public", dir / "a.json"},
+                              {test::shared_fixture("chain.vkey.json"), dir / "c.json.public", dir / "c.json"}}));
+
+  for (const char* bad : {"5", "5,", "x,7", "21888242871839275222246405745257275088548364400416034343698204186575808495617,1"}) {
+    auto r = prove(std::string("--test-blinding '") + bad + "'", "bad.json");
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--test-blinding"), std::string::npos) << r.err;
+  }
+
+  auto cuda = prove("--backend cuda " + blinding, "cuda.json");
+  if (cuda.exit_code == 3) {
+    EXPECT_NE(cuda.err.find("CUDA"), std::string::npos) << cuda.err;
+    EXPECT_FALSE(fs::exists(dir / "cuda.json"));
+  } else {
+    ASSERT_EQ(cuda.exit_code, 0) << cuda.err;
+    EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "cuda.json"));
+  }
+}
+
+
 }  // namespace
 }  // namespace zkfarm
