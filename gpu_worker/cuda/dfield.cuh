@@ -4,8 +4,9 @@
 // scalars go between host and device as they are (and as a zkey stores them).
 // Templated over the field's constants, so another curve's fields can follow.
 // Multiplication: CIOS (Koç, Acar, Kaliski, "Analyzing and comparing Montgomery
-// multiplication algorithms", 1996) on 32-bit words; on the device with PTX
-// carry chains (mad.lo.cc / madc.hi.cc), elsewhere in portable C++.
+// multiplication algorithms", 1996) on 32-bit words with 64-bit intermediates
+// (IMAD.WIDE on the GPU); a PTX carry-chain form (mad.lo.cc / madc.hi.cc) is
+// kept for comparison and checked by the GPU tests too.
 // Requires a modulus below 2^254 (both BN254 fields), so the CIOS result is < 2p
 // and a sum of two elements never carries out of 256 bits.
 #include <cstdint>
@@ -211,11 +212,14 @@ struct DFp {
   /// One out-of-line copy per field: inlined at every call site, the point
   /// additions grew past the instruction cache and warps stalled on fetch
   /// (Nsight Compute on the H200: 57% of stall cycles, "no instruction").
+  // The portable form is the default: nvcc turns it into IMAD.WIDE chains that
+  // measured 3–4% faster in the MSM on the H200 than the PTX carry chains
+  // (docs/performance.md); ZKFARM_CUDA_PTX_MUL selects those.
   __device__ __noinline__ static DFp mul_call(DFp a, DFp b) {
-#if defined(ZKFARM_CUDA_PORTABLE_MUL)
-    return mul_portable(a, b);
-#else
+#if defined(ZKFARM_CUDA_PTX_MUL)
     return mul_ptx(a, b);
+#else
+    return mul_portable(a, b);
 #endif
   }
 #endif

@@ -46,17 +46,22 @@ struct MsmShape {
 };
 
 /// Window bits for n points: c ≈ log2(n) − 4, in [6, 20], which minimises
-/// ⌈255/c⌉·(n + 2^c) additions (accumulation plus reduction) near that value.
+/// ⌈255/c⌉·(n + 2^c) additions (accumulation plus reduction) near that value,
+/// then lowered to the fewest bits giving the same number of windows.
 inline MsmShape msm_shape(uint32_t n, uint32_t c_override = 0) {
   uint32_t lg = 0;
   while ((uint64_t(1) << lg) < n) ++lg;
   uint32_t c = lg > 10 ? lg - 4 : 6;
   if (c > 20) c = 20;
   if (c_override) c = c_override;
+  const uint32_t windows = (255 + c - 1) / c;
+  // The fewest bits that keep that many windows: half the buckets to reduce
+  // whenever it is smaller (2^22: 15 windows of 17 bits rather than of 18).
+  if (!c_override) c = (255 + windows - 1) / windows;
   MsmShape s;
   s.n = n;
   s.c = c;
-  s.windows = (255 + c - 1) / c;
+  s.windows = windows;
   s.buckets = 1u << (c - 1);
   s.seg = s.buckets < 32 ? s.buckets : 32;
   return s;
