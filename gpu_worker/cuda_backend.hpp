@@ -12,7 +12,7 @@ namespace zkfarm::gpu {
 
 struct CudaOptions {
   unsigned threads = 0;           ///< CPU threads for tables and key checks (0: all cores)
-  double key_memory_share = 0.6;  ///< share of the device's memory resident keys may use (LRU beyond)
+  double key_memory_share = 0.6;  ///< share (0–1) of the device's memory resident keys may use (LRU beyond)
   bool g2_on_cpu = false;         ///< B2 (the G2 MSM) on the CPU threads while the GPU does the rest
   unsigned window_bits = 0;       ///< MSM window bits (0: chosen per size; tests and benchmarks only)
 };

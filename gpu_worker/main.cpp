@@ -48,12 +48,13 @@ proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu:
 
 // The backend --backend asks for; nullptr with *why set when cuda is not usable.
 std::unique_ptr<gpu::ProveBackend> make_backend(const std::string& name, unsigned threads, bool g2_on_cpu,
-                                                std::string* why) {
+                                                unsigned key_memory_percent, std::string* why) {
   if (name == "cpu" || (name == "auto" && !gpu::cuda_available(why))) return std::make_unique<gpu::CpuBackend>(threads);
   if (name == "cuda" && !gpu::cuda_available(why)) return nullptr;
   gpu::CudaOptions o;
   o.threads = threads;
   o.g2_on_cpu = g2_on_cpu;
+  o.key_memory_share = key_memory_percent / 100.0;
   return gpu::make_cuda_backend(o);
 }
 
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   proto::WorkerFlags flags;
   flags.id = "gpu-0";
   std::string backend_name = "auto", g2 = "gpu";
+  unsigned key_memory_percent = 60;
   proto::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
@@ -76,12 +78,16 @@ int main(int argc, char** argv) {
   app.add_option("--g2", g2, "CUDA backend: where the G2 MSM (B2) runs, gpu or cpu (the worker's CPU threads)")
       ->capture_default_str()
       ->check(CLI::IsMember({"gpu", "cpu"}));
+  app.add_option("--key-memory-percent", key_memory_percent,
+                 "CUDA backend: % of the device's memory resident proving keys may take (least recently used leave)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 95u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
   if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   std::string why;
   std::unique_ptr<gpu::ProveBackend> backend;
   try {
-    backend = make_backend(backend_name, flags.threads, g2 == "cpu", &why);
+    backend = make_backend(backend_name, flags.threads, g2 == "cpu", key_memory_percent, &why);
   } catch (const gpu::DeviceError& e) {
     why = e.what();
   }

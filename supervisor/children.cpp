@@ -35,7 +35,9 @@ pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoi
   if (synth) {
     args.insert(args.end(), {"--threads", std::to_string(cfg.synth_threads)});
   } else {
-    args.insert(args.end(), {"--threads", std::to_string(cfg.gpu_threads), "--backend", w.device.empty() && cfg.backend == "auto" ? "cpu" : cfg.backend});
+    args.insert(args.end(), {"--threads", std::to_string(cfg.gpu_threads), "--backend",
+                             w.device.empty() && cfg.backend == "auto" ? "cpu" : cfg.backend,
+                             "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent)});
   }
   bp::environment env = boost::this_process::environment();
   if (!synth && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;

@@ -19,6 +19,7 @@ struct Config {
   std::string gpu_devices = "auto";    ///< "auto", "none" or a list "0,1"
   std::string backend = "auto";        ///< "auto", "cpu" or "cuda"
   unsigned gpu_threads = 0;            ///< CPU backend threads per GPU worker; 0: all cores
+  unsigned gpu_key_memory_percent = 60;  ///< CUDA backend: % of device memory resident keys may take (LRU beyond)
   uint64_t arena_mib = 1024;           ///< the arena (memory budget), MiB
   std::string synth_binary;            ///< default: zkfarm-synth beside zkfarmd
   std::string gpu_binary;              ///< default: zkfarm-gpu beside zkfarmd
