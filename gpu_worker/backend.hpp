@@ -46,6 +46,8 @@ class ProveBackend {
   /// Throws DeviceError when the memory cannot be locked (then copies still
   /// work, at pageable speed).
   virtual void pin_host_memory(void* base, size_t bytes) {}
+  /// Undoes pin_host_memory(base, …) before that memory is unmapped. Never throws.
+  virtual void unpin_host_memory(void* base) {}
 };
 
 }  // namespace zkfarm::gpu

@@ -13,6 +13,7 @@
 #include "groth16/errors.hpp"
 #include "gpu_worker/cpu_backend.hpp"
 #include "gpu_worker/cuda_backend.hpp"
+#include "gpu_worker/device_fault.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/work_request.hpp"
 #include "protocol/worker_main.hpp"
@@ -95,13 +96,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "zkfarm-gpu: cannot use the CUDA backend: %s\n", why.c_str());
     return proto::kExitEnvironment;
   }
+  backend = gpu::DeviceFaultBackend::wrap_from_env(std::move(backend));
 
   return proto::run_worker("zkfarm-gpu", [&] {
     shm::Arena arena = shm::Arena::attach(flags.arena);
+    // Pinned once for the worker's life (each slot's copy then runs at the
+    // bus's rate), and unpinned before the arena is unmapped.
+    struct Pin {
+      gpu::ProveBackend& backend;
+      void* base = nullptr;
+      ~Pin() {
+        if (base) backend.unpin_host_memory(base);
+      }
+    } pin{*backend};
     if (backend->name() == "cuda") {
-      // Pinned once for the worker's life: each slot's copy then runs at the bus's rate.
       try {
         backend->pin_host_memory(arena.mapping(), arena.mapping_bytes());
+        pin.base = arena.mapping();
       } catch (const gpu::DeviceError& e) {
         std::fprintf(stderr, "zkfarm-gpu: warning: arena not pinned, copies run at pageable speed: %s\n", e.what());
       }

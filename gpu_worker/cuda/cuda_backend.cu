@@ -116,6 +116,10 @@ class CudaBackend final : public ProveBackend {
     pinned_.push_back(base);
   }
 
+  void unpin_host_memory(void* base) override {
+    if (std::erase(pinned_, base)) cudaHostUnregister(base);
+  }
+
   const Zkey& load(const std::string& path) override { return *entry(path).key; }
 
   Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,

@@ -97,6 +97,25 @@ class LifecycleTest(unittest.TestCase):
         self.verify_job(out, 20)
         farm.stop_and_check(self)
 
+    def test_device_error_ends_the_gpu_worker_and_its_partition_is_proved_again(self):
+        # A CUDA error makes zkfarm-gpu exit (the context may be unusable); the
+        # test double raises the same DeviceError after every 2 proofs, no GPU needed.
+        cfg = write_config(self.tmp, flap_max_crashes=1000, restart_backoff_ms=100, restart_backoff_max_ms=400)
+        farm = self.farm("--synth-workers", "1", "--config", cfg, env={"ZKFARM_TEST_DEVICE_ERROR_AFTER": "2"})
+        code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in range(7)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "120", check=False)[0], 0, farm.output())
+        per_partition, _ = journal_counts(farm.state)
+        self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job), list(range(7)))
+        self.assertTrue(all(c == 1 for _, _, c in per_partition))
+        self.verify_job(out, 7)
+        log = farm.output()
+        self.assertGreaterEqual(log.count("simulated device error"), 3, log)
+        self.assertIn("exiting so that the partition is proved again", log)
+        gpu = [w for w in farm.status()["workers"] if w["id"].startswith("gpu")][0]
+        self.assertGreaterEqual(gpu["restarts"], 3)
+        farm.stop_and_check(self)
+
     def test_worker_that_ignores_stop_is_killed_after_its_stop_timeout(self):
         cfg = write_config(self.tmp, stop_timeout_ms=1500)
         farm = self.farm("--synth-workers", "1", "--config", cfg, env={"ZKFARM_FAULT": "ignore_stop"})
