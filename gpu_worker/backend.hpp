@@ -4,6 +4,7 @@
 // care whether a GPU or the CPU computes.
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -29,25 +30,55 @@ class ProveBackend {
   /// The proving key at `path`, opened and prepared for prove() (for the CPU:
   /// validated and its domain tables built; for a GPU: its points resident on
   /// the device), or found in the backend's cache. The reference stays valid
-  /// until the next load(). Throws InputError naming the file and the fault.
+  /// until the next load(). Throws InputError naming the file and the fault
+  /// (also when a GPU backend's share of device memory cannot hold the key);
+  /// a GPU backend throws DeviceError when the upload fails.
   virtual const Zkey& load(const std::string& path) = 0;
 
   /// The proof of one partition whose buffers (a, b, c, witness; the layout of
   /// PartitionBuffers for `key`) synthesis filled, with blinding scalars r and
   /// s (canonical, < r). `key` should come from load(); another key works but
-  /// is prepared anew. Overwrites in.a, in.b, in.c. Throws InputError for a bad
-  /// key; std::bad_alloc (or a device error) when memory runs out.
+  /// is prepared anew. Overwrites in.a, in.b, in.c. `cancel` (may be null) is
+  /// read at stage boundaries (after the NTTs, between MSMs): once true, the
+  /// call throws Cancelled. Throws InputError for a bad key; std::bad_alloc
+  /// when host memory runs out; DeviceError for any device fault.
   virtual Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
                       const std::atomic<bool>* cancel) = 0;
 
   /// Host memory that partitions' buffers will live in (the arena), `bytes`
   /// long: a GPU backend page-locks it once (cudaHostRegister) so copies from
-  /// it run at the bus's rate, and unlocks it when destroyed. CPU: nothing.
+  /// it run at the bus's rate. The memory must stay mapped until
+  /// unpin_host_memory(base) (or the backend's destruction). CPU: nothing.
   /// Throws DeviceError when the memory cannot be locked (then copies still
   /// work, at pageable speed).
   virtual void pin_host_memory(void* base, size_t bytes) {}
-  /// Undoes pin_host_memory(base, …) before that memory is unmapped. Never throws.
+  /// Undoes pin_host_memory(base, …); call it before that memory is freed or
+  /// unmapped (HostPin does). Never throws.
   virtual void unpin_host_memory(void* base) {}
+};
+
+/// Pins [base, base + bytes) with `backend` for this object's life, or warns
+/// on stderr (prefixed by `program`) and goes on unpinned when that fails.
+/// Declare it after the memory it pins, so it is unpinned first.
+class HostPin {
+ public:
+  HostPin(ProveBackend& backend, void* base, size_t bytes, const char* program) : backend_(backend) {
+    try {
+      backend.pin_host_memory(base, bytes);
+      base_ = base;
+    } catch (const DeviceError& e) {
+      std::fprintf(stderr, "%s: warning: memory not pinned, copies run at pageable speed: %s\n", program, e.what());
+    }
+  }
+  ~HostPin() {
+    if (base_) backend_.unpin_host_memory(base_);
+  }
+  HostPin(const HostPin&) = delete;
+  HostPin& operator=(const HostPin&) = delete;
+
+ private:
+  ProveBackend& backend_;
+  void* base_ = nullptr;
 };
 
 }  // namespace zkfarm::gpu

@@ -10,21 +10,25 @@
 
 namespace zkfarm::gpu {
 
+/// How make_cuda_backend sets the backend up; the defaults are what zkfarmd uses.
 struct CudaOptions {
   unsigned threads = 0;           ///< CPU threads for tables and key checks (0: all cores)
   double key_memory_share = 0.6;  ///< share (0–1) of the device's memory resident keys may use (LRU beyond)
   bool g2_on_cpu = false;         ///< B2 (the G2 MSM) on the CPU threads while the GPU does the rest
-  unsigned window_bits = 0;       ///< MSM window bits (0: chosen per size; tests and benchmarks only)
+  unsigned window_bits = 0;       ///< MSM window bits 2..24 (0: chosen per size; tests and benchmarks only)
 };
 
 /// Whether this build has the CUDA backend and this process sees a CUDA device
-/// (device 0 of CUDA_VISIBLE_DEVICES). When not, *why says why (one line).
+/// (device 0 of CUDA_VISIBLE_DEVICES). When not, *why (may be null) says why in
+/// one line. Never throws; cheap enough to call once per process.
 bool cuda_available(std::string* why);
 
-/// The GPU's name and memory, one line ("" when none).
+/// Device 0 in one line: "NAME, 139.8 GiB, 132 SMs, compute capability 9.0"
+/// (memory in GiB); "" when there is none. Never throws.
 std::string cuda_device_summary();
 
-/// The backend on device 0. Throws DeviceError when the device cannot be used.
+/// The backend on device 0 (selects it, creates its two streams and the
+/// MSM's pinned staging). Throws DeviceError when the device cannot be used.
 std::unique_ptr<ProveBackend> make_cuda_backend(const CudaOptions& options);
 
 }  // namespace zkfarm::gpu

@@ -56,7 +56,13 @@ std::unique_ptr<gpu::ProveBackend> make_backend(const std::string& name, unsigne
   o.threads = threads;
   o.g2_on_cpu = g2_on_cpu;
   o.key_memory_share = key_memory_percent / 100.0;
-  return gpu::make_cuda_backend(o);
+  try {
+    return gpu::make_cuda_backend(o);
+  } catch (const gpu::DeviceError& e) {
+    if (name == "cuda") throw;
+    std::fprintf(stderr, "zkfarm-gpu: warning: CUDA device not usable (%s); using the cpu backend\n", e.what());
+    return std::make_unique<gpu::CpuBackend>(threads);
+  }
 }
 
 }  // namespace
@@ -102,21 +108,7 @@ int main(int argc, char** argv) {
     shm::Arena arena = shm::Arena::attach(flags.arena);
     // Pinned once for the worker's life (each slot's copy then runs at the
     // bus's rate), and unpinned before the arena is unmapped.
-    struct Pin {
-      gpu::ProveBackend& backend;
-      void* base = nullptr;
-      ~Pin() {
-        if (base) backend.unpin_host_memory(base);
-      }
-    } pin{*backend};
-    if (backend->name() == "cuda") {
-      try {
-        backend->pin_host_memory(arena.mapping(), arena.mapping_bytes());
-        pin.base = arena.mapping();
-      } catch (const gpu::DeviceError& e) {
-        std::fprintf(stderr, "zkfarm-gpu: warning: arena not pinned, copies run at pageable speed: %s\n", e.what());
-      }
-    }
+    gpu::HostPin pin(*backend, arena.mapping(), arena.mapping_bytes(), "zkfarm-gpu");
     proto::WorkerOptions opt = proto::worker_options(flags, "gpu", kVersion, backend->name());
     proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return prove(req, arena, *backend); });
     return channel.run();

@@ -10,12 +10,19 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/.gpu}
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-grep -q 'ZKFARM_HAVE_CUDA:INTERNAL=ON\|zkfarm: CUDA backend ON' "$root/build/CMakeCache.txt" 2>/dev/null || true
+if [ -e "$out" ] && [ ! -f "$out/.zkfarm-gpu-pack" ]; then
+  echo "gpu-pack: $out exists and is not an earlier pack; refusing to replace it" >&2; exit 2
+fi
+configure=$(cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release)
+case $configure in
+  *"zkfarm: CUDA backend ON"*) ;;
+  *) echo "gpu-pack: the build has no CUDA backend (nvcc not found, or -DZKFARM_CUDA=OFF)" >&2; exit 2 ;;
+esac
 cmake --build "$root/build" -j"$(nproc)" --target zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl \
   zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/fixtures"
+touch "$out/.zkfarm-gpu-pack"
 for b in zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu; do
   cp "$root/build/bin/$b" "$out/bin/"
   strip "$out/bin/$b"

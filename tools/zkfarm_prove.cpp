@@ -54,7 +54,13 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
     gpu::CudaOptions o;
     o.threads = opt.threads;
     o.g2_on_cpu = opt.g2 == "cpu";
-    backend = gpu::make_cuda_backend(o);
+    try {
+      backend = gpu::make_cuda_backend(o);
+    } catch (const gpu::DeviceError& e) {
+      if (opt.backend == "cuda") throw;
+      std::fprintf(stderr, "zkfarm-prove: warning: CUDA device not usable (%s); proving on the CPU\n", e.what());
+      backend = std::make_unique<gpu::CpuBackend>(opt.threads, 1);
+    }
   } else {
     backend = std::make_unique<gpu::CpuBackend>(opt.threads, 1);
   }
@@ -65,7 +71,7 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
 
   std::vector<uint64_t> memory((PartitionBuffers::bytes_for(key) + 7) / 8);
   PartitionBuffers buffers = PartitionBuffers::view(memory.data(), key);
-  backend->pin_host_memory(memory.data(), memory.size() * 8);
+  gpu::HostPin pin(*backend, memory.data(), memory.size() * 8, "zkfarm-prove");
   synthesize(key, wtns, buffers, pool);
   std::string public_json = public_to_json(buffers.witness, key.n_public);
   Proof proof = backend->prove(key, buffers, r, s, nullptr);

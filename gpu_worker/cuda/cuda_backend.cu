@@ -61,6 +61,9 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
     ZK_CUDA(cudaMemcpy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size(), cudaMemcpyHostToDevice));
   upload(r->h, key.h.data(), key.h.size());
   r->domain = std::make_unique<cuda::DeviceDomain>(key.log_domain, pool);
+  // The uploads ran on the legacy stream, which the non-blocking compute
+  // stream does not wait for: finish them before any kernel reads the key.
+  ZK_CUDA(cudaDeviceSynchronize());
   return r;
 }
 
@@ -197,8 +200,13 @@ class CudaBackend final : public ProveBackend {
     std::erase_if(keys_, [&](const Entry& e) { return e.path == path; });  // replaced on disk
     auto key = std::make_unique<Zkey>(Zkey::open(path));
     check_key_points(*key);
-    // Least recently used keys leave until this one fits in the budget.
+    // Least recently used keys leave until this one fits in the budget. A key
+    // that cannot fit at all fails its partitions (a worker restart would not help).
     const size_t need = ResidentKey::estimate(*key);
+    if (need > key_budget_) {
+      throw InputError(path + ": needs " + std::to_string(need >> 20) + " MiB on the device, more than the " +
+                       std::to_string(key_budget_ >> 20) + " MiB resident keys may take (gpu_key_memory_percent)");
+    }
     while (!keys_.empty() && resident_bytes() + need > key_budget_) keys_.pop_back();
     Entry e{path, id, std::move(key), nullptr};
     e.dev = make_resident(*e.key, pool_);

@@ -103,8 +103,14 @@ MsmRunner::MsmRunner() {
   void* p = nullptr;
   ZK_CUDA(cudaMallocHost(&p, sizeof(uint32_t)));
   host_count_ = static_cast<uint32_t*>(p);
-  ZK_CUDA(cudaMallocHost(&host_terms_, kHostTermsBytes));
-  count_.reserve(sizeof(uint32_t));
+  try {
+    ZK_CUDA(cudaMallocHost(&host_terms_, kHostTermsBytes));
+    count_.reserve(sizeof(uint32_t));
+  } catch (...) {
+    cudaFreeHost(host_count_);
+    if (host_terms_) cudaFreeHost(host_terms_);
+    throw;
+  }
 }
 
 MsmRunner::~MsmRunner() {
@@ -185,6 +191,7 @@ Xyzz<C> MsmRunner::sum_points(const MsmShape& sh, uint32_t count, const DAffine<
 
 void MsmRunner::run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
                     cudaStream_t st, uint32_t c_override) {
+  if (c_override == 1 || c_override > 24) throw std::invalid_argument("MSM window bits must be 2..24");
   for (auto& j : g1) *j.out = G1::infinity();
   for (auto& j : g2) *j.out = G2::infinity();
   const uint32_t windows_max = msm_shape(n, c_override).windows;

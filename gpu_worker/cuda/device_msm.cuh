@@ -11,17 +11,21 @@
 
 namespace zkfarm::cuda {
 
-/// One point set: `points` on the device, n affine points as a zkey stores
-/// them (64 bytes for G1, 128 for G2; (0, 0) is infinity); the sum goes to *out.
+/// One G1 point set: `points` on the device, n affine points as a zkey stores
+/// them (n·64 bytes; (0, 0) is infinity), n the run()'s scalar count; the sum
+/// goes to *out (host).
 struct G1Job {
   const void* points;
   G1* out;
 };
+/// The same for G2: n·128 bytes of affine points over Fq2.
 struct G2Job {
   const void* points;
   G2* out;
 };
 
+/// Runs MSMs on one stream; its device buffers grow to the largest MSM seen
+/// and are kept for the next. One thread at a time.
 class MsmRunner {
  public:
   /// Pinned host staging for the results (a few KiB). Throws CudaError.
@@ -34,7 +38,8 @@ class MsmRunner {
   /// each) at d_scalars on the device. Runs on `stream` and waits for it (the
   /// chunk counts depend on how many digits are non-zero). Scalars are taken
   /// in slices of at most 2^30/W points (the sort's index range). c_override
-  /// forces the window bits (tests). Throws CudaError; device memory grows to
+  /// forces the window bits, 2..24 (tests; std::invalid_argument otherwise).
+  /// Throws CudaError on a device fault; device memory grows to
   /// about n·W·16 bytes for the sort plus the buckets and partial sums.
   void run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
            cudaStream_t stream, uint32_t c_override = 0);

@@ -11,15 +11,17 @@ namespace zkfarm::cuda {
 /// (n·32 bytes) and the coset factor tables (about 2·√n·32 bytes).
 class DeviceDomain {
  public:
-  /// Builds the tables on the CPU (ntt_tables.hpp) and uploads them. Throws CudaError.
+  /// log_n in 0..28 (std::invalid_argument beyond). Builds the tables on the
+  /// CPU (ntt_tables.hpp) and uploads them (synchronously). Throws CudaError.
   DeviceDomain(uint32_t log_n, ThreadPool& pool);
 
-  /// In place on `stream`: v (n Fr, Montgomery, device) from evaluations over
+  /// In place on `stream`: v (n Fr = n·32 bytes, Montgomery, device) from evaluations over
   /// the domain to evaluations over the odd coset, as Domain::to_odd_coset.
   /// Passes over memory: 2·(log_n − 10) radix-2 stages plus one pass for the
   /// 10 innermost stages of both transforms and the coset shift.
   void to_odd_coset(void* v, cudaStream_t stream) const;
 
+  /// Device memory the tables take, bytes.
   size_t device_bytes() const { return tw_.bytes() + tw_inv_.bytes() + lo_.bytes() + hi_.bytes(); }
 
  private:
@@ -28,7 +30,8 @@ class DeviceDomain {
 };
 
 /// out[i] = a[i]·b[i] − c[i] out of Montgomery form (canonical 8 words), for
-/// i < n; out may be a. All on the device, on `stream`.
+/// i < n; each array n·32 bytes on the device; out may be a. On `stream`.
+/// Throws CudaError when the launch fails.
 void h_scalars(const void* a, const void* b, const void* c, void* out, size_t n, cudaStream_t stream);
 
 }  // namespace zkfarm::cuda
