@@ -6,8 +6,6 @@
 //   zkfarm-bench-gpu ntt LOG                  odd-coset transform (iNTT, shift, NTT) of 2^LOG
 //   zkfarm-bench-gpu msm LOG [--check]        G1 MSM of 2^LOG, points resident, random scalars
 //   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step
-#include <sys/mman.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -16,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "gpu/points.hpp"
+#include "random_inputs.hpp"
 #include "gpu_worker/cpu_backend.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
 #include "gpu_worker/cuda/device_ntt.cuh"
@@ -60,13 +58,6 @@ void row(const std::string& what, double gpu_ms, double cpu_ms, const std::strin
   std::fflush(stdout);
 }
 
-U256 rand_scalar(std::mt19937_64& rng) {
-  for (;;) {
-    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
-    if (is_canonical<FrParams>(x)) return x;
-  }
-}
-
 int h2d() {
   const size_t bytes = size_t(1) << 30;
   std::vector<uint8_t> pageable(bytes, 1);
@@ -92,8 +83,9 @@ int ntt(uint32_t log_n) {
   std::mt19937_64 rng(log_n);
   const size_t n = size_t(1) << log_n;
   std::vector<Fr> v(n);
-  for (auto& x : v) x = Fr::from_u256(rand_scalar(rng));
-  DeviceDomain dd(log_n, pool);
+  for (auto& x : v) x = Fr::from_u256(test::random_scalar(rng));
+  const Domain dom(log_n, pool);
+  DeviceDomain dd(dom);
   DeviceBuffer d(n * 32), orig(n * 32);
   ZK_CUDA(cudaMemcpy(orig.get(), v.data(), n * 32, cudaMemcpyHostToDevice));
   // Each run starts from the same input (a device-to-device copy, timed alone and subtracted).
@@ -104,7 +96,6 @@ int ntt(uint32_t log_n) {
   });
   std::vector<Fr> got(n);
   ZK_CUDA(cudaMemcpy(got.data(), d.get(), n * 32, cudaMemcpyDeviceToHost));
-  Domain dom(log_n, pool);
   auto t0 = Clock::now();
   dom.to_odd_coset(v.data(), pool);
   const double c = ms_since(t0);
@@ -120,7 +111,7 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits) {
   auto t0 = Clock::now();
   std::vector<uint8_t> pts = test::consecutive_points<G1Params>({Fq::from_u64(1), Fq::from_u64(2)}, 1 + rng() % 1000, n, pool);
   std::vector<U256> sc(n);
-  for (auto& s : sc) s = rand_scalar(rng);
+  for (auto& s : sc) s = test::random_scalar(rng);
   std::fprintf(stderr, "msm 2^%u: inputs made in %.0f ms\n", log_n, ms_since(t0));
   DeviceBuffer dp(pts.size()), ds(n * 32);
   ZK_CUDA(cudaMemcpy(dp.get(), pts.data(), pts.size(), cudaMemcpyHostToDevice));
@@ -154,14 +145,13 @@ int prove_bench(const std::string& key_path, const std::string& wtns_path, bool 
   const size_t bytes = PartitionBuffers::bytes_for(key);
   // The synthesized partition stays in `clean`; each proof works on a copy in
   // registered memory, as the worker's arena slot is.
-  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) throw std::bad_alloc();
-  std::vector<uint8_t> clean(bytes);
+  std::vector<uint64_t> slot((bytes + 7) / 8), clean(slot.size());
   synthesize(key, w, PartitionBuffers::view(clean.data(), key), pool);
-  cuda->pin_host_memory(mem, bytes);
+  void* mem = slot.data();
+  gpu::HostPin pin(*cuda, mem, bytes, "zkfarm-bench-gpu");
   const PartitionBuffers in = PartitionBuffers::view(mem, key);
   std::mt19937_64 rng(1);
-  const U256 r = rand_scalar(rng), s = rand_scalar(rng);
+  const U256 r = test::random_scalar(rng), s = test::random_scalar(rng);
   Proof pg{};
   std::vector<double> tg;
   for (int i = 0; i < reps + 1; ++i) {

@@ -11,9 +11,8 @@
 #include <memory>
 
 #include "groth16/errors.hpp"
-#include "gpu_worker/cpu_backend.hpp"
-#include "gpu_worker/cuda_backend.hpp"
 #include "gpu_worker/device_fault.hpp"
+#include "gpu_worker/select_backend.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/work_request.hpp"
 #include "protocol/worker_main.hpp"
@@ -47,24 +46,6 @@ proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu:
   }
 }
 
-// The backend --backend asks for; nullptr with *why set when cuda is not usable.
-std::unique_ptr<gpu::ProveBackend> make_backend(const std::string& name, unsigned threads, bool g2_on_cpu,
-                                                unsigned key_memory_percent, std::string* why) {
-  if (name == "cpu" || (name == "auto" && !gpu::cuda_available(why))) return std::make_unique<gpu::CpuBackend>(threads);
-  if (name == "cuda" && !gpu::cuda_available(why)) return nullptr;
-  gpu::CudaOptions o;
-  o.threads = threads;
-  o.g2_on_cpu = g2_on_cpu;
-  o.key_memory_share = key_memory_percent / 100.0;
-  try {
-    return gpu::make_cuda_backend(o);
-  } catch (const gpu::DeviceError& e) {
-    if (name == "cuda") throw;
-    std::fprintf(stderr, "zkfarm-gpu: warning: CUDA device not usable (%s); using the cpu backend\n", e.what());
-    return std::make_unique<gpu::CpuBackend>(threads);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,15 +72,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 95u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
   if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
-  std::string why;
+  gpu::CudaOptions cuda;
+  cuda.threads = flags.threads;
+  cuda.g2_on_cpu = g2 == "cpu";
+  cuda.key_memory_share = key_memory_percent / 100.0;
   std::unique_ptr<gpu::ProveBackend> backend;
   try {
-    backend = make_backend(backend_name, flags.threads, g2 == "cpu", key_memory_percent, &why);
+    backend = gpu::make_backend(backend_name, cuda, "zkfarm-gpu");
   } catch (const gpu::DeviceError& e) {
-    why = e.what();
-  }
-  if (!backend) {
-    std::fprintf(stderr, "zkfarm-gpu: cannot use the CUDA backend: %s\n", why.c_str());
+    std::fprintf(stderr, "zkfarm-gpu: cannot use the CUDA backend: %s\n", e.what());
     return proto::kExitEnvironment;
   }
   backend = gpu::DeviceFaultBackend::wrap_from_env(std::move(backend));

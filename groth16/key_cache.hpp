@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
 #include <string>
 
+#include "groth16/errors.hpp"
 #include "groth16/zkey.hpp"
 
 namespace zkfarm {
@@ -42,12 +44,24 @@ class KeyCache {
     std::unique_ptr<Prepared> prepared;   // destroyed before key (declared after it)
   };
   using Prepare = std::function<std::unique_ptr<Prepared>(const Zkey&)>;
+  /// Bytes the prepared form of a key takes (e.g. its points on a GPU).
+  using Bytes = std::function<size_t(const Zkey&)>;
 
-  /// capacity ≥ 1 keys; prepare (may be empty) makes an entry's Prepared.
-  explicit KeyCache(size_t capacity, Prepare prepare = {}) : capacity_(std::max<size_t>(1, capacity)), prepare_(prepare) {}
+  /// capacity ≥ 1 keys; prepare (may be empty) makes an entry's Prepared. With
+  /// `bytes`, the entries also stay within `budget` bytes in all: the least
+  /// recently used leave before a new key is prepared, and a key larger than
+  /// the whole budget is refused (InputError naming `budget_name`).
+  explicit KeyCache(size_t capacity, Prepare prepare = {}, Bytes bytes = {}, size_t budget = SIZE_MAX,
+                    std::string budget_name = {})
+      : capacity_(std::max<size_t>(1, capacity)),
+        prepare_(prepare),
+        bytes_(bytes),
+        budget_(budget),
+        budget_name_(std::move(budget_name)) {}
 
   /// The entry of the key at `path`, opened (and prepared) or found; valid
-  /// until the next get(). Throws InputError for a bad key.
+  /// until the next get(). Throws InputError for a bad key or one over the
+  /// budget; whatever `prepare` throws.
   Entry& get(const std::string& path) {
     FileId id = FileId::of(path);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -58,6 +72,7 @@ class KeyCache {
     }
     std::erase_if(entries_, [&](const Entry& e) { return e.path == path; });  // a stale version
     Entry e{path, id, std::make_unique<Zkey>(Zkey::open(path)), nullptr};
+    if (bytes_) make_room(*e.key);
     if (prepare_) e.prepared = prepare_(*e.key);
     entries_.push_front(std::move(e));
     while (entries_.size() > capacity_) entries_.pop_back();
@@ -72,8 +87,25 @@ class KeyCache {
   }
 
  private:
+  void make_room(const Zkey& key) {
+    const size_t need = bytes_(key);
+    if (need > budget_) {
+      throw InputError(key.path + ": needs " + std::to_string(need >> 20) + " MiB, more than the " +
+                       std::to_string(budget_ >> 20) + " MiB " + budget_name_);
+    }
+    auto used = [&] {
+      size_t b = 0;
+      for (const auto& e : entries_) b += bytes_(*e.key);
+      return b;
+    };
+    while (!entries_.empty() && used() + need > budget_) entries_.pop_back();
+  }
+
   size_t capacity_;
   Prepare prepare_;
+  Bytes bytes_;
+  size_t budget_;
+  std::string budget_name_;
   std::list<Entry> entries_;
 };
 

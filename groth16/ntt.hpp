@@ -28,6 +28,12 @@ class Domain {
 
   uint32_t log_size() const { return log_n_; }
   size_t size() const { return n_; }
+  /// ω^j and ω^−j for j < n/2 (ω = root_of_unity(log_size())), Montgomery form.
+  const std::vector<Fr>& twiddles() const { return tw_; }
+  const std::vector<Fr>& twiddles_inv() const { return tw_inv_; }
+  /// 1/n, and the odd coset's generator g = odd_coset_generator(log_size()).
+  const Fr& n_inv() const { return n_inv_; }
+  const Fr& coset() const { return coset_; }
 
   /// In place, v has size() elements (Montgomery form): coefficients → evaluations.
   void ntt(Fr* v, ThreadPool& pool) const;

@@ -3,14 +3,12 @@
 #include <sys/random.h>
 
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
 #include "groth16/errors.hpp"
 #include "groth16/msm.hpp"
+#include "groth16/stage_clock.hpp"
 
 namespace zkfarm {
 
@@ -85,43 +83,24 @@ void check_key_points(const Zkey& key) {
   for (size_t i = 0; i <= key.n_public; ++i) checked_point<G1Params>(key, key.ic.data() + i * kG1Bytes, "an IC point");
 }
 
-namespace {
-
-// Stage times on stderr when ZKFARM_PROFILE is set: where a proof's time goes.
-class StageClock {
- public:
-  StageClock() : on_(std::getenv("ZKFARM_PROFILE") != nullptr), last_(std::chrono::steady_clock::now()) {}
-  explicit StageClock(const std::atomic<bool>* cancel) : StageClock() { cancel_ = cancel; }
-  // Also the prover's cancellation point: every stage boundary.
-  void lap(const char* stage) {
-    if (cancel_ && cancel_->load()) throw Cancelled();
-    if (!on_) return;
-    auto now = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "zkfarm profile: %-12s %8.1f ms\n", stage,
-                 std::chrono::duration<double, std::milli>(now - last_).count());
-    last_ = now;
-  }
-
- private:
-  bool on_;
-  std::chrono::steady_clock::time_point last_;
-  const std::atomic<bool>* cancel_ = nullptr;
-};
-
-}  // namespace
 
 Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool,
                     const std::atomic<bool>* cancel) const {
   const Zkey& key = key_;
   const size_t n = in.domain_size;
-  StageClock clock(cancel);
-  clock.lap("start");
+  StageClock clock;
+  // Every stage boundary is also the prover's cancellation point.
+  auto lap = [&](const char* stage) {
+    if (cancel && cancel->load()) throw Cancelled();
+    clock.lap(stage);
+  };
+  lap("start");
 
   // H scalars: a·b − c on the odd coset, out of Montgomery form, written over a.
   domain_.to_odd_coset(in.a, pool);
   domain_.to_odd_coset(in.b, pool);
   domain_.to_odd_coset(in.c, pool);
-  clock.lap("NTTs");
+  lap("NTTs");
   U256* h_scalars = reinterpret_cast<U256*>(in.a);
   pool.parallel_for(n, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) h_scalars[i] = (in.a[i] * in.b[i] - in.c[i]).to_u256();
@@ -129,20 +108,20 @@ Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, Th
 
   // A, B1, B2 and C share the witness' digits; C starts at signal nPublic+1.
   ScalarPlan wplan = plan_scalars(in.witness, in.n_vars, pool);
-  clock.lap("H scalars");
+  lap("H scalars");
   G1 msm_a = msm<G1Params>(key.a.data(), kG1Bytes, wplan, 0, in.n_vars, pool);
-  clock.lap("MSM A");
+  lap("MSM A");
   G1 msm_b1 = msm<G1Params>(key.b1.data(), kG1Bytes, wplan, 0, in.n_vars, pool);
-  clock.lap("MSM B1");
+  lap("MSM B1");
   G2 msm_b2 = msm<G2Params>(key.b2.data(), kG2Bytes, wplan, 0, in.n_vars, pool);
-  clock.lap("MSM B2");
+  lap("MSM B2");
   const size_t c_first = size_t(key.n_public) + 1;
   G1 msm_c = msm<G1Params>(key.c.data(), kG1Bytes, wplan, c_first, in.n_vars - c_first, pool);
-  clock.lap("MSM C");
+  lap("MSM C");
   wplan = ScalarPlan{};  // free the digits before the H plan
   ScalarPlan hplan = plan_scalars(h_scalars, n, pool);
   G1 msm_h = msm<G1Params>(key.h.data(), kG1Bytes, hplan, 0, n, pool);
-  clock.lap("MSM H");
+  lap("MSM H");
 
   return assemble_proof(key, MsmSums{msm_a, msm_b1, msm_c, msm_h, msm_b2}, r, s);
 }

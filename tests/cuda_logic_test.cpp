@@ -224,11 +224,12 @@ TEST(CudaLogic, MsmShapes) {
 }
 
 // inverse DIF (natural → bit-reversed), coset factors, forward DIT (→ natural).
-void emulate_to_odd_coset(std::vector<Fr>& v, const NttTables& t) {
-  const uint32_t log_n = t.log_n;
+void emulate_to_odd_coset(std::vector<Fr>& v, const Domain& dom) {
+  const uint32_t log_n = dom.log_size();
+  const CosetTables t = make_coset_tables(dom);
   auto* d = reinterpret_cast<DFr*>(v.data());
-  auto* tw = reinterpret_cast<const DFr*>(t.tw.data());
-  auto* twi = reinterpret_cast<const DFr*>(t.tw_inv.data());
+  auto* tw = reinterpret_cast<const DFr*>(dom.twiddles().data());
+  auto* twi = reinterpret_cast<const DFr*>(dom.twiddles_inv().data());
   const size_t half = v.size() / 2;
   for (int lm = int(log_n) - 1; lm >= 0; --lm)
     for (uint32_t k = 0; k < half; ++k) {
@@ -237,8 +238,8 @@ void emulate_to_odd_coset(std::vector<Fr>& v, const NttTables& t) {
       butterfly_dif(d[i], d[i + (1u << lm)], twi[w]);
     }
   for (uint32_t p = 0; p < v.size(); ++p)
-    d[p] = d[p] * coset_factor(p, log_n, t.h, reinterpret_cast<const DFr*>(t.coset_lo.data()),
-                               reinterpret_cast<const DFr*>(t.coset_hi.data()));
+    d[p] = d[p] * coset_factor(p, log_n, t.h, reinterpret_cast<const DFr*>(t.lo.data()),
+                               reinterpret_cast<const DFr*>(t.hi.data()));
   for (uint32_t lm = 0; lm < log_n; ++lm)
     for (uint32_t k = 0; k < half; ++k) {
       uint32_t i, w;
@@ -254,8 +255,9 @@ TEST(CudaLogic, NttStepsMatchTheCpuDomain) {
     std::vector<Fr> v(size_t(1) << log_n);
     for (auto& x : v) x = Fr::from_u256(test::random_scalar(rng));
     std::vector<Fr> expect = v;
-    Domain(log_n, pool).to_odd_coset(expect.data(), pool);
-    emulate_to_odd_coset(v, make_ntt_tables(log_n, pool));
+    const Domain dom(log_n, pool);
+    dom.to_odd_coset(expect.data(), pool);
+    emulate_to_odd_coset(v, dom);
     for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(v[i] == expect[i]) << "log_n=" << log_n << " i=" << i;
   }
 }

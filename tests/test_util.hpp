@@ -11,6 +11,7 @@
 
 #include "groth16/bn254.hpp"
 #include "groth16/decimal.hpp"
+#include "random_inputs.hpp"
 
 namespace zkfarm::test {
 
@@ -37,14 +38,6 @@ inline std::string read_file(const std::string& p) {
 
 inline std::string shared_fixture(const std::string& name) { return std::string(ZKFARM_SHARED_FIXTURES) + "/" + name; }
 inline std::string repo_path(const std::string& rel) { return std::string(ZKFARM_SOURCE_DIR) + "/" + rel; }
-
-/// Uniform-ish canonical scalar < r (top bits masked, then rejection).
-inline U256 random_scalar(std::mt19937_64& rng) {
-  for (;;) {
-    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
-    if (is_canonical<FrParams>(x)) return x;
-  }
-}
 
 inline U256 dec(const std::string& s) {
   auto v = parse_decimal(s);

@@ -11,8 +11,7 @@
 #include <iostream>
 #include <vector>
 
-#include "gpu_worker/cpu_backend.hpp"
-#include "gpu_worker/cuda_backend.hpp"
+#include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
@@ -47,22 +46,14 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
         const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
   const auto [r, s] = blinding(opt.blinding);
+  gpu::CudaOptions cuda;
+  cuda.threads = opt.threads;
+  cuda.g2_on_cpu = opt.g2 == "cpu";
   std::unique_ptr<gpu::ProveBackend> backend;
-  std::string why;
-  if (opt.backend == "cuda" && !gpu::cuda_available(&why)) throw gpu::DeviceError("--backend cuda: " + why);
-  if (opt.backend == "cuda" || (opt.backend == "auto" && gpu::cuda_available(&why))) {
-    gpu::CudaOptions o;
-    o.threads = opt.threads;
-    o.g2_on_cpu = opt.g2 == "cpu";
-    try {
-      backend = gpu::make_cuda_backend(o);
-    } catch (const gpu::DeviceError& e) {
-      if (opt.backend == "cuda") throw;
-      std::fprintf(stderr, "zkfarm-prove: warning: CUDA device not usable (%s); proving on the CPU\n", e.what());
-      backend = std::make_unique<gpu::CpuBackend>(opt.threads, 1);
-    }
-  } else {
-    backend = std::make_unique<gpu::CpuBackend>(opt.threads, 1);
+  try {
+    backend = gpu::make_backend(opt.backend, cuda, "zkfarm-prove");
+  } catch (const gpu::DeviceError& e) {
+    throw gpu::DeviceError(std::string("--backend cuda: ") + e.what());
   }
   const Zkey& key = backend->load(key_path);
   Wtns wtns = Wtns::open(wtns_path);

@@ -13,7 +13,6 @@
 
 #include <cstdio>
 #include <future>
-#include <list>
 
 #include "gpu_worker/cuda/cuda_check.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
@@ -33,8 +32,6 @@ using cuda::DeviceBuffer;
 struct ResidentKey {
   DeviceBuffer a, b1, b2, c, h;
   std::unique_ptr<cuda::DeviceDomain> domain;
-
-  size_t bytes() const { return a.bytes() + b1.bytes() + b2.bytes() + c.bytes() + h.bytes() + domain->device_bytes(); }
 
   /// Device bytes a key takes resident (before it is uploaded).
   static size_t estimate(const Zkey& key) {
@@ -60,7 +57,7 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   if (!key.c.empty())
     ZK_CUDA(cudaMemcpy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size(), cudaMemcpyHostToDevice));
   upload(r->h, key.h.data(), key.h.size());
-  r->domain = std::make_unique<cuda::DeviceDomain>(key.log_domain, pool);
+  r->domain = std::make_unique<cuda::DeviceDomain>(Domain(key.log_domain, pool));
   // The uploads ran on the legacy stream, which the non-blocking compute
   // stream does not wait for: finish them before any kernel reads the key.
   ZK_CUDA(cudaDeviceSynchronize());
@@ -100,7 +97,15 @@ class CudaBackend final : public ProveBackend {
     ZK_CUDA(cudaSetDevice(0));
     size_t free_bytes = 0, total = 0;
     ZK_CUDA(cudaMemGetInfo(&free_bytes, &total));
-    key_budget_ = size_t(double(total) * opt_.key_memory_share);
+    // Resident keys, most recently used first, within the configured share.
+    keys_ = std::make_unique<KeyCache<ResidentKey>>(
+        kMaxResidentKeys,
+        [this](const Zkey& key) {
+          check_key_points(key);
+          return make_resident(key, pool_);
+        },
+        ResidentKey::estimate, size_t(double(total) * opt_.key_memory_share),
+        "of device memory resident keys may take (gpu_key_memory_percent)");
     copy_ = std::make_unique<Stream>();
     compute_ = std::make_unique<Stream>();
     witness_ready_ = std::make_unique<Event>();
@@ -123,14 +128,13 @@ class CudaBackend final : public ProveBackend {
     if (std::erase(pinned_, base)) cudaHostUnregister(base);
   }
 
-  const Zkey& load(const std::string& path) override { return *entry(path).key; }
+  const Zkey& load(const std::string& path) override { return *keys_->get(path).key; }
 
   Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override {
     std::unique_ptr<ResidentKey> once;  // a key that did not come from load()
     const ResidentKey* dk = nullptr;
-    for (auto& e : keys_)
-      if (e.key.get() == &key) dk = e.dev.get();
+    if (auto* e = keys_->find(&key)) dk = e->prepared.get();
     if (!dk) {
       check_key_points(key);
       once = make_resident(key, pool_);
@@ -182,48 +186,11 @@ class CudaBackend final : public ProveBackend {
   }
 
  private:
-  struct Entry {
-    std::string path;
-    FileId id;
-    std::unique_ptr<Zkey> key;
-    std::unique_ptr<ResidentKey> dev;  // destroyed before key
-  };
-
-  Entry& entry(const std::string& path) {
-    const FileId id = FileId::of(path);
-    for (auto it = keys_.begin(); it != keys_.end(); ++it) {
-      if (it->path == path && it->id == id) {
-        keys_.splice(keys_.begin(), keys_, it);
-        return keys_.front();
-      }
-    }
-    std::erase_if(keys_, [&](const Entry& e) { return e.path == path; });  // replaced on disk
-    auto key = std::make_unique<Zkey>(Zkey::open(path));
-    check_key_points(*key);
-    // Least recently used keys leave until this one fits in the budget. A key
-    // that cannot fit at all fails its partitions (a worker restart would not help).
-    const size_t need = ResidentKey::estimate(*key);
-    if (need > key_budget_) {
-      throw InputError(path + ": needs " + std::to_string(need >> 20) + " MiB on the device, more than the " +
-                       std::to_string(key_budget_ >> 20) + " MiB resident keys may take (gpu_key_memory_percent)");
-    }
-    while (!keys_.empty() && resident_bytes() + need > key_budget_) keys_.pop_back();
-    Entry e{path, id, std::move(key), nullptr};
-    e.dev = make_resident(*e.key, pool_);
-    keys_.push_front(std::move(e));
-    return keys_.front();
-  }
-
-  size_t resident_bytes() const {
-    size_t b = 0;
-    for (auto& e : keys_) b += e.dev->bytes();
-    return b;
-  }
+  static constexpr size_t kMaxResidentKeys = 64;  // the memory budget binds first
 
   CudaOptions opt_;
   ThreadPool pool_;
-  size_t key_budget_ = 0;
-  std::list<Entry> keys_;
+  std::unique_ptr<KeyCache<ResidentKey>> keys_;
   std::vector<void*> pinned_;
   std::unique_ptr<Stream> copy_, compute_;
   std::unique_ptr<Event> witness_ready_, abc_ready_;

@@ -3,13 +3,11 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 #include "gpu_worker/cuda/device_msm.cuh"
 #include "gpu_worker/cuda/msm_finish.hpp"
+#include "groth16/stage_clock.hpp"
 
 namespace zkfarm::cuda {
 
@@ -23,20 +21,13 @@ uint32_t first_chunk(uint32_t count) { return count < (1u << 25) ? 32 : count < 
 constexpr uint32_t kChunkNext = 16;      // partial sums per thread at later levels
 constexpr size_t kHostTermsBytes = 64 << 10;
 
-// Phase times on stderr when ZKFARM_PROFILE is set (each phase ends in a
-// stream sync, so host clocks measure the device's work).
-struct PhaseClock {
-  bool on = std::getenv("ZKFARM_PROFILE") != nullptr;
-  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now();
-  void lap(cudaStream_t st, const char* what, uint32_t n) {
-    if (!on) return;
-    ZK_CUDA(cudaStreamSynchronize(st));
-    auto now = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "zkfarm profile: msm n=%u %-12s %8.2f ms\n", n, what,
-                 std::chrono::duration<double, std::milli>(now - t).count());
-    t = now;
-  }
-};
+// ZKFARM_PROFILE: a phase's device work ends in a stream sync, so the host
+// clock measures it.
+void lap(StageClock& clock, cudaStream_t st, const char* phase, uint32_t n) {
+  if (!clock.on()) return;
+  ZK_CUDA(cudaStreamSynchronize(st));
+  clock.lap("msm n=" + std::to_string(n) + " " + phase);
+}
 
 uint32_t blocks_for(uint64_t threads) { return uint32_t((threads + kThreads - 1) / kThreads); }
 
@@ -144,7 +135,7 @@ uint32_t MsmRunner::sort_digits(const uint32_t* d_scalars, const MsmShape& sh, c
 template <class C, class F>
 Xyzz<C> MsmRunner::sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t st) {
   using P = DXyzz<F>;
-  PhaseClock clock;
+  StageClock clock;
   buckets_.reserve(size_t(sh.sentinel()) * sizeof(P));
   ZK_CUDA(cudaMemsetAsync(buckets_.get(), 0, size_t(sh.sentinel()) * sizeof(P), st));  // all zero: ZZ = 0, infinity
   if (count > 0) {
@@ -170,7 +161,7 @@ Xyzz<C> MsmRunner::sum_points(const MsmShape& sh, uint32_t count, const DAffine<
       cur = 1 - cur;
     }
   }
-  clock.lap(st, "accumulate", sh.n);
+  lap(clock, st, "accumulate", sh.n);
   const uint32_t S = sh.segments(), log_s = log2_exact(S), total = sh.windows * S;
   acc_.reserve(size_t(total) * sizeof(P));
   run_.reserve(size_t(total) * sizeof(P));
@@ -183,9 +174,9 @@ Xyzz<C> MsmRunner::sum_points(const MsmShape& sh, uint32_t count, const DAffine<
   ZK_CUDA_LAUNCHED();
   ZK_CUDA(cudaMemcpyAsync(host_terms_, terms_.get(), size_t(n_terms) * sizeof(P), cudaMemcpyDeviceToHost, st));
   ZK_CUDA(cudaStreamSynchronize(st));
-  clock.lap(st, "reduce", sh.n);
+  lap(clock, st, "reduce", sh.n);
   Xyzz<C> r = msm_finish<C>(sh, static_cast<const P*>(host_terms_));
-  clock.lap(st, "host finish", sh.n);
+  lap(clock, st, "host finish", sh.n);
   return r;
 }
 
@@ -199,9 +190,9 @@ void MsmRunner::run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1J
   for (uint32_t first = 0; first < n; first += slice) {
     const uint32_t len = std::min(slice, n - first);
     const MsmShape sh = msm_shape(len, c_override);
-    PhaseClock clock;
+    StageClock clock;
     const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
-    clock.lap(st, "digits+sort", len);
+    lap(clock, st, "digits+sort", len);
     for (auto& j : g1)
       j.out->add(sum_points<G1Params>(sh, count, static_cast<const G1A*>(j.points) + first, st));
     for (auto& j : g2)

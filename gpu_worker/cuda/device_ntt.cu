@@ -74,14 +74,15 @@ void upload(DeviceBuffer& dst, const std::vector<Fr>& src) {
 
 }  // namespace
 
-DeviceDomain::DeviceDomain(uint32_t log_n, ThreadPool& pool) : log_n_(log_n), h_(0) {
-  if (log_n == 0) return;  // one point: the transform is the identity
-  NttTables t = make_ntt_tables(log_n, pool);
+DeviceDomain::DeviceDomain(const Domain& d) : log_n_(d.log_size()), h_(0) {
+  if (log_n_ == 0) return;  // one point: the transform is the identity
+  CosetTables t = make_coset_tables(d);
   h_ = t.h;
-  upload(tw_, t.tw);
-  upload(tw_inv_, t.tw_inv);
-  upload(lo_, t.coset_lo);
-  upload(hi_, t.coset_hi);
+  upload(tw_, d.twiddles());
+  upload(tw_inv_, d.twiddles_inv());
+  upload(lo_, t.lo);
+  upload(hi_, t.hi);
+  ZK_CUDA(cudaDeviceSynchronize());  // cudaMemcpy from pageable memory may return before the copy lands
 }
 
 void DeviceDomain::to_odd_coset(void* data, cudaStream_t st) const {

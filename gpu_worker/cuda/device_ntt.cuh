@@ -2,7 +2,7 @@
 // NTTs over Fr on the GPU for H (steps in ntt_steps.cuh). Included by .cu files only.
 #include <cstdint>
 
-#include "groth16/thread_pool.hpp"
+#include "groth16/ntt.hpp"
 #include "gpu_worker/cuda/device_buffer.hpp"
 
 namespace zkfarm::cuda {
@@ -11,18 +11,15 @@ namespace zkfarm::cuda {
 /// (n·32 bytes) and the coset factor tables (about 2·√n·32 bytes).
 class DeviceDomain {
  public:
-  /// log_n in 0..28 (std::invalid_argument beyond). Builds the tables on the
-  /// CPU (ntt_tables.hpp) and uploads them (synchronously). Throws CudaError.
-  DeviceDomain(uint32_t log_n, ThreadPool& pool);
+  /// Uploads `d`'s twiddles and its coset factors (ntt_tables.hpp), synchronously.
+  /// Throws CudaError.
+  explicit DeviceDomain(const Domain& d);
 
   /// In place on `stream`: v (n Fr = n·32 bytes, Montgomery, device) from evaluations over
   /// the domain to evaluations over the odd coset, as Domain::to_odd_coset.
   /// Passes over memory: 2·(log_n − 10) radix-2 stages plus one pass for the
   /// 10 innermost stages of both transforms and the coset shift.
   void to_odd_coset(void* v, cudaStream_t stream) const;
-
-  /// Device memory the tables take, bytes.
-  size_t device_bytes() const { return tw_.bytes() + tw_inv_.bytes() + lo_.bytes() + hi_.bytes(); }
 
  private:
   uint32_t log_n_, h_;

@@ -16,20 +16,12 @@
 #include "gpu_worker/cuda_backend.hpp"
 #include "groth16/msm.hpp"
 #include "groth16/ntt.hpp"
-#include "points.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm {
 namespace {
 
 using namespace zkfarm::cuda;
-
-U256 rand_scalar(std::mt19937_64& rng) {
-  for (;;) {
-    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
-    if (is_canonical<FrParams>(x)) return x;
-  }
-}
 
 #define NEED_GPU()                                                  \
   do {                                                              \
@@ -71,8 +63,8 @@ void check_products() {
   const size_t n = 1 << 16;
   std::vector<HostF> a(n), b(n);
   for (size_t i = 0; i < n; ++i) {
-    a[i] = HostF::from_u256(rand_scalar(rng));
-    b[i] = HostF::from_u256(rand_scalar(rng));
+    a[i] = HostF::from_u256(test::random_scalar(rng));
+    b[i] = HostF::from_u256(test::random_scalar(rng));
   }
   a[0] = -HostF::one();
   b[0] = -HostF::one();
@@ -98,8 +90,8 @@ TEST(Gpu, FieldProductsMatchTheCpu) {
   const size_t n = 4096;
   std::vector<Fq2> a(n), b(n);
   for (size_t i = 0; i < n; ++i) {
-    a[i] = {Fq::from_u256(rand_scalar(rng)), Fq::from_u256(rand_scalar(rng))};
-    b[i] = {Fq::from_u256(rand_scalar(rng)), Fq::from_u256(rand_scalar(rng))};
+    a[i] = {Fq::from_u256(test::random_scalar(rng)), Fq::from_u256(test::random_scalar(rng))};
+    b[i] = {Fq::from_u256(test::random_scalar(rng)), Fq::from_u256(test::random_scalar(rng))};
   }
   auto da = to_device(a.data(), n), db = to_device(b.data(), n);
   DeviceBuffer out(n * 64);
@@ -116,10 +108,11 @@ TEST(Gpu, OddCosetNttMatchesTheCpu) {
   for (uint32_t log_n : {1u, 2u, 9u, 10u, 11u, 16u, 20u}) {
     const size_t n = size_t(1) << log_n;
     std::vector<Fr> v(n);
-    for (auto& x : v) x = Fr::from_u256(rand_scalar(rng));
+    for (auto& x : v) x = Fr::from_u256(test::random_scalar(rng));
     std::vector<Fr> expect = v;
-    Domain(log_n, pool).to_odd_coset(expect.data(), pool);
-    DeviceDomain dd(log_n, pool);
+    const Domain dom(log_n, pool);
+    dom.to_odd_coset(expect.data(), pool);
+    DeviceDomain dd(dom);
     auto d = to_device(v.data(), n);
     dd.to_odd_coset(d.get(), nullptr);
     ZK_CUDA(cudaDeviceSynchronize());
@@ -160,7 +153,7 @@ TEST(Gpu, MsmMatchesTheCpu) {
     if (n > pts.size() / 64) {
       auto more = test::consecutive_points<G1Params>(test::g1_generator(), 12345, n - sc.size(), pool);
       pts.insert(pts.end(), more.begin(), more.end());
-      while (sc.size() < n) sc.push_back(rand_scalar(rng));
+      while (sc.size() < n) sc.push_back(test::random_scalar(rng));
     }
     check_msm<G1Params>(pts, sc, 0, "G1 random");
     if (n == 1000)
@@ -188,7 +181,7 @@ TEST(Gpu, G2MsmMatchesTheCpu) {
     if (n > sc.size()) {
       auto more = test::consecutive_points<G2Params>(test::g2_generator(), 777, n - sc.size(), pool);
       pts.insert(pts.end(), more.begin(), more.end());
-      while (sc.size() < n) sc.push_back(rand_scalar(rng));
+      while (sc.size() < n) sc.push_back(test::random_scalar(rng));
     }
     check_msm<G2Params>(pts, sc, 0, "G2");
   }

@@ -1,14 +1,24 @@
 #pragma once
-// Many distinct curve points fast, for GPU tests and benchmarks:
-// P_i = (start + i)·G by consecutive additions, then to affine with one
-// inversion per block (Montgomery's trick). Points in zkey layout.
+// Random inputs for tests and benchmarks (no fixture paths needed, so
+// bench/ can use it too): canonical scalars, and many distinct curve points
+// fast, P_i = (start + i)·G by consecutive additions, then to affine with one
+// inversion per block (Montgomery's trick), in zkey layout.
 #include <algorithm>
+#include <random>
 #include <vector>
 
 #include "groth16/bn254.hpp"
 #include "groth16/thread_pool.hpp"
 
 namespace zkfarm::test {
+
+/// Uniform-ish canonical scalar < r (top bits masked, then rejection).
+inline U256 random_scalar(std::mt19937_64& rng) {
+  for (;;) {
+    U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
+    if (is_canonical<FrParams>(x)) return x;
+  }
+}
 
 /// n points (start + i)·gen, i < n, as n·sizeof(Affine<C>) bytes.
 template <class C>
