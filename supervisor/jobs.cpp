@@ -22,19 +22,6 @@ const char* priority_name(Priority p) {
   return "?";
 }
 
-const char* part_state_name(PartState s) {
-  switch (s) {
-    case PartState::kQueued: return "queued";
-    case PartState::kSynthesizing: return "synthesizing";
-    case PartState::kSynthesized: return "synthesized";
-    case PartState::kProving: return "proving";
-    case PartState::kDone: return "done";
-    case PartState::kFailed: return "failed";
-    case PartState::kCancelled: return "cancelled";
-  }
-  return "?";
-}
-
 const char* job_state_name(JobState s) {
   switch (s) {
     case JobState::kQueued: return "queued";

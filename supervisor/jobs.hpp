@@ -22,7 +22,6 @@ const char* priority_name(Priority p);
 /// A worker's death sends synthesizing/proving back to queued (the prove step
 /// works in place, so its slot must be synthesized again).
 enum class PartState { kQueued, kSynthesizing, kSynthesized, kProving, kDone, kFailed, kCancelled };
-const char* part_state_name(PartState s);
 
 enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
 const char* job_state_name(JobState s);

@@ -274,13 +274,6 @@ std::optional<JournaledProof> Journal::proof(uint64_t job, uint32_t index) {
   return JournaledProof{s.bytes(0), s.text(1)};
 }
 
-int Journal::proof_count(uint64_t job, uint32_t index) {
-  Stmt s(db_, "SELECT count(*) FROM proofs WHERE job = ? AND idx = ?", path_);
-  s.bind(1, int64_t(job)).bind(2, int64_t(index));
-  s.step(path_);
-  return int(s.i64(0));
-}
-
 size_t Journal::prune(int64_t cutoff_ms) {
   Stmt s(db_, "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_ms > 0 AND finished_ms < ?",
          path_);

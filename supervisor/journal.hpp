@@ -58,8 +58,6 @@ class Journal {
   /// Deletes jobs that finished before `cutoff_ms`, with their partitions and
   /// proofs. Returns how many jobs went.
   size_t prune(int64_t cutoff_ms);
-  /// Proofs journaled for (job, partition): 0 or 1 (the tests' check).
-  int proof_count(uint64_t job, uint32_t index);
 
   const std::string& path() const { return path_; }
 

@@ -82,7 +82,6 @@ DeviceDomain::DeviceDomain(const Domain& d) : log_n_(d.log_size()), h_(0) {
   upload(tw_inv_, d.twiddles_inv());
   upload(lo_, t.lo);
   upload(hi_, t.hi);
-  ZK_CUDA(cudaDeviceSynchronize());  // cudaMemcpy from pageable memory may return before the copy lands
 }
 
 void DeviceDomain::to_odd_coset(void* data, cudaStream_t st) const {

@@ -11,8 +11,9 @@ namespace zkfarm::cuda {
 /// (n·32 bytes) and the coset factor tables (about 2·√n·32 bytes).
 class DeviceDomain {
  public:
-  /// Uploads `d`'s twiddles and its coset factors (ntt_tables.hpp), synchronously.
-  /// Throws CudaError.
+  /// Uploads `d`'s twiddles and its coset factors (ntt_tables.hpp) on the
+  /// legacy default stream: work on a non-blocking stream must wait for a
+  /// device sync first (the CUDA backend's make_resident does one). Throws CudaError.
   explicit DeviceDomain(const Domain& d);
 
   /// In place on `stream`: v (n Fr = n·32 bytes, Montgomery, device) from evaluations over
