@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
 #include <numeric>
 
 #include "gpu_worker/cuda/dcurve.cuh"
@@ -23,22 +23,8 @@ namespace {
 
 using namespace zkfarm::cuda;
 
-template <class D, class H>
-D to_dev(const H& h) {
-  static_assert(sizeof(D) == sizeof(H));
-  D d;
-  std::memcpy(&d, &h, sizeof d);
-  return d;
-}
-
-template <class H, class D>
-H to_host(const D& d) {
-  static_assert(sizeof(D) == sizeof(H));
-  H h;
-  std::memcpy(&h, &d, sizeof h);
-  return h;
-}
-
+// Host and device types share their bytes: std::bit_cast moves values across
+// (and fails to compile if a layout's size ever differs).
 template <class HostF, class DevF>
 void check_field_ops(std::mt19937_64& rng) {
   for (int it = 0; it < 2000; ++it) {
@@ -46,16 +32,16 @@ void check_field_ops(std::mt19937_64& rng) {
     if (it == 0) xb = U256{0, 0, 0, 0};
     if (it == 1) xa = (-HostF::one()).to_u256();
     HostF a = HostF::from_u256(xa), b = HostF::from_u256(xb);
-    DevF da = to_dev<DevF>(a), db = to_dev<DevF>(b);
-    ASSERT_TRUE(to_host<HostF>(da * db) == a * b) << it;
-    ASSERT_TRUE(to_host<HostF>(da + db) == a + b) << it;
-    ASSERT_TRUE(to_host<HostF>(da - db) == a - b) << it;
-    ASSERT_TRUE(to_host<HostF>(-da) == -a) << it;
-    ASSERT_TRUE(to_host<HostF>(da.sqr()) == a.sqr()) << it;
-    U256 plain = to_host<U256>(da.from_montgomery());
+    DevF da = std::bit_cast<DevF>(a), db = std::bit_cast<DevF>(b);
+    ASSERT_TRUE(std::bit_cast<HostF>(da * db) == a * b) << it;
+    ASSERT_TRUE(std::bit_cast<HostF>(da + db) == a + b) << it;
+    ASSERT_TRUE(std::bit_cast<HostF>(da - db) == a - b) << it;
+    ASSERT_TRUE(std::bit_cast<HostF>(-da) == -a) << it;
+    ASSERT_TRUE(std::bit_cast<HostF>(da.sqr()) == a.sqr()) << it;
+    U256 plain = std::bit_cast<U256>(da.from_montgomery());
     ASSERT_EQ(plain, a.to_u256()) << it;
   }
-  EXPECT_TRUE(to_host<HostF>(DevF::one()) == HostF::one());
+  EXPECT_TRUE(std::bit_cast<HostF>(DevF::one()) == HostF::one());
 }
 
 TEST(CudaLogic, FieldsMatchTheCpu) {
@@ -65,10 +51,10 @@ TEST(CudaLogic, FieldsMatchTheCpu) {
   for (int it = 0; it < 500; ++it) {
     Fq2 a{Fq::from_u256(test::random_scalar(rng)), Fq::from_u256(test::random_scalar(rng))};
     Fq2 b{Fq::from_u256(test::random_scalar(rng)), Fq::from_u256(test::random_scalar(rng))};
-    DFq2 da = to_dev<DFq2>(a), db = to_dev<DFq2>(b);
-    ASSERT_TRUE(to_host<Fq2>(da * db) == a * b);
-    ASSERT_TRUE(to_host<Fq2>(da.sqr()) == a.sqr());
-    ASSERT_TRUE(to_host<Fq2>(da - db) == a - b);
+    DFq2 da = std::bit_cast<DFq2>(a), db = std::bit_cast<DFq2>(b);
+    ASSERT_TRUE(std::bit_cast<Fq2>(da * db) == a * b);
+    ASSERT_TRUE(std::bit_cast<Fq2>(da.sqr()) == a.sqr());
+    ASSERT_TRUE(std::bit_cast<Fq2>(da - db) == a - b);
   }
 }
 
@@ -82,34 +68,34 @@ void check_curve_ops(const Affine<C>& gen) {
     HX p = HX::from_affine(gen).mul(test::random_scalar(rng));
     HX q = HX::from_affine(gen).mul(test::random_scalar(rng));
     Affine<C> qa = q.to_affine();
-    DX dp = to_dev<DX>(p);
+    DX dp = std::bit_cast<DX>(p);
     // add, add_affine, dbl
     DX s = dp;
-    s.add(to_dev<DX>(q));
+    s.add(std::bit_cast<DX>(q));
     HX hs = p;
     hs.add(q);
-    ASSERT_TRUE(to_host<HX>(s).equals(hs));
+    ASSERT_TRUE(std::bit_cast<HX>(s).equals(hs));
     DX m = dp;
-    m.add_affine(to_dev<DA>(qa));
-    ASSERT_TRUE(to_host<HX>(m).equals(hs));
-    ASSERT_TRUE(to_host<HX>(dp.dbl()).equals(p.dbl()));
+    m.add_affine(std::bit_cast<DA>(qa));
+    ASSERT_TRUE(std::bit_cast<HX>(m).equals(hs));
+    ASSERT_TRUE(std::bit_cast<HX>(dp.dbl()).equals(p.dbl()));
     // equal and opposite points, infinity on either side
     Affine<C> pa = p.to_affine();
-    DX e = to_dev<DX>(HX::from_affine(pa));
-    e.add_affine(to_dev<DA>(pa));
-    ASSERT_TRUE(to_host<HX>(e).equals(p.dbl()));
-    DX o = to_dev<DX>(HX::from_affine(pa));
-    o.add_affine(to_dev<DA>(pa).neg());
+    DX e = std::bit_cast<DX>(HX::from_affine(pa));
+    e.add_affine(std::bit_cast<DA>(pa));
+    ASSERT_TRUE(std::bit_cast<HX>(e).equals(p.dbl()));
+    DX o = std::bit_cast<DX>(HX::from_affine(pa));
+    o.add_affine(std::bit_cast<DA>(pa).neg());
     ASSERT_TRUE(o.is_infinity());
     DX inf = DX::infinity();
-    inf.add_affine(to_dev<DA>(pa));
-    ASSERT_TRUE(to_host<HX>(inf).equals(p));
+    inf.add_affine(std::bit_cast<DA>(pa));
+    ASSERT_TRUE(std::bit_cast<HX>(inf).equals(p));
     DX i2 = dp;
-    i2.add_affine(to_dev<DA>(Affine<C>::infinity()));
-    ASSERT_TRUE(to_host<HX>(i2).equals(p));
+    i2.add_affine(std::bit_cast<DA>(Affine<C>::infinity()));
+    ASSERT_TRUE(std::bit_cast<HX>(i2).equals(p));
     DX pp = dp;
     pp.add(dp);
-    ASSERT_TRUE(to_host<HX>(pp).equals(p.dbl()));
+    ASSERT_TRUE(std::bit_cast<HX>(pp).equals(p.dbl()));
   }
 }
 
@@ -267,7 +253,7 @@ TEST(CudaLogic, HScalarIsCanonical) {
   for (int it = 0; it < 100; ++it) {
     Fr a = Fr::from_u256(test::random_scalar(rng)), b = Fr::from_u256(test::random_scalar(rng)),
        c = Fr::from_u256(test::random_scalar(rng));
-    EXPECT_EQ(to_host<U256>(h_scalar(to_dev<DFr>(a), to_dev<DFr>(b), to_dev<DFr>(c))), (a * b - c).to_u256());
+    EXPECT_EQ(std::bit_cast<U256>(h_scalar(std::bit_cast<DFr>(a), std::bit_cast<DFr>(b), std::bit_cast<DFr>(c))), (a * b - c).to_u256());
   }
 }
 
