@@ -16,6 +16,9 @@ packages=(
   cppzmq-dev libzmq3-dev libboost-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libsqlite3-dev libsystemd-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev
+  libssl-dev
+  # libFuzzer targets (fuzz/, scripts/fuzz.sh) build with Debian's clang.
+  clang libclang-rt-14-dev
 )
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -29,6 +29,13 @@ void read_str(const toml::table& t, const std::string& file, const char* key, st
   out = *node.value<std::string>();
 }
 
+void read_bool(const toml::table& t, const std::string& file, const char* key, bool& out) {
+  auto node = t[key];
+  if (!node) return;
+  if (!node.is_boolean()) throw ConfigError(file + ": " + key + ": expected true or false");
+  out = *node.value<bool>();
+}
+
 }  // namespace
 
 void Config::load_toml(const std::string& path) {
@@ -43,7 +50,10 @@ void Config::load_toml(const std::string& path) {
       "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent", "arena_mib",
       "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
-      "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms"};
+      "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
+      "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
+      "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_queue", "submit_timeout_ms",
+      "status_finished_jobs"};
   for (auto&& [k, v] : t) {
     if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
   }
@@ -69,6 +79,17 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "flap_max_crashes", flap_max_crashes, 0, 1000);
   read_uint(t, path, "flap_window_ms", flap_window_ms, 1000, 86400000);
   read_uint(t, path, "release_timeout_ms", release_timeout_ms, 100, 3600000);
+  read_uint(t, path, "max_attempts", max_attempts, 1, 1000);
+  read_str(t, path, "control_group", control_group);
+  read_str(t, path, "admin_group", admin_group);
+  read_uint(t, path, "control_max_connections", control_max_connections, 4, 100000);
+  read_uint(t, path, "http_max_connections", http_max_connections, 4, 100000);
+  read_uint(t, path, "http_request_timeout_ms", http_request_timeout_ms, 100, 600000);
+  read_bool(t, path, "http_status_detail", http_status_detail);
+  read_uint(t, path, "submit_checks", submit_checks, 1, 64);
+  read_uint(t, path, "submit_queue", submit_queue, 1, 100000);
+  read_uint(t, path, "submit_timeout_ms", submit_timeout_ms, 1000, 86400000);
+  read_uint(t, path, "status_finished_jobs", status_finished_jobs, 0, 10000);
 }
 
 void Config::finalize(const std::string& self_dir) {

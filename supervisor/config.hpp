@@ -36,6 +36,18 @@ struct Config {
   std::string http_address;            ///< "HOST:PORT" for GET /status; empty: off
   unsigned retention_hours = 168;      ///< finished jobs stay in the journal this long
   std::string log_level = "info";      ///< trace, debug, info, warn, error
+  // Faults and trust (docs/security.md).
+  unsigned max_attempts = 3;           ///< a partition whose worker died this many times fails (poison partition)
+  std::string control_group;           ///< group of control.sock (mode 0660); empty: zkfarmd's own group
+  std::string admin_group;             ///< members may stop, upgrade, restart, kill, cancel others' jobs; empty: root and zkfarmd's user only
+  unsigned control_max_connections = 256;  ///< open connections on control.sock; beyond, the socket is closed until some go
+  unsigned http_max_connections = 64;  ///< open HTTP connections; beyond, the slowest incomplete request is dropped
+  unsigned http_request_timeout_ms = 5000;  ///< a request's headers must arrive within this; idle keep-alive too
+  bool http_status_detail = false;     ///< GET /status: false: counts only; true: the full status (paths, jobs)
+  unsigned submit_checks = 2;          ///< submits checked at once (each copies and validates a key and witnesses)
+  unsigned submit_queue = 64;          ///< submits waiting for a check; beyond, refused with "busy"
+  unsigned submit_timeout_ms = 600000; ///< a submit whose check takes longer is refused
+  unsigned status_finished_jobs = 50;  ///< finished jobs `status` lists (newest first); `jobs` pages through all
 
   /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the
   /// key and the fault (unknown key, wrong type, out of range, parse error).
