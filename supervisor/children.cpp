@@ -2,8 +2,13 @@
 
 #include "supervisor/process.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
@@ -27,7 +32,7 @@ const char* worker_state_name(WorkerState s) {
   return "?";
 }
 
-pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena) {
+SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena) {
   const bool synth = w.kind == WorkerKind::kSynth;
   std::vector<std::string> args = {"--endpoint", endpoint, "--arena", arena, "--id", w.id,
                                    "--heartbeat-ms", std::to_string(cfg.heartbeat_ms),
@@ -41,18 +46,29 @@ pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoi
   }
   bp::environment env = boost::this_process::environment();
   if (!synth && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;
+  // The worker's stdout and stderr go to a pipe the loop reads (worker_output.hpp).
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
+  const int write_end = out[1];
   try {
     bp::child child(bp::exe = w.binary, bp::args = args, env,
-                    bp::extend::on_exec_setup = [](auto&) {
+                    bp::extend::on_exec_setup = [write_end](auto&) {
                       sigset_t none;
                       sigemptyset(&none);
                       sigprocmask(SIG_SETMASK, &none, nullptr);
+                      ::signal(SIGPIPE, SIG_DFL);  // zkfarmd ignores it; exec keeps ignored dispositions
                       prctl(PR_SET_PDEATHSIG, SIGTERM);
+                      ::dup2(write_end, 1);  // dup2 clears close-on-exec on the copies
+                      ::dup2(write_end, 2);
                     });
     pid_t pid = child.id();
     child.detach();  // the supervisor reaps with waitpid itself (SIGCHLD via signalfd)
-    return pid;
+    ::close(write_end);
+    ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
+    return {pid, WorkerOutput(out[0])};
   } catch (const bp::process_error& e) {
+    ::close(out[0]);
+    ::close(write_end);
     throw std::runtime_error("cannot start " + w.binary + ": " + e.what());
   }
 }

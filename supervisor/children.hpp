@@ -12,6 +12,7 @@
 #include "supervisor/config.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/release.hpp"
+#include "supervisor/worker_output.hpp"
 
 #include <memory>
 
@@ -52,14 +53,21 @@ struct Worker {
   int64_t release_logged_ms = 0;  ///< last progress line in the log
   WorkerState after_release = WorkerState::kExited;  ///< state once released
   std::string kill_reason;       ///< why the supervisor killed it ("heartbeat", "no_ready", "stop_timeout")
+  std::shared_ptr<WorkerOutput> output;  ///< its stdout/stderr pipe, read by the loop into the log
+  std::string failed_reason;     ///< why it is failed (flapping, a do-not-respawn exit code, a release timeout), for status
 };
 
 /// Starts the worker's binary with Boost.Process: arguments for the endpoint,
 /// arena, id, threads and heartbeats; CUDA_VISIBLE_DEVICES for a GPU worker; in
 /// the child, before exec, an empty signal mask (the supervisor blocks signals
 /// for its signalfd) and PR_SET_PDEATHSIG(SIGTERM), so no worker outlives it.
-/// Returns the pid. Throws std::runtime_error if the binary cannot be started.
-pid_t spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena);
+/// Its stdout and stderr go to a pipe whose read end is returned with the pid.
+/// Throws std::runtime_error if the binary cannot be started.
+struct SpawnedWorker {
+  pid_t pid = 0;
+  WorkerOutput output;
+};
+SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena);
 
 /// Sends `sig` to the worker through its pidfd (nothing when it has none).
 void signal_worker(const Worker& w, int sig);

@@ -34,6 +34,7 @@ struct Partition {
   std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
   std::string worker;              ///< worker id while synthesizing or proving
   unsigned attempts = 0;           ///< times it was handed to a worker
+  unsigned crashes = 0;            ///< times a worker died holding it (max_attempts: then it fails)
   int64_t stage_start_ms = 0;      ///< when the current stage's message went out
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
 };

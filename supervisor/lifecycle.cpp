@@ -59,13 +59,16 @@ void Supervisor::kill_all_workers(const std::string& why) {
 // Called once a worker's process has been reaped. A crash (not asked for by the
 // operator or a stop) counts towards flapping; a GPU worker's replacement waits
 // until its memory is released.
-void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why) {
+void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn) {
   const int64_t now = now_ms();
   if (w.pidfd >= 0) ::close(w.pidfd);
   w.pidfd = -1;
+  if (w.output) {  // its last words (often the reason it died) before the verdict
+    w.output->close(now, [&](std::string_view line) { log_->info("[{}] {}", w.id, line); });
+  }
   const pid_t old_pid = w.pid;
   w.pid = 0;
-  if (w.current) requeue(*w.current, "worker " + w.id + " " + why);
+  if (w.current) requeue(*w.current, "worker " + w.id + " " + why, crashed);
   w.current.reset();
   w.state = WorkerState::kExited;
   record_children();
@@ -83,14 +86,24 @@ void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why) {
     rolling_current_.reset();
     w.restart_at_ms = now;  // at once: this is no crash loop of the old binary
     crashed = false;
+  } else if (crashed && no_respawn) {
+    // Retired, not restarted: its own exit code says a restart cannot help.
+    w.failed_reason = why + ": the worker cannot start in this environment (do not respawn)" +
+                      (w.output && !w.output->last_line().empty() ? "; its last line: " + w.output->last_line() : "") +
+                      "; fix the cause, then `zkfarmctl restart " + w.id + "`";
+    log_->error("worker {}: {}", w.id, w.failed_reason);
+    ++metrics_.restarts[{worker_kind_name(w.kind), "no_respawn"}];
+    w.state = WorkerState::kFailed;
+    w.restart_at_ms = 0;
   } else if (crashed) {
     ++w.restarts;
     ++metrics_.restarts[{worker_kind_name(w.kind), w.kill_sent ? w.kill_reason : std::string("crash")}];
     w.crashes.push_back(now);
     std::erase_if(w.crashes, [&](int64_t t) { return now - t > int64_t(cfg_.flap_window_ms); });
     if (w.crashes.size() > cfg_.flap_max_crashes) {
-      log_->error("worker {}: {} crashes within {} ms: failed (flapping); not restarted until `zkfarmctl restart {}`",
-                  w.id, w.crashes.size(), cfg_.flap_window_ms, w.id);
+      w.failed_reason = std::to_string(w.crashes.size()) + " crashes within " + std::to_string(cfg_.flap_window_ms) +
+                        " ms (flapping); last: " + why;
+      log_->error("worker {}: {}: failed; not restarted until `zkfarmctl restart {}`", w.id, w.failed_reason, w.id);
       w.state = WorkerState::kFailed;
       w.restart_at_ms = 0;
     } else {
@@ -132,6 +145,7 @@ void Supervisor::advance_release_waits() {
     }
     if (wait.timed_out()) {
       log_->error("worker {}: {}; the worker is failed until `zkfarmctl restart {}`", id, st.detail, id);
+      w.failed_reason = "release wait timed out: " + st.detail;
       w.release_wait.reset();
       w.state = WorkerState::kFailed;
       w.restart_at_ms = 0;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "supervisor/config.hpp"
+#include "supervisor/log_sink.hpp"
 #include "supervisor/state_lock.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -73,8 +74,10 @@ int main(int argc, char** argv) {
   // a SIGTERM during start-up then waits for the loop and becomes a clean stop.
   sigset_t mask;
   sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP}) sigaddset(&mask, s);
+  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&mask, s);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  // A closed stderr (a pipe whose reader went away) must not kill the farm.
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"zkfarmd: supervisor of a zkfarm Groth16 proving farm (runs in the foreground)"};
   Config cfg;
   std::string config_file;
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
   try {
     StateLock lock(cfg.state_dir);
     auto stderr_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.state_dir + "/zkfarmd.log");
+    auto file_sink = std::make_shared<ReopenableFileSink>(cfg.state_dir + "/zkfarmd.log");  // SIGHUP reopens it
     auto log = std::make_shared<spdlog::logger>("zkfarmd", spdlog::sinks_init_list{stderr_sink, file_sink});
     log->set_level(spdlog::level::from_str(cfg.log_level));
     log->flush_on(spdlog::level::info);

@@ -101,7 +101,7 @@ void Supervisor::finish_submits() {
                                           " (raise arena_mib)"}});
       continue;
     }
-    job.submitted_ms = now_ms();
+    job.submitted_ms = wall_ms();
     try {
       job.id = journal_.add_job(job);  // durable before the client hears "accepted"
     } catch (const JournalError& e) {

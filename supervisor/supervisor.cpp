@@ -16,6 +16,8 @@
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
+#include "protocol/worker_channel.hpp"
+#include "supervisor/log_sink.hpp"
 #include "supervisor/process.hpp"
 
 #include <systemd/sd-daemon.h>
@@ -86,7 +88,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigset_t mask;
   sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP}) sigaddset(&mask, s);
+  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&mask, s);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   sigfd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sigfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
@@ -141,6 +143,11 @@ Supervisor::~Supervisor() {
 
 int64_t Supervisor::now_ms() const {
   using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t Supervisor::wall_ms() const {
+  using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
@@ -149,7 +156,7 @@ int64_t Supervisor::now_ms() const {
 // past the retention are pruned, and missing output files of proved partitions
 // are rewritten from the journal.
 void Supervisor::restore_from_journal() {
-  const size_t pruned = journal_.prune(now_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000);
+  const size_t pruned = journal_.prune(wall_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000);
   if (pruned) log_->info("journal: pruned {} finished jobs older than {} h", pruned, cfg_.retention_hours);
   size_t requeued = 0, jobs = 0;
   for (Job& job : journal_.load()) {
@@ -190,7 +197,9 @@ int Supervisor::write_results(const Job& job, const std::string& out) {
 void Supervisor::start_worker(Worker& w) {
   try {
     if (w.kind == WorkerKind::kGpu) release_check_->baseline(w.device);
-    w.pid = spawn_worker(cfg_, w, workers_endpoint_, arena_.name());
+    SpawnedWorker spawned = spawn_worker(cfg_, w, workers_endpoint_, arena_.name());
+    w.pid = spawned.pid;
+    w.output = std::make_shared<WorkerOutput>(std::move(spawned.output));
     w.pidfd = pidfd_open_child(w.pid);
     if (w.pidfd < 0) log_->warn("worker {}: no pidfd ({}); signals go by pid", w.id, std::strerror(errno));
   } catch (const std::exception& e) {
@@ -206,6 +215,7 @@ void Supervisor::start_worker(Worker& w) {
   w.restart_at_ms = 0;
   w.kill_sent = false;
   w.term_sent = false;
+  w.failed_reason.clear();
   w.current.reset();
   w.version.clear();
   record_children();
@@ -217,11 +227,14 @@ int Supervisor::run() {
   for (auto& [id, w] : workers_) start_worker(w);
   update_snapshot();
   for (;;) {
-    zmq::pollitem_t items[] = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
-                               {control_sock_.handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, sigfd_, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 3, std::chrono::milliseconds(50));
+    std::vector<zmq::pollitem_t> items = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
+                                          {control_sock_.handle(), 0, ZMQ_POLLIN, 0},
+                                          {nullptr, sigfd_, ZMQ_POLLIN, 0}};
+    for (const auto& [id, w] : workers_)
+      if (w.output && w.output->fd() >= 0) items.push_back({nullptr, w.output->fd(), ZMQ_POLLIN, 0});
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
     handle_signals();
+    pump_worker_output();
     reap_children();
     // Drain what is readable now; each frame is bounded, so this stays short.
     for (int i = 0; i < 256; ++i) {
@@ -267,8 +280,12 @@ void Supervisor::handle_signals() {
   while (::read(sigfd_, &si, sizeof si) == sizeof si) {
     int sig = int(si.ssi_signo);
     if (sig == SIGCHLD) continue;  // reap_children runs every pass
-    if (sig == SIGHUP) {
-      log_->info("SIGHUP: nothing to reload yet");
+    if (sig == SIGHUP || sig == SIGUSR1) {  // logrotate's postrotate; nginx's USR1
+      reopen_logs(sigabbrev_np(sig));
+      continue;
+    }
+    if (sig == SIGUSR2) {  // reserved: taken so that a stray kill -USR2 never ends the farm
+      log_->info("SIGUSR2: ignored (reserved)");
       continue;
     }
     if (stopping_ && (sig == SIGTERM || sig == SIGINT)) {
@@ -277,6 +294,27 @@ void Supervisor::handle_signals() {
       continue;
     }
     begin_stop(std::string("signal ") + strsignal(sig));
+  }
+}
+
+void Supervisor::reopen_logs(const char* why) {
+  for (auto& sink : log_->sinks()) {
+    auto file = std::dynamic_pointer_cast<ReopenableFileSink>(sink);
+    if (!file) continue;
+    try {
+      file->reopen();
+      log_->info("SIG{}: reopened {}", why, file->path());
+    } catch (const std::exception& e) {
+      log_->error("SIG{}: cannot reopen the log file: {}", why, e.what());
+    }
+  }
+}
+
+void Supervisor::pump_worker_output() {
+  const int64_t now = now_ms();
+  for (auto& [id, w] : workers_) {
+    if (!w.output) continue;
+    w.output->pump(now, [&, wid = id](std::string_view line) { log_->info("[{}] {}", wid, line); });
   }
 }
 
@@ -296,14 +334,30 @@ void Supervisor::reap_children() {
     }
     // Operator-commanded stops (SHUTDOWN sent, a stop, a rolling restart) never count as crashes.
     const bool asked = (w->state == WorkerState::kStopping && !w->kill_sent) || stopping_;
-    after_exit(*w, !asked, asked ? how : "died (" + how + ")");
+    // The exit-code contract (protocol/worker_channel.hpp): usage and
+    // environment faults say that the same binary with the same flags cannot
+    // boot, so the worker is retired instead of fed into a restart loop.
+    const bool no_respawn = WIFEXITED(status) && (WEXITSTATUS(status) == protocol::kExitUsage ||
+                                                  WEXITSTATUS(status) == protocol::kExitEnvironment);
+    after_exit(*w, !asked, asked ? how : "died (" + how + ")", !asked && no_respawn);
   }
 }
 
-void Supervisor::requeue(const PartRef& ref, const std::string& why) {
+void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashed) {
   Partition* p = jobs_.find(ref);
   Job* job = jobs_.find(ref.job);
   if (!p || !job) return;
+  if (crashed && !job->terminal() && ++p->crashes >= cfg_.max_attempts) {
+    // A poison partition: its input takes down whichever worker gets it. It
+    // fails (and with it its job) instead of crashing the farm's workers forever.
+    if (p->slot) slots_.free(p->slot->id);
+    p->slot.reset();
+    p->worker.clear();
+    p->state = PartState::kFailed;
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": its worker died " + std::to_string(p->crashes) +
+                          " times (max_attempts " + std::to_string(cfg_.max_attempts) + "); last: " + why);
+    return;
+  }
   // The slot's generation is bumped, so a late answer about it is stale.
   if (p->slot) slots_.free(p->slot->id);
   p->slot.reset();
@@ -421,7 +475,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
     protocol::decode_proof(proof_bytes);  // a malformed proof never reaches the journal
     // Journal first: once this commits the proof survives anything; a second
     // proof of the same partition (re-proved after a crash) is refused.
-    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, now_ms(), p->synth_ms, p->prove_ms)) {
+    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, wall_ms(), p->synth_ms, p->prove_ms)) {
       log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
     }
   } catch (const std::exception& e) {
@@ -438,7 +492,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   ++metrics_.partitions_proved;
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
   metrics_.proving.observe(double(p->prove_ms) / 1000.0);
-  const bool finished = jobs_.mark_done(ref, now_ms());
+  const bool finished = jobs_.mark_done(ref, wall_ms());
   write_result(ref.job, ref.index, job->out);
   if (finished) {
     journal_.finish_job(ref.job, JobState::kDone, "", job->finished_ms);
@@ -447,7 +501,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
 }
 
 void Supervisor::fail_job(uint64_t id, const std::string& error) {
-  free_slots(jobs_.fail(id, error, now_ms()));
+  free_slots(jobs_.fail(id, error, wall_ms()));
   if (Job* job = jobs_.find(id)) journal_.finish_job(id, JobState::kFailed, error, job->finished_ms);
   log_->error("job {}: failed: {}", id, error);
 }
@@ -516,7 +570,7 @@ void Supervisor::dispatch() {
       ++p->attempts;
       if (job->state == JobState::kQueued) job->state = JobState::kRunning;
       if (job->started_ms == 0) {
-        job->started_ms = p->stage_start_ms;
+        job->started_ms = wall_ms();
         journal_.set_started(job->id, job->started_ms);
       }
       json m = protocol::make(protocol::kSynth);
@@ -699,6 +753,7 @@ json Supervisor::status() const {
     j["retiring"] = w.retiring;
     j["binary"] = w.binary;
     if (w.state == WorkerState::kReleasing || !w.release_detail.empty()) j["release"] = w.release_detail;
+    if (w.state == WorkerState::kFailed) j["failed_reason"] = w.failed_reason;
     s["workers"].push_back(j);
   }
   s["queue"] = {{"synth", jobs_.count(PartState::kQueued)}, {"prove", jobs_.count(PartState::kSynthesized)}};
@@ -758,7 +813,7 @@ json Supervisor::handle_request(const json& req) {
     Job* job = jobs_.find(id);
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
     if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
-    free_slots(jobs_.cancel(id, now_ms()));
+    free_slots(jobs_.cancel(id, wall_ms()));
     journal_.finish_job(id, JobState::kCancelled, "", job->finished_ms);
     abort_in_flight(id);
     log_->info("job {}: cancelled", id);

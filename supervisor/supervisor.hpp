@@ -64,7 +64,11 @@ class Supervisor {
  private:
   void start_worker(Worker& w);
   void handle_signals();
+  /// SIGHUP/SIGUSR1: every ReopenableFileSink of the logger reopens its file.
+  void reopen_logs(const char* why);
   void reap_children();
+  /// Passes the workers' output lines to the log, each with its worker's id.
+  void pump_worker_output();
   void on_worker_frame(const std::string& identity, const std::string& frame);
   void on_worker_done(Worker& w, const nlohmann::json& msg, bool synth);
   void on_control_frame(const std::string& identity, const std::string& frame);
@@ -77,7 +81,7 @@ class Supervisor {
   void check_deadlines();
   void dispatch();
   void send_to_worker(const Worker& w, const nlohmann::json& msg);
-  void requeue(const PartRef& ref, const std::string& why);
+  void requeue(const PartRef& ref, const std::string& why, bool crashed = false);
   void fail_job(uint64_t job, const std::string& error);
   void free_slots(const std::vector<shm::Slot>& slots);
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
@@ -90,7 +94,7 @@ class Supervisor {
   // flapping, stale children, sd_notify.
   nlohmann::json lifecycle_request(const std::string& type, const nlohmann::json& req);
   void kill_all_workers(const std::string& why);
-  void after_exit(Worker& w, bool crashed, const std::string& why);
+  void after_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn = false);
   void advance_release_waits();
   void advance_rolling();
   void start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
@@ -102,7 +106,12 @@ class Supervisor {
   size_t in_flight() const;
   bool advance_stop();
   void update_snapshot();
+  /// Monotonic milliseconds (steady_clock): every deadline, heartbeat, backoff
+  /// and duration. Never compared with wall_ms().
   int64_t now_ms() const;
+  /// Unix milliseconds (system_clock): only timestamps shown to people and
+  /// journaled (submitted, started, finished, proved; retention).
+  int64_t wall_ms() const;
 
   Config cfg_;
   std::shared_ptr<spdlog::logger> log_;
