@@ -6,11 +6,16 @@
 #include <algorithm>
 #include <map>
 
+#include "supervisor/wal_check.hpp"
+
 namespace zkfarm::supervisor {
 
 namespace {
 
 // PRAGMA application_id marks the file as ours; user_version is the schema.
+// The meta table and the finished_ms index (kAdditions) came later without a
+// new version: they are additive, and a zkfarmd of schema 1 that knows
+// neither reads and writes such a journal unchanged (a downgrade keeps working).
 constexpr int kApplicationId = 0x7a6b6672;  // "zkfr"
 constexpr int kSchemaVersion = 1;
 
@@ -47,32 +52,92 @@ CREATE TABLE proofs (
 );
 )sql";
 
-// A prepared statement, finalized on scope exit.
+// meta: one row whose counter writable() bumps (a real write that touches no
+// job). jobs_finished: prune's range scan, so an hourly prune with nothing
+// due reads a few index pages instead of every job.
+constexpr const char* kAdditions = R"sql(
+CREATE TABLE IF NOT EXISTS meta (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  probes INTEGER NOT NULL DEFAULT 0
+);
+INSERT OR IGNORE INTO meta (id, probes) VALUES (1, 0);
+CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_ms);
+)sql";
+
+constexpr int kBusyMs = 5000;  // another connection holding the write lock (an operator's sqlite3)
+// A TRUNCATE checkpoint waits this long for readers of an older snapshot
+// before it gives up; the event loop is blocked meanwhile.
+constexpr int kTruncateBusyMs = 200;
+// WAL frames after which a commit is followed by a TRUNCATE checkpoint
+// (SQLite's own autocheckpoint default is 1000 frames, ~4 MiB).
+constexpr int kCheckpointFrames = 1000;
+
+// The name of a result code's primary part (https://www.sqlite.org/rescode.html).
+const char* code_name(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_ERROR: return "SQLITE_ERROR";
+    case SQLITE_INTERNAL: return "SQLITE_INTERNAL";
+    case SQLITE_PERM: return "SQLITE_PERM";
+    case SQLITE_ABORT: return "SQLITE_ABORT";
+    case SQLITE_BUSY: return "SQLITE_BUSY";
+    case SQLITE_LOCKED: return "SQLITE_LOCKED";
+    case SQLITE_NOMEM: return "SQLITE_NOMEM";
+    case SQLITE_READONLY: return "SQLITE_READONLY";
+    case SQLITE_INTERRUPT: return "SQLITE_INTERRUPT";
+    case SQLITE_IOERR: return "SQLITE_IOERR";
+    case SQLITE_CORRUPT: return "SQLITE_CORRUPT";
+    case SQLITE_NOTFOUND: return "SQLITE_NOTFOUND";
+    case SQLITE_FULL: return "SQLITE_FULL";
+    case SQLITE_CANTOPEN: return "SQLITE_CANTOPEN";
+    case SQLITE_PROTOCOL: return "SQLITE_PROTOCOL";
+    case SQLITE_SCHEMA: return "SQLITE_SCHEMA";
+    case SQLITE_TOOBIG: return "SQLITE_TOOBIG";
+    case SQLITE_CONSTRAINT: return "SQLITE_CONSTRAINT";
+    case SQLITE_MISMATCH: return "SQLITE_MISMATCH";
+    case SQLITE_MISUSE: return "SQLITE_MISUSE";
+    case SQLITE_NOLFS: return "SQLITE_NOLFS";
+    case SQLITE_AUTH: return "SQLITE_AUTH";
+    case SQLITE_RANGE: return "SQLITE_RANGE";
+    case SQLITE_NOTADB: return "SQLITE_NOTADB";
+    default: return "SQLITE_?";
+  }
+}
+
+// "WHERE: MESSAGE (CODE)", read from the connection right after the failing
+// call (any later call may overwrite the message).
+[[noreturn]] void throw_sqlite(sqlite3* db, const std::string& where, int rc) {
+  const int ext = sqlite3_extended_errcode(db);
+  const int code = (ext & 0xff) == (rc & 0xff) ? ext : rc;
+  throw JournalError(where + ": " + sqlite3_errmsg(db) + " (" + code_name(code) + ")", code);
+}
+
+// A prepared statement, finalized on scope exit (which also ends its read or
+// write if it was still running).
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql, const std::string& path) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK)
-      throw JournalError(path + ": " + sqlite3_errmsg(db));
+  Stmt(sqlite3* db, const char* sql, const std::string& where) : db_(db), where_(where) {
+    const int rc = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr);
+    if (rc != SQLITE_OK) throw_sqlite(db, where, rc);
   }
   ~Stmt() { sqlite3_finalize(s_); }
-  Stmt& bind(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
   Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
-    return *this;
+    return check(sqlite3_bind_text64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
   }
-  Stmt& blob(int i, const std::string& v) {
-    sqlite3_bind_blob(s_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
-    return *this;
+  Stmt& blob(int i, const std::string& v) { return check(sqlite3_bind_blob64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT)); }
+  /// true: a row is ready; false: done. Any other outcome throws.
+  bool step() {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw_sqlite(db_, where_, rc);
   }
-  /// SQLITE_ROW, SQLITE_DONE or SQLITE_CONSTRAINT; anything else throws.
-  int step(const std::string& path) {
-    int rc = sqlite3_step(s_);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE && (rc & 0xff) != SQLITE_CONSTRAINT)
-      throw JournalError(path + ": " + sqlite3_errmsg(db_));
-    return rc;
+  /// Ready to run again with new bindings.
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
   }
   int64_t i64(int col) { return sqlite3_column_int64(s_, col); }
   std::string text(int col) {
@@ -85,13 +150,18 @@ class Stmt {
   }
 
  private:
+  Stmt& check(int rc) {
+    if (rc != SQLITE_OK) throw_sqlite(db_, where_, rc);
+    return *this;
+  }
   sqlite3* db_;
+  const std::string& where_;
   sqlite3_stmt* s_ = nullptr;
 };
 
-int pragma_int(sqlite3* db, const char* name, const std::string& path) {
-  Stmt s(db, (std::string("PRAGMA ") + name).c_str(), path);
-  return s.step(path) == SQLITE_ROW ? int(s.i64(0)) : 0;
+int64_t pragma_int(sqlite3* db, const char* name, const std::string& where) {
+  Stmt s(db, (std::string("PRAGMA ") + name).c_str(), where);
+  return s.step() ? s.i64(0) : 0;
 }
 
 JobState job_state_from(const std::string& s) {
@@ -101,185 +171,404 @@ JobState job_state_from(const std::string& s) {
   return JobState::kQueued;
 }
 
+// The refusal of a WAL with a damaged frame: what, where, and the way out.
+std::string damaged_wal_message(const std::string& db, const std::string& wal, const WalDamage& d) {
+  std::string m = wal + ": ";
+  m += d.frame == 0 ? std::string("the header") : "frame " + std::to_string(d.frame) + " (at byte " +
+                                                       std::to_string(d.offset) + ")";
+  m += " is damaged: " + d.fault +
+       ". It may hold jobs that were acknowledged, and SQLite would silently drop it and every frame after it, so "
+       "zkfarmd will not open the journal. To start anyway: stop zkfarmd, keep a copy (cp " + wal + " " + wal +
+       ".damaged), then ";
+  if (d.frame > 0)
+    m += "either cut the WAL before the damaged frame (truncate -s " + std::to_string(d.offset) + " " + wal +
+         ": keeps every transaction committed before it) or ";
+  m += "move the WAL aside (mv " + wal + " " + wal + ".damaged: the journal then starts with what " + db +
+       " holds). Jobs acknowledged since the journal's last checkpoint may be lost: compare with what clients were "
+       "told and resubmit them.";
+  return m;
+}
+
 }  // namespace
 
-Journal::Journal(const std::string& path) : path_(path) {
+Journal::Journal(const std::string& path, const JournalOptions& options) : path_(path) {
+  const std::string where = path + ": open";
+  // Before SQLite reads the WAL: its recovery would drop a damaged frame silently.
+  const WalReport wal = check_wal(path + "-wal");
+  if (wal.damage) throw JournalError(damaged_wal_message(path, path + "-wal", *wal.damage));
+
   const bool existed = ::access(path.c_str(), F_OK) == 0;
   if (existed && ::access(path.c_str(), R_OK | W_OK) != 0)
     throw JournalError(path + ": journal is not readable and writable by this user");
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 options.vfs.empty() ? nullptr : options.vfs.c_str());
+  if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
+    sqlite3_close_v2(db_);
     db_ = nullptr;
-    throw JournalError(path + ": cannot open the journal: " + msg);
+    throw JournalError(path + ": cannot open the journal: " + msg, rc);
   }
-  sqlite3_busy_timeout(db_, 5000);
+  sqlite3_busy_timeout(db_, kBusyMs);
+  // Replaces SQLite's autocheckpoint (a PASSIVE checkpoint that leaves the WAL
+  // to be overwritten from its start): after_commit() truncates it instead.
+  sqlite3_wal_hook(db_, &Journal::on_wal_commit, this);
   try {
     // Read before writing anything: a file that is not ours is left untouched.
-    const int app = pragma_int(db_, "application_id", path);
-    const int version = pragma_int(db_, "user_version", path);
-    int64_t n_tables = 0;
-    {
-      Stmt tables(db_, "SELECT count(*) FROM sqlite_master", path);  // finalized before any write
-      tables.step(path);
+    int64_t app = 0, version = 0, n_tables = 0;
+    try {
+      app = pragma_int(db_, "application_id", where);
+      version = pragma_int(db_, "user_version", where);
+      Stmt tables(db_, "SELECT count(*) FROM sqlite_master", where);  // finalized before any write
+      tables.step();
       n_tables = tables.i64(0);
+    } catch (const JournalError& e) {
+      const int code = e.sqlite_code() & 0xff;
+      if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+        throw JournalError(path + ": journal is corrupt or not a database (" + sqlite3_errmsg(db_) +
+                               "); refusing to touch it. Stop zkfarmd, move " + path +
+                               " and its -wal and -shm files aside, and restore a backup or start with an empty "
+                               "journal (its unfinished jobs are then lost: resubmit them)",
+                           e.sqlite_code());
+      throw;
     }
     if (n_tables > 0 && app != kApplicationId)
       throw JournalError(path + ": not a zkfarm journal (another SQLite database); refusing to touch it");
     if (app == kApplicationId && version > kSchemaVersion)
       throw JournalError(path + ": journal schema " + std::to_string(version) + " is newer than this zkfarmd's (" +
                          std::to_string(kSchemaVersion) + ")");
-    exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA synchronous=FULL");
-    exec("PRAGMA foreign_keys=ON");
-    if (n_tables == 0) {
-      exec("BEGIN");
-      exec(kSchema);
-      exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str());
-      exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
-      exec("COMMIT");
+    {
+      Stmt mode(db_, "PRAGMA journal_mode=WAL", where);
+      if (!mode.step() || mode.text(0) != "wal")
+        throw JournalError(path + ": cannot put the journal in WAL mode (SQLite kept \"" + mode.text(0) + "\")");
     }
-    Stmt check(db_, "PRAGMA quick_check", path);
-    if (check.step(path) != SQLITE_ROW || check.text(0) != "ok")
-      throw JournalError(path + ": journal is corrupt (quick_check: " + check.text(0) + ")");
+    // FULL: a WAL commit is fsynced before COMMIT returns (NORMAL syncs only at
+    // checkpoints, so a power loss could undo an acknowledged job).
+    exec("PRAGMA synchronous=FULL", where);
+    exec("PRAGMA foreign_keys=ON", where);
+    // When SQLite does restart the WAL from its start (a checkpoint that a
+    // reader kept from truncating), the first commit after cuts the file to
+    // its end: no older frames stay behind it for a kill to leave half
+    // overwritten.
+    exec("PRAGMA journal_size_limit=0", where);
+    default_max_pages_ = pragma_int(db_, "max_page_count", where);
+    if (n_tables == 0) {
+      exec("BEGIN IMMEDIATE", where);
+      exec(kSchema, where);
+      exec(kAdditions, where);
+      exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(), where);
+      exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str(), where);
+      exec("COMMIT", where);
+    }
+    {
+      Stmt check(db_, "PRAGMA quick_check", where);
+      const std::string result = check.step() ? check.text(0) : std::string("no answer");
+      if (result != "ok") {
+        const std::string first = result.substr(0, std::min(result.find('\n'), size_t(200)));
+        throw JournalError(path + ": journal is corrupt (quick_check: " + first +
+                           "); zkfarmd will not open it. Stop zkfarmd, keep a copy of " + path +
+                           "*, then restore a backup, or move the three files aside to start with an empty journal "
+                           "(its unfinished jobs are then lost: resubmit them); `sqlite3 " + path +
+                           " .recover` may salvage rows");
+      }
+    }
+    {
+      Stmt s(db_,
+             "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name = 'meta') OR "
+             "(type = 'index' AND name = 'jobs_finished')",
+             where);
+      s.step();
+      schema_current_ = s.i64(0) == 2;
+    }
   } catch (...) {
-    sqlite3_close(db_);
+    sqlite3_close_v2(db_);
     db_ = nullptr;
     throw;
+  }
+  // Clear what a killed predecessor left in the WAL and add the newer schema
+  // objects. On a full disk this fails, the journal still opens for reads, and
+  // the next write tries again (prepare_write).
+  try {
+    prepare_write(where);
+  } catch (const JournalError& e) {
+    last_error_ = e.what();
   }
 }
 
 Journal::~Journal() {
-  if (db_) sqlite3_close(db_);
+  if (db_) sqlite3_close_v2(db_);  // checkpoints and removes the WAL when it can
 }
 
-void Journal::exec(const char* sql) {
+int Journal::on_wal_commit(void* self, sqlite3*, const char*, int frames) {
+  static_cast<Journal*>(self)->wal_frames_ = frames;
+  return SQLITE_OK;  // anything else would turn the committed transaction into an error
+}
+
+void Journal::exec(const char* sql, const std::string& where) {
   char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    const int ext = sqlite3_extended_errcode(db_);
+    const std::string msg = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
-    if (msg.find("not a database") != std::string::npos || msg.find("malformed") != std::string::npos)
-      throw JournalError(path_ + ": journal is corrupt or not a database (" + msg + "); refusing to touch it");
-    throw JournalError(path_ + ": " + msg);
+    const int code = (ext & 0xff) == (rc & 0xff) ? ext : rc;
+    throw JournalError(where + ": " + msg + " (" + code_name(code) + ")", code);
   }
 }
 
-uint64_t Journal::add_job(const Job& job) {
-  exec("BEGIN IMMEDIATE");
-  try {
-    Stmt ins(db_,
-             "INSERT INTO jobs (priority, zkey, out, slot_bytes, n_public, state, submitted_ms) "
-             "VALUES (?, ?, ?, ?, ?, 'queued', ?)",
-             path_);
-    ins.bind(1, int64_t(job.priority)).bind(2, job.zkey).bind(3, job.out).bind(4, int64_t(job.slot_bytes));
-    ins.bind(5, int64_t(job.n_public)).bind(6, job.submitted_ms);
-    ins.step(path_);
-    const uint64_t id = uint64_t(sqlite3_last_insert_rowid(db_));
-    for (uint32_t i = 0; i < job.parts.size(); ++i) {
-      Stmt p(db_, "INSERT INTO partitions (job, idx, wtns, public_json) VALUES (?, ?, ?, ?)", path_);
-      p.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].wtns).bind(4, job.parts[i].public_json);
-      p.step(path_);
-    }
-    exec("COMMIT");
-    return id;
-  } catch (...) {
+// Checkpoints every frame into the main file, syncs it, and cuts the WAL to 0
+// bytes (SQLITE_CHECKPOINT_TRUNCATE). Throws JournalError when it cannot (a
+// full disk, an I/O error, a reader of an older snapshot for `busy_ms`).
+void Journal::truncate_wal(int busy_ms, const std::string& where) {
+  sqlite3_busy_timeout(db_, busy_ms);
+  const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = sqlite3_errmsg(db_);
+    sqlite3_busy_timeout(db_, kBusyMs);
+    throw JournalError(where + ": cannot checkpoint and truncate the WAL: " + msg + " (" + code_name(rc) + ")", rc);
+  }
+  sqlite3_busy_timeout(db_, kBusyMs);
+  wal_frames_ = 0;
+}
+
+// Why the WAL must be empty before a write after a fault: SQLite appends the
+// next transaction after the last commit, over whatever a failed or killed
+// write left there, with the same salts. A kill between a frame's header and
+// its page would then leave a complete frame with matching salts and a bad
+// checksum, which check_wal (rightly, as far as the bytes tell) refuses.
+// Writing only into an empty or append-only WAL keeps a kill's leftovers a
+// trailing partial frame.
+void Journal::prepare_write(const std::string& where) {
+  if (!sqlite3_get_autocommit(db_)) {  // a transaction a failed ROLLBACK left open
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (!sqlite3_get_autocommit(db_))
+      throw JournalError(where + ": a failed transaction cannot be rolled back: " + sqlite3_errmsg(db_),
+                         sqlite3_extended_errcode(db_));
+  }
+  if (wal_dirty_) {
+    truncate_wal(kTruncateBusyMs, where);
+    wal_dirty_ = false;
+  }
+  if (!schema_current_) {
+    try {
+      exec("BEGIN IMMEDIATE", where);
+      exec(kAdditions, where);
+      exec("COMMIT", where);
+    } catch (...) {
+      after_failed_write();
+      throw;
+    }
+    schema_current_ = true;
+  }
+}
+
+void Journal::after_failed_write() {
+  if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  wal_dirty_ = true;
+}
+
+void Journal::after_commit() {
+  if (wal_frames_ < checkpoint_at_) return;
+  try {
+    truncate_wal(0, path_);  // never waits: a reader makes it a PASSIVE checkpoint, retried 1000 frames later
+    checkpoint_at_ = kCheckpointFrames;
+  } catch (const JournalError&) {
+    checkpoint_at_ = wal_frames_ + kCheckpointFrames;
+  }
+}
+
+void Journal::transact(const char* op, const std::function<void(const std::string& where)>& body) {
+  const std::string where = path_ + ": " + op;
+  try {
+    prepare_write(where);
+    exec("BEGIN IMMEDIATE", where);
+    body(where);
+    exec("COMMIT", where);
+  } catch (const JournalError& e) {
+    last_error_ = e.what();
+    after_failed_write();
+    throw;
+  } catch (...) {
+    after_failed_write();
+    throw;
+  }
+  last_error_.clear();
+  if (wal_frames_ < checkpoint_at_ - kCheckpointFrames) checkpoint_at_ = kCheckpointFrames;  // SQLite restarted the WAL
+  after_commit();
+}
+
+void Journal::statement(const char* op, const std::function<void(const std::string& where)>& body) {
+  const std::string where = path_ + ": " + op;
+  try {
+    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    body(where);
+  } catch (const JournalError& e) {
+    last_error_ = e.what();
     throw;
   }
 }
 
+uint64_t Journal::add_job(const Job& job) {
+  uint64_t id = 0;
+  transact("add_job", [&](const std::string& where) {
+    Stmt ins(db_,
+             "INSERT INTO jobs (priority, zkey, out, slot_bytes, n_public, state, submitted_ms) "
+             "VALUES (?, ?, ?, ?, ?, 'queued', ?)",
+             where);
+    ins.bind(1, int64_t(job.priority)).bind(2, job.zkey).bind(3, job.out).bind(4, int64_t(job.slot_bytes));
+    ins.bind(5, int64_t(job.n_public)).bind(6, job.submitted_ms);
+    ins.step();
+    id = uint64_t(sqlite3_last_insert_rowid(db_));
+    Stmt p(db_, "INSERT INTO partitions (job, idx, wtns, public_json) VALUES (?, ?, ?, ?)", where);
+    for (uint32_t i = 0; i < job.parts.size(); ++i) {
+      p.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].wtns).bind(4, job.parts[i].public_json);
+      p.step();
+      p.reset();
+    }
+  });
+  return id;
+}
+
 bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
                         int64_t prove_ms) {
-  Stmt s(db_,
-         "INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms) VALUES (?, ?, ?, ?, ?, ?)",
-         path_);
-  s.bind(1, int64_t(job)).bind(2, int64_t(index)).blob(3, proof).bind(4, proved_ms).bind(5, synth_ms).bind(6, prove_ms);
-  s.step(path_);
-  return sqlite3_changes(db_) == 1;
+  bool added = false;
+  transact("add_proof", [&](const std::string& where) {
+    Stmt s(db_,
+           "INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms) VALUES (?, ?, ?, ?, ?, ?)",
+           where);
+    s.bind(1, int64_t(job)).bind(2, int64_t(index)).blob(3, proof).bind(4, proved_ms).bind(5, synth_ms);
+    s.bind(6, prove_ms);
+    s.step();
+    added = sqlite3_changes(db_) == 1;
+  });
+  return added;
 }
 
 void Journal::finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) {
-  Stmt s(db_, "UPDATE jobs SET state = ?, error = ?, finished_ms = ? WHERE id = ?", path_);
-  s.bind(1, std::string(job_state_name(state))).bind(2, error).bind(3, finished_ms).bind(4, int64_t(job));
-  s.step(path_);
+  transact("finish_job", [&](const std::string& where) {
+    Stmt s(db_, "UPDATE jobs SET state = ?, error = ?, finished_ms = ? WHERE id = ?", where);
+    s.bind(1, std::string(job_state_name(state))).bind(2, error).bind(3, finished_ms).bind(4, int64_t(job));
+    s.step();
+  });
 }
 
 void Journal::set_started(uint64_t job, int64_t started_ms) {
-  Stmt s(db_, "UPDATE jobs SET started_ms = ? WHERE id = ? AND started_ms = 0", path_);
-  s.bind(1, started_ms).bind(2, int64_t(job));
-  s.step(path_);
+  transact("set_started", [&](const std::string& where) {
+    Stmt s(db_, "UPDATE jobs SET started_ms = ? WHERE id = ? AND started_ms = 0", where);
+    s.bind(1, started_ms).bind(2, int64_t(job));
+    s.step();
+  });
 }
 
 std::vector<Job> Journal::load() {
-  std::map<uint64_t, Job> jobs;
-  {
-    Stmt s(db_,
-           "SELECT id, priority, zkey, out, slot_bytes, n_public, state, error, submitted_ms, started_ms, finished_ms "
-           "FROM jobs ORDER BY id",
-           path_);
-    while (s.step(path_) == SQLITE_ROW) {
-      Job j;
-      j.id = uint64_t(s.i64(0));
-      j.priority = Priority(std::clamp<int64_t>(s.i64(1), 0, 3));
-      j.zkey = s.text(2);
-      j.out = s.text(3);
-      j.slot_bytes = uint64_t(s.i64(4));
-      j.n_public = uint32_t(s.i64(5));
-      j.state = job_state_from(s.text(6));
-      j.error = s.text(7);
-      j.submitted_ms = s.i64(8);
-      j.started_ms = s.i64(9);
-      j.finished_ms = s.i64(10);
-      jobs.emplace(j.id, std::move(j));
-    }
-  }
-  Stmt s(db_,
-         "SELECT p.job, p.idx, p.wtns, q.proof IS NOT NULL, coalesce(q.synth_ms, 0), coalesce(q.prove_ms, 0), "
-         "p.public_json "
-         "FROM partitions p LEFT JOIN proofs q ON q.job = p.job AND q.idx = p.idx ORDER BY p.job, p.idx",
-         path_);
-  while (s.step(path_) == SQLITE_ROW) {
-    auto it = jobs.find(uint64_t(s.i64(0)));
-    if (it == jobs.end()) continue;
-    Partition p;
-    p.index = uint32_t(s.i64(1));
-    p.wtns = s.text(2);
-    const bool proved = s.i64(3) != 0;
-    p.synth_ms = s.i64(4);
-    p.prove_ms = s.i64(5);
-    p.public_json = s.text(6);
-    Job& j = it->second;
-    p.state = proved ? PartState::kDone
-              : j.state == JobState::kFailed ? PartState::kFailed
-              : j.state == JobState::kCancelled ? PartState::kCancelled
-                                                : PartState::kQueued;
-    j.parts.push_back(p);
-  }
   std::vector<Job> out;
-  for (auto& [id, j] : jobs) {
-    if (!j.terminal()) j.state = j.count(PartState::kDone) > 0 ? JobState::kRunning : JobState::kQueued;
-    out.push_back(std::move(j));
-  }
+  statement("load", [&](const std::string& where) {
+    std::map<uint64_t, Job> jobs;
+    {
+      Stmt s(db_,
+             "SELECT id, priority, zkey, out, slot_bytes, n_public, state, error, submitted_ms, started_ms, "
+             "finished_ms FROM jobs ORDER BY id",
+             where);
+      while (s.step()) {
+        Job j;
+        j.id = uint64_t(s.i64(0));
+        j.priority = Priority(std::clamp<int64_t>(s.i64(1), 0, 3));
+        j.zkey = s.text(2);
+        j.out = s.text(3);
+        j.slot_bytes = uint64_t(s.i64(4));
+        j.n_public = uint32_t(s.i64(5));
+        j.state = job_state_from(s.text(6));
+        j.error = s.text(7);
+        j.submitted_ms = s.i64(8);
+        j.started_ms = s.i64(9);
+        j.finished_ms = s.i64(10);
+        jobs.emplace(j.id, std::move(j));
+      }
+    }
+    Stmt s(db_,
+           "SELECT p.job, p.idx, p.wtns, q.proof IS NOT NULL, coalesce(q.synth_ms, 0), coalesce(q.prove_ms, 0), "
+           "p.public_json "
+           "FROM partitions p LEFT JOIN proofs q ON q.job = p.job AND q.idx = p.idx ORDER BY p.job, p.idx",
+           where);
+    while (s.step()) {
+      auto it = jobs.find(uint64_t(s.i64(0)));
+      if (it == jobs.end()) continue;
+      Partition p;
+      p.index = uint32_t(s.i64(1));
+      p.wtns = s.text(2);
+      const bool proved = s.i64(3) != 0;
+      p.synth_ms = s.i64(4);
+      p.prove_ms = s.i64(5);
+      p.public_json = s.text(6);
+      Job& j = it->second;
+      p.state = proved ? PartState::kDone
+                : j.state == JobState::kFailed ? PartState::kFailed
+                : j.state == JobState::kCancelled ? PartState::kCancelled
+                                                  : PartState::kQueued;
+      j.parts.push_back(p);
+    }
+    for (auto& [id, j] : jobs) {
+      if (!j.terminal()) j.state = j.count(PartState::kDone) > 0 ? JobState::kRunning : JobState::kQueued;
+      out.push_back(std::move(j));
+    }
+  });
   return out;
 }
 
 std::optional<JournaledProof> Journal::proof(uint64_t job, uint32_t index) {
-  Stmt s(db_,
-         "SELECT q.proof, p.public_json FROM proofs q JOIN partitions p ON p.job = q.job AND p.idx = q.idx "
-         "WHERE q.job = ? AND q.idx = ?",
-         path_);
-  s.bind(1, int64_t(job)).bind(2, int64_t(index));
-  if (s.step(path_) != SQLITE_ROW) return std::nullopt;
-  return JournaledProof{s.bytes(0), s.text(1)};
+  std::optional<JournaledProof> out;
+  statement("proof", [&](const std::string& where) {
+    Stmt s(db_,
+           "SELECT q.proof, p.public_json FROM proofs q JOIN partitions p ON p.job = q.job AND p.idx = q.idx "
+           "WHERE q.job = ? AND q.idx = ?",
+           where);
+    s.bind(1, int64_t(job)).bind(2, int64_t(index));
+    if (s.step()) out = JournaledProof{s.bytes(0), s.text(1)};
+  });
+  return out;
 }
 
 size_t Journal::prune(int64_t cutoff_ms) {
-  Stmt s(db_, "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_ms > 0 AND finished_ms < ?",
-         path_);
-  s.bind(1, cutoff_ms);
-  s.step(path_);
-  return size_t(sqlite3_changes(db_));
+  size_t n = 0;
+  transact("prune", [&](const std::string& where) {
+    // finished_ms > 0 AND finished_ms < ?: a range of the jobs_finished index.
+    Stmt s(db_,
+           "DELETE FROM jobs WHERE finished_ms > 0 AND finished_ms < ? AND state IN ('done', 'failed', 'cancelled')",
+           where);
+    s.bind(1, cutoff_ms);
+    s.step();
+    n = size_t(sqlite3_changes(db_));
+  });
+  return n;
+}
+
+bool Journal::writable() {
+  try {
+    transact("write probe", [&](const std::string& where) {
+      exec("UPDATE meta SET probes = probes + 1 WHERE id = 1", where);
+    });
+    return true;
+  } catch (const JournalError&) {
+    return false;  // transact recorded it in last_error_
+  } catch (const std::exception& e) {
+    last_error_ = path_ + ": write probe: " + e.what();
+    return false;
+  }
+}
+
+JournalDurability Journal::durability() {
+  JournalDurability d;
+  statement("durability", [&](const std::string& where) {
+    Stmt mode(db_, "PRAGMA journal_mode", where);
+    if (mode.step()) d.journal_mode = mode.text(0);
+    d.synchronous = int(pragma_int(db_, "synchronous", where));
+  });
+  return d;
+}
+
+void Journal::set_max_pages(int64_t pages) {
+  statement("set_max_pages", [&](const std::string& where) {
+    pragma_int(db_, ("max_page_count=" + std::to_string(pages > 0 ? pages : default_max_pages_)).c_str(), where);
+  });
 }
 
 }  // namespace zkfarm::supervisor

@@ -1,25 +1,31 @@
 #pragma once
 // The journal: every accepted job, its partitions and their proofs, in SQLite
 // (STATE/journal.sqlite, WAL mode, synchronous=FULL), so that nothing accepted
-// is lost whatever happens to the supervisor. A job is acknowledged to its
-// client only after add_job() has committed. A partition's proof is journaled
-// once: the (job, partition) primary key refuses a second.
+// is lost whatever happens to the supervisor (SIGKILL, power loss). A job is
+// acknowledged to its client only after add_job() has committed. A partition's
+// proof is journaled once: the (job, partition) primary key refuses a second.
+//
+// Faults are exceptions, never exits: every call that fails throws
+// JournalError naming the file, the operation and SQLite's message, and leaves
+// the Journal usable: no statement left running, no transaction left open (a
+// failed write is rolled back whole), reads working if the disk can be read.
+// writable() tells when writes work again (after a full disk, an I/O error).
+//
+// Open refuses a damaged journal (supervisor/wal_check.hpp for the WAL, PRAGMA
+// quick_check for the main file) instead of letting SQLite drop what it
+// cannot read.
 #include <cstdint>
+#include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "supervisor/jobs.hpp"
+#include "supervisor/journal_error.hpp"
 
 struct sqlite3;
 
 namespace zkfarm::supervisor {
-
-class JournalError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// A journaled proof: the 256 proof bytes (protocol/proof_codec.hpp) and the
 /// text of public.json.
@@ -28,43 +34,102 @@ struct JournaledProof {
   std::string public_json;
 };
 
+/// How the connection is set up, as SQLite reports it (for logs and tests).
+struct JournalDurability {
+  std::string journal_mode;  ///< "wal"
+  int synchronous = 0;       ///< PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
+};
+
+struct JournalOptions {
+  /// SQLite VFS to open the file with (sqlite3_open_v2's zVfs); empty: the
+  /// default ("unix"). Tests register a fault-injecting one.
+  std::string vfs;
+};
+
 class Journal {
  public:
-  /// Opens the journal at `path`, creating it when absent. Throws JournalError
-  /// naming the file and the fault when it is not a zkfarm journal (another
-  /// SQLite file, a corrupt one, one of a later schema) or cannot be opened
-  /// for writing; such a file is never modified.
-  explicit Journal(const std::string& path);
+  /// Opens the journal at `path`, creating it when absent. Before SQLite sees
+  /// the files, `path`-wal is checked (check_wal); then the main file's
+  /// identity (application_id, schema) and PRAGMA quick_check. Throws
+  /// JournalError naming the file and the fault, and what the operator can do,
+  /// when it is not a zkfarm journal (another SQLite file, one of a later
+  /// schema), is damaged (a WAL frame that may hold an acknowledged
+  /// transaction, a main file failing quick_check) or cannot be opened; such
+  /// files are never modified. An existing journal opens even when its disk is
+  /// full: reads work, writes throw until writable() is true.
+  explicit Journal(const std::string& path, const JournalOptions& options = {});
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  /// Inserts the job and its partitions (each with its public.json) in one transaction and returns the id
-  /// it was given. Durable when this returns. Throws JournalError.
+  /// Inserts the job and its partitions (each with its public.json) in one
+  /// transaction and returns the id it was given. Durable (fsynced) when this
+  /// returns. Throws JournalError; then nothing of the job is journaled (but
+  /// see the report on an fsync that fails after the commit frame was written).
   uint64_t add_job(const Job& job);
   /// Journals the 256-byte proof of (job, partition) and its stage times (ms).
   /// Returns false, changing nothing, if that partition already has a proof.
+  /// Throws JournalError (also when the partition does not exist); then
+  /// nothing changed.
   bool add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
                  int64_t prove_ms);
-  /// Records a job's terminal state (done, failed, cancelled).
+  /// Records a job's terminal state (done, failed, cancelled) and when it
+  /// finished (wall-clock Unix ms). Throws JournalError; then nothing changed.
   void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms);
-  /// Records when a job's first partition went to a worker (queue wait).
+  /// Records when a job's first partition went to a worker (Unix ms; kept if
+  /// already set). Throws JournalError; then nothing changed.
   void set_started(uint64_t job, int64_t started_ms);
   /// Every journaled job, oldest first; a partition with a proof comes back
   /// done, every other one queued (what was in flight is proved again).
+  /// Read-only: works on a full disk. Throws JournalError on a read fault.
   std::vector<Job> load();
-  /// The journaled proof of (job, partition), if any.
+  /// The journaled proof of (job, partition), if any. Read-only; throws
+  /// JournalError on a read fault.
   std::optional<JournaledProof> proof(uint64_t job, uint32_t index);
-  /// Deletes jobs that finished before `cutoff_ms`, with their partitions and
-  /// proofs. Returns how many jobs went.
+  /// Deletes jobs that finished (done, failed, cancelled) before `cutoff_ms`
+  /// (Unix ms), with their partitions and proofs, in one transaction. Returns
+  /// how many jobs went. Cheap when nothing is due: an index on finished_ms,
+  /// and a transaction that changes nothing writes nothing. Throws
+  /// JournalError; then nothing was deleted.
   size_t prune(int64_t cutoff_ms);
+
+  /// Whether a write commits now: runs the clean-up a failed write left
+  /// pending (a TRUNCATE checkpoint of the WAL) and a real one-row write (the
+  /// `meta` table's probe counter) in its own fsynced transaction. Never
+  /// throws; false records the fault in last_error(). One fsync or more: call
+  /// it while writes are failing (every few seconds), not per job.
+  bool writable();
+  /// The message of the last fault of any call ("" once a write succeeds).
+  const std::string& last_error() const { return last_error_; }
+  /// The connection's journal mode and synchronous level, read from SQLite.
+  JournalDurability durability();
+  /// Caps the main file at `pages` pages (PRAGMA max_page_count; SQLite keeps
+  /// at least the current size), so that writes needing more fail with
+  /// SQLITE_FULL like a full disk; 0 lifts the cap. For tests, and for an
+  /// operator's size limit. Throws JournalError.
+  void set_max_pages(int64_t pages);
 
   const std::string& path() const { return path_; }
 
  private:
-  void exec(const char* sql);
+  // The write path (journal.cpp says why each step is there).
+  void transact(const char* op, const std::function<void(const std::string& where)>& body);
+  void statement(const char* op, const std::function<void(const std::string& where)>& body);
+  void prepare_write(const std::string& where);
+  void after_failed_write();
+  void after_commit();
+  void truncate_wal(int busy_ms, const std::string& where);
+  void exec(const char* sql, const std::string& where);
+  static int on_wal_commit(void* self, sqlite3* db, const char* name, int frames);
+
   std::string path_;
   sqlite3* db_ = nullptr;
+  bool wal_dirty_ = true;        ///< the WAL may hold bytes past its last commit: truncate before writing
+  bool schema_current_ = false;  ///< the meta table and the jobs_finished index exist
+  int wal_frames_ = 0;           ///< frames in the WAL after the last commit (SQLite's WAL hook)
+  int checkpoint_at_ = 1000;     ///< wal_frames_ at which a commit is followed by a TRUNCATE checkpoint
+  int64_t default_max_pages_ = 0;  ///< PRAGMA max_page_count at open (set_max_pages(0) restores it)
+  std::string last_error_;
 };
 
 }  // namespace zkfarm::supervisor
