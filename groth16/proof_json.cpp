@@ -1,12 +1,9 @@
 #include "groth16/proof_json.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "files/file_error.hpp"
+#include "files/safe_write.hpp"
 #include "groth16/decimal.hpp"
 #include "groth16/errors.hpp"
 
@@ -50,33 +47,17 @@ std::string public_to_json(const U256* witness, size_t n_public) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  auto fail = [&](const std::string& what) -> void {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw InputError(path + ": cannot write: " + what + ": " + std::strerror(err));
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int err = errno;
-    throw InputError(path + ": cannot write: " + std::strerror(err));
+  // files::write_file_safe: an unguessable temporary (O_TMPFILE, or 128 random
+  // bits with O_EXCL|O_NOFOLLOW), fsync, rename over `path` (a symlink there is
+  // replaced, not followed), folder fsync, every fault reported, no temp left.
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  try {
+    files::write_file_safe(dir, name, text, 0644);
+  } catch (const files::FileError& e) {
+    throw InputError(e.what());
   }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t k = ::write(fd, text.data() + done, text.size() - done);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      fail("write");
-    }
-    done += size_t(k);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
 }
 
 }  // namespace zkfarm

@@ -1,0 +1,71 @@
+#pragma once
+// Writing results into folders that clients name, so that neither a planted
+// symlink nor a full or read-only filesystem can make zkfarm damage another
+// file or lose an error: the output is built in a TempFile (no predictable
+// name), fsync'ed, and renamed over the final name (a symlink there is
+// replaced, never followed); every fault is a FileError.
+//
+// Folder paths ARE followed, symlinks included: the caller runs these under
+// FsCredentials of the client (fs_credentials.hpp), so a client reaches only
+// folders it could write itself. A root supervisor that skipped that would let
+// any client write proof JSON into /etc.
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "files/temp_file.hpp"
+#include "files/unique_fd.hpp"
+
+namespace zkfarm::files {
+
+/// Opens folder `dir` (following symlinks) with O_RDONLY|O_DIRECTORY|O_CLOEXEC;
+/// a folder the caller may write and enter but not list (mode 0333, 0733) is
+/// opened O_PATH instead. FileError naming `dir` if it cannot be opened or is
+/// not a folder.
+UniqueFd open_dir(const std::string& dir);
+
+/// Writes `content` as file `name` (one path component) in folder `dir`,
+/// atomically and durably: a new file (O_TMPFILE, or an unguessable random
+/// name made with O_CREAT|O_EXCL|O_NOFOLLOW; see TempMethod) gets all the
+/// bytes, fsync(2), then linkat(2)/renameat(2) onto `name`, then the folder is
+/// fsync'ed. An existing entry at `name` — an old result, a file, a symlink —
+/// is replaced and never followed; readers see the old file or the whole new
+/// one. The new file gets permission bits `mode` less the umask, and belongs to
+/// the filesystem uid/gid in force (the client's, under FsCredentials).
+///
+/// Throws FileError "<dir>/<name>: cannot <step>: <strerror>" with code() the
+/// errno (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ENOENT, ENOTDIR, EISDIR when
+/// `name` is a folder, EINVAL for a bad name) and leaves no temporary file;
+/// the one exception is a failure to fsync the folder after the rename, where
+/// the new file is in place and FileError still reports it.
+void write_file_safe(const std::string& dir, const std::string& name, std::string_view content, mode_t mode = 0644,
+                     TempMethod method = TempMethod::kAuto);
+
+/// The same into a folder already open at `dir_fd` (from open_dir or
+/// create_dir_safe: several files into the very folder that was checked, with
+/// no second path lookup). `dir_path` is for messages only.
+void write_file_safe(int dir_fd, const std::string& dir_path, const std::string& name, std::string_view content,
+                     mode_t mode = 0644, TempMethod method = TempMethod::kAuto);
+
+/// Whether folder `dir` holds an entry `name`, of any type, without following
+/// it: fstatat(2) with AT_SYMLINK_NOFOLLOW. A symlink counts as present (it is
+/// not followed, so a dangling one counts too). False when `name` or `dir` does
+/// not exist; FileError for other faults (EACCES, ENOTDIR, EIO). For "rewrite
+/// only missing outputs".
+bool exists_nofollow(const std::string& dir, const std::string& name);
+/// The same in a folder open at `dir_fd`; `dir_path` is for messages.
+bool exists_nofollow(int dir_fd, const std::string& dir_path, const std::string& name);
+
+/// mkdir -p `path` with permission bits `mode` (less the umask) for the folders
+/// it creates, as the filesystem credentials in force (run it under the
+/// client's FsCredentials); existing folders are kept as they are. Components
+/// before the last are followed like any path; the LAST one must be a real
+/// folder: a symlink there is refused (FileError "<path>: is a symbolic link,
+/// not a folder"), so the folder written into is the one the client named,
+/// not one a symlink swapped in. Returns the final folder open as open_dir
+/// would, for write_file_safe(int, …). FileError naming the path and the fault
+/// for everything else (EACCES, ENOTDIR, EROFS, ENOSPC).
+UniqueFd create_dir_safe(const std::string& path, mode_t mode = 0755);
+
+}  // namespace zkfarm::files
