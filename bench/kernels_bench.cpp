@@ -2,15 +2,24 @@
 //   zkfarm-bench-kernels [--log N] [--threads T] [--reps R]
 // Prints, for a domain of 2^N: NTT, odd-coset step, G1 MSM (random scalars,
 // and a circom-like mix: 60% zeros/ones), G2 MSM. Median of R runs, ms.
+// Then the verifier on one core (it is single-threaded): pairing parts and one
+// Groth16 verification of a synthetic but valid proof, each also as a ratio to
+// a 254-bit G1 scalar multiplication timed in the same run (the baseline, so
+// figures from loaded or different machines compare).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "groth16/msm.hpp"
 #include "groth16/ntt.hpp"
+#include "groth16/pairing.hpp"
+#include "groth16/verify.hpp"
 
 using namespace zkfarm;
 using Clock = std::chrono::steady_clock;
@@ -51,6 +60,74 @@ std::vector<uint8_t> make_points(size_t n, const Affine<C>& g, std::mt19937_64& 
   return out;
 }
 
+// A verification key and a valid proof with known discrete logarithms: α = xα·G1,
+// β, γ, δ = xβ, xγ, xδ·G2, IC_i = k_i·G1, A = a·G1, B = b·G2, and C = c·G1 with
+// a·b = xα·xβ + (k_0 + Σ s_i·k_i)·xγ + c·xδ, so e(A, B) = e(α, β)·e(vk_x, γ)·e(C, δ).
+struct VerifyCase {
+  std::unique_ptr<VerifyingKey> vk;
+  Proof proof;
+  std::vector<U256> signals;
+};
+
+VerifyCase make_verify_case(size_t n_public, std::mt19937_64& rng) {
+  const G1Affine g1{Fq::from_u64(1), Fq::from_u64(2)};
+  const G2 g2 = G2::from_affine(
+      {{Fq::from_u256({0x46debd5cd992f6edULL, 0x674322d4f75edaddULL, 0x426a00665e5c4479ULL, 0x1800deef121f1e76ULL}),
+        Fq::from_u256({0x97e485b7aef312c2ULL, 0xf1aa493335a9e712ULL, 0x7260bfb731fb5d25ULL, 0x198e9393920d483aULL})},
+       {Fq::from_u256({0x4ce6cc0166fa7daaULL, 0xe3d1e7690c43d37bULL, 0x4aab71808dcb408fULL, 0x12c85ea5db8c6debULL}),
+        Fq::from_u256({0x55acdadcd122975bULL, 0xbc4b313370b38ef3ULL, 0xec9e99ad690c3395ULL, 0x090689d0585ff075ULL})}});
+  auto fr = [&] { return Fr::from_u256(random_scalar(rng)); };
+  auto g1_times = [&](const Fr& k) { return G1::from_affine(g1).mul(k.to_u256()).to_affine(); };
+  auto g2_times = [&](const Fr& k) { return g2.mul(k.to_u256()).to_affine(); };
+  const Fr xa = fr(), xb = fr(), xg = fr(), xd = fr(), a = fr(), b = fr();
+  std::vector<G1Affine> ic;
+  VerifyCase v;
+  Fr k = fr();  // vk_x's logarithm
+  ic.push_back(g1_times(k));
+  for (size_t i = 0; i < n_public; ++i) {
+    const Fr ki = fr(), si = fr();
+    ic.push_back(g1_times(ki));
+    v.signals.push_back(si.to_u256());
+    k += si * ki;
+  }
+  v.vk = std::make_unique<VerifyingKey>(g1_times(xa), g2_times(xb), g2_times(xg), g2_times(xd), std::move(ic), "bench");
+  const Fr c = (a * b - xa * xb - k * xg) * xd.inv();
+  v.proof = {g1_times(a), g2_times(b), g1_times(c)};
+  return v;
+}
+
+// The verifier's costs on this core, in ms and as multiples of the baseline.
+void bench_verifier(int reps, std::mt19937_64& rng) {
+  const G1Affine g1{Fq::from_u64(1), Fq::from_u64(2)};
+  const U256 k = random_scalar(rng);
+  const int inner = 20;  // sub-millisecond kernels: time 20 calls per sample
+  auto per_call = [&](auto&& f) { return median_ms(reps, [&] { for (int i = 0; i < inner; ++i) f(); }) / inner; };
+  const double base = per_call([&] { (void)G1::from_affine(g1).mul(k); });
+  std::printf("verifier, one core (baseline: G1 scalar multiplication %.3f ms)\n", base);
+  auto row = [&](const char* name, double ms) { std::printf("  %-34s %8.3f ms %7.1fx\n", name, ms, ms / base); };
+
+  VerifyCase two = make_verify_case(2, rng);
+  const G1Affine p = two.proof.a;
+  const G2Affine q = two.proof.b;
+  const G2Prepared prepared(q);
+  const PairingTerm term{p, &prepared};
+  const Fq12 f = miller_loop({&term, 1});
+  row("G2 line precomputation", per_call([&] { G2Prepared x(q); }));
+  row("Miller loop, 1 pair", per_call([&] { (void)miller_loop({&term, 1}); }));
+  row("final exponentiation", per_call([&] { (void)final_exponentiation(f); }));
+  row("pairing e(P, Q)", per_call([&] { (void)pairing(p, q); }));
+  row("G2 subgroup test", per_call([&] { (void)g2_in_subgroup(q); }));
+  for (size_t n : {size_t(2), size_t(42), size_t(200)}) {
+    VerifyCase v = n == 2 ? std::move(two) : make_verify_case(n, rng);
+    if (!verify_proof(*v.vk, v.proof, v.signals).ok()) {
+      std::fprintf(stderr, "zkfarm-bench-kernels: the synthetic proof does not verify\n");
+      std::exit(1);
+    }
+    const std::string name = "Groth16 verify, " + std::to_string(n) + " public";
+    row(name.c_str(), per_call([&] { (void)verify_proof(*v.vk, v.proof, v.signals); }));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,5 +165,6 @@ int main(int argc, char** argv) {
   auto mplan = plan_scalars(mixed.data(), n, pool);
   std::printf("  %-28s %10.2f ms  (c=%u)\n", "G1 MSM, 60% zeros/ones",
               median_ms(reps, [&] { msm<G1Params>(p1.data(), 64, mplan, 0, n, pool); }), mplan.c);
+  bench_verifier(std::max(reps, 5), rng);
   return 0;
 }

@@ -1,7 +1,9 @@
 // zkfarm-prove: one Groth16 proof from a snarkjs proving key and witness, with
 // the argument order of `snarkjs groth16 prove`.
+// Every proof is verified (groth16/verify.hpp) before anything is written.
 // Exit codes: 0 proved; 2 bad input or usage (one line on stderr naming the
-// file and the fault; no output file is written); 1 an internal failure;
+// file and the fault; no output file is written), including a proof that does
+// not verify (a witness that does not satisfy the circuit); 1 an internal failure;
 // 3 the CUDA backend was asked for and cannot be used (no device, not built,
 // or a device error).
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
+#include "groth16/verify.hpp"
 
 namespace {
 
@@ -58,6 +61,7 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
   const Zkey& key = backend->load(key_path);
   Wtns wtns = Wtns::open(wtns_path);
   check_witness_matches(key, wtns);
+  const VerifyingKey vk = VerifyingKey::from_zkey(key);  // a bad key fails here, before the work
   ThreadPool pool(opt.threads);
 
   std::vector<uint64_t> memory((PartitionBuffers::bytes_for(key) + 7) / 8);
@@ -66,6 +70,17 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
   synthesize(key, wtns, buffers, pool);
   std::string public_json = public_to_json(buffers.witness, key.n_public);
   Proof proof = backend->prove(key, buffers, r, s, nullptr);
+
+  // Synthesis does not check the constraints, so an unsatisfying witness gives
+  // a proof; so would a backend fault. Neither may reach the output files.
+  const VerifyResult check = verify_proof(vk, proof, {buffers.witness + 1, key.n_public});
+  if (!check) {
+    std::fprintf(stderr,
+                 "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "
+                 "or the backend computed a wrong result\n",
+                 wtns_path.c_str(), check.reason.c_str());
+    return kExitBadInput;
+  }
 
   write_file_atomic(public_path, public_json);
   try {

@@ -1,0 +1,157 @@
+#include "groth16/verify.hpp"
+
+#include <array>
+
+#include "groth16/errors.hpp"
+
+namespace zkfarm {
+
+namespace {
+
+// Signed 4-bit windows: digits in [−7, 8], 64 windows for 256 bits plus the
+// last carry. Tables hold 1·P … 8·P.
+constexpr int kWindowBits = 4;
+constexpr int kWindows = 256 / kWindowBits + 1;
+constexpr int kTableSize = 1 << (kWindowBits - 1);
+
+using IcTable = std::array<G1Affine, kTableSize>;
+
+void signed_digits(const U256& s, int8_t out[kWindows]) {
+  int carry = 0;
+  for (int j = 0; j < kWindows - 1; ++j) {
+    const int bits = int((s[j / 16] >> (4 * (j % 16))) & 0xf) + carry;
+    carry = bits > kTableSize;
+    out[j] = int8_t(bits - (carry << kWindowBits));
+  }
+  out[kWindows - 1] = int8_t(carry);
+}
+
+// Coordinates below q: what Montgomery arithmetic assumes, and what a zkey or
+// the proof codec guarantees; a Proof built any other way is checked here.
+bool canonical(const Fq& x) { return is_canonical<FqParams>(x.mont()); }
+bool canonical(const G1Affine& p) { return canonical(p.x) && canonical(p.y); }
+bool canonical(const G2Affine& p) {
+  return canonical(p.x.c0) && canonical(p.x.c1) && canonical(p.y.c0) && canonical(p.y.c1);
+}
+
+// 1·P … 8·P for each point, affine, with one field inversion for all of them.
+std::vector<IcTable> window_tables(std::span<const G1Affine> points) {
+  const size_t n = points.size() * kTableSize;
+  std::vector<G1> multiples(n);
+  for (size_t i = 0; i < points.size(); ++i) {
+    G1 acc = G1::from_affine(points[i]);
+    for (int k = 0; k < kTableSize; ++k) {
+      multiples[i * kTableSize + k] = acc;
+      acc.add_affine(points[i]);
+    }
+  }
+  std::vector<Fq> inv(n), scratch(n);
+  for (size_t k = 0; k < n; ++k) inv[k] = multiples[k].ZZZ;  // 0 for infinity, kept 0 by batch_inverse
+  batch_inverse(inv.data(), n, scratch.data());
+  std::vector<IcTable> tables(points.size());
+  for (size_t k = 0; k < n; ++k) {
+    G1Affine& out = tables[k / kTableSize][k % kTableSize];
+    const G1& m = multiples[k];
+    if (m.is_infinity()) {
+      out = G1Affine::infinity();
+      continue;
+    }
+    const Fq izz = (inv[k] * m.ZZ).sqr();  // (ZZ/ZZZ)² = 1/ZZ since ZZ³ = ZZZ²
+    out = {m.X * izz, m.Y * inv[k]};
+  }
+  return tables;
+}
+
+}  // namespace
+
+struct VerifyingKey::Prepared {
+  Fq12 alpha_beta;  // the Miller loop of (α, β): the same factor in every check
+  G2Prepared gamma, delta;
+  std::vector<IcTable> ic_tables;  // IC_1 … IC_nPublic
+};
+
+VerifyingKey::VerifyingKey(const G1Affine& alpha1, const G2Affine& beta2, const G2Affine& gamma2,
+                           const G2Affine& delta2, std::vector<G1Affine> ic, const std::string& source)
+    : alpha1_(alpha1), beta2_(beta2), gamma2_(gamma2), delta2_(delta2), ic_(std::move(ic)) {
+  auto fail = [&](const std::string& what) { throw InputError(source + ": " + what); };
+  if (ic_.empty()) fail("IC has no points (it needs nPublic + 1)");
+  auto check_g1 = [&](const G1Affine& p, const std::string& name, bool may_be_infinity) {
+    if (!canonical(p) || !p.on_curve()) fail(name + " is not on the curve");
+    if (!may_be_infinity && p.is_infinity()) fail(name + " is the point at infinity");
+  };
+  auto check_g2 = [&](const G2Affine& p, const char* name) {
+    if (!canonical(p) || !p.on_curve()) fail(std::string(name) + " is not on the curve");
+    if (p.is_infinity()) fail(std::string(name) + " is the point at infinity");
+    if (!g2_in_subgroup(p)) fail(std::string(name) + " is not in the G2 subgroup");
+  };
+  check_g1(alpha1_, "alpha1", false);
+  check_g2(beta2_, "beta2");
+  check_g2(gamma2_, "gamma2");
+  check_g2(delta2_, "delta2");
+  // An IC point may be infinity: a public signal in no constraint has a zero polynomial.
+  for (size_t i = 0; i < ic_.size(); ++i) check_g1(ic_[i], "IC point " + std::to_string(i), true);
+
+  auto p = std::make_shared<Prepared>();
+  const G2Prepared beta(beta2_);
+  const PairingTerm ab{alpha1_, &beta};
+  p->alpha_beta = miller_loop({&ab, 1});
+  p->gamma = G2Prepared(gamma2_);
+  p->delta = G2Prepared(delta2_);
+  p->ic_tables = window_tables(std::span<const G1Affine>(ic_).subspan(1));
+  prepared_ = std::move(p);
+}
+
+VerifyingKey VerifyingKey::from_zkey(const Zkey& key) {
+  std::vector<G1Affine> ic(size_t(key.n_public) + 1);
+  for (size_t i = 0; i < ic.size(); ++i) ic[i] = G1Affine::load(key.ic.data() + i * kG1Bytes);
+  return VerifyingKey(G1Affine::load(key.alpha1), G2Affine::load(key.beta2), G2Affine::load(key.gamma2),
+                      G2Affine::load(key.delta2), std::move(ic), key.path + ": section 2/3");
+}
+
+G1Affine VerifyingKey::public_input_point(std::span<const U256> s) const {
+  // Straus' interleaving: one run of doublings for all scalars, an addition
+  // per non-zero window digit (small public values have few).
+  std::vector<std::array<int8_t, kWindows>> digits(s.size());
+  for (size_t i = 0; i < s.size(); ++i) signed_digits(s[i], digits[i].data());
+  const auto& tables = prepared_->ic_tables;
+  G1 acc = G1::infinity();
+  for (int j = kWindows - 1; j >= 0; --j) {
+    for (int b = 0; b < kWindowBits; ++b) acc = acc.dbl();  // dbl of infinity is free
+    for (size_t i = 0; i < s.size(); ++i) {
+      const int d = digits[i][j];
+      if (d > 0) acc.add_affine(tables[i][d - 1]);
+      else if (d < 0) acc.add_affine(-tables[i][-d - 1]);
+    }
+  }
+  acc.add_affine(ic_[0]);
+  return acc.to_affine();
+}
+
+VerifyResult verify_proof(const VerifyingKey& vk, const Proof& proof, std::span<const U256> public_signals) {
+  auto refuse = [](VerifyFault f, std::string why) { return VerifyResult{f, std::move(why)}; };
+  if (public_signals.size() != vk.n_public())
+    return refuse(VerifyFault::kPublicCount, "expected " + std::to_string(vk.n_public()) + " public signals, got " +
+                                                 std::to_string(public_signals.size()));
+  for (size_t i = 0; i < public_signals.size(); ++i)
+    if (!is_canonical<FrParams>(public_signals[i]))
+      return refuse(VerifyFault::kPublicRange,
+                    "public signal " + std::to_string(i + 1) + " is not below the group order r");
+  if (!canonical(proof.a) || !proof.a.on_curve())
+    return refuse(VerifyFault::kNotOnCurve, "proof point A is not on the curve G1");
+  if (!canonical(proof.b) || !proof.b.on_curve())
+    return refuse(VerifyFault::kNotOnCurve, "proof point B is not on the twist curve of G2");
+  if (!canonical(proof.c) || !proof.c.on_curve())
+    return refuse(VerifyFault::kNotOnCurve, "proof point C is not on the curve G1");
+  if (!g2_in_subgroup(proof.b)) return refuse(VerifyFault::kNotInSubgroup, "proof point B is not in the G2 subgroup");
+
+  const G1Affine vk_x = vk.public_input_point(public_signals);
+  const G2Prepared b(proof.b);
+  const auto& p = *vk.prepared_;
+  const PairingTerm terms[] = {{-proof.a, &b}, {vk_x, &p.gamma}, {proof.c, &p.delta}};
+  const Fq12 f = miller_loop(terms) * p.alpha_beta;
+  if (!final_exponentiation(f).is_one())
+    return refuse(VerifyFault::kPairing, "the pairing check failed");
+  return {};
+}
+
+}  // namespace zkfarm

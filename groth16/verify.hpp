@@ -1,0 +1,91 @@
+#pragma once
+// Groth16 verification over BN254, the check of snarkjs 0.7's groth16_verify.js
+// (Groth, "On the size of pairing-based non-interactive arguments", EUROCRYPT
+// 2016, §3.2):
+//   e(−A, B) · e(α, β) · e(vk_x, γ) · e(C, δ) = 1,  vk_x = IC_0 + Σ_{i=1..nPublic} s_i·IC_i
+// with the public signals s_i (witness values 1..nPublic, canonical, < r),
+// as one multi-pairing (pairing.hpp). Before the pairing, as snarkjs does, the
+// public signals must be below r and the proof's points on their curves; unlike
+// snarkjs, B must also lie in G2 (the twist's cofactor is not 1; G1's is).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "groth16/pairing.hpp"
+#include "groth16/prover.hpp"
+#include "groth16/zkey.hpp"
+
+namespace zkfarm {
+
+/// Why a proof was refused (kNone: it verifies).
+enum class VerifyFault : uint8_t {
+  kNone,
+  kPublicCount,    ///< not exactly nPublic public signals
+  kPublicRange,    ///< a public signal ≥ r
+  kNotOnCurve,     ///< a proof point off its curve, or a coordinate ≥ q
+  kNotInSubgroup,  ///< B on the twist but not in G2
+  kPairing,        ///< well formed, and the pairing equation fails
+};
+
+/// The verdict of verify_proof: ok() when the proof verifies; otherwise the
+/// fault and a short reason without any input values, e.g.
+/// "proof point B is not in the G2 subgroup".
+struct VerifyResult {
+  VerifyFault fault = VerifyFault::kNone;
+  std::string reason;
+
+  bool ok() const { return fault == VerifyFault::kNone; }
+  explicit operator bool() const { return ok(); }
+};
+
+/// A Groth16 verification key: α (G1), β, γ, δ (G2), IC (nPublic+1 G1
+/// points), all affine with Montgomery coordinates, validated and prepared for
+/// fast checks: the Miller loop of (α, β), the lines of γ and δ, and signed
+/// 4-bit window tables of IC_1.. (8 affine multiples each, 512 bytes per
+/// public signal). Building one costs about a millisecond plus 20 µs per
+/// public signal. Immutable; copies share the prepared data (cheap), and
+/// verify_proof may run on one key from many threads at once.
+class VerifyingKey {
+ public:
+  /// From a proving key's sections 2 (α1, β2, γ2, δ2) and 3 (IC), the points
+  /// `snarkjs zkey export verificationkey` exports. Throws InputError
+  /// "KEY: section 2/3: NAME is not on the curve" (or "… is not in the G2
+  /// subgroup", "… is the point at infinity") for a key no honest setup makes.
+  static VerifyingKey from_zkey(const Zkey& key);
+
+  /// From points already decoded (e.g. a snarkjs verification_key.json);
+  /// `source` names them in errors: InputError "SOURCE: gamma2 is not in the G2
+  /// subgroup". ic must hold at least one point (IC_0).
+  VerifyingKey(const G1Affine& alpha1, const G2Affine& beta2, const G2Affine& gamma2, const G2Affine& delta2,
+               std::vector<G1Affine> ic, const std::string& source);
+
+  size_t n_public() const { return ic_.size() - 1; }
+  const G1Affine& alpha1() const { return alpha1_; }
+  const G2Affine& beta2() const { return beta2_; }
+  const G2Affine& gamma2() const { return gamma2_; }
+  const G2Affine& delta2() const { return delta2_; }
+  const std::vector<G1Affine>& ic() const { return ic_; }
+
+ private:
+  struct Prepared;
+  friend VerifyResult verify_proof(const VerifyingKey&, const Proof&, std::span<const U256>);
+  /// vk_x = IC_0 + Σ s_i·IC_i (s canonical, size n_public()).
+  G1Affine public_input_point(std::span<const U256> s) const;
+
+  G1Affine alpha1_;
+  G2Affine beta2_, gamma2_, delta2_;
+  std::vector<G1Affine> ic_;
+  std::shared_ptr<const Prepared> prepared_;
+};
+
+/// Checks `proof` against `vk` and the public signals (canonical integers, not
+/// Montgomery: the witness values 1..nPublic that public.json lists, in that
+/// order; size must be vk.n_public()). Checks, in order: the signal count and
+/// range, A and C on G1 and B on the twist (coordinates < q), B in G2, then
+/// the pairing equation. About 1 ms on one core plus about 15 µs per
+/// public signal (bench/kernels_bench.cpp). Never throws for bad proofs.
+VerifyResult verify_proof(const VerifyingKey& vk, const Proof& proof, std::span<const U256> public_signals);
+
+}  // namespace zkfarm
