@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <system_error>
 
 namespace zkfarm::files {
@@ -96,7 +97,9 @@ void FsCredentials::enter(uid_t uid, gid_t gid, const std::vector<gid_t>& groups
   auto fail = [&](const char* what) {
     const int err = errno ? errno : EPERM;
     restore();
-    throw std::system_error(err, std::generic_category(), std::string("FsCredentials: cannot set the thread's ") + what);
+    throw std::system_error(err, std::generic_category(),
+                            "FsCredentials: cannot set the thread's " + std::string(what) + " for uid " +
+                                std::to_string(uid) + " gid " + std::to_string(gid));
   };
   if (!thread_groups(old_groups_)) fail("groups (getgroups)");
   // Groups and gid first, uid last, so the fsuid switch (which drops the
