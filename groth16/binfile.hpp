@@ -36,8 +36,10 @@ class BinFile {
   /// zkey 1, wtns 2, r1cs 1).
   /// Throws InputError "PATH: FAULT" for file-level faults (cannot open: No such
   /// file or directory / is a directory / not a regular file / empty file /
-  /// "truncated: header needs 12 bytes, file has 5" / "bad magic: expected
-  /// 'zkey', found 'wtns'" / "unsupported version 3, zkfarm reads 1..2" /
+  /// "truncated: header needs 12 bytes, file has 5" / "bad magic: not a 'zkey'
+  /// file (its header is that of a witness (.wtns))" or "... (its first 4 bytes
+  /// are not the magic 'zkey')" (never the bytes found) /
+  /// "unsupported version 3, zkfarm reads 1..2" /
   /// trailing bytes) and "PATH: section N: FAULT" for a section that runs past
   /// the end of the file or appears twice.
   BinFile(const std::string& path, std::string_view magic, uint32_t max_version);
@@ -72,14 +74,18 @@ class BinFile {
 
  private:
   // Owns the mmap; unmaps in its destructor, so a constructor that throws
-  // after mapping leaks nothing.
+  // after mapping leaks nothing. In fuzzing builds (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION,
+  // fuzz/) the bytes are a heap copy of exactly the file's size instead
+  // (heap = true), so that AddressSanitizer reports a read even one byte past
+  // the end, which a mapping would answer with zeros up to the page's end.
   struct Mapping {
     const uint8_t* data = nullptr;
     uint64_t size = 0;
+    bool heap = false;
     Mapping() = default;
-    Mapping(const uint8_t* d, uint64_t n) : data(d), size(n) {}
+    Mapping(const uint8_t* d, uint64_t n, bool h = false) : data(d), size(n), heap(h) {}
     Mapping(Mapping&& o) noexcept
-        : data(std::exchange(o.data, nullptr)), size(std::exchange(o.size, 0)) {}
+        : data(std::exchange(o.data, nullptr)), size(std::exchange(o.size, 0)), heap(o.heap) {}
     Mapping& operator=(Mapping&& o) noexcept;
     ~Mapping();
   };

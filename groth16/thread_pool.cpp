@@ -1,5 +1,7 @@
 #include "groth16/thread_pool.hpp"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -7,9 +9,15 @@ namespace zkfarm {
 
 namespace {
 
-// The field arithmetic uses MULX/ADCX/ADOX (groth16/mont_mul_x86.hpp).
+// The field arithmetic uses MULX/ADCX/ADOX (groth16/mont_mul_x86.hpp). CPUID
+// leaf 7 directly: clang 14's __builtin_cpu_supports does not know "adx".
+bool has_bmi2_adx() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_BMI2) && (b & bit_ADX);
+}
+
 void check_cpu() {
-  static const bool ok = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+  static const bool ok = has_bmi2_adx();
   if (!ok) throw std::runtime_error("zkfarm needs an x86-64 CPU with BMI2 and ADX (Intel Broadwell, AMD Zen or later)");
 }
 

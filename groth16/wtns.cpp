@@ -41,14 +41,17 @@ Wtns Wtns::open(const std::string& path) {
   }
   const auto v0 = w.value(0);
   if (v0[0] != 1 || !std::all_of(v0.begin() + 1, v0.end(), [](uint8_t b) { return b == 0; })) {
-    f.fail(2, "value 0 (the constant signal) is " + le_to_decimal(v0) + ", expected 1");
+    f.fail(2, "value 0 (the constant signal) is not 1");  // the value itself is not shown (errors.hpp)
   }
   return w;
 }
 
 void check_witness_matches(const Zkey& key, const Wtns& w) {
   if (w.n8 != 32 || w.prime != kBn254R) {
-    w.file.fail_file("witness is over another field (prime " + le_to_decimal(w.prime_le) + "), key expects BN254 r");
+    w.file.fail_file("witness is over another field (" +
+                     (w.n8 == 32 ? std::string("a 32-byte prime that is not BN254's r")
+                                 : "a prime of " + std::to_string(w.n8) + " bytes") +
+                     "), key expects BN254 r");
   }
   if (w.n_witness != key.n_vars) {
     w.file.fail_file("witness has " + std::to_string(w.n_witness) + " values, key expects nVars " +

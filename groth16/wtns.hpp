@@ -27,7 +27,7 @@ struct Wtns {
   /// Maps PATH and validates it. Throws InputError "PATH: FAULT" (container
   /// faults, see BinFile) or "PATH: section N: FAULT", e.g.
   /// "size 48641 bytes, expected 48640 (nWitness 1520 values of 32 bytes)",
-  /// "value 7 not below the prime", "value 0 (the constant signal) is 2, expected 1".
+  /// "value 7 not below the prime", "value 0 (the constant signal) is not 1".
   static Wtns open(const std::string& path);
 
   /// Value I (n8 bytes, little-endian, plain form). Requires i < n_witness.
@@ -50,7 +50,7 @@ struct Wtns {
 /// Checks that witness W can be proved with KEY: W's prime must be BN254's r
 /// (the key's scalar field) and W must have exactly key.n_vars values.
 /// Throws InputError naming the witness file:
-/// "W.PATH: witness is over another field (prime P), key expects BN254 r" or
+/// "W.PATH: witness is over another field (a prime of 48 bytes), key expects BN254 r" or
 /// "W.PATH: witness has N values, key expects nVars M (KEY.PATH)".
 void check_witness_matches(const Zkey& key, const Wtns& w);
 

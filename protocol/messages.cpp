@@ -1,5 +1,7 @@
 #include "protocol/messages.hpp"
 
+#include "protocol/msgpack_limits.hpp"
+
 namespace zkfarm::protocol {
 
 Message make(std::string_view type) {
@@ -19,6 +21,9 @@ Message decode(std::string_view frame) {
     throw ProtocolError("frame of " + std::to_string(frame.size()) + " bytes exceeds the limit of " +
                         std::to_string(kMaxFrameBytes));
   }
+  // Bounded walk first: nlohmann's reader recurses per nesting level and
+  // would overflow the stack on a deep frame before any check of ours ran.
+  check_msgpack(frame);
   Message m;
   try {
     m = Message::from_msgpack(frame.begin(), frame.end());

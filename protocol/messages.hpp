@@ -45,9 +45,14 @@ Message make(std::string_view type);
 /// MessagePack bytes of msg (which must be a JSON object).
 std::string encode(const Message& msg);
 
-/// Decodes one frame. Throws ProtocolError when it is larger than
-/// kMaxFrameBytes, is not MessagePack, is not a map, lacks "t", or has another
-/// protocol version (the message then says both versions).
+/// Decodes one frame. Throws ProtocolError (and nothing else) when it is
+/// larger than kMaxFrameBytes; when check_msgpack (protocol/msgpack_limits.hpp)
+/// refuses it: nested deeper than kMaxMsgpackDepth, counts or lengths past the
+/// end of the frame, trailing bytes, ext types, non-str map keys, strings
+/// that are not UTF-8; when it is not a map, lacks "t", or has another
+/// protocol version (the message then says both versions). The frame is
+/// walked once without recursion before nlohmann builds the value, so a
+/// hostile frame costs O(size) time and constant stack.
 Message decode(std::string_view frame);
 
 /// The message's type ("t").

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs zkfarm's tests: sets up and builds (scripts/setup.sh), runs the suite in
-# the release build, then again in an AddressSanitizer + UndefinedBehaviorSanitizer
+# the release build, a short libFuzzer smoke run of every fuzz target
+# (scripts/fuzz.sh --smoke, clang build in build-fuzz/; about 3 minutes on 2
+# cores), then the suite again in an AddressSanitizer + UndefinedBehaviorSanitizer
 # build (build-asan/). Exits non-zero if anything fails.
 #   scripts/test.sh             everything
-#   ZKFARM_NO_SANITIZE=1 scripts/test.sh   the release build only
+#   ZKFARM_NO_FUZZ=1 scripts/test.sh       without the fuzz smoke run
+#   ZKFARM_NO_SANITIZE=1 scripts/test.sh   without the ASan + UBSan build
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -11,6 +14,11 @@ jobs=$(nproc)
 
 echo "== tests (release build)"
 ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
+
+if [ -z "${ZKFARM_NO_FUZZ:-}" ]; then
+  echo "== fuzz smoke (libFuzzer, build-fuzz/; docs/fuzzing.md)"
+  "$root/scripts/fuzz.sh" --smoke
+fi
 
 if [ -z "${ZKFARM_NO_SANITIZE:-}" ]; then
   echo "== tests (ASan + UBSan build)"

@@ -459,12 +459,49 @@ TEST_F(FormatsBad, SectionsInAnyOrder) {
 TEST_F(FormatsBad, BadMagic) {
   Bytes b = slurp(shared("tiny.zkey"));
   const std::string w = write("really_a_wtns.zkey", slurp(shared("tiny.0.wtns")));
-  expect_error([&] { Zkey::open(w); }, w, "bad magic: expected 'zkey', found 'wtns'");
+  expect_error([&] { Zkey::open(w); }, w, "bad magic: not a 'zkey' file (its header is that of a witness (.wtns))");
   b[0] = 0x7f;
   const std::string p = write("magic.zkey", b);
-  expect_error([&] { Zkey::open(p); }, p, "bad magic: expected 'zkey', found '\\x7fkey'");
+  expect_error([&] { Zkey::open(p); }, p, "bad magic: not a 'zkey' file (its first 4 bytes are not the magic 'zkey')");
   const std::string z = write("zkey_as.wtns", slurp(shared("tiny.zkey")));
-  expect_error([&] { Wtns::open(z); }, z, "bad magic: expected 'wtns', found 'zkey'");
+  expect_error([&] { Wtns::open(z); }, z, "bad magic: not a 'wtns' file (its header is that of a snarkjs proving key (.zkey))");
+  const std::string r = write("r1cs_as.zkey", slurp(shared("tiny.r1cs")));
+  expect_error([&] { Zkey::open(r); }, r, "(its header is that of a constraint system (.r1cs))");
+}
+
+// Errors describe faults and never echo the file's bytes (errors.hpp): not a
+// foreign file's first bytes, not a prime, not a witness value.
+TEST_F(FormatsBad, ErrorsNeverEchoFileContents) {
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "no InputError";
+    return std::string();
+  };
+  // A text file that is not a container at all (e.g. a secret someone points
+  // the farm at): none of its text may come back.
+  const std::string secret = write("secret.zkey", Bytes{'h', 'u', 'n', 't', 'e', 'r', '2', ':', 'p', 'w', 'd', '\n'});
+  const std::string m1 = message([&] { Zkey::open(secret); });
+  EXPECT_EQ(m1.find("hunt"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("bad magic"), std::string::npos) << m1;
+  // A BLS12-381 key: its q (printed in decimal before) is not shown.
+  const std::string m2 = message([&] { Zkey::open(shared("chain_bls12381.zkey")); });
+  EXPECT_EQ(m2.find("4002409555221667393417789825735904156556882819939007885"), std::string::npos) << m2;
+  // A witness whose constant signal is 123456789: the value is not shown.
+  Container c(slurp(shared("tiny.0.wtns")));
+  put_u32(c.payload(2), 0, 123456789);
+  const std::string w = write("value0.wtns", c.bytes());
+  const std::string m3 = message([&] { Wtns::open(w); });
+  EXPECT_EQ(m3.find("123456789"), std::string::npos) << m3;
+  EXPECT_NE(m3.find("value 0 (the constant signal) is not 1"), std::string::npos) << m3;
+  // A witness over another field: the prime is not shown.
+  const Zkey k = Zkey::open(shared("chain.zkey"));
+  const Wtns wb = Wtns::open(shared("chain_bls12381.0.wtns"));
+  const std::string m4 = message([&] { check_witness_matches(k, wb); });
+  EXPECT_EQ(m4.find("52435875175126190479447740508185965837690552500527637822603658699938581184513"), std::string::npos) << m4;
 }
 
 TEST_F(FormatsBad, WrongVersion) {
@@ -554,13 +591,17 @@ TEST_F(FormatsBad, HeaderCounts) {
 TEST_F(FormatsBad, Bls12381Zkey) {
   const std::string p = shared("chain_bls12381.zkey");
   expect_error([&] { Zkey::open(p); }, p,
-               "section 2: wrong curve: key is over a field of 48 bytes (q=4002409555221667393417789825735904156556882819939007885"
-               "332058136124031650490837864442687629129015664037894272559787), zkfarm supports BN254 (bn128) only");
+               "section 2: wrong curve: key is over a base field of 48 bytes, zkfarm supports BN254 (bn128) only");
   // Same length as BN254 but another q.
   Container c(slurp(shared("tiny.zkey")));
   c.payload(2)[4] ^= 2;
   const std::string pq = write("q.zkey", c.bytes());
-  expect_error([&] { Zkey::open(pq); }, pq, "section 2: wrong curve: key is over q=21888242871839275222246405745257275088696311157297823662689037894645226208581");
+  expect_error([&] { Zkey::open(pq); }, pq, "section 2: wrong curve: key is over a 32-byte base field whose q is not BN254's");
+  // Same q, another r.
+  Container cr(slurp(shared("tiny.zkey")));
+  cr.payload(2)[4 + 32 + 4] ^= 2;
+  const std::string pr = write("r.zkey", cr.bytes());
+  expect_error([&] { Zkey::open(pr); }, pr, "section 2: wrong curve: key is over a 32-byte scalar field whose r is not BN254's");
 }
 
 TEST_F(FormatsBad, WitnessMismatch) {
@@ -568,8 +609,7 @@ TEST_F(FormatsBad, WitnessMismatch) {
   const std::string bls = shared("chain_bls12381.0.wtns");
   const Wtns wb = Wtns::open(bls);
   expect_error([&] { check_witness_matches(k, wb); }, bls,
-               "witness is over another field (prime "
-               "52435875175126190479447740508185965837690552500527637822603658699938581184513), key expects BN254 r");
+               "witness is over another field (a 32-byte prime that is not BN254's r), key expects BN254 r");
   const std::string tiny = shared("tiny.0.wtns");
   const Wtns wt = Wtns::open(tiny);
   expect_error([&] { check_witness_matches(k, wt); }, tiny, "witness has 4 values, key expects nVars 1520");
@@ -584,7 +624,7 @@ TEST_F(FormatsBad, WitnessValues) {
   Container one = c;
   one.payload(2)[0] = 2;
   const std::string p1 = write("one.wtns", one.bytes());
-  expect_error([&] { Wtns::open(p1); }, p1, "section 2: value 0 (the constant signal) is 2, expected 1");
+  expect_error([&] { Wtns::open(p1); }, p1, "section 2: value 0 (the constant signal) is not 1");
   Container size = c;
   size.payload(2).resize(3 * 32);
   const std::string ps = write("size.wtns", size.bytes());

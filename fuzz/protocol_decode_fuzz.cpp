@@ -1,0 +1,109 @@
+// Fuzzes protocol::decode (the frame size limit, the bounded MessagePack walk
+// check_msgpack, nlohmann's reader, the message checks) and the typed field
+// getters on whatever decodes. Oracles besides the sanitizers:
+//  - decode throws ProtocolError or nothing;
+//  - a message that decodes can be printed as JSON (dump does not throw: its
+//    strings are UTF-8) and encodes and decodes back to the same bytes;
+//  - check_msgpack agrees with nlohmann: what it accepts nlohmann parses, and
+//    on small frames (where nlohmann's recursion is harmless) what nlohmann
+//    parses it refuses only for one of its deliberate limits (depth, ext
+//    types, UTF-8).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "protocol/messages.hpp"
+#include "protocol/msgpack_limits.hpp"
+
+using namespace zkfarm;
+using protocol::Message;
+using protocol::ProtocolError;
+
+namespace {
+
+// Each getter, by index, so that the loop below can pick them in turn.
+using Getter = void (*)(const Message&, const char*);
+constexpr Getter kGetters[] = {
+    [](const Message& m, const char* n) { (void)protocol::get_u64(m, n); },
+    [](const Message& m, const char* n) { (void)protocol::get_u32(m, n); },
+    [](const Message& m, const char* n) { (void)protocol::get_str(m, n); },
+    [](const Message& m, const char* n) { (void)protocol::get_bool(m, n); },
+    [](const Message& m, const char* n) { (void)protocol::get_bin(m, n); },
+    [](const Message& m, const char* n) { (void)protocol::find_str(m, n); },
+};
+constexpr size_t kNumGetters = sizeof(kGetters) / sizeof(kGetters[0]);
+
+void call(Getter g, const Message& m, const char* name) {
+  try {
+    g(m, name);
+  } catch (const ProtocolError&) {
+  }
+}
+
+// Reads every field of M with the getter that fits its type and with one
+// other getter (in turn), and a missing field: each getter's success and
+// refusal paths, without the cost of all getters on every field (throwing is
+// what makes a fuzz iteration slow under ASan).
+void read_fields(const Message& m) {
+  (void)protocol::type_of(m);
+  size_t turn = 0;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    const std::string key = it.key();
+    const Message& v = it.value();
+    const size_t fit = v.is_number_integer() ? (v.is_number_unsigned() ? 0 : 1)
+                       : v.is_string()       ? 2
+                       : v.is_boolean()      ? 3
+                       : v.is_binary()       ? 4
+                                             : 5;
+    call(kGetters[fit], m, key.c_str());
+    call(kGetters[turn++ % kNumGetters], m, key.c_str());
+  }
+  call(kGetters[turn % kNumGetters], m, "no such field");
+}
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "oracle failed: %s\n", what);
+  std::abort();
+}
+
+void differential(std::string_view frame) {
+  bool checked = true;
+  std::string refusal;
+  try {
+    protocol::check_msgpack(frame);
+  } catch (const ProtocolError& e) {
+    checked = false;
+    refusal = e.what();
+  }
+  if (!checked && frame.size() > 512) return;  // nlohmann may recurse that deep: do not run it
+  bool parsed = true;
+  try {
+    (void)Message::from_msgpack(frame.begin(), frame.end());
+  } catch (const nlohmann::json::exception&) {
+    parsed = false;
+  }
+  if (checked && !parsed) fail("check_msgpack accepted a frame nlohmann cannot parse");
+  if (!checked && parsed && refusal.find("nested deeper") == std::string::npos &&
+      refusal.find("extension type") == std::string::npos && refusal.find("UTF-8") == std::string::npos) {
+    std::fprintf(stderr, "refusal: %s\n", refusal.c_str());
+    fail("check_msgpack refused a frame nlohmann parses, for no deliberate limit");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view frame(reinterpret_cast<const char*>(data), size);
+  differential(frame);
+  try {
+    const Message m = protocol::decode(frame);
+    read_fields(m);
+    (void)m.dump();
+    const std::string again = protocol::encode(m);
+    if (protocol::encode(protocol::decode(again)) != again) fail("decode(encode(m)) differs from m");
+  } catch (const ProtocolError&) {
+  }
+  return 0;
+}

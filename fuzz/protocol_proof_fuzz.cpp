@@ -1,0 +1,21 @@
+// Fuzzes protocol::decode_proof (the 256-byte proof of PROVE_DONE): any input
+// gives a proof or a ProtocolError, and a proof that decodes encodes back to
+// the same bytes (load and store are inverse on canonical coordinates).
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "protocol/messages.hpp"
+#include "protocol/proof_codec.hpp"
+
+using namespace zkfarm;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    const Proof p = protocol::decode_proof(bytes);
+    if (protocol::encode_proof(p) != bytes) std::abort();
+  } catch (const protocol::ProtocolError&) {
+  }
+  return 0;
+}
