@@ -155,7 +155,7 @@ class Stmt {
     return *this;
   }
   sqlite3* db_;
-  const std::string& where_;
+  std::string where_;
   sqlite3_stmt* s_ = nullptr;
 };
 
@@ -173,20 +173,22 @@ JobState job_state_from(const std::string& s) {
 
 // The refusal of a WAL with a damaged frame: what, where, and the way out.
 std::string damaged_wal_message(const std::string& db, const std::string& wal, const WalDamage& d) {
-  std::string m = wal + ": ";
-  m += d.frame == 0 ? std::string("the header") : "frame " + std::to_string(d.frame) + " (at byte " +
-                                                       std::to_string(d.offset) + ")";
-  m += " is damaged: " + d.fault +
-       ". It may hold jobs that were acknowledged, and SQLite would silently drop it and every frame after it, so "
-       "zkfarmd will not open the journal. To start anyway: stop zkfarmd, keep a copy (cp " + wal + " " + wal +
-       ".damaged), then ";
-  if (d.frame > 0)
-    m += "either cut the WAL before the damaged frame (truncate -s " + std::to_string(d.offset) + " " + wal +
-         ": keeps every transaction committed before it) or ";
-  m += "move the WAL aside (mv " + wal + " " + wal + ".damaged: the journal then starts with what " + db +
-       " holds). Jobs acknowledged since the journal's last checkpoint may be lost: compare with what clients were "
-       "told and resubmit them.";
-  return m;
+  const std::string aside = "move the WAL aside (mv " + wal + " " + wal + ".damaged: the journal then starts with what " +
+                            db + " holds)";
+  if (d.frame == 0)
+    return wal + ": the header is damaged: " + d.fault +
+           ". SQLite would silently ignore the whole WAL, and with it every job acknowledged since the last "
+           "checkpoint, so zkfarmd will not open the journal. To start anyway: stop zkfarmd and " + aside +
+           "; the jobs acknowledged since the last checkpoint may then be lost: compare with what clients were "
+           "told and resubmit them.";
+  const std::string off = std::to_string(d.offset);
+  return wal + ": frame " + std::to_string(d.frame) + " (at byte " + off + ") is damaged: " + d.fault +
+         ". It may hold jobs that were acknowledged, and SQLite would silently drop it and every frame after it, so "
+         "zkfarmd will not open the journal. To start anyway: stop zkfarmd, then either cut the WAL before the "
+         "damaged frame, keeping a copy (cp " + wal + " " + wal + ".damaged && truncate -s " + off + " " + wal +
+         ": every transaction committed before the frame stays), or " + aside +
+         ". Jobs acknowledged from the damaged frame's transaction on (cut) or since the last checkpoint (move) may "
+         "then be lost: compare with what clients were told and resubmit them.";
 }
 
 }  // namespace
@@ -223,8 +225,9 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
       n_tables = tables.i64(0);
     } catch (const JournalError& e) {
       const int code = e.sqlite_code() & 0xff;
+      const std::string what = e.what();  // "WHERE: SQLite's message (CODE)"
       if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-        throw JournalError(path + ": journal is corrupt or not a database (" + sqlite3_errmsg(db_) +
+        throw JournalError(path + ": journal is corrupt or not a database (" + what.substr(where.size() + 2) +
                                "); refusing to touch it. Stop zkfarmd, move " + path +
                                " and its -wal and -shm files aside, and restore a backup or start with an empty "
                                "journal (its unfinished jobs are then lost: resubmit them)",

@@ -16,6 +16,26 @@ class JournalError : public std::runtime_error {
   explicit JournalError(const std::string& what, int sqlite_code = 0)
       : std::runtime_error(what), sqlite_code_(sqlite_code) {}
   int sqlite_code() const { return sqlite_code_; }
+  /// True when the storage failed rather than the request: a full disk, an
+  /// I/O error, a read-only file or filesystem, a lock held elsewhere, no
+  /// memory. Such a write may succeed later (Journal::writable() tells when);
+  /// any other fault (a constraint, a value too big, a damaged file) will
+  /// fail again the same way.
+  bool storage_fault() const {
+    switch (sqlite_code_ & 0xff) {
+      case 5:   // SQLITE_BUSY
+      case 6:   // SQLITE_LOCKED
+      case 7:   // SQLITE_NOMEM
+      case 8:   // SQLITE_READONLY
+      case 10:  // SQLITE_IOERR
+      case 13:  // SQLITE_FULL
+      case 14:  // SQLITE_CANTOPEN
+      case 15:  // SQLITE_PROTOCOL
+        return true;
+      default:
+        return false;
+    }
+  }
 
  private:
   int sqlite_code_;
