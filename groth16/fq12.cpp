@@ -110,30 +110,8 @@ Fq12 Fq12::cyclotomic_sqr() const {
 
 namespace {
 
-// x in non-adjacent form, least significant digit first (fewer non-zero digits
-// than binary: fewer multiplications in cyclotomic_exp_x; −1 digits cost a
-// conjugation, which is free).
-struct XNaf {
-  int8_t d[66] = {};
-  int len = 0;
-};
-
-constexpr XNaf x_naf() {
-  XNaf n;
-  unsigned __int128 k = kBnX;
-  while (k != 0) {
-    int8_t z = 0;
-    if (k & 1) {
-      z = int8_t(2 - int(k & 3));
-      if (z == 1) k -= 1; else k += 1;
-    }
-    n.d[n.len++] = z;
-    k >>= 1;
-  }
-  return n;
-}
-
-constexpr XNaf kXNaf = x_naf();
+constexpr Naf kXNaf = to_naf(kBnX);
+static_assert(kXNaf.len == 63, "x has 63 bits");
 
 // x / d for a small divisor (long division by 64-bit limbs).
 U256 div_small(const U256& x, uint64_t d) {

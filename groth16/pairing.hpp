@@ -36,32 +36,17 @@ struct LineCoeffs {
   Fq2 c0, c3, c4;
 };
 
-/// 6x+2 in non-adjacent form (fewer additions than binary), least significant
-/// digit first: 66 digits (top digit 1), 21 non-zero below the top.
-struct AteNaf {
-  int8_t d[66] = {};
-  int len = 0;
-  size_t lines = 0;  ///< one per digit below the top (doubling), one per non-zero one (addition), +2
-};
-constexpr AteNaf make_ate_naf() {
-  AteNaf n;
-  unsigned __int128 k = (unsigned __int128)kBnX * 6 + 2;
-  while (k != 0) {
-    int8_t z = 0;
-    if (k & 1) {
-      z = int8_t(2 - int(k & 3));  // k ≡ 1 (mod 4) → 1, k ≡ 3 → −1: the next bit becomes 0
-      if (z == 1) k -= 1; else k += 1;
-    }
-    n.d[n.len++] = z;
-    k >>= 1;
-  }
-  n.lines = 2 + size_t(n.len - 1);
-  for (int i = 0; i + 1 < n.len; ++i) n.lines += n.d[i] != 0;
+/// 6x+2 in non-adjacent form, the Miller loop's schedule: 66 digits (the top
+/// one 1), 21 non-zero below the top (binary would have 26).
+inline constexpr Naf kAteNaf = to_naf((unsigned __int128)kBnX * 6 + 2);
+constexpr size_t ate_line_count() {
+  size_t n = 2 + size_t(kAteNaf.len - 1);  // a doubling per digit below the top, the 2 Frobenius lines
+  for (int i = 0; i + 1 < kAteNaf.len; ++i) n += kAteNaf.d[i] != 0;  // an addition per non-zero digit
   return n;
 }
-inline constexpr AteNaf kAteNaf = make_ate_naf();
-/// Lines of one prepared G2 point (88).
-inline constexpr size_t kAteLines = kAteNaf.lines;
+/// Lines of one prepared G2 point.
+inline constexpr size_t kAteLines = ate_line_count();
+static_assert(kAteNaf.len == 66 && kAteLines == 88, "6x+2 = 29793968203157093288 has a 66-digit NAF, 21 non-zero");
 
 /// A G2 point with its Miller-loop lines precomputed (88 × 192 bytes). The lines
 /// do not depend on P, so a fixed point (a verification key's β, γ, δ) is
