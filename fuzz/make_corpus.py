@@ -138,12 +138,12 @@ def decode_seeds():
     write(t, b"\x81\xa1d\xdb\xff\xff\xff\xffab", "seed-str32-huge")
     write(t, b"\x81\xa1d\xc6\xff\xff\xff\xffab", "seed-bin32-huge")
     write(t, b"\x81\xa1d\xdc\xff\xff" + b"\x90" * 64, "seed-array16-short")
-    # Large values: a 60 KB bin and a 60 KB string in a message.
-    write(t, mp(msg("PROVE_DONE", ok=True, proof=bytes(60000), **PART)), "seed-big-bin")
-    write(t, mp(msg("SYNTH_DONE", ok=False, error="e" * 60000, **PART)), "seed-big-str")
-    # A map of 4000 entries and an array of 8000 elements.
-    write(t, mp(msg("X", d={"k%d" % i: i for i in range(4000)})), "seed-wide-map")
-    write(t, mp(msg("X", d=list(range(8000)))), "seed-wide-array")
+    # Large values: a 30 KB bin (bin 16) and a 30 KB string (str 16) in a message.
+    write(t, mp(msg("PROVE_DONE", ok=True, proof=bytes(30000), **PART)), "seed-big-bin")
+    write(t, mp(msg("SYNTH_DONE", ok=False, error="e" * 30000, **PART)), "seed-big-str")
+    # A map of 2000 entries and an array of 6000 elements.
+    write(t, mp(msg("X", d={"k%d" % i: i for i in range(2000)})), "seed-wide-map")
+    write(t, mp(msg("X", d=list(range(6000)))), "seed-wide-array")
     # Ext types (refused) and a non-str key (refused).
     write(t, b"\x83" + mp("v") + mp(1) + mp("t") + mp("X") + mp("d") + b"\xd8\x01" + b"x" * 16, "seed-fixext16")
     write(t, b"\x83" + mp("v") + mp(1) + mp("t") + mp("X") + mp("d") + b"\xc9\x00\x00\x00\x02\x01xy", "seed-ext32")

@@ -128,6 +128,7 @@ void check_msgpack(std::string_view frame) {
   std::array<bool, kMaxMsgpackDepth> is_map{};
   size_t depth = 0;
   size_t pos = 0;
+  size_t values_seen = 0;
   bool root_taken = false;
 
   for (;;) {
@@ -143,6 +144,9 @@ void check_msgpack(std::string_view frame) {
 
     const size_t at = pos;
     if (pos >= size) refuse(at, "truncated: the frame ends where a value should start");
+    if (++values_seen > kMaxMsgpackValues) {
+      refuse(at, "more than " + std::to_string(kMaxMsgpackValues) + " values in one frame");
+    }
     const Marker mk = classify(d[pos++], at);
     if (key && mk.kind != Kind::kStr) refuse(at, std::string("map key is a ") + kind_name(mk.kind) + ", not a str");
 

@@ -24,11 +24,20 @@ namespace zkfarm::protocol {
 /// (16 frames of nlohmann's reader, a few KB of stack).
 inline constexpr size_t kMaxMsgpackDepth = 16;
 
+/// Most values one frame may hold, counting every value: containers, map keys,
+/// elements. nlohmann spends 16 bytes plus, for a map or string, a heap block
+/// per value, so 1 MiB of one-byte values (a million empty maps) took 180 MB
+/// to decode; at 2^17 values the worst case is about 25 MB. Still more than any
+/// message needs: a submit of 100,000 witnesses holds about 100,000 values and
+/// cannot fit in kMaxFrameBytes with paths of 10 bytes or more anyway.
+inline constexpr size_t kMaxMsgpackValues = size_t{1} << 17;
+
 /// Checks that FRAME holds exactly one MessagePack value that zkfarm's messages
 /// can be, within limits, without building anything. Refuses, with
 /// ProtocolError (protocol/messages.hpp) whose message names the fault and its
 /// byte offset (never the bytes themselves):
 ///  - arrays or maps nested deeper than kMaxMsgpackDepth levels;
+///  - more than kMaxMsgpackValues values in all;
 ///  - an array or map declaring more elements than the bytes left in the frame
 ///    could hold (every element takes at least one byte; a map entry two), e.g.
 ///    2^32-1 elements in a 10-byte frame;

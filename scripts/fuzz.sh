@@ -5,12 +5,13 @@
 #
 #   TARGET       one target (e.g. protocol_decode_fuzz; `scripts/fuzz.sh --list`) or all (default)
 #   SECONDS      run time per target (default 60)
-#   --smoke      CI: every target for ZKFARM_FUZZ_SMOKE_SECONDS (default 20) s, one after
-#                the other; exits 1 on the first crash, hang, leak or sanitizer report
+#   --smoke      CI: every target for ZKFARM_FUZZ_SMOKE_SECONDS (default 20) s, two at a
+#                time on 2+ cores; exits 1 on any crash, hang, leak or sanitizer report
 #   --merge      afterwards, merge the inputs that add coverage into fuzz/corpus/TARGET
 #                (libFuzzer -merge=1); commit them if they are small
 #   --jobs N     N fuzzing processes per target at once (libFuzzer -jobs=N -workers=N),
 #                each for SECONDS; logs in BUILD/fuzz-logs/TARGET/
+#   --parallel N run N targets at once (default 1); cores used = N x jobs
 #   --build-dir DIR   build dir (default build-fuzz)
 #   --no-build   use the targets already in the build dir (a prebuilt build-fuzz)
 #   --list       print the targets and exit
@@ -32,6 +33,7 @@ seconds=60
 smoke=0
 merge=0
 jobs=1
+parallel=1
 do_build=1
 list=0
 extra=()
@@ -42,6 +44,8 @@ while [ $# -gt 0 ]; do
     --merge) merge=1 ;;
     --jobs|--workers) jobs="$2"; shift ;;
     --jobs=*|--workers=*) jobs="${1#*=}" ;;
+    --parallel) parallel="$2"; shift ;;
+    --parallel=*) parallel="${1#*=}" ;;
     --build-dir) build=$(realpath -m "$2"); shift ;;
     --build-dir=*) build=$(realpath -m "${1#*=}") ;;
     --no-build) do_build=0 ;;
@@ -59,9 +63,11 @@ done
 if [ "$smoke" = 1 ]; then
   seconds="${ZKFARM_FUZZ_SMOKE_SECONDS:-20}"
   target=all
+  parallel=$(( $(nproc) >= 2 ? 2 : 1 ))
 fi
 case "$seconds" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 case "$jobs" in ''|*[!0-9]*|0) echo "fuzz.sh: --jobs needs a positive number, got '$jobs'" >&2; exit 2 ;; esac
+case "$parallel" in ''|*[!0-9]*|0) echo "fuzz.sh: --parallel needs a positive number, got '$parallel'" >&2; exit 2 ;; esac
 
 if [ "$do_build" = 1 ]; then
   command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
@@ -85,27 +91,28 @@ else
   targets=("$target")
 fi
 
-mkdir -p "$build/crashes"
-failed=()
-for t in "${targets[@]}"; do
-  bin="$build/fuzz/$t"
-  work="$build/corpus/$t"
-  seeds="$root/fuzz/corpus/$t"
-  logs="$build/fuzz-logs/$t"
+mkdir -p "$build/crashes" "$build/fuzz-logs"
+
+# Runs target $1 for $seconds; its output goes to BUILD/fuzz-logs/$1/run.log,
+# its exit status to BUILD/fuzz-logs/$1/status.
+run_target() {
+  local t="$1"
+  local bin="$build/fuzz/$t" work="$build/corpus/$t" seeds="$root/fuzz/corpus/$t" logs="$build/fuzz-logs/$t"
   mkdir -p "$work" "$logs"
-  flags=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-         -artifact_prefix="$build/crashes/$t-")
+  rm -f "$logs"/fuzz-*.log
+  local flags=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+               -artifact_prefix="$build/crashes/$t-")
   [ -f "$root/fuzz/$t.dict" ] && flags+=(-dict="$root/fuzz/$t.dict")
   if [ -f "$root/fuzz/$t.options" ]; then
+    local opt
     while read -r opt; do
       case "$opt" in ''|'#'*) ;; *) flags+=("$opt") ;; esac
     done < "$root/fuzz/$t.options"
   fi
   [ "$jobs" -gt 1 ] && flags+=(-jobs="$jobs" -workers="$jobs")
-  dirs=("$work")
+  local dirs=("$work")
   [ -d "$seeds" ] && dirs+=("$seeds")
-  echo "== fuzz: $t for ${seconds}s (jobs $jobs)"
-  status=0
+  local status=0
   # -jobs writes fuzz-N.log into the working directory: run from the log dir.
   (cd "$logs" && ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
      UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
@@ -113,19 +120,37 @@ for t in "${targets[@]}"; do
   if [ "$jobs" -gt 1 ]; then
     cat "$logs"/fuzz-*.log >> "$logs/run.log" 2>/dev/null || true
   fi
-  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|Done [0-9]+ runs)' "$logs/run.log" | tail -n 2 || true
+  if [ "$status" -eq 0 ] && [ "$merge" = 1 ] && [ -d "$seeds" ]; then
+    (cd "$logs" && "$bin" -merge=1 "${extra[@]}" "$seeds" "$work" > "$logs/merge.log" 2>&1) || status=$?
+  fi
+  echo "$status" > "$logs/status"
+}
+
+# Up to $parallel targets at once (--smoke: one per core, at most 2).
+pending=()
+for t in "${targets[@]}"; do
+  echo "== fuzz: $t for ${seconds}s (jobs $jobs)"
+  [ "$merge" = 1 ] && find "$root/fuzz/corpus/$t" -type f 2>/dev/null | wc -l > "$build/fuzz-logs/$t.before" 2>/dev/null || true
+  run_target "$t" &
+  pending+=($!)
+  if [ ${#pending[@]} -ge "$parallel" ]; then
+    wait "${pending[0]}" || true
+    pending=("${pending[@]:1}")
+  fi
+done
+wait || true
+
+failed=()
+for t in "${targets[@]}"; do
+  logs="$build/fuzz-logs/$t"
+  status=$(cat "$logs/status" 2>/dev/null || echo 1)
+  echo "-- $t: $(grep -E '^stat::number_of_executed_units' "$logs/run.log" | tail -n 1 | sed 's/.*: *//') runs, exit $status"
   if [ "$status" -ne 0 ]; then
     echo "!! fuzz: $t failed (exit $status); log $logs/run.log" >&2
     grep -E 'ERROR: |SUMMARY: |runtime error|Test unit written|oracle failed' "$logs/run.log" | head -n 20 >&2 || true
     failed+=("$t")
-    [ "$smoke" = 1 ] && break
-    continue
-  fi
-  if [ "$merge" = 1 ] && [ -d "$seeds" ]; then
-    echo "== fuzz: merging new inputs of $t into fuzz/corpus/$t"
-    before=$(find "$seeds" -type f | wc -l)
-    (cd "$logs" && "$bin" -merge=1 "${extra[@]}" "$seeds" "$work" > "$logs/merge.log" 2>&1)
-    echo "   $(( $(find "$seeds" -type f | wc -l) - before )) inputs added"
+  elif [ "$merge" = 1 ] && [ -f "$build/fuzz-logs/$t.before" ]; then
+    echo "   merged $(( $(find "$root/fuzz/corpus/$t" -type f | wc -l) - $(cat "$build/fuzz-logs/$t.before") )) new inputs into fuzz/corpus/$t"
   fi
 done
 

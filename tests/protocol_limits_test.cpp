@@ -115,6 +115,17 @@ TEST(ProtocolLimits, HugeCountsInTinyFramesAreRefused) {
   EXPECT_REFUSED(header(3).fixstr("d").u8(0xa5).raw("abcd").b, "str of 5 bytes");
 }
 
+TEST(ProtocolLimits, ValueCountIsLimited) {
+  // Map, "v", 1, "t", "X", "d", array: 7 values, then N elements.
+  auto with_elements = [](uint64_t n) { return header(3).fixstr("d").u8(0xdd).be(n, 4).repeat(std::string_view("\0", 1), n).b; };
+  const uint64_t fits = proto::kMaxMsgpackValues - 7;
+  EXPECT_EQ(proto::decode(with_elements(fits)).at("d").size(), fits);
+  EXPECT_REFUSED(with_elements(fits + 1), "more than 131072 values in one frame");
+  // The worst case for nlohmann's memory, a million empty maps in 1 MiB, is refused by the walk.
+  const uint64_t n = proto::kMaxFrameBytes - 5;
+  EXPECT_REFUSED(Frame{}.u8(0xdd).be(n, 4).repeat("\x80", n).b, "more than 131072 values");
+}
+
 TEST(ProtocolLimits, TrailingBytesAndTruncationAreRefused) {
   const std::string msg = proto::encode(proto::make(proto::kHeartbeat));
   EXPECT_REFUSED(msg + '\xc0', "1 trailing bytes after the message's value (frame of " + std::to_string(msg.size() + 1));
