@@ -46,7 +46,8 @@ nlohmann::json Job::to_json() const {
   j["priority"] = priority_name(priority);
   j["partitions"] = parts.size();
   j["done"] = count(PartState::kDone);
-  j["zkey"] = zkey;
+  j["zkey"] = zkey_source.empty() ? zkey : zkey_source;  // the client's path; the farm proves its private copy
+  if (!zkey_sha256.empty()) j["zkey_sha256"] = zkey_sha256;
   j["out"] = out;
   if (!error.empty()) j["error"] = error;
   j["submitted_ms"] = submitted_ms;
@@ -155,6 +156,12 @@ std::vector<shm::Slot> JobTable::cancel(uint64_t id, int64_t now_ms) {
   Job* job = find(id);
   if (!job || job->terminal()) return {};
   return end_job(*job, JobState::kCancelled, PartState::kCancelled, now_ms);
+}
+
+size_t JobTable::prune(int64_t cutoff_ms) {
+  return std::erase_if(jobs_, [&](const auto& kv) {
+    return kv.second.terminal() && kv.second.finished_ms != 0 && kv.second.finished_ms < cutoff_ms;
+  });
 }
 
 }  // namespace zkfarm::supervisor

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "groth16/field.hpp"
 #include "shm/slots.hpp"
 
 namespace zkfarm::supervisor {
@@ -28,13 +29,16 @@ const char* job_state_name(JobState s);
 
 struct Partition {
   uint32_t index = 0;
-  std::string wtns;                ///< absolute path
+  std::string wtns;                ///< absolute path of the farm's private copy (inputs/jobs/…/K.wtns)
   std::string public_json;         ///< public.json's text, from the witness at submit
+  std::string proof;               ///< the verified 256-byte proof once proved in this instance (else in the journal)
+  std::vector<U256> public_values; ///< the public signals (witness 1..nPublic, plain), for verification
   PartState state = PartState::kQueued;
   std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
   std::string worker;              ///< worker id while synthesizing or proving
   unsigned attempts = 0;           ///< times it was handed to a worker
   unsigned crashes = 0;            ///< times a worker died holding it (max_attempts: then it fails)
+  unsigned verify_failures = 0;    ///< proofs of it that did not verify
   int64_t stage_start_ms = 0;      ///< when the current stage's message went out
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
 };
@@ -42,11 +46,15 @@ struct Partition {
 struct Job {
   uint64_t id = 0;
   Priority priority = Priority::kNormal;
-  std::string zkey, out;           ///< absolute paths
+  std::string zkey, out;           ///< absolute paths: zkey is the farm's private copy (inputs/keys/SHA256.zkey)
+  std::string zkey_source;         ///< the path the client named, for people
+  uint32_t owner_uid = 0, owner_gid = 0;  ///< who submitted it (control.sock's peer credentials); outputs are written as them
+  std::string zkey_sha256;         ///< the key's content hash (hex)
   uint64_t slot_bytes = 0;         ///< PartitionBuffers::bytes_for(key)
   uint32_t n_public = 0;
   JobState state = JobState::kQueued;
   std::string error;
+  std::string delivery_error;      ///< first failure to write an output file; the job then ends failed
   int64_t submitted_ms = 0, finished_ms = 0;  ///< Unix ms; 0: not finished
   int64_t started_ms = 0;          ///< first partition handed to a worker; 0: not yet
   std::vector<Partition> parts;
@@ -89,6 +97,9 @@ class JobTable {
   /// Cancels the job likewise. Partitions in a worker's hands keep their slot
   /// until the worker answers (the answer is then dropped).
   std::vector<shm::Slot> cancel(uint64_t id, int64_t now_ms);
+  /// Forgets terminal jobs that finished before `cutoff_ms` (wall clock);
+  /// returns how many.
+  size_t prune(int64_t cutoff_ms);
 
  private:
   std::vector<shm::Slot> end_job(Job& job, JobState state, PartState part_state, int64_t now_ms);

@@ -54,7 +54,10 @@ CREATE TABLE proofs (
 
 // meta: one row whose counter writable() bumps (a real write that touches no
 // job). jobs_finished: prune's range scan, so an hourly prune with nothing
-// due reads a few index pages instead of every job.
+// due reads a few index pages instead of every job. job_meta: who submitted a
+// job (outputs are written with that user's rights, also after a restart),
+// the key's path as the client named it and its content hash. A job of an
+// older journal has no row: it reads as root's, as it was written then.
 constexpr const char* kAdditions = R"sql(
 CREATE TABLE IF NOT EXISTS meta (
   id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -62,6 +65,13 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 INSERT OR IGNORE INTO meta (id, probes) VALUES (1, 0);
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_ms);
+CREATE TABLE IF NOT EXISTS job_meta (
+  job INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  owner_uid INTEGER NOT NULL,
+  owner_gid INTEGER NOT NULL,
+  zkey_source TEXT NOT NULL,
+  zkey_sha256 TEXT NOT NULL
+);
 )sql";
 
 constexpr int kBusyMs = 5000;  // another connection holding the write lock (an operator's sqlite3)
@@ -276,11 +286,11 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     }
     {
       Stmt s(db_,
-             "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name = 'meta') OR "
+             "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name IN ('meta', 'job_meta')) OR "
              "(type = 'index' AND name = 'jobs_finished')",
              where);
       s.step();
-      schema_current_ = s.i64(0) == 2;
+      schema_current_ = s.i64(0) == 3;
     }
   } catch (...) {
     sqlite3_close_v2(db_);
@@ -421,6 +431,11 @@ uint64_t Journal::add_job(const Job& job) {
     ins.bind(5, int64_t(job.n_public)).bind(6, job.submitted_ms);
     ins.step();
     id = uint64_t(sqlite3_last_insert_rowid(db_));
+    Stmt m(db_, "INSERT INTO job_meta (job, owner_uid, owner_gid, zkey_source, zkey_sha256) VALUES (?, ?, ?, ?, ?)",
+           where);
+    m.bind(1, int64_t(id)).bind(2, int64_t(job.owner_uid)).bind(3, int64_t(job.owner_gid));
+    m.bind(4, job.zkey_source).bind(5, job.zkey_sha256);
+    m.step();
     Stmt p(db_, "INSERT INTO partitions (job, idx, wtns, public_json) VALUES (?, ?, ?, ?)", where);
     for (uint32_t i = 0; i < job.parts.size(); ++i) {
       p.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].wtns).bind(4, job.parts[i].public_json);
@@ -469,7 +484,8 @@ std::vector<Job> Journal::load() {
     {
       Stmt s(db_,
              "SELECT id, priority, zkey, out, slot_bytes, n_public, state, error, submitted_ms, started_ms, "
-             "finished_ms FROM jobs ORDER BY id",
+             "finished_ms, coalesce(m.owner_uid, 0), coalesce(m.owner_gid, 0), coalesce(m.zkey_source, ''), "
+             "coalesce(m.zkey_sha256, '') FROM jobs LEFT JOIN job_meta m ON m.job = jobs.id ORDER BY id",
              where);
       while (s.step()) {
         Job j;
@@ -484,6 +500,10 @@ std::vector<Job> Journal::load() {
         j.submitted_ms = s.i64(8);
         j.started_ms = s.i64(9);
         j.finished_ms = s.i64(10);
+        j.owner_uid = uint32_t(s.i64(11));
+        j.owner_gid = uint32_t(s.i64(12));
+        j.zkey_source = s.text(13);
+        j.zkey_sha256 = s.text(14);
         jobs.emplace(j.id, std::move(j));
       }
     }

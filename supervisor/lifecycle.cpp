@@ -12,6 +12,7 @@
 #include "protocol/messages.hpp"
 #include "supervisor/process.hpp"
 #include "supervisor/supervisor.hpp"
+#include "supervisor/trusted_binary.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -266,9 +267,15 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
       synth_bin = protocol::find_str(req, "synth");
       gpu_bin = protocol::find_str(req, "gpu");
       if (!synth_bin && !gpu_bin) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
-      for (const auto& p : {synth_bin, gpu_bin}) {
-        if (p && (p->empty() || (*p)[0] != '/' || ::access(p->c_str(), X_OK) != 0))
-          return {{"ok", false}, {"error", "not an executable absolute path: " + *p}};
+      // Only programs nobody but root or zkfarmd's user could have written
+      // (trusted_binary.hpp); what was checked (symlinks resolved) is what runs.
+      for (auto* p : {&synth_bin, &gpu_bin}) {
+        if (!*p) continue;
+        try {
+          **p = trusted_binary(**p);
+        } catch (const std::exception& e) {
+          return {{"ok", false}, {"error", std::string("refused: ") + e.what()}};
+        }
       }
       for (const auto& [id, w] : workers_) {
         if ((w.kind == WorkerKind::kSynth && synth_bin) || (w.kind == WorkerKind::kGpu && gpu_bin)) ids.push_back(id);

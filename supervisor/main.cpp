@@ -8,14 +8,16 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <httplib.h>
-#include <thread>
 
 #include "supervisor/config.hpp"
+#include "supervisor/http_server.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/state_lock.hpp"
 #include "supervisor/supervisor.hpp"
@@ -28,43 +30,53 @@ std::string self_dir() {
   return ec ? std::string(".") : p.parent_path().string();
 }
 
-// GET /status on cfg.http_address ("HOST:PORT"), served from the loop's snapshot.
-class HttpStatus {
- public:
-  HttpStatus(const std::string& address, zkfarm::supervisor::Supervisor& sup) {
-    auto colon = address.rfind(':');
-    if (colon == std::string::npos) throw std::runtime_error("http_address must be HOST:PORT, got '" + address + "'");
-    host_ = address.substr(0, colon);
-    port_ = std::stoi(address.substr(colon + 1));
-    server_.Get("/status", [&sup](const httplib::Request&, httplib::Response& res) {
-      res.set_content(sup.status_snapshot(), "application/json");
-    });
-    server_.Get("/metrics", [&sup](const httplib::Request&, httplib::Response& res) {
-      res.set_content(sup.metrics_snapshot(), "text/plain; version=0.0.4");
-    });
-    // Healthy: the supervisor's loop is alive. Ready: intake open, every worker READY.
-    server_.Get("/healthz", [&sup](const httplib::Request&, httplib::Response& res) {
-      res.status = sup.healthy() ? 200 : 503;
-      res.set_content(sup.healthy() ? "ok\n" : "loop stalled\n", "text/plain");
-    });
-    server_.Get("/readyz", [&sup](const httplib::Request&, httplib::Response& res) {
-      res.status = sup.ready() ? 200 : 503;
-      res.set_content(sup.ready() ? "ready\n" : "not ready\n", "text/plain");
-    });
-    if (!server_.bind_to_port(host_.c_str(), port_)) throw std::runtime_error("cannot listen on " + address);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~HttpStatus() {
-    server_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
+// The HTTP connection cap within the descriptor budget: a cap above a quarter
+// of RLIMIT_NOFILE's soft limit would let HTTP clients take the descriptors
+// the control socket, the workers' channel and the journal need (libzmq
+// aborts when an accept finds none), so it is lowered, with a warning.
+unsigned http_connection_cap(unsigned configured, spdlog::logger& log) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return configured;
+  const unsigned budget = static_cast<unsigned>(std::min<rlim_t>(rl.rlim_cur / 4, 1u << 30));
+  if (configured <= budget) return configured;
+  const unsigned cap = std::max(1u, budget);
+  log.warn("http_max_connections {} is above a quarter of the descriptor limit ({}): using {}", configured,
+           static_cast<uint64_t>(rl.rlim_cur), cap);
+  return cap;
+}
 
- private:
-  httplib::Server server_;
-  std::string host_;
-  int port_ = 0;
-  std::thread thread_;
-};
+// GET /status, /metrics, /healthz, /readyz on cfg.http_address. Binds at once,
+// so an address in use stops the start (exit 1) before the arena and the
+// workers exist; serves once the supervisor is there to answer.
+std::unique_ptr<zkfarm::http::HttpServer> bind_http(const zkfarm::supervisor::Config& cfg,
+                                                    const std::shared_ptr<spdlog::logger>& log) {
+  if (cfg.http_address.empty()) return nullptr;
+  zkfarm::http::ServerOptions o;
+  o.address = cfg.http_address;
+  o.max_connections = http_connection_cap(cfg.http_max_connections, *log);
+  o.request_timeout_ms = cfg.http_request_timeout_ms;
+  o.status_detail = cfg.http_status_detail;
+  o.log = [log](zkfarm::http::LogLevel level, std::string_view line) {
+    if (level == zkfarm::http::LogLevel::kWarn)
+      log->warn("{}", line);
+    else
+      log->info("{}", line);
+  };
+  return std::make_unique<zkfarm::http::HttpServer>(std::move(o));
+}
+
+// The soft limit on descriptors up to the hard one (systemd's default soft
+// limit is 1024): connections are capped far below it (listener_cap.hpp, the
+// HTTP server), so no client can bring zkfarmd to EMFILE, where libzmq aborts.
+void raise_descriptor_limit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = rl.rlim_max == RLIM_INFINITY ? rlim_t(1) << 20 : rl.rlim_max;
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = want;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
 
 }  // namespace
 
@@ -78,6 +90,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   // A closed stderr (a pipe whose reader went away) must not kill the farm.
   ::signal(SIGPIPE, SIG_IGN);
+  // Everything zkfarmd creates is private unless it says otherwise (sockets,
+  // the journal, the copies of inputs; outputs get their mode explicitly).
+  ::umask(077);
+  raise_descriptor_limit();
   CLI::App app{"zkfarmd: supervisor of a zkfarm Groth16 proving farm (runs in the foreground)"};
   Config cfg;
   std::string config_file;
@@ -130,11 +146,23 @@ int main(int argc, char** argv) {
     auto log = std::make_shared<spdlog::logger>("zkfarmd", spdlog::sinks_init_list{stderr_sink, file_sink});
     log->set_level(spdlog::level::from_str(cfg.log_level));
     log->flush_on(spdlog::level::info);
+    auto http = bind_http(cfg, log);
     Supervisor sup(cfg, log);
-    std::unique_ptr<HttpStatus> http;
-    if (!cfg.http_address.empty()) {
-      http = std::make_unique<HttpStatus>(cfg.http_address, sup);
-      log->info("HTTP status on http://{}/status", cfg.http_address);
+    // The HTTP thread reads the supervisor: it stops before sup goes, also
+    // when run() throws.
+    struct StopHttp {
+      std::unique_ptr<zkfarm::http::HttpServer>& server;
+      ~StopHttp() { server.reset(); }
+    } stop_http{http};
+    if (http) {
+      Supervisor* s = &sup;
+      http->start({.status = [s] { return s->status_snapshot(); },
+                   .metrics = [s] { return s->metrics_snapshot(); },
+                   .healthy = [s] { return s->healthy(); },
+                   .ready = [s] { return s->ready(); }});
+      log->info("HTTP on http://{}/ (status, metrics, healthz, readyz): at most {} connections, {} ms per request, "
+                "status {}", http->address(), http->max_connections(), cfg.http_request_timeout_ms,
+                cfg.http_status_detail ? "in full" : "as counts");
     }
     return sup.run();
   } catch (const std::exception& e) {

@@ -1,121 +1,291 @@
-// Accepting a job. Its key and every witness are opened and checked against
-// each other before anything is accepted (a bad file refuses the whole job,
-// naming the file). That can take seconds for a large key, so it runs on a
-// thread of its own while the loop keeps serving status and heartbeats; the
-// loop then journals the job (durable before the client hears its id) and
-// answers.
+// Accepting a job. The key and every witness are taken by content: each is
+// opened with the submitter's own rights (a FIFO, device or socket is refused
+// without blocking), copied with read(2) into the state dir while it is
+// hashed, and only the private copy is checked and ever used (the key under
+// inputs/keys/SHA256.zkey, shared by every job of that key; the witnesses
+// under inputs/jobs/TOKEN/K.wtns). A file rewritten, re-pointed or truncated
+// after submit therefore cannot change a proof or crash anything, and nothing
+// zkfarmd maps can shrink under it (docs/decisions.md, "Inputs by content").
+// The checks run on a bounded pool of threads (check_pool.hpp) with a timeout;
+// the loop journals an accepted job (durable before the client hears its id).
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 
+#include "files/file_error.hpp"
+#include "files/fs_credentials.hpp"
+#include "files/input_file.hpp"
+#include "files/safe_write.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
-
-#include <cstring>
 #include "protocol/messages.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
-// Runs on its own thread: reads only `req` and the files it names.
-SubmitCheck check_submission(const json& req) {
+// A job's partitions at most: each is a file copied and a row journaled.
+constexpr size_t kMaxPartitions = 100000;
+
+std::string random_token() {
+  unsigned char b[12];
+  if (getrandom(b, sizeof b, 0) != ssize_t(sizeof b)) throw std::runtime_error("getrandom failed");
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (unsigned char c : b) {
+    t += hex[c >> 4];
+    t += hex[c & 15];
+  }
+  return t;
+}
+
+// Whether `peer` may read a file with stat `st` by its mode bits (owner,
+// group, other; ACLs are not consulted). Used only when zkfarmd is not root
+// and so cannot take the peer's rights (files/fs_credentials.hpp).
+bool mode_allows_read(const struct stat& st, const Peer& peer) {
+  if (st.st_uid == peer.uid) return st.st_mode & S_IRUSR;
+  for (gid_t g : groups_of(peer.uid, peer.gid))
+    if (g == st.st_gid) return st.st_mode & S_IRGRP;
+  return st.st_mode & S_IROTH;
+}
+
+// Opens a client's input with the client's rights and refuses what is not a
+// regular file (files/input_file.hpp). `what` is "key" or "witness".
+files::UniqueFd open_input(const std::string& path, const Peer& peer) {
+  files::UniqueFd fd;
+  {
+    files::FsCredentials as_peer(peer.uid, peer.gid);  // a no-op unless zkfarmd is root
+    fd = files::open_regular_file(path);
+    if (!as_peer.active() && peer.uid != ::geteuid()) {
+      struct stat st {};
+      if (::fstat(fd.get(), &st) != 0 || !mode_allows_read(st, peer))
+        throw files::FileError(path, EACCES, path + ": cannot open: Permission denied");
+    }
+  }
+  return fd;
+}
+
+}  // namespace
+
+// Runs on a CheckPool thread: reads only its arguments and the files they name.
+SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitContext& ctx) {
   SubmitCheck out;
+  const std::string job_dir = ctx.inputs_dir + "/jobs/" + ctx.token;
   try {
     Job job;
-    job.zkey = protocol::get_str(req, "zkey");
+    job.zkey_source = protocol::get_str(req, "zkey");
     job.out = protocol::get_str(req, "out");
+    job.owner_uid = peer.uid;
+    job.owner_gid = peer.gid;
     auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
     if (!prio) return {std::nullopt, "priority must be low, normal, high or critical"};
     job.priority = *prio;
     if (!req.contains("wtns") || !req["wtns"].is_array() || req["wtns"].empty())
       return {std::nullopt, "a job needs at least one witness"};
-    for (const auto& p : {job.zkey, job.out})
+    if (req["wtns"].size() > kMaxPartitions)
+      return {std::nullopt, "a job may have at most " + std::to_string(kMaxPartitions) + " witnesses"};
+    for (const auto& p : {job.zkey_source, job.out})
       if (p.empty() || p[0] != '/') return {std::nullopt, "paths must be absolute: " + p};
-    Zkey key = Zkey::open(job.zkey);
+
+    // The key: one private copy per content (inputs/keys/SHA256.zkey). An
+    // unchanged source (same inode, size, mtime and ctime) is not read again.
+    files::UniqueFd key_fd = open_input(job.zkey_source, peer);
+    const files::FileIdentity ident = files::FileIdentity::of(key_fd.get(), job.zkey_source);
+    std::string sha = ctx.key_hashes->lookup(ident);
+    files::UniqueFd keys_dir = files::open_dir(ctx.inputs_dir + "/keys");
+    if (sha.empty() || !files::exists_nofollow(keys_dir.get(), ctx.inputs_dir + "/keys", sha + ".zkey")) {
+      const std::string incoming = "incoming-" + ctx.token + ".zkey";
+      files::CopyResult c = files::copy_into(key_fd.get(), job.zkey_source, keys_dir.get(), incoming, 0400);
+      sha = c.sha256_hex;
+      if (::renameat(keys_dir.get(), incoming.c_str(), keys_dir.get(), (sha + ".zkey").c_str()) != 0) {
+        const int err = errno;
+        ::unlinkat(keys_dir.get(), incoming.c_str(), 0);
+        throw files::FileError(ctx.inputs_dir, err, ctx.inputs_dir + "/keys: cannot store the key: " + std::strerror(err));
+      }
+      ctx.key_hashes->remember(c.source, sha);
+    }
+    key_fd.reset();
+    job.zkey = ctx.inputs_dir + "/keys/" + sha + ".zkey";
+    job.zkey_sha256 = sha;
+    std::optional<Zkey> opened;
+    try {
+      opened.emplace(Zkey::open(job.zkey));
+    } catch (const InputError& e) {  // name the client's file, not our copy
+      std::string m = e.what();
+      if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
+      return {std::nullopt, m};
+    }
+    const Zkey& key = *opened;
+    out.vk = std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key));
+
+    // The witnesses: copied into this job's own folder.
+    if (::mkdir(job_dir.c_str(), 0700) != 0)
+      throw std::runtime_error("cannot create " + job_dir + ": " + std::strerror(errno));
+    files::UniqueFd dir = files::open_dir(job_dir);
+    uint32_t k = 0;
     for (const auto& w : req["wtns"]) {
-      if (!w.is_string()) return {std::nullopt, "wtns must be a list of paths"};
-      std::string path = w.get<std::string>();
+      if (!w.is_string()) throw protocol::ProtocolError("wtns must be a list of paths");
+      const std::string path = w.get<std::string>();
       if (path.empty() || path[0] != '/') return {std::nullopt, "paths must be absolute: " + path};
-      Wtns wtns = Wtns::open(path);
-      check_witness_matches(key, wtns);
+      files::UniqueFd fd = open_input(path, peer);
+      const std::string name = std::to_string(k++) + ".wtns";
+      files::copy_into(fd.get(), path, dir.get(), name, 0400);
       Partition p;
-      p.wtns = path;
-      // public.json now, while the witness is open: the proof's arrival then
-      // needs no file, and a witness removed after synthesis costs nothing.
-      std::vector<U256> pub(size_t(key.n_public) + 1);
-      std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
-      p.public_json = public_to_json(pub.data(), key.n_public);
-      job.parts.push_back(p);
+      p.wtns = job_dir + "/" + name;
+      try {
+        Wtns wtns = Wtns::open(p.wtns);
+        check_witness_matches(key, wtns);
+        // public.json now: the proof's arrival then needs no file.
+        std::vector<U256> pub(size_t(key.n_public) + 1);
+        std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
+        p.public_json = public_to_json(pub.data(), key.n_public);
+        p.public_values.assign(pub.begin() + 1, pub.end());
+      } catch (const InputError& e) {
+        std::string m = e.what();
+        if (auto at = m.find(p.wtns); at != std::string::npos) m.replace(at, p.wtns.size(), path);
+        if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
+        throw std::runtime_error(m);
+      }
+      job.parts.push_back(std::move(p));
     }
     job.slot_bytes = PartitionBuffers::bytes_for(key);
     job.n_public = key.n_public;
-    std::error_code ec;
-    std::filesystem::create_directories(job.out, ec);
-    if (ec) return {std::nullopt, "cannot create output folder " + job.out + ": " + ec.message()};
+    // The output folder, made now (as the submitter) so a bad --out is refused
+    // at once rather than after the proofs.
+    {
+      files::FsCredentials as_peer(peer.uid, peer.gid);
+      files::create_dir_safe(job.out, 0755);
+    }
     out.job = std::move(job);
   } catch (const InputError& e) {
+    out.error = e.what();
+  } catch (const files::FileError& e) {
     out.error = e.what();
   } catch (const protocol::ProtocolError& e) {
     out.error = std::string("bad request: ") + e.what();
   } catch (const std::exception& e) {
-    out.error = std::string("cannot check the job: ") + e.what();
+    out.error = std::string("cannot accept the job: ") + e.what();
+  }
+  if (!out.job) {
+    std::error_code ec;
+    fs::remove_all(job_dir, ec);  // the witnesses copied so far
   }
   return out;
 }
 
-}  // namespace
+std::string KeyHashCache::lookup(const files::FileIdentity& id) const {
+  std::lock_guard<std::mutex> lock(m_);
+  for (const auto& [k, v] : entries_)
+    if (k == id) return v;
+  return {};
+}
 
-void Supervisor::start_submit(const std::string& identity, const json& req) {
-  if (stopping_) {
-    send_reply(identity, {{"ok", false}, {"error", "zkfarmd is draining: not accepting jobs"}});
-    return;
-  }
-  pending_submits_.push_back({identity, std::async(std::launch::async, check_submission, req)});
+void KeyHashCache::remember(const files::FileIdentity& id, const std::string& sha) {
+  std::lock_guard<std::mutex> lock(m_);
+  if (entries_.size() >= 256) entries_.erase(entries_.begin());
+  entries_.emplace_back(id, sha);
+}
+
+void Supervisor::start_submit(const std::string& identity, const json& req, const Peer& peer) {
+  auto refuse = [&](const std::string& why) {
+    ++metrics_.jobs_refused;
+    send_reply(identity, {{"ok", false}, {"error", why}});
+  };
+  if (stopping_) return refuse("zkfarmd is draining: not accepting jobs");
+  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_);
+  SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_};
+  auto promise = std::make_shared<std::promise<SubmitCheck>>();
+  PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token};
+  const bool queued = submit_pool_->post([promise, req, peer, ctx] {
+    try {
+      promise->set_value(check_submission(req, peer, ctx));
+    } catch (...) {
+      try {
+        promise->set_exception(std::current_exception());
+      } catch (...) {
+      }
+    }
+  });
+  if (!queued)
+    return refuse("zkfarmd is busy: " + std::to_string(cfg_.submit_queue) + " submits are waiting for their check; retry later");
+  pending_submits_.push_back(std::move(pending));
 }
 
 void Supervisor::finish_submits() {
+  const int64_t now = now_ms();
   for (auto it = pending_submits_.begin(); it != pending_submits_.end();) {
     if (it->check.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      if (!it->answered && now >= it->deadline_ms) {
+        // The client hears "refused" now; the check's thread may still be
+        // reading, so the entry stays until it ends and then its copies go.
+        ++metrics_.jobs_refused;
+        send_reply(it->identity, {{"ok", false},
+                                  {"error", "the check of the job's files took longer than submit_timeout_ms (" +
+                                                std::to_string(cfg_.submit_timeout_ms) + " ms); refused"}});
+        it->answered = true;
+      }
       ++it;
       continue;
     }
-    SubmitCheck c = it->check.get();
-    const std::string identity = it->identity;
-    it = pending_submits_.erase(it);
-    if (!c.job) {
-      send_reply(identity, {{"ok", false}, {"error", c.error}});
-      continue;
-    }
-    Job& job = *c.job;
-    if (stopping_) {
-      send_reply(identity, {{"ok", false}, {"error", "zkfarmd is draining: not accepting jobs"}});
-      continue;
-    }
-    if (job.slot_bytes > slots_.capacity()) {
-      send_reply(identity, {{"ok", false},
-                            {"error", job.zkey + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
-                                          " bytes of arena, the arena has " + std::to_string(slots_.capacity()) +
-                                          " (raise arena_mib)"}});
-      continue;
-    }
-    job.submitted_ms = wall_ms();
+    SubmitCheck c;
     try {
-      job.id = journal_.add_job(job);  // durable before the client hears "accepted"
-    } catch (const JournalError& e) {
-      log_->error("submit refused: {}", e.what());
-      send_reply(identity, {{"ok", false}, {"error", std::string("cannot journal the job: ") + e.what()}});
+      c = it->check.get();
+    } catch (const std::exception& e) {
+      c.error = std::string("cannot accept the job: ") + e.what();
+    }
+    const std::string identity = it->identity;
+    const bool answered = it->answered;
+    it = pending_submits_.erase(it);
+    if (answered) {
+      if (c.job) remove_job_inputs(*c.job);
       continue;
     }
-    const size_t k = job.parts.size();
-    const std::string prio = priority_name(job.priority);
-    const uint64_t id = jobs_.add(std::move(job));
-    ++metrics_.jobs_accepted;
-    log_->info("job {}: accepted, {} partitions, priority {}", id, k, prio);
-    send_reply(identity, {{"ok", true}, {"job", id}});
+    accept_checked(identity, std::move(c));
   }
+}
+
+void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
+  auto refuse = [&](const std::string& why) {
+    ++metrics_.jobs_refused;
+    if (c.job) remove_job_inputs(*c.job);
+    send_reply(identity, {{"ok", false}, {"error", why}});
+  };
+  if (!c.job) return refuse(c.error);
+  Job& job = *c.job;
+  if (stopping_) return refuse("zkfarmd is draining: not accepting jobs");
+  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_);
+  if (job.slot_bytes > slots_.capacity()) {
+    return refuse(job.zkey_source + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
+                  " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)");
+  }
+  job.submitted_ms = wall_ms();
+  try {
+    job.id = journal_.add_job(job);  // durable before the client hears "accepted"
+  } catch (const JournalError& e) {
+    log_->error("submit refused: {}", e.what());
+    if (intake_fault_.empty()) {
+      intake_fault_ = std::string("journal write failed: ") + e.what();
+      next_journal_retry_ms_ = now_ms() + 1000;
+    }
+    return refuse(std::string("cannot journal the job: ") + e.what());
+  }
+  if (c.vk) verifying_keys_[job.zkey_sha256] = c.vk;
+  const size_t k = job.parts.size();
+  const std::string prio = priority_name(job.priority);
+  const uint32_t owner = job.owner_uid;
+  const uint64_t id = jobs_.add(std::move(job));
+  ++metrics_.jobs_accepted;
+  log_->info("job {}: accepted from uid {}, {} partitions, priority {}", id, owner, k, prio);
+  send_reply(identity, {{"ok", true}, {"job", id}});
 }
 
 }  // namespace zkfarm::supervisor

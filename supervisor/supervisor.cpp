@@ -29,7 +29,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
 // sun_path holds 108 bytes; ZeroMQ needs the terminating NUL.
 constexpr size_t kMaxIpcPath = 107;
 
@@ -69,7 +68,22 @@ std::vector<std::string> gpu_devices(const Config& cfg) {
   return out.empty() ? std::vector<std::string>{""} : out;
 }
 
+// At most `max` bytes of `s`, with anything but printable ASCII as '?': a
+// client's bytes in the log must not forge lines or terminal escapes.
+std::string printable(std::string_view s, size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (s.size() > max) out += "…";
+  return out;
+}
+
 }  // namespace
+
+void Supervisor::warn_limited(const std::string& line) {
+  auto v = bad_frames_.admit(LogLimiter::Clock::now());
+  if (v.suppressed) log_->warn("({} similar lines suppressed)", v.suppressed);
+  if (v.log) log_->warn("{}", line);
+}
 
 Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     : cfg_(std::move(cfg)),
@@ -101,10 +115,29 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   control_sock_.set(zmq::sockopt::linger, 0);
   workers_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
   control_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
-  workers_sock_.bind(workers_endpoint_);
-  control_sock_.bind("ipc://" + control_path_);
-  ::chmod(workers_path_.c_str(), 0660);
-  ::chmod(control_path_.c_str(), 0660);
+  // A connection that never finishes ZeroMQ's greeting is closed soon.
+  workers_sock_.set(zmq::sockopt::handshake_ivl, 5000);
+  control_sock_.set(zmq::sockopt::handshake_ivl, 5000);
+  // workers.sock: only zkfarmd's own user (its workers) may connect; control.sock:
+  // that user and control_group (docs/security.md). The process umask (077)
+  // keeps each socket file private from its bind until these run.
+  std::optional<gid_t> control_gid;
+  if (!cfg_.control_group.empty()) {
+    control_gid = group_id(cfg_.control_group);
+    if (!control_gid) throw std::runtime_error("control_group: no group named '" + cfg_.control_group + "'");
+    if (::chown(cfg_.state_dir.c_str(), uid_t(-1), *control_gid) != 0)
+      throw std::runtime_error("cannot give the state dir to group " + cfg_.control_group + ": " + std::strerror(errno));
+  }
+  workers_cap_ = std::make_unique<ListenerCap>(ctx_, workers_sock_, workers_path_, 4 * (cfg_.synth_workers + 64),
+                                               "workers.sock", log_, [](const std::string& path) {
+                                                 ::chmod(path.c_str(), 0600);
+                                               });
+  control_cap_ = std::make_unique<ListenerCap>(
+      ctx_, control_sock_, control_path_, cfg_.control_max_connections, "control.sock", log_,
+      [control_gid](const std::string& path) {
+        if (control_gid && ::chown(path.c_str(), uid_t(-1), *control_gid) != 0) return;  // stays 0600: no group access
+        ::chmod(path.c_str(), 0660);
+      });
 
   unsigned n = 0;
   for (unsigned i = 0; i < cfg_.synth_workers; ++i) {
@@ -127,8 +160,20 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   release_check_ = FakeReleaseCheck::from_env();
   if (!release_check_) release_check_ = ReleaseCheck::make_default();
   if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
+  // Inputs are kept by content under STATE/inputs (submit.cpp), private to zkfarmd.
+  for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs"}) {
+    const std::string path = cfg_.state_dir + d;
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+      throw std::runtime_error(path + " is not a folder of zkfarmd's user");
+    ::chmod(path.c_str(), 0700);
+  }
+  submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
   restore_from_journal();
-  log_->info("zkfarmd {} pid {} state dir {}: arena /dev/shm/{} ({} MiB), {} synthesis and {} GPU workers", kVersion,
+  housekeeping(true);
+  log_->info("zkfarmd {} pid {} state dir {}: arena /dev/shm/{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
              getpid(), cfg_.state_dir, arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
 }
 
@@ -156,42 +201,19 @@ int64_t Supervisor::wall_ms() const {
 // past the retention are pruned, and missing output files of proved partitions
 // are rewritten from the journal.
 void Supervisor::restore_from_journal() {
-  const size_t pruned = journal_.prune(wall_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000);
-  if (pruned) log_->info("journal: pruned {} finished jobs older than {} h", pruned, cfg_.retention_hours);
   size_t requeued = 0, jobs = 0;
   for (Job& job : journal_.load()) {
     ++jobs;
     requeued += job.count(PartState::kQueued);
-    if (job.count(PartState::kDone) > 0) write_results(job, job.out);
+    // Outputs of proved partitions that are missing (a kill between the
+    // journal and the write) are written; files already there are left alone.
+    if (job.count(PartState::kDone) > 0) {
+      std::string error;
+      deliver(job, job.out, Peer{job.owner_uid, job.owner_gid, 0}, /*only_missing=*/true, &error);
+    }
     jobs_.restore(std::move(job));
   }
   if (jobs) log_->info("journal: {} jobs restored, {} partitions queued again", jobs, requeued);
-}
-
-// Writes OUT/k.proof.json and OUT/k.public.json of one proved partition from
-// the journal; false (logged) if there is no proof or a file cannot be written.
-bool Supervisor::write_result(uint64_t job, uint32_t index, const std::string& out) {
-  auto jp = journal_.proof(job, index);
-  if (!jp) return false;
-  const std::string base = out + "/" + std::to_string(index);
-  try {
-    std::error_code ec;
-    fs::create_directories(out, ec);
-    write_file_atomic(base + ".public.json", jp->public_json);
-    write_file_atomic(base + ".proof.json", proof_to_json(protocol::decode_proof(jp->proof)));
-    return true;
-  } catch (const std::exception& e) {
-    log_->error("job {} partition {}: cannot write the result: {}", job, index, e.what());
-    return false;
-  }
-}
-
-// write_result for every proved partition of `job`; returns how many were written.
-int Supervisor::write_results(const Job& job, const std::string& out) {
-  int written = 0;
-  for (const auto& p : job.parts)
-    if (p.state == PartState::kDone) written += write_result(job.id, p.index, out);
-  return written;
 }
 
 void Supervisor::start_worker(Worker& w) {
@@ -235,6 +257,8 @@ int Supervisor::run() {
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
     handle_signals();
     pump_worker_output();
+    workers_cap_->poll(now_ms());
+    control_cap_->poll(now_ms());
     reap_children();
     // Drain what is readable now; each frame is bounded, so this stays short.
     for (int i = 0; i < 256; ++i) {
@@ -242,22 +266,25 @@ int Supervisor::run() {
       auto got = zmq::recv_multipart(workers_sock_, std::back_inserter(parts), zmq::recv_flags::dontwait);
       if (!got) break;
       if (parts.size() != 2) {
-        log_->warn("dropped a worker message of {} frames", parts.size());
+        warn_limited("dropped a worker message of " + std::to_string(parts.size()) + " frames");
         continue;
       }
-      on_worker_frame(parts[0].to_string(), parts[1].to_string());
+      on_worker_frame(parts[0].to_string(), parts[1].to_string(), peer_of(parts[1]));
     }
     for (int i = 0; i < 64; ++i) {
       std::vector<zmq::message_t> parts;
       auto got = zmq::recv_multipart(control_sock_, std::back_inserter(parts), zmq::recv_flags::dontwait);
       if (!got) break;
       if (parts.size() != 3 || parts[1].size() != 0) {
-        log_->warn("dropped a control message of {} frames", parts.size());
+        warn_limited("dropped a control message of " + std::to_string(parts.size()) + " frames");
         continue;
       }
-      on_control_frame(parts[0].to_string(), parts[2].to_string());
+      on_control_frame(parts[0].to_string(), parts[2].to_string(), peer_of(parts[2]));
     }
+    if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
+    retry_journal();
     finish_submits();
+    housekeeping(false);
     check_deadlines();
     advance_release_waits();
     advance_rolling();
@@ -267,6 +294,7 @@ int Supervisor::run() {
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
+  retry_journal_now();
   if (release_failed_) {
     log_->error("stopped, but the memory of a GPU worker was not released within release_timeout");
     return 1;
@@ -382,18 +410,26 @@ void Supervisor::send_to_worker(const Worker& w, const json& msg) {
   }
 }
 
-void Supervisor::on_worker_frame(const std::string& identity, const std::string& frame) {
+void Supervisor::on_worker_frame(const std::string& identity, const std::string& frame,
+                                 const std::optional<Peer>& peer) {
   auto it = workers_.find(identity);
   if (it == workers_.end()) {
-    log_->warn("dropped a message from unknown worker '{}'", identity.substr(0, 64));
+    warn_limited("dropped a message from unknown worker '" + printable(identity, 64) + "'");
     return;
   }
   Worker& w = it->second;
+  // A worker is the process zkfarmd started under that id, as the kernel says
+  // (SO_PEERCRED at connect): nothing else can speak, or prove, in its name.
+  if (!peer || w.pid <= 0 || peer->pid != w.pid || peer->uid != ::geteuid()) {
+    warn_limited("worker " + w.id + ": dropped a message from pid " + (peer ? std::to_string(peer->pid) : "?") +
+                         ", not the worker's process (pid " + std::to_string(w.pid) + ")");
+    return;
+  }
   json msg;
   try {
     msg = protocol::decode(frame);
   } catch (const protocol::ProtocolError& e) {
-    log_->warn("worker {}: dropped a malformed message: {}", w.id, e.what());
+    warn_limited("worker " + w.id + ": dropped a malformed message: " + e.what());
     if (w.state == WorkerState::kStarting && std::string(e.what()).find("protocol version") != std::string::npos) {
       log_->error("worker {}: speaks another protocol version; asking it to exit", w.id);
       send_to_worker(w, protocol::make(protocol::kShutdown));
@@ -471,39 +507,75 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
 void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::string& proof_bytes) {
   Job* job = jobs_.find(ref.job);
   Partition* p = jobs_.find(ref);
-  try {
-    protocol::decode_proof(proof_bytes);  // a malformed proof never reaches the journal
-    // Journal first: once this commits the proof survives anything; a second
-    // proof of the same partition (re-proved after a crash) is refused.
-    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, wall_ms(), p->synth_ms, p->prove_ms)) {
-      log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
-    }
-  } catch (const std::exception& e) {
+  auto free_slot = [&] {
     if (p->slot) slots_.free(p->slot->id);
     p->slot.reset();
+  };
+  // Nothing is journaled or published before it verifies against the key's
+  // verification data taken at submit (verification.cpp): not a wrong result
+  // of a faulty device, not a witness that does not satisfy its circuit.
+  const std::string bad = check_proof(*job, *p, proof_bytes);
+  if (!bad.empty()) {
+    free_slot();
+    ++p->verify_failures;
+    ++metrics_.proofs_rejected;
+    const bool device = w.backend != "cpu";
+    if (device) ++metrics_.device_faults;
+    log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index, w.id,
+                w.backend, bad, device ? " (counted as a device fault)" : "");
+    if (device && p->verify_failures < 2) {  // a device fault may not repeat: prove it once more
+      p->state = PartState::kQueued;
+      return;
+    }
     p->state = PartState::kFailed;
-    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": cannot journal the proof: " + e.what());
+    fail_job(ref.job, "partition " + std::to_string(ref.index) +
+                          ": the proof does not verify: the witness does not satisfy the circuit, or the " +
+                          (device ? "device" : "prover") + " computed a wrong result (" + bad + ")");
     return;
   }
-  if (p->slot) slots_.free(p->slot->id);
-  p->slot.reset();
-  log_->info("job {} partition {}: proved by {} (synthesis {} ms, proving {} ms)", ref.job, ref.index, w.id,
-             p->synth_ms, p->prove_ms);
+  p->proof = proof_bytes;
+  // Journal first: once this commits the proof survives anything; a second
+  // proof of the same partition (re-proved after a crash) is refused. A
+  // journal fault keeps the write for later (journal_write) and goes on: the
+  // proof is verified, so publishing it before it is journaled is safe.
+  journal_write([this, ref, proof_bytes, proved = wall_ms(), synth = p->synth_ms, prove = p->prove_ms] {
+    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, proved, synth, prove))
+      log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
+  });
+  free_slot();
+  log_->info("job {} partition {}: proved by {} and verified (synthesis {} ms, proving {} ms)", ref.job, ref.index,
+             w.id, p->synth_ms, p->prove_ms);
   ++metrics_.partitions_proved;
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
   metrics_.proving.observe(double(p->prove_ms) / 1000.0);
   const bool finished = jobs_.mark_done(ref, wall_ms());
-  write_result(ref.job, ref.index, job->out);
+  std::string error;
+  if (!deliver_one(*job, ref.index, job->out, Peer{job->owner_uid, job->owner_gid, 0}, false, &error) &&
+      job->delivery_error.empty()) {
+    job->delivery_error = "partition " + std::to_string(ref.index) + " was proved, but its result cannot be written: " +
+                          error + "; every proof is kept in the journal (`zkfarmctl result " + std::to_string(ref.job) +
+                          " --out DIR` writes them elsewhere)";
+  }
   if (finished) {
-    journal_.finish_job(ref.job, JobState::kDone, "", job->finished_ms);
-    log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
+    if (job->delivery_error.empty()) {
+      journal_write([this, id = ref.job, t = job->finished_ms] { journal_.finish_job(id, JobState::kDone, "", t); });
+      log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
+    } else {
+      job->state = JobState::kFailed;
+      job->error = job->delivery_error;
+      journal_write([this, id = ref.job, e = job->error, t = job->finished_ms] {
+        journal_.finish_job(id, JobState::kFailed, e, t);
+      });
+      log_->error("job {}: failed: {}", ref.job, job->error);
+    }
   }
 }
 
 void Supervisor::fail_job(uint64_t id, const std::string& error) {
-  free_slots(jobs_.fail(id, error, wall_ms()));
-  if (Job* job = jobs_.find(id)) journal_.finish_job(id, JobState::kFailed, error, job->finished_ms);
-  log_->error("job {}: failed: {}", id, error);
+  free_slots(jobs_.fail(id, error.substr(0, 2000), wall_ms()));
+  if (Job* job = jobs_.find(id))
+    journal_write([this, id, e = job->error, t = job->finished_ms] { journal_.finish_job(id, JobState::kFailed, e, t); });
+  log_->error("job {}: failed: {}", id, error.substr(0, 2000));
 }
 
 void Supervisor::free_slots(const std::vector<shm::Slot>& slots) {
@@ -571,7 +643,7 @@ void Supervisor::dispatch() {
       if (job->state == JobState::kQueued) job->state = JobState::kRunning;
       if (job->started_ms == 0) {
         job->started_ms = wall_ms();
-        journal_.set_started(job->id, job->started_ms);
+        journal_write([this, id = job->id, t = job->started_ms] { journal_.set_started(id, t); });
       }
       json m = protocol::make(protocol::kSynth);
       m["job"] = ref->job;
@@ -658,7 +730,8 @@ bool Supervisor::advance_stop() {
 }
 
 void Supervisor::update_snapshot() {
-  bool all_ready = !stopping_ && !draining_;  // /readyz: intake open and every worker READY
+  // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
+  bool all_ready = !stopping_ && !draining_ && intake_fault_.empty();
   for (const auto& [id, w] : workers_) all_ready &= w.state == WorkerState::kIdle || w.state == WorkerState::kBusy;
   ready_ = all_ready;
   const int64_t now = now_ms();
@@ -689,6 +762,14 @@ std::string Supervisor::render_metrics() const {
                        {{"", double(metrics_.partitions_failed)}});
   out += render_family("zkfarm_jobs_accepted_total", "counter", "Jobs accepted and journaled.",
                        {{"", double(metrics_.jobs_accepted)}});
+  out += render_family("zkfarm_jobs_refused_total", "counter", "Submits refused (bad input, busy, journal fault).",
+                       {{"", double(metrics_.jobs_refused)}});
+  out += render_family("zkfarm_proofs_rejected_total", "counter", "Proofs that did not verify and were not published.",
+                       {{"", double(metrics_.proofs_rejected)}});
+  out += render_family("zkfarm_device_faults_total", "counter", "Proofs from a GPU backend that did not verify.",
+                       {{"", double(metrics_.device_faults)}});
+  out += render_family("zkfarm_intake_refusing", "gauge", "1 while intake is refused for a fault (see status).",
+                       {{"", intake_fault_.empty() ? 0.0 : 1.0}});
   out += "# HELP zkfarm_synthesis_seconds Time a partition spent in synthesis.\n# TYPE zkfarm_synthesis_seconds histogram\n";
   out += metrics_.synthesis.render("zkfarm_synthesis_seconds");
   out += "# HELP zkfarm_proving_seconds Time a partition spent in the prove step.\n# TYPE zkfarm_proving_seconds histogram\n";
@@ -721,125 +802,6 @@ std::string Supervisor::render_metrics() const {
 std::string Supervisor::status_snapshot() const {
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   return snapshot_;
-}
-
-json Supervisor::status() const {
-  json s;
-  s["version"] = kVersion;
-  s["pid"] = getpid();
-  s["state_dir"] = cfg_.state_dir;
-  s["state"] = stopping_ ? "stopping" : "running";
-  s["intake"] = stopping_ ? "closed" : draining_ ? "draining" : "open";
-  s["in_flight"] = in_flight();
-  json rolling = nullptr;
-  if (rolling_current_ || !rolling_.empty() || !rolling_error_.empty()) {
-    rolling = {{"what", rolling_what_},
-               {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
-               {"queued", rolling_.size()},
-               {"error", rolling_error_}};
-  }
-  s["rolling"] = rolling;
-  s["workers"] = json::array();
-  for (const auto& [id, w] : workers_) {
-    json j;
-    j["id"] = id;
-    j["kind"] = worker_kind_name(w.kind);
-    j["pid"] = w.pid;
-    j["state"] = worker_state_name(w.state);
-    j["version"] = w.version;
-    j["backend"] = w.backend;
-    j["partition"] = w.current ? json(std::to_string(w.current->job) + "/" + std::to_string(w.current->index)) : json(nullptr);
-    j["restarts"] = w.restarts;
-    j["retiring"] = w.retiring;
-    j["binary"] = w.binary;
-    if (w.state == WorkerState::kReleasing || !w.release_detail.empty()) j["release"] = w.release_detail;
-    if (w.state == WorkerState::kFailed) j["failed_reason"] = w.failed_reason;
-    s["workers"].push_back(j);
-  }
-  s["queue"] = {{"synth", jobs_.count(PartState::kQueued)}, {"prove", jobs_.count(PartState::kSynthesized)}};
-  s["arena"] = {{"name", arena_.name()},
-                {"bytes", slots_.capacity()},
-                {"used", slots_.used()},
-                {"free", slots_.capacity() - slots_.used()},
-                {"slots", slots_.slots_in_use()}};
-  s["jobs"] = json::array();
-  for (const auto& [id, job] : jobs_.all()) s["jobs"].push_back(job.to_json());
-  return s;
-}
-
-void Supervisor::on_control_frame(const std::string& identity, const std::string& frame) {
-  json reply;
-  try {
-    json req = protocol::decode(frame);
-    if (protocol::type_of(req) == "submit") {
-      start_submit(identity, req);  // answered when its files are checked (submit.cpp)
-      return;
-    }
-    reply = handle_request(req);
-  } catch (const protocol::ProtocolError& e) {
-    log_->warn("control: dropped a bad request: {}", e.what());
-    reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
-  }
-  send_reply(identity, reply);
-}
-
-void Supervisor::send_reply(const std::string& identity, json reply) {
-  reply["v"] = protocol::kProtocolVersion;
-  reply["t"] = "REPLY";
-  std::string body = protocol::encode(reply);
-  std::array<zmq::const_buffer, 3> frames = {zmq::buffer(identity), zmq::const_buffer(), zmq::buffer(body)};
-  try {
-    zmq::send_multipart(control_sock_, frames, zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    log_->warn("control: reply not sent: {}", e.what());
-  }
-}
-
-json Supervisor::handle_request(const json& req) {
-  const std::string type = protocol::type_of(req);
-  if (type == "status") return {{"ok", true}, {"status", status()}};
-  if (type == "jobs") {
-    json list = json::array();
-    for (const auto& [id, job] : jobs_.all()) list.push_back(job.to_json());
-    return {{"ok", true}, {"jobs", list}};
-  }
-  if (type == "job") {
-    Job* job = jobs_.find(protocol::get_u64(req, "job"));
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(protocol::get_u64(req, "job"))}};
-    return {{"ok", true}, {"job", job->to_json()}};
-  }
-  if (type == "cancel") {
-    const uint64_t id = protocol::get_u64(req, "job");
-    Job* job = jobs_.find(id);
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
-    if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
-    free_slots(jobs_.cancel(id, wall_ms()));
-    journal_.finish_job(id, JobState::kCancelled, "", job->finished_ms);
-    abort_in_flight(id);
-    log_->info("job {}: cancelled", id);
-    return {{"ok", true}};
-  }
-  if (type == "result") {
-    const uint64_t id = protocol::get_u64(req, "job");
-    const std::string out = protocol::get_str(req, "out");
-    Job* job = jobs_.find(id);
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}};
-    if (job->state != JobState::kDone)
-      return {{"ok", false}, {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) + ", not done"}};
-    if (out.empty() || out[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + out}};
-    const int n = write_results(*job, out);
-    if (n != int(job->parts.size()))
-      return {{"ok", false}, {"error", "wrote " + std::to_string(n) + " of " + std::to_string(job->parts.size()) + " proofs to " + out}};
-    return {{"ok", true}, {"written", n}, {"out", out}};
-  }
-  if (type == "stop") {
-    begin_stop("zkfarmctl stop");
-    if (req.contains("timeout_s")) drain_deadline_ms_ = now_ms() + int64_t(protocol::get_u64(req, "timeout_s")) * 1000;
-    return {{"ok", true}};
-  }
-  if (type == "drain" || type == "resume" || type == "kill" || type == "restart" || type == "upgrade")
-    return lifecycle_request(type, req);
-  return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
 }
 
 }  // namespace zkfarm::supervisor

@@ -14,14 +14,22 @@
 
 #include "shm/arena.hpp"
 #include "shm/slots.hpp"
+#include "files/input_file.hpp"
+#include "groth16/verify.hpp"
+#include "supervisor/check_pool.hpp"
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/journal.hpp"
+#include "supervisor/listener_cap.hpp"
+#include "supervisor/log_limiter.hpp"
 #include "supervisor/metrics.hpp"
+#include "supervisor/peer.hpp"
 #include "supervisor/release.hpp"
 
 #include <deque>
+#include <set>
+#include <functional>
 #include <future>
 #include <optional>
 
@@ -30,11 +38,40 @@
 namespace zkfarm::supervisor {
 
 /// What checking a submitted job's files gives: the job (not yet journaled, no
-/// id) or the error that refuses it.
+/// id) with its key's verification data, or the error that refuses it.
 struct SubmitCheck {
   std::optional<Job> job;
   std::string error;
+  std::shared_ptr<const VerifyingKey> vk;
 };
+
+/// "This key file, unchanged (files::FileIdentity), has this SHA-256": a key of
+/// tens of GB submitted again is not read again. Thread-safe; the newest 256.
+class KeyHashCache {
+ public:
+  std::string lookup(const files::FileIdentity& id) const;  ///< "" when unknown
+  void remember(const files::FileIdentity& id, const std::string& sha);
+
+ private:
+  mutable std::mutex m_;
+  std::vector<std::pair<files::FileIdentity, std::string>> entries_;
+};
+
+/// What a submit's check needs besides the request: where inputs are kept
+/// (STATE/inputs), the job's own folder name under inputs/jobs, the cache.
+struct SubmitContext {
+  std::string inputs_dir;
+  std::string token;
+  std::shared_ptr<KeyHashCache> key_hashes;
+};
+
+/// Checks a submit request on a CheckPool thread (submit.cpp): opens the
+/// client's files with `peer`'s rights, copies them into the state dir by
+/// content, validates the copies. Never throws; the error names the client's file.
+SubmitCheck check_submission(const nlohmann::json& req, const Peer& peer, const SubmitContext& ctx);
+
+/// zkfarmd's version (status, READY checks, --version).
+inline constexpr const char* kZkfarmVersion = "0.1.0";
 
 class Supervisor {
  public:
@@ -50,8 +87,10 @@ class Supervisor {
   /// Returns the exit code (0 after a clean stop).
   int run();
 
-  /// The status object of docs/protocol.md (also served at GET /status).
-  nlohmann::json status() const;
+  /// The status object of docs/protocol.md (also served at GET /status),
+  /// bounded in size (status_view.cpp). With `only_owner`, the job lists and
+  /// counts cover that uid's jobs only (a non-admin peer's view).
+  nlohmann::json status(std::optional<uint32_t> only_owner = std::nullopt) const;
   /// A copy of the latest status, safe to read from another thread (HTTP).
   std::string status_snapshot() const;
   /// The latest /metrics text (Prometheus exposition format 0.0.4), thread-safe.
@@ -64,19 +103,27 @@ class Supervisor {
  private:
   void start_worker(Worker& w);
   void handle_signals();
+  /// A warning a client can cause at will (a bad frame, a bad request): at most
+  /// a few lines a second, with a count of the rest (bad_frames_).
+  void warn_limited(const std::string& line);
   /// SIGHUP/SIGUSR1: every ReopenableFileSink of the logger reopens its file.
   void reopen_logs(const char* why);
   void reap_children();
   /// Passes the workers' output lines to the log, each with its worker's id.
   void pump_worker_output();
-  void on_worker_frame(const std::string& identity, const std::string& frame);
+  void on_worker_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
   void on_worker_done(Worker& w, const nlohmann::json& msg, bool synth);
-  void on_control_frame(const std::string& identity, const std::string& frame);
-  nlohmann::json handle_request(const nlohmann::json& req);
+  void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
+  nlohmann::json handle_request(const nlohmann::json& req, const Peer& peer, Role role);
   // submit.cpp: a job's files are checked on a thread of their own (a large key
   // takes seconds), the reply goes out from the loop once the check is done.
-  void start_submit(const std::string& identity, const nlohmann::json& req);
+  void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
   void finish_submits();
+  void accept_checked(const std::string& identity, SubmitCheck c);
+  // housekeeping.cpp: hourly pruning of the journal past retention_hours, and
+  // removal of input copies no live job or pending submit uses.
+  void housekeeping(bool at_start);
+  void remove_job_inputs(const Job& job);
   void send_reply(const std::string& identity, nlohmann::json reply);
   void check_deadlines();
   void dispatch();
@@ -85,10 +132,25 @@ class Supervisor {
   void fail_job(uint64_t job, const std::string& error);
   void free_slots(const std::vector<shm::Slot>& slots);
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
+  // verification.cpp: "" when the 256-byte proof verifies against the job's
+  // verification key and the partition's public signals, else why not.
+  std::string check_proof(const Job& job, const Partition& p, const std::string& proof_bytes);
   void restore_from_journal();
   void abort_in_flight(uint64_t job);
-  bool write_result(uint64_t job, uint32_t index, const std::string& out);
-  int write_results(const Job& job, const std::string& out);
+  // status_view.cpp: one job as listed; a page of `jobs` (state, limit, before).
+  nlohmann::json job_view(const Job& job) const;
+  nlohmann::json jobs_page(const nlohmann::json& req, std::optional<uint32_t> only_owner) const;
+  // delivery.cpp: proof.json/public.json of proved partitions into `out`, as
+  // `as` (its filesystem rights); with only_missing, files already there are
+  // left alone. Returns how many partitions were written; the first error in *error.
+  size_t deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing, std::string* error);
+  bool deliver_one(const Job& job, uint32_t index, const std::string& out, const Peer& as, bool only_missing,
+                   std::string* error);
+  // A journal write; when it fails (disk full, I/O error) intake stops with the
+  // reason in status, the write is kept and retried in order until it works.
+  void journal_write(std::function<void()> write);
+  void retry_journal();
+  void retry_journal_now();  ///< at exit: one last try, and a log line for what is left
   void begin_stop(const std::string& reason);
   // lifecycle.cpp: drain, rolling restarts and upgrades, release waits,
   // flapping, stale children, sd_notify.
@@ -118,6 +180,8 @@ class Supervisor {
   Journal journal_;
   zmq::context_t ctx_;
   zmq::socket_t workers_sock_, control_sock_;
+  std::unique_ptr<ListenerCap> workers_cap_, control_cap_;  // connection caps (listener_cap.hpp)
+  LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
   std::string workers_endpoint_, control_path_, workers_path_;
   int sigfd_ = -1;
   shm::Arena arena_;
@@ -143,7 +207,14 @@ class Supervisor {
   struct PendingSubmit {
     std::string identity;                  ///< the client to answer
     std::future<SubmitCheck> check;        ///< the job, or why it is refused
+    int64_t deadline_ms = 0;               ///< submit_timeout_ms from the request (monotonic)
+    std::string token;                     ///< its folder under inputs/jobs
+    bool answered = false;                 ///< refused on timeout; the check still runs
   };
+  std::unique_ptr<CheckPool> submit_pool_;
+  std::shared_ptr<KeyHashCache> key_hashes_ = std::make_shared<KeyHashCache>();
+  std::map<std::string, std::shared_ptr<const VerifyingKey>> verifying_keys_;  ///< by key SHA-256
+  int64_t next_housekeeping_ms_ = 0;
   std::vector<PendingSubmit> pending_submits_;
   int64_t drain_deadline_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
@@ -153,6 +224,9 @@ class Supervisor {
   std::atomic<int64_t> loop_ms_{0};
   std::atomic<bool> ready_{false};
   int64_t last_render_ms_ = 0;
+  std::string intake_fault_;  ///< non-empty: intake refused for this reason (a journal fault)
+  std::deque<std::function<void()>> journal_backlog_;  ///< writes that failed, retried in order
+  int64_t next_journal_retry_ms_ = 0;
   std::string render_metrics() const;
 };
 

@@ -1,0 +1,75 @@
+// Housekeeping, once a minute and at start: the journal is pruned of finished
+// jobs past retention_hours (before, only at start: a farm up for weeks kept
+// every job in its status), and the copies of inputs that nothing needs any
+// more are removed — a finished job's witnesses, a key no retained job uses,
+// what a refused or abandoned submit left.
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "supervisor/supervisor.hpp"
+
+namespace zkfarm::supervisor {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr int64_t kHousekeepingMs = 60 * 1000;
+
+// inputs/jobs/TOKEN/K.wtns → TOKEN ("" for anything else).
+std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
+  if (wtns.rfind(jobs_dir + "/", 0) != 0) return {};
+  const std::string rest = wtns.substr(jobs_dir.size() + 1);
+  const size_t slash = rest.find('/');
+  return slash == std::string::npos ? std::string() : rest.substr(0, slash);
+}
+}  // namespace
+
+void Supervisor::remove_job_inputs(const Job& job) {
+  const std::string jobs_dir = cfg_.state_dir + "/inputs/jobs";
+  if (job.parts.empty()) return;
+  const std::string token = token_of(job.parts.front().wtns, jobs_dir);
+  if (token.empty()) return;
+  std::error_code ec;
+  fs::remove_all(jobs_dir + "/" + token, ec);
+}
+
+void Supervisor::housekeeping(bool at_start) {
+  const int64_t now = now_ms();
+  if (!at_start && now < next_housekeeping_ms_) return;
+  next_housekeeping_ms_ = now + kHousekeepingMs;
+
+  const int64_t cutoff = wall_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000;
+  try {
+    const size_t pruned = journal_.prune(cutoff);
+    const size_t dropped = jobs_.prune(cutoff);
+    if (pruned || dropped)
+      log_->info("pruned {} finished jobs older than {} h ({} from the journal)", dropped, cfg_.retention_hours, pruned);
+  } catch (const JournalError& e) {
+    log_->warn("journal: prune failed: {}", e.what());
+  }
+
+  // Which input copies are still needed.
+  const std::string inputs = cfg_.state_dir + "/inputs", jobs_dir = inputs + "/jobs", keys_dir = inputs + "/keys";
+  std::set<std::string> live_tokens, keys;
+  for (const auto& [id, job] : jobs_.all()) {
+    keys.insert(fs::path(job.zkey).filename().string());
+    if (!job.terminal() && !job.parts.empty()) live_tokens.insert(token_of(job.parts.front().wtns, jobs_dir));
+  }
+  for (const auto& p : pending_submits_) live_tokens.insert(p.token);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(jobs_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!live_tokens.count(name)) fs::remove_all(e.path(), ec);
+  }
+  // Keys: only while no submit is being checked (one may be about to use a
+  // stored key it found by its identity).
+  if (pending_submits_.empty()) {
+    for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!keys.count(name)) fs::remove(e.path(), ec);
+    }
+  }
+}
+
+}  // namespace zkfarm::supervisor

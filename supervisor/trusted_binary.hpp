@@ -1,0 +1,17 @@
+#pragma once
+// Which programs `zkfarmctl upgrade` may make zkfarmd run. zkfarmd may run as
+// root, so a binary it starts must be one that nobody but root or zkfarmd's own
+// user could have written: the same rule sshd's StrictModes applies to
+// authorized_keys, over the file and every folder above it.
+#include <string>
+
+namespace zkfarm::supervisor {
+
+/// The trusted, canonical path of `path` (symlinks resolved, so what was
+/// checked is what runs), or throws std::runtime_error saying why not: not an
+/// absolute path, not a regular executable file, or the file or a folder
+/// above it belongs to another user than root or zkfarmd's, or is writable by
+/// its group or by others (a sticky /tmp-like folder included).
+std::string trusted_binary(const std::string& path);
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,63 @@
+// The farm's last gate: a proof from a worker is verified (groth16/verify.hpp,
+// about 1 ms on one core) against the verification data of the key as it was
+// taken at submit, and the partition's public signals as they were read then,
+// before anything is journaled or written. A worker that is wrong — a faulty
+// device, a witness that does not satisfy its circuit, a bug — can therefore
+// never make the farm report a proof that `snarkjs groth16 verify` rejects.
+#include <nlohmann/json.hpp>
+
+#include "groth16/decimal.hpp"
+#include "groth16/errors.hpp"
+#include "protocol/proof_codec.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace zkfarm::supervisor {
+
+namespace {
+
+// public.json (an array of decimal strings) back to the signals.
+std::optional<std::vector<U256>> parse_public(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<U256> out;
+  for (const auto& v : j) {
+    if (!v.is_string()) return std::nullopt;
+    auto x = parse_decimal(v.get<std::string>());
+    if (!x) return std::nullopt;
+    out.push_back(*x);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Supervisor::check_proof(const Job& job, const Partition& p, const std::string& proof_bytes) {
+  Proof proof;
+  try {
+    proof = protocol::decode_proof(proof_bytes);
+  } catch (const std::exception& e) {
+    return std::string("malformed proof: ") + e.what();
+  }
+  // The verification key: made at submit; after a restart, from the private
+  // copy of the key (immutable, zkfarmd's own), once per key.
+  auto& vk = verifying_keys_[job.zkey_sha256.empty() ? job.zkey : job.zkey_sha256];
+  if (!vk) {
+    try {
+      vk = std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(Zkey::open(job.zkey)));
+    } catch (const std::exception& e) {
+      return std::string("cannot read the key's verification data: ") + e.what();
+    }
+  }
+  std::vector<U256> parsed;
+  std::span<const U256> pub = p.public_values;
+  if (pub.empty() && job.n_public > 0) {
+    auto got = parse_public(p.public_json);
+    if (!got) return "the partition's public.json cannot be read back";
+    parsed = std::move(*got);
+    pub = parsed;
+  }
+  VerifyResult r = verify_proof(*vk, proof, pub);
+  return r.ok() ? std::string() : r.reason;
+}
+
+}  // namespace zkfarm::supervisor
