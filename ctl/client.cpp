@@ -1,6 +1,8 @@
 #include "ctl/client.hpp"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,9 +62,37 @@ protocol::Message parse_reply(std::string_view frame) {
 }
 
 Client::Client(const std::string& state_dir, int timeout_ms)
-    : state_dir_(absolute_dir(state_dir)), timeout_ms_(timeout_ms), ctx_(1), sock_(ctx_, zmq::socket_type::req) {
+    : state_dir_(absolute_dir(state_dir)),
+      timeout_ms_(timeout_ms),
+      ctx_(1),
+      sock_(ctx_, zmq::socket_type::req),
+      monitor_(ctx_, zmq::socket_type::pair) {
   sock_.set(zmq::sockopt::linger, 0);
+  monitor_.set(zmq::sockopt::linger, 0);
+  if (zmq_socket_monitor(sock_.handle(), "inproc://zkfarmctl-monitor", ZMQ_EVENT_DISCONNECTED) == 0)
+    monitor_.connect("inproc://zkfarmctl-monitor");
 }
+
+namespace {
+
+// A socket file whose listener is gone (zkfarmd killed) refuses connect(2) at
+// once; ZeroMQ would retry quietly until the call's timeout. Ask the kernel.
+bool nobody_listens(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    ::close(fd);
+    return false;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const bool refused = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno == ECONNREFUSED;
+  ::close(fd);
+  return refused;
+}
+
+}  // namespace
 
 void Client::connect() {
   const std::string path = control_socket_path(state_dir_);
@@ -82,6 +112,8 @@ void Client::connect() {
     throw CtlError(kExitNoSupervisor, "cannot connect to zkfarmd at " + state_dir_ + " (" + path +
                                           ": permission denied; the socket is mode 0660, is this user in its group?)");
   }
+  if (nobody_listens(path))
+    throw NoSupervisor(state_dir_, path + " refuses connections: zkfarmd is not running (a stale socket of a dead instance)");
   try {
     sock_.connect("ipc://" + path);
   } catch (const zmq::error_t& e) {
@@ -94,15 +126,23 @@ protocol::Message Client::call(const protocol::Message& request) {
   if (!connected_) connect();
   const std::string path = control_socket_path(state_dir_);
   const std::string frame = protocol::encode(request);
+  for (;;) {  // disconnects from before this call are old news
+    zmq::message_t old;
+    if (!monitor_.handle() || !monitor_.recv(old, zmq::recv_flags::dontwait)) break;
+  }
   try {
     // REQ queues the request even before the connection is up; a full queue
     // (nobody ever connected) reads as no supervisor.
     if (!sock_.send(zmq::buffer(frame), zmq::send_flags::dontwait)) {
       throw NoSupervisor(state_dir_, "cannot send on ipc://" + path);
     }
-    zmq::pollitem_t item{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms_));
-    if (!(item.revents & ZMQ_POLLIN)) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0},
+                               {static_cast<void*>(monitor_), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms_));
+    if (!(items[0].revents & ZMQ_POLLIN)) {
+      if (items[1].revents & ZMQ_POLLIN)  // zkfarmd went away, or shed its connections at its cap
+        throw NoSupervisor(state_dir_, "zkfarmd closed the connection on ipc://" + path +
+                                           " before it answered (it stopped, or is at its connection cap); retry");
       throw NoSupervisor(state_dir_, "no reply on ipc://" + path + " within " + std::to_string(timeout_ms_) + " ms");
     }
     std::vector<zmq::message_t> parts;

@@ -82,6 +82,7 @@ class Client {
   int timeout_ms_;
   zmq::context_t ctx_;
   zmq::socket_t sock_;
+  zmq::socket_t monitor_;  // the REQ socket's disconnect events: a closed connection fails the call at once
   bool connected_ = false;
 };
 

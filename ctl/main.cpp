@@ -67,8 +67,13 @@ int main(int argc, char** argv) {
   status->add_flag("--json", status_json, "the status object as JSON on stdout");
 
   bool jobs_json = false;
-  auto* jobs = app.add_subcommand("jobs", "the jobs the supervisor knows");
+  JobsOptions jobs_opt;
+  auto* jobs = app.add_subcommand("jobs", "the jobs the supervisor knows, newest first, a page at a time");
   jobs->add_flag("--json", jobs_json, "the job list as JSON on stdout");
+  jobs->add_option("--state", jobs_opt.state, "only jobs in this state")
+      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
+  jobs->add_option("--limit", jobs_opt.limit, "at most this many jobs (1..1000; default 100)")->check(CLI::Range(1, 1000));
+  jobs->add_option("--before", jobs_opt.before, "only jobs with a smaller id (the cursor a previous page printed)");
 
   uint64_t cancel_job = 0;
   auto* cancel = app.add_subcommand("cancel", "cancel a job (its queued partitions are dropped)");
@@ -110,7 +115,7 @@ int main(int argc, char** argv) {
     if (*submit) return run_submit(client, submit_opt);
     if (*wait) return run_wait(client, wait_opt);
     if (*status) return run_status(client, status_json);
-    if (*jobs) return run_jobs(client, jobs_json);
+    if (*jobs) return run_jobs(client, jobs_json, jobs_opt);
     if (*cancel) return run_cancel(client, cancel_job);
     if (*result) return run_result(client, result_job, result_out);
     if (*stop) return stop_timeout ? run_stop_timeout(client, *stop_timeout) : run_stop(client);

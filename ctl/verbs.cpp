@@ -133,10 +133,17 @@ int run_status(Client& client, bool json) {
   return kExitOk;
 }
 
-int run_jobs(Client& client, bool json) {
-  Message reply = client.call(protocol::make("jobs"));
+int run_jobs(Client& client, bool json, const JobsOptions& opt) {
+  Message req = protocol::make("jobs");
+  if (!opt.state.empty()) req["state"] = opt.state;
+  if (opt.limit) req["limit"] = opt.limit;
+  if (opt.before) req["before"] = opt.before;
+  Message reply = client.call(req);
   const Message& jobs = reply_field(reply, "jobs", Message::value_t::array, "a list");
   std::cout << (json ? to_json_text(jobs) + "\n" : format_jobs(jobs));
+  auto next = reply.find("next_before");
+  if (!json && next != reply.end() && next->is_number_unsigned())
+    std::cout << "more: zkfarmctl jobs --before " << next->get<uint64_t>() << "\n";
   return kExitOk;
 }
 

@@ -42,7 +42,13 @@ int run_wait(Client& client, const WaitOptions& opt);
 int run_status(Client& client, bool json);
 
 /// jobs: the jobs table, or the list as JSON.
-int run_jobs(Client& client, bool json);
+/// `jobs` filters and paging (docs/protocol.md, request "jobs").
+struct JobsOptions {
+  std::string state;     ///< "" or a job state
+  unsigned limit = 0;    ///< 0: the supervisor's default (100)
+  uint64_t before = 0;   ///< 0: from the newest
+};
+int run_jobs(Client& client, bool json, const JobsOptions& opt);
 
 /// cancel: drops a job's queued partitions; prints a confirmation.
 int run_cancel(Client& client, uint64_t job);

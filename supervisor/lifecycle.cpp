@@ -104,7 +104,8 @@ void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why, boo
     if (w.crashes.size() > cfg_.flap_max_crashes) {
       w.failed_reason = std::to_string(w.crashes.size()) + " crashes within " + std::to_string(cfg_.flap_window_ms) +
                         " ms (flapping); last: " + why;
-      log_->error("worker {}: {}: failed; not restarted until `zkfarmctl restart {}`", w.id, w.failed_reason, w.id);
+      log_->error("worker {}: failed (flapping): {}; not restarted until `zkfarmctl restart {}`", w.id,
+                  w.failed_reason, w.id);
       w.state = WorkerState::kFailed;
       w.restart_at_ms = 0;
     } else {

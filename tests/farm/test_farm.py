@@ -199,31 +199,25 @@ class FarmTest(unittest.TestCase):
         self.assertIn(f"another zkfarmd (pid {farm.proc.pid})", p.stderr)
         farm.stop_and_check(self)
 
-    def test_status_answers_while_a_submit_is_being_checked(self):
-        # The key is a FIFO: checking the job blocks in open() until the test writes.
+    def test_fifo_key_or_witness_is_refused_at_once(self):
+        # Attack: a FIFO named as key or witness used to wedge the thread that
+        # opened it (and then `stop` never finished). Now it is refused without
+        # blocking, naming the file, and the farm goes on.
         farm = self.farm("--synth-workers", "1")
         fifo = os.path.join(farm.dir, "slow.zkey")
         os.mkfifo(fifo)
-        sub = subprocess.Popen([os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "submit", "--zkey", fifo,
-                                "--wtns", chain_wtns(0)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            time.sleep(0.3)
-            for _ in range(5):
-                t0 = time.monotonic()
-                farm.status()
-                self.assertLess(time.monotonic() - t0, 1.0, "status waited for a submit's checks")
-            self.assertIsNone(sub.poll(), "the submit is still being checked")
-        finally:
-            # Unblock the check. Opening the FIFO for writing is what releases the
-            # reader; it may then refuse the FIFO and close before we write.
-            try:
-                with open(fifo, "wb") as f:
-                    f.write(b"not a zkey at all")
-            except BrokenPipeError:
-                pass
-        _, err = sub.communicate(timeout=30)
-        self.assertEqual(sub.returncode, 1)
-        self.assertIn("slow.zkey", err)
+        for zkey, wtns in ((fifo, chain_wtns(0)), (os.path.join(FIX, "chain.zkey"), fifo)):
+            code, _, err, _ = farm.submit(zkey, [wtns])
+            self.assertEqual(code, 1, err)
+            self.assertIn("slow.zkey: is a FIFO, not a regular file", err)
+        for dev in ("/dev/zero", "/dev/null"):
+            code, _, err, _ = farm.submit(os.path.join(FIX, "chain.zkey"), [dev])
+            self.assertEqual(code, 1, err)
+            self.assertIn(f"{dev}: is a character device", err)
+        farm.status()
+        code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(0)])
+        self.assertEqual(code, 0, err)
+        ctl(farm.state, "wait", job)
         farm.stop_and_check(self)
 
     def test_no_supervisor_is_exit_3(self):
