@@ -64,7 +64,7 @@ using CopyProgress = std::function<void(uint64_t bytes_copied)>;
 
 /// Copies the regular file open at `src_fd` (from offset 0, with pread(2); the
 /// descriptor's offset is untouched) into a new file `name` in the folder open
-/// at `dir_fd`, with permission bits `mode` (less the umask), hashing it with
+/// at `dir_fd`, with exactly the permission bits `mode`, hashing it with
 /// SHA-256 (OpenSSL EVP) as it goes. The copy is built in a TempFile (O_TMPFILE,
 /// or a random name: see TempMethod), fsync'ed, and only then given `name`,
 /// replacing whatever entry was there (a symlink is replaced, not followed).

@@ -76,8 +76,11 @@ UniqueFd create_dir_safe(const std::string& path, mode_t mode) {
     if (comp.empty()) return open_dir(path);  // the path was "/" (or only slashes)
     const std::string so_far = path.substr(0, end);
 
-    if (::mkdirat(cur.get(), comp.c_str(), mode) != 0 && errno != EEXIST)
+    if (::mkdirat(cur.get(), comp.c_str(), mode) == 0) {
+      ::fchmodat(cur.get(), comp.c_str(), mode, 0);  // exactly `mode`, whatever the umask (zkfarmd's is 077)
+    } else if (errno != EEXIST) {
       throw_errno(so_far, "create the folder", errno);
+    }
     if (!last) {
       UniqueFd sub(::openat(cur.get(), comp.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
       if (!sub) throw_errno(so_far, "create the folder (enter it)", errno);

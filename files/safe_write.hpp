@@ -31,7 +31,7 @@ UniqueFd open_dir(const std::string& dir);
 /// bytes, fsync(2), then linkat(2)/renameat(2) onto `name`, then the folder is
 /// fsync'ed. An existing entry at `name` — an old result, a file, a symlink —
 /// is replaced and never followed; readers see the old file or the whole new
-/// one. The new file gets permission bits `mode` less the umask, and belongs to
+/// one. The new file gets exactly the permission bits `mode` (not less the umask), and belongs to
 /// the filesystem uid/gid in force (the client's, under FsCredentials).
 ///
 /// Throws FileError "<dir>/<name>: cannot <step>: <strerror>" with code() the
@@ -57,8 +57,8 @@ bool exists_nofollow(const std::string& dir, const std::string& name);
 /// The same in a folder open at `dir_fd`; `dir_path` is for messages.
 bool exists_nofollow(int dir_fd, const std::string& dir_path, const std::string& name);
 
-/// mkdir -p `path` with permission bits `mode` (less the umask) for the folders
-/// it creates, as the filesystem credentials in force (run it under the
+/// mkdir -p `path` with exactly the permission bits `mode` for the folders
+/// it creates (the umask does not apply), as the filesystem credentials in force (run it under the
 /// client's FsCredentials); existing folders are kept as they are. Components
 /// before the last are followed like any path; the LAST one must be a real
 /// folder: a symlink there is refused (FileError "<path>: is a symbolic link,

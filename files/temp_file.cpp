@@ -53,6 +53,12 @@ std::string random_temp_name() {
   return name + ".tmp";
 }
 
+// The file gets exactly `mode`, whatever the process umask: zkfarmd runs with
+// umask 077 (its own files are private) yet hands clients 0644 results.
+void TempFile::exact_mode(mode_t mode) {
+  if (::fchmod(fd_.get(), mode) != 0) throw_errno(target_, "set the mode of a temporary file", errno);
+}
+
 TempFile::TempFile(int dir_fd, std::string dir_path, std::string name, mode_t mode, TempMethod method)
     : dir_fd_(dir_fd), target_(join_path(dir_path, name)), name_(std::move(name)) {
   check_name(target_, name_);
@@ -61,6 +67,7 @@ TempFile::TempFile(int dir_fd, std::string dir_path, std::string name, mode_t mo
     if (fd >= 0) {
       fd_.reset(fd);
       unnamed_ = true;
+      exact_mode(mode);
       return;
     }
     if (!tmpfile_unsupported(errno)) throw_errno(target_, "create a temporary file", errno);
@@ -71,6 +78,7 @@ TempFile::TempFile(int dir_fd, std::string dir_path, std::string name, mode_t mo
     if (fd >= 0) {
       fd_.reset(fd);
       temp_name_ = std::move(temp);
+      exact_mode(mode);
       return;
     }
     // EEXIST from 128 random bits means someone is replaying our names: a few

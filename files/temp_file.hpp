@@ -28,8 +28,8 @@ enum class TempMethod { kAuto, kNamed };
 /// list); the folder is then made durable with syncfs(2) instead of fsync(2).
 class TempFile {
  public:
-  /// Creates the temporary file with permission bits `mode` (less the umask,
-  /// as open(2) does). `name` must be a single path component: not empty, not
+  /// Creates the temporary file with exactly the permission bits `mode`
+  /// (fchmod after open(2): the umask does not apply). `name` must be a single path component: not empty, not
   /// "." or "..", no '/', at most NAME_MAX bytes (else FileError, code EINVAL).
   /// `dir_path` is used in messages only.
   TempFile(int dir_fd, std::string dir_path, std::string name, mode_t mode, TempMethod method = TempMethod::kAuto);
@@ -55,6 +55,7 @@ class TempFile {
   void commit();
 
  private:
+  void exact_mode(mode_t mode);
   void discard() noexcept;
 
   int dir_fd_;

@@ -44,26 +44,31 @@ void wait_exited_not_reaped(pid_t pid) {
 
 TEST(ReleaseFake, ReleasesAfterItsDurationAndNotBefore) {
   zs::FakeReleaseCheck fake(300ms);
+  // The fake's clock starts inside the first check, somewhere in [t0, t1]. So
+  // "released" at a check that ended at `after` implies after − t0 ≥ 300 ms,
+  // and "not released" at a check that began at `before` implies
+  // before − t1 < 300 ms — whatever the machine's load (no upper bound on how
+  // long anything takes).
   const auto t0 = Clock::now();
   auto st = fake.check(4242, "0");
+  const auto t1 = Clock::now();
   EXPECT_FALSE(st.released);
   EXPECT_NE(st.detail.find("fake: "), std::string::npos) << st.detail;
   EXPECT_NE(st.detail.find(" ms left"), std::string::npos) << st.detail;
 
-  Clock::time_point released_at{};
-  while (Clock::now() - t0 < 3s) {
+  for (int i = 0; i < 100000 && !st.released; ++i) {  // bounded only to stop a hang
+    const auto before = Clock::now();
     st = fake.check(4242, "0");
+    const auto after = Clock::now();
     if (st.released) {
-      released_at = Clock::now();
-      break;
+      EXPECT_GE(after - t0, 300ms) << "released early";
+    } else {
+      EXPECT_LT(before - t1, 300ms) << "not released although 300 ms have passed: " << st.detail;
+      std::this_thread::sleep_for(5ms);
     }
-    EXPECT_LT(Clock::now() - t0, 300ms) << "not released although 300 ms have passed: " << st.detail;
-    std::this_thread::sleep_for(5ms);
   }
   ASSERT_TRUE(st.released);
   EXPECT_EQ(st.detail, "released");
-  EXPECT_GE(released_at - t0, 300ms);
-  EXPECT_LT(released_at - t0, 1500ms);
   EXPECT_TRUE(fake.check(4242, "0").released);  // stays released
 
   // Each pid has its own clock, started by its first check.
@@ -98,18 +103,17 @@ TEST(ReleaseWait, TimesOutWithAClearStatus) {
   EXPECT_FALSE(st.released);
   EXPECT_FALSE(wait.timed_out());
   EXPECT_NE(st.detail.find("fake: "), std::string::npos) << st.detail;
-  EXPECT_NE(st.detail.find("(waited 0.0 s of 0.2 s)"), std::string::npos) << st.detail;
+  EXPECT_NE(st.detail.find(" s of 0.2 s)"), std::string::npos) << st.detail;  // "(waited X s of 0.2 s)"
 
   const auto t0 = Clock::now();
-  while (!wait.timed_out() && Clock::now() - t0 < 3s) {
+  while (!wait.timed_out() && Clock::now() - t0 < 60s) {  // only stops a hang
     st = wait.poll();
     std::this_thread::sleep_for(10ms);
   }
   ASSERT_TRUE(wait.timed_out());
   EXPECT_FALSE(wait.released());
   EXPECT_FALSE(st.released);
-  EXPECT_GE(wait.elapsed(), 200ms);
-  EXPECT_LT(wait.elapsed(), 1500ms);
+  EXPECT_GE(wait.elapsed(), 200ms);  // never before its timeout; how long after depends on the load
   EXPECT_NE(st.detail.find("release of pid 1234 on GPU 0 not confirmed within release_timeout 0.2 s: fake: "),
             std::string::npos)
       << st.detail;
