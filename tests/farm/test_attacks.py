@@ -1,0 +1,785 @@
+"""The attack sweep, reproduced end to end (docs/security.md): zkfarmd runs as
+root and an unprivileged local user, "eve" (created here with useradd, a
+member of control_group), attacks it through the files it names, the control
+socket, the workers' socket and the replies it asks for. Every test names the
+finding of the sweep it reproduces and checks that the farm now fails safe.
+The faults of the sweep (full disks, clocks, journal damage, crashing workers,
+signals) are in test_faults.py.
+
+Run by ctest like test_farm.py (ZKFARM_BIN, ZKFARM_SOURCE_DIR, ZKFARM_SHARED_FIXTURES),
+as root (it creates users and groups, and runs eve's commands as eve).
+"""
+import errno
+import grp
+import json
+import os
+import pwd
+import resource
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from test_farm import BIN, FIX, Farm, chain_wtns, ctl, snarkjs_verify
+from test_journal import become_subreaper, reap_until_gone
+
+EVE = "zkfarm-test-eve"           # the unprivileged attacker
+CTL_GROUP = "zkfarm-test-ctl"     # control_group of the farms here; eve is a member
+CHAIN_ZKEY = os.path.join(FIX, "chain.zkey")
+CHAIN_VKEY = os.path.join(FIX, "chain.vkey.json")
+ARENA_MIB = "64"                  # the chain fixture needs far less; /dev/shm is shared with other tests
+
+
+# --- users -------------------------------------------------------------------
+
+def ensure_user(name):
+    """The passwd entry of system user `name`, created (with its own group) if missing."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        p = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home", "--shell",
+                            "/usr/sbin/nologin", name], capture_output=True, text=True)
+        if p.returncode not in (0, 9):  # 9: made meanwhile by another test process
+            raise AssertionError(f"useradd {name}: {p.stderr}")
+        return pwd.getpwnam(name)
+
+
+def ensure_group_member(group, user):
+    """Creates `group` if missing and makes `user` a member (both idempotent)."""
+    subprocess.run(["groupadd", "--system", "-f", group], check=True, capture_output=True)
+    if user not in grp.getgrnam(group).gr_mem:
+        subprocess.run(["usermod", "-a", "-G", group, user], check=True, capture_output=True)
+
+
+def run_as(user, cmd, timeout=120, **kw):
+    """Runs `cmd` as `user` with exactly that user's groups (initgroups' list,
+    not root's), in /, with a minimal environment."""
+    pw = pwd.getpwnam(user)
+    return subprocess.run(cmd, user=pw.pw_uid, group=pw.pw_gid, extra_groups=os.getgrouplist(user, pw.pw_gid),
+                          cwd="/", env={"PATH": "/usr/bin:/bin", "HOME": "/"}, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def ctl_as(user, state, *args, timeout=120):
+    """zkfarmctl run as `user`; returns (exit code, stdout, stderr)."""
+    p = run_as(user, [os.path.join(BIN, "zkfarmctl"), "--state-dir", state, *args], timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_config(path, **keys):
+    with open(path, "w") as f:
+        for k, v in keys.items():
+            f.write(f"{k} = {json.dumps(v)}\n")
+    return path
+
+
+def script(path, body, mode=0o755):
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body + "\n")
+    os.chmod(path, mode)
+    return path
+
+
+def verify_dir(test, out, n, vkey=CHAIN_VKEY):
+    ok, text = snarkjs_verify([(vkey, f"{out}/{k}.public.json", f"{out}/{k}.proof.json") for k in range(n)])
+    test.assertTrue(ok, text)
+
+
+def read(path, mode="rb"):
+    with open(path, mode) as f:
+        return f.read()
+
+
+# --- a witness that does not satisfy its circuit ------------------------------
+
+def sections(data, magic):
+    """{type: (offset, size)} of a snarkjs binary file (zkey, wtns): magic, u32
+    version, u32 count, then sections of u32 type, u64 size, bytes."""
+    assert data[:4] == magic, f"not a {magic!r} file"
+    n = struct.unpack_from("<I", data, 8)[0]
+    out, pos = {}, 12
+    for _ in range(n):
+        typ, size = struct.unpack_from("<IQ", data, pos)
+        out.setdefault(typ, (pos + 12, size))
+        pos += 12 + size
+    return out
+
+
+def unsatisfying_witness(zkey, wtns, dst):
+    """Writes to `dst` a copy of `wtns` with one private value changed: one
+    whose C-section point in `zkey` is not infinity, so the proof depends on it
+    (as tests/verify_test.cpp picks it). Formats: snarkjs's zkey (section 2:
+    n8q, q, n8r, r, nVars, nPublic, …; section 8: the C points of the private
+    signals) and wtns (section 1: n8, q, nWitness; section 2: the values)."""
+    z = read(zkey)
+    zs = sections(z, b"zkey")
+    h = zs[2][0]
+    n8q = struct.unpack_from("<I", z, h)[0]
+    n8r = struct.unpack_from("<I", z, h + 4 + n8q)[0]
+    n_vars, n_public = struct.unpack_from("<II", z, h + 8 + n8q + n8r)
+    c_off = zs[8][0]
+    target = 0
+    for j in range(n_public + 1, n_vars):
+        p = c_off + (j - n_public - 1) * 2 * n8q
+        if any(z[p:p + 2 * n8q]):
+            target = j
+            break
+    assert target, "no private signal with a C point"
+    w = bytearray(read(wtns))
+    ws = sections(bytes(w), b"wtns")
+    n8 = struct.unpack_from("<I", w, ws[1][0])[0]
+    off = ws[2][0] + target * n8
+    was_zero = not any(w[off:off + n8])
+    w[off:off + n8] = bytes(n8)
+    if was_zero:
+        w[off] = 1
+    with open(dst, "wb") as f:
+        f.write(w)
+    return dst
+
+
+# --- ZeroMQ's wire protocol, ZMTP 3.0 (rfc.zeromq.org/spec/23), NULL mechanism ---
+
+def msgpack(obj):
+    """MessagePack (github.com/msgpack/msgpack/blob/master/spec.md) of None,
+    bool, int >= 0, str, bytes, list and dict: what the farm's messages use."""
+    if obj is None:
+        return b"\xc0"
+    if obj is True or obj is False:
+        return b"\xc3" if obj else b"\xc2"
+    if isinstance(obj, int):
+        if obj < 0x80:
+            return bytes([obj])
+        for tag, fmt, top in ((0xcc, ">B", 1 << 8), (0xcd, ">H", 1 << 16), (0xce, ">I", 1 << 32), (0xcf, ">Q", 1 << 64)):
+            if obj < top:
+                return bytes([tag]) + struct.pack(fmt, obj)
+    if isinstance(obj, str):
+        b = obj.encode()
+        if len(b) < 32:
+            return bytes([0xa0 | len(b)]) + b
+        return (b"\xd9" + struct.pack(">B", len(b)) if len(b) < 256 else b"\xda" + struct.pack(">H", len(b))) + b
+    if isinstance(obj, bytes):
+        return (b"\xc4" + struct.pack(">B", len(obj)) if len(obj) < 256 else b"\xc5" + struct.pack(">H", len(obj))) + obj
+    if isinstance(obj, list):
+        head = bytes([0x90 | len(obj)]) if len(obj) < 16 else b"\xdc" + struct.pack(">H", len(obj))
+        return head + b"".join(msgpack(x) for x in obj)
+    if isinstance(obj, dict):
+        head = bytes([0x80 | len(obj)]) if len(obj) < 16 else b"\xde" + struct.pack(">H", len(obj))
+        return head + b"".join(msgpack(k) + msgpack(v) for k, v in obj.items())
+    raise TypeError(type(obj))
+
+
+class Zmtp:
+    """A ZeroMQ peer speaking ZMTP 3.0 by hand over a Unix socket (pyzmq is
+    not a dependency): greeting, READY with Socket-Type (and Identity), then
+    frames of flags (1 MORE, 2 LONG, 4 COMMAND), a 1- or 8-byte size, the body."""
+
+    def __init__(self, path, socket_type, identity=b"", timeout=30):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.sock.sendall(b"\xff" + bytes(8) + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + b"\x00" + bytes(31))
+        greeting = self._exact(64)
+        assert greeting[0] == 0xff and greeting[9] == 0x7f and greeting[10] == 3, greeting[:12]
+        props = self._prop(b"Socket-Type", socket_type)
+        if identity:
+            props += self._prop(b"Identity", identity)
+        self._frame(b"\x05READY" + props, command=True)
+        flags, body = self._read_frame()
+        assert flags & 4 and body[1:6] == b"READY", (flags, body[:16])
+
+    @staticmethod
+    def _prop(name, value):
+        return bytes([len(name)]) + name + struct.pack(">I", len(value)) + value
+
+    def _exact(self, n):
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("peer closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def _frame(self, body, more=False, command=False):
+        flags = (1 if more else 0) | (4 if command else 0)
+        if len(body) > 255:
+            self.sock.sendall(bytes([flags | 2]) + struct.pack(">Q", len(body)) + body)
+        else:
+            self.sock.sendall(bytes([flags, len(body)]) + body)
+
+    def _read_frame(self):
+        flags = self._exact(1)[0]
+        size = struct.unpack(">Q", self._exact(8))[0] if flags & 2 else self._exact(1)[0]
+        return flags, self._exact(size)
+
+    def send(self, *frames):
+        for i, f in enumerate(frames):
+            self._frame(f, more=i + 1 < len(frames))
+
+    def recv(self):
+        """One message: its frames (commands, such as PING, are skipped)."""
+        out = []
+        while True:
+            flags, body = self._read_frame()
+            if flags & 4:
+                continue
+            out.append(body)
+            if not flags & 1:
+                return out
+
+    def request(self, body):
+        """A request as REQ frames it (an empty delimiter, then the body)."""
+        self.send(b"", body)
+
+    def close(self):
+        self.sock.close()
+
+
+# --- the test base -------------------------------------------------------------
+
+class FarmCase(unittest.TestCase):
+    """Farms of root with eve in control_group; a temporary folder eve can enter."""
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root: creates a user and runs zkfarmd as root")
+        become_subreaper()
+        cls.eve = ensure_user(EVE)
+        ensure_group_member(CTL_GROUP, EVE)
+
+    def setUp(self):
+        self.farms = []
+        self.tmp = tempfile.mkdtemp(prefix="zkfarm-attack-")
+        os.chmod(self.tmp, 0o711)  # eve may enter (not list) it; her own folders are inside
+
+    def tearDown(self):
+        for f in reversed(self.farms):  # a later farm may run on an earlier one's state dir
+            f.close()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def farm(self, *extra, config=None, env=None, state=None, wait=True):
+        cfg = write_config(os.path.join(tempfile.mkdtemp(dir=self.tmp), "zkfarmd.toml"), control_group=CTL_GROUP,
+                           **(config or {}))
+        f = Farm("--config", cfg, "--arena-mib", ARENA_MIB, *extra, env=env, state=state, wait=wait)
+        self.farms.append(f)
+        os.chmod(f.dir, 0o711)  # the state dir inside is 0750 root:CTL_GROUP
+        return f
+
+    def eve_dir(self, name):
+        """A folder of eve's (0700) in the test's temporary folder."""
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d, 0o700)
+        os.chown(d, self.eve.pw_uid, self.eve.pw_gid)
+        return d
+
+    def root_secret(self, name="secret"):
+        """A root-only file (0600 in a 0700 folder of root's) and its bytes."""
+        d = tempfile.mkdtemp(dir=self.tmp)
+        path = os.path.join(d, name)
+        content = b"ZKFARM-ROOT-SECRET-" + os.urandom(8).hex().encode() + b"\n"
+        with open(path, "wb") as f:
+            f.write(content * 64)
+        os.chmod(path, 0o600)
+        return path, content
+
+    def eve_submit(self, farm, zkey, wtns, out, *extra):
+        code, stdout, err = ctl_as(EVE, farm.state, "submit", "--zkey", zkey, "--wtns", *wtns, "--out", out, *extra)
+        return code, stdout.strip(), err
+
+    def wait_job(self, farm, job, who=None, timeout=180):
+        args = ("wait", job, "-q", "--timeout", str(timeout))
+        if who:
+            return ctl_as(who, farm.state, *args, timeout=timeout + 60)
+        return ctl(farm.state, *args, check=False, timeout=timeout + 60)
+
+    def job(self, farm, job):
+        for j in json.loads(ctl(farm.state, "jobs", "--json", "--limit", "1000")[1]):
+            if str(j["id"]) == str(job):
+                return j
+        raise AssertionError(f"no job {job}")
+
+    def wait_log(self, farm, text, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in farm.output():
+                return True
+            time.sleep(0.05)
+        return False
+
+
+class OutputAttackTest(FarmCase):
+    def test_symlinks_planted_by_eve_are_never_followed_and_outputs_are_hers(self):
+        # Sweep: zkfarmd (root) wrote outputs through symlinks planted in the
+        # output folder (and at its predictable temp name OUT/0.proof.json.tmp.<pid>),
+        # so any local user could overwrite any root file with proof JSON.
+        farm = self.farm()
+        secret, content = self.root_secret()
+        made_by_root = os.path.join(os.path.dirname(secret), "created-through-a-link")
+        out = self.eve_dir("out")
+        planted = {"0.proof.json": secret, f"0.proof.json.tmp.{farm.proc.pid}": secret, "0.public.json": secret,
+                   "1.proof.json": made_by_root, f"1.public.json.tmp.{farm.proc.pid}": made_by_root}
+        for name, target in planted.items():
+            self.assertEqual(run_as(EVE, ["ln", "-s", target, os.path.join(out, name)]).returncode, 0)
+        before = os.stat(secret)
+        code, job, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(0), chain_wtns(1)], out)
+        self.assertEqual(code, 0, err)
+        code, _, err = self.wait_job(farm, job, who=EVE)
+        self.assertEqual(code, 0, err + farm.output())
+        self.assertEqual(read(secret), content * 64, "the root file was written through a symlink")
+        self.assertEqual(os.stat(secret).st_mtime_ns, before.st_mtime_ns)
+        self.assertFalse(os.path.lexists(made_by_root), "a file was created through a dangling symlink")
+        for k in range(2):
+            for kind in ("proof", "public"):
+                st = os.lstat(os.path.join(out, f"{k}.{kind}.json"))
+                self.assertTrue(stat.S_ISREG(st.st_mode), f"{k}.{kind}.json is not a regular file")
+                self.assertEqual((st.st_uid, st.st_gid), (self.eve.pw_uid, self.eve.pw_gid),
+                                 f"{k}.{kind}.json is not eve's: written with root's rights")
+        # the decoys at the old predictable temp names were not used either
+        for name in (f"0.proof.json.tmp.{farm.proc.pid}", f"1.public.json.tmp.{farm.proc.pid}"):
+            p = os.path.join(out, name)
+            self.assertTrue(not os.path.lexists(p) or os.path.islink(p))
+        verify_dir(self, out, 2)
+        farm.stop_and_check(self)
+
+    def test_root_submitter_replaces_eves_symlinks_instead_of_following_them(self):
+        # Sweep: the same symlinks in a folder eve owns, but the job is root's:
+        # root's rights are then legitimately in force, so only "never through a
+        # symlink" protects the target.
+        farm = self.farm()
+        secret, content = self.root_secret()
+        out = self.eve_dir("shared-out")
+        for name in ("0.proof.json", "0.public.json", f"0.proof.json.tmp.{farm.proc.pid}"):
+            self.assertEqual(run_as(EVE, ["ln", "-s", secret, os.path.join(out, name)]).returncode, 0)
+        code, job, err = ctl(farm.state, "submit", "--zkey", CHAIN_ZKEY, "--wtns", chain_wtns(2), "--out", out,
+                             check=False)
+        self.assertEqual(code, 0, err)
+        code, _, err = self.wait_job(farm, job.strip())
+        self.assertEqual(code, 0, err + farm.output())
+        self.assertEqual(read(secret), content * 64)
+        for kind in ("proof", "public"):
+            self.assertTrue(stat.S_ISREG(os.lstat(os.path.join(out, f"0.{kind}.json")).st_mode))
+        verify_dir(self, out, 1)
+        farm.stop_and_check(self)
+
+    def test_output_folder_eve_may_not_write_or_that_is_a_symlink_is_refused_at_submit(self):
+        # Sweep: --out named a root-only folder (created and written as root), or
+        # a symlink eve swapped to such a folder.
+        farm = self.farm()
+        secret, _ = self.root_secret()
+        root_only = os.path.dirname(secret)
+        code, _, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(0)], os.path.join(root_only, "eve-out"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("Permission denied", err)
+        self.assertFalse(os.path.exists(os.path.join(root_only, "eve-out")))
+        mine = self.eve_dir("mine")
+        link = os.path.join(mine, "out")
+        run_as(EVE, ["ln", "-s", root_only, link])
+        code, _, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(0)], link)
+        self.assertEqual(code, 1, err)
+        self.assertIn("symbolic link", err)
+        self.assertEqual(os.listdir(root_only), ["secret"])
+        self.assertEqual(farm.status()["job_counts"], {}, "refused jobs must not appear")
+        farm.stop_and_check(self)
+
+
+class InputAttackTest(FarmCase):
+    def test_inputs_changed_after_submit_change_nothing(self):
+        # Sweep: inputs were read by path when a worker got to them: a witness
+        # rewritten or re-pointed after submit changed the proof, and a key
+        # truncated after submit crashed workers with SIGBUS. Now the farm
+        # proves its private copies (STATE/inputs).
+        farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:200"})
+        src = os.path.join(self.tmp, "inputs")
+        os.mkdir(src)
+        key = shutil.copy(CHAIN_ZKEY, os.path.join(src, "key.zkey"))
+        key2 = shutil.copy(CHAIN_ZKEY, os.path.join(src, "key2.zkey"))
+        rewritten = shutil.copy(chain_wtns(0), os.path.join(src, "rewritten.wtns"))
+        repointed = os.path.join(src, "repointed.wtns")
+        os.symlink(chain_wtns(1), repointed)
+        code, job, err, out = farm.submit(key, [rewritten, repointed, chain_wtns(2)])
+        self.assertEqual(code, 0, err)
+        code, job2, err, out2 = farm.submit(key2, [chain_wtns(3)])
+        self.assertEqual(code, 0, err)
+        # every partition is still queued or in flight (each takes >= 400 ms)
+        shutil.copy(chain_wtns(7), rewritten)
+        os.unlink(repointed)
+        os.symlink(chain_wtns(8), repointed)
+        with open(key, "r+b") as f:
+            f.truncate(1000)
+        shutil.copy(os.path.join(FIX, "tiny.zkey"), key2)
+        for j in (job, job2):
+            code, _, err = self.wait_job(farm, j)
+            self.assertEqual(code, 0, err + farm.output())
+        for k, fixture in enumerate((0, 1, 2)):  # the witnesses as they were at submit
+            self.assertEqual(read(f"{out}/{k}.public.json"), read(os.path.join(FIX, f"chain.{fixture}.public.json")))
+        verify_dir(self, out, 3)
+        verify_dir(self, out2, 1)
+        self.assertNotIn("SIGBUS", farm.output())
+        self.assertTrue(all(w["restarts"] == 0 for w in farm.status()["workers"]), farm.output())
+        farm.stop_and_check(self)
+
+    def test_fifo_and_device_inputs_of_eve_are_refused_at_once(self):
+        # Sweep: a FIFO named as key or witness wedged the submit (and then stop).
+        farm = self.farm()
+        mine = self.eve_dir("mine")
+        fifo = os.path.join(mine, "pipe.zkey")
+        self.assertEqual(run_as(EVE, ["mkfifo", fifo]).returncode, 0)
+        out = os.path.join(mine, "out")
+        for zkey, wtns in ((fifo, chain_wtns(0)), (CHAIN_ZKEY, fifo)):
+            code, _, err = self.eve_submit(farm, zkey, [wtns], out)  # a hang here ends in run_as's timeout
+            self.assertEqual(code, 1, err)
+            self.assertIn("pipe.zkey: is a FIFO, not a regular file", err)
+        code, _, err = self.eve_submit(farm, CHAIN_ZKEY, ["/dev/zero"], out)
+        self.assertEqual(code, 1, err)
+        self.assertIn("/dev/zero: is a character device", err)
+        code, job, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(4)], out)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job, who=EVE)[0], 0, farm.output())
+        farm.stop_and_check(self)
+
+    def test_a_root_only_file_named_by_eve_is_refused_without_its_content(self):
+        # Sweep: zkfarmd (root) opened whatever eve named, so eve could have
+        # root-only files copied, parsed and quoted back in error messages.
+        farm = self.farm()
+        secret, content = self.root_secret("shadow.wtns")
+        out = os.path.join(self.eve_dir("mine"), "out")
+        for zkey, wtns in ((secret, chain_wtns(0)), (CHAIN_ZKEY, secret)):
+            code, _, err = self.eve_submit(farm, zkey, [wtns], out)
+            self.assertEqual(code, 1, err)
+            self.assertIn(secret, err)
+            self.assertIn("Permission denied", err)
+            self.assertNotIn(content.strip().decode(), err)
+        self.assertNotIn(content.strip().decode(), farm.output())
+        self.assertEqual(farm.status()["job_counts"], {})
+        farm.stop_and_check(self)
+
+
+class VerificationTest(FarmCase):
+    def test_a_witness_that_does_not_satisfy_its_circuit_never_yields_a_proof_file(self):
+        # Sweep: the farm wrote whatever its workers returned, so a witness that
+        # does not satisfy its circuit gave a proof.json that snarkjs rejects,
+        # and `wait` said "done".
+        farm = self.farm("--synth-workers", "1")
+        bad = unsatisfying_witness(CHAIN_ZKEY, chain_wtns(0), os.path.join(self.tmp, "bad.wtns"))
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [bad])
+        self.assertEqual(code, 0, err)  # well-formed: only the proof shows it
+        code, _, err = self.wait_job(farm, job)
+        self.assertEqual(code, 1, err)
+        j = self.job(farm, job)
+        self.assertEqual(j["state"], "failed")
+        self.assertIn("does not verify", j["error"])
+        self.assertIn("does not verify", err)
+        self.assertFalse(os.path.exists(f"{out}/0.proof.json"))
+        self.assertFalse(os.path.exists(f"{out}/0.public.json"))
+        # the farm goes on with good work
+        code, job2, err, out2 = farm.submit(CHAIN_ZKEY, [chain_wtns(5)])
+        self.assertEqual(self.wait_job(farm, job2)[0], 0, farm.output())
+        verify_dir(self, out2, 1)
+        farm.stop_and_check(self)
+
+    def test_zkfarm_prove_exits_2_and_writes_nothing_for_it(self):
+        # Sweep: the same witness through the one-shot prover.
+        bad = unsatisfying_witness(CHAIN_ZKEY, chain_wtns(3), os.path.join(self.tmp, "bad.wtns"))
+        proof, public = os.path.join(self.tmp, "p.json"), os.path.join(self.tmp, "pub.json")
+        p = subprocess.run([os.path.join(BIN, "zkfarm-prove"), "--backend", "cpu", CHAIN_ZKEY, bad, proof, public],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("does not verify", p.stderr)
+        self.assertFalse(os.path.exists(proof))
+        self.assertFalse(os.path.exists(public))
+
+
+class PrivilegeTest(FarmCase):
+    def test_eve_may_not_run_the_farm_nor_touch_roots_jobs(self):
+        # Sweep: any user who could reach control.sock could stop, kill, drain,
+        # upgrade the farm, and see, cancel and fetch every other user's jobs.
+        farm = self.farm("--synth-workers", "1")
+        code, root_job, err, root_out = farm.submit(CHAIN_ZKEY, [chain_wtns(0)])
+        self.assertEqual(code, 0, err)
+        mine = self.eve_dir("mine")
+        code, eve_job, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(1)], os.path.join(mine, "out"))
+        self.assertEqual(code, 0, err)
+        for verb in (["stop"], ["drain"], ["resume"], ["kill"], ["restart", "all"],
+                     ["upgrade", "--synth", os.path.join(BIN, "zkfarm-synth")]):
+            code, _, err = ctl_as(EVE, farm.state, *verb)
+            self.assertEqual(code, 1, f"{verb}: {err}")
+            self.assertIn("permission denied", err)
+        for job in (root_job, eve_job):
+            self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        st = farm.status()
+        self.assertEqual(st["intake"], "open")
+        self.assertIsNone(st["rolling"])
+        self.assertTrue(all(w["restarts"] == 0 and w["state"] == "idle" for w in st["workers"]), st["workers"])
+        # eve's view holds only eve's job
+        code, out, err = ctl_as(EVE, farm.state, "status", "--json")
+        self.assertEqual(code, 0, err)
+        eve_status = json.loads(out)
+        self.assertEqual([str(j["id"]) for j in eve_status["jobs"]], [eve_job])
+        self.assertEqual(eve_status["job_counts"], {"done": 1})
+        code, out, err = ctl_as(EVE, farm.state, "jobs", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual([str(j["id"]) for j in json.loads(out)], [eve_job])
+        for verb in (["cancel", root_job], ["result", root_job, "--out", os.path.join(mine, "stolen")],
+                     ["wait", root_job]):
+            code, _, err = ctl_as(EVE, farm.state, *verb)
+            self.assertEqual(code, 1, f"{verb}: {err}")
+            self.assertIn(f"no job {root_job}", err)
+        self.assertFalse(os.path.exists(os.path.join(mine, "stolen")))
+        self.assertEqual(self.job(farm, root_job)["state"], "done")
+        # result is written with eve's rights: not into root's folders
+        secret, _ = self.root_secret()
+        code, _, err = ctl_as(EVE, farm.state, "result", eve_job, "--out", os.path.join(os.path.dirname(secret), "x"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("Permission denied", err)
+        self.assertFalse(os.path.exists(os.path.join(os.path.dirname(secret), "x")))
+        code, _, err = ctl_as(EVE, farm.state, "result", eve_job, "--out", os.path.join(mine, "again"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(os.stat(os.path.join(mine, "again", "0.proof.json")).st_uid, self.eve.pw_uid)
+        verify_dir(self, os.path.join(mine, "again"), 1)
+        # root sees both
+        self.assertEqual(farm.status()["job_counts"], {"done": 2})
+        farm.stop_and_check(self)
+
+    def test_upgrade_takes_only_binaries_nobody_but_root_could_have_written(self):
+        # Sweep: `upgrade` ran any path, so a binary in a folder eve can write
+        # (or eve's own, or a group-writable one) would be run as root.
+        farm = self.farm("--synth-workers", "1")
+        trusted = tempfile.mkdtemp(prefix="zkfarm-bin-", dir=os.path.dirname(BIN))  # root's, 0700, up to /
+        self.addCleanup(shutil.rmtree, trusted, True)
+        synth = os.path.join(BIN, "zkfarm-synth")
+        group_writable = shutil.copy(synth, os.path.join(trusted, "synth-gw"))
+        os.chmod(group_writable, 0o775)
+        eves = shutil.copy(synth, os.path.join(trusted, "synth-eve"))
+        os.chown(eves, self.eve.pw_uid, self.eve.pw_gid)
+        eve_folder = self.eve_dir("bin")
+        in_eves_folder = shutil.copy(synth, os.path.join(eve_folder, "synth"))
+        os.chmod(in_eves_folder, 0o755)
+        link = os.path.join(trusted, "synth-link")
+        os.symlink(in_eves_folder, link)
+        for path, why in ((group_writable, "writable by its group or by others"),
+                          (eves, f"belongs to uid {self.eve.pw_uid}"),
+                          (in_eves_folder, f"folder {eve_folder} belongs to uid {self.eve.pw_uid}"),
+                          (link, f"folder {eve_folder} belongs to uid {self.eve.pw_uid}")):
+            code, _, err = ctl(farm.state, "upgrade", "--synth", path, check=False)
+            self.assertEqual(code, 1, f"{path}: {err}")
+            self.assertIn(why, err)
+        self.assertIsNone(farm.status()["rolling"], "a refused upgrade started nothing")
+        good = shutil.copy(synth, os.path.join(trusted, "synth-good"))
+        os.chmod(good, 0o755)
+        code, _, err = ctl(farm.state, "upgrade", "--synth", good, check=False)
+        self.assertEqual(code, 0, err)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            w = {x["id"]: x for x in farm.status()["workers"]}["synth-0"]
+            if w["binary"] == good and w["state"] == "idle":
+                break
+            time.sleep(0.1)
+        self.assertEqual((w["binary"], w["state"]), (good, "idle"), farm.output())
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(6)])
+        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        verify_dir(self, out, 1)
+        farm.stop_and_check(self)
+
+
+class WorkerSocketTest(FarmCase):
+    def test_only_the_spawned_worker_process_may_speak_for_it(self):
+        # Sweep: workers.sock was 0660 and any process that connected with
+        # routing id gpu-0 was gpu-0: it could say READY, take partitions and
+        # answer PROVE_DONE with proofs of its choice.
+        # gpu-0's binary never connects: its id is free for the impostor (a
+        # second connection with a connected worker's id is dropped by ZeroMQ).
+        sleeper = script(os.path.join(self.tmp, "gpu-sleeps"), "exec sleep 600")
+        farm = self.farm("--synth-workers", "1", "--gpu-binary", sleeper, config={"stop_timeout_ms": 1000},
+                         wait=False)
+        sock = os.path.join(farm.state, "workers.sock")
+        self.assertEqual(stat.S_IMODE(os.stat(sock).st_mode), 0o600)
+        probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+                 "try:\n s.connect(sys.argv[1])\nexcept PermissionError:\n sys.exit(13)\n")
+        self.assertEqual(run_as(EVE, ["python3", "-c", probe, sock]).returncode, 13,
+                         "eve could connect to workers.sock")
+        self.assertEqual(run_as(EVE, ["python3", "-c", probe, os.path.join(farm.state, "control.sock")]).returncode, 0,
+                         "eve cannot reach control.sock: the probe proves nothing")
+        gpu = {w["id"]: w for w in farm.status()["workers"]}["gpu-0"]
+        self.assertEqual(gpu["state"], "starting")
+        z = Zmtp(sock, b"DEALER", identity=b"gpu-0")
+        try:
+            z.send(msgpack({"v": 1, "t": "READY", "worker": "gpu-0", "kind": "gpu", "version": "6.6.6",
+                            "pid": gpu["pid"], "backend": "cpu"}))
+            z.send(msgpack({"v": 1, "t": "PROVE_DONE", "job": 1, "partition": 0, "slot": 0, "generation": 1,
+                            "ok": True, "proof": bytes(256)}))
+            self.assertTrue(self.wait_log(farm, "not the worker's process"), farm.output())
+        finally:
+            z.close()
+        gpu = {w["id"]: w for w in farm.status()["workers"]}["gpu-0"]
+        self.assertEqual(gpu["state"], "starting", "the impostor's READY was taken")
+        self.assertNotEqual(gpu["version"], "6.6.6")
+        self.assertIn(f"dropped a message from pid {os.getpid()}", farm.output())
+        farm.stop_and_check(self)
+
+
+class ControlSocketTest(FarmCase):
+    def test_a_connection_flood_neither_kills_nor_wedges_zkfarmd(self):
+        # Sweep: about 20,000 connections to control.sock made libzmq hit EMFILE
+        # and abort zkfarmd. Now at control_max_connections (256) the listener
+        # sheds its connections and reopens.
+        farm = self.farm("--synth-workers", "1")
+        path = os.path.join(farm.state, "control.sock")
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = min(20000 + 100, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        socks, connected, attempts = [], 0, 0
+        try:
+            while attempts < 20000 and len(socks) < want - 100:
+                attempts += 1
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+                try:
+                    s.connect(path)
+                    socks.append(s)
+                    connected += 1
+                except (BlockingIOError, ConnectionRefusedError, FileNotFoundError, InterruptedError):
+                    s.close()  # the backlog is full, or the socket is being reopened at the cap
+                    time.sleep(0.001)
+            self.assertGreater(connected, 1000, f"only {connected} of {attempts} connections were made")
+            time.sleep(1.0)
+            self.assertIsNone(farm.proc.poll(), "zkfarmd died under the flood: " + farm.output()[-3000:])
+        finally:
+            for s in socks:
+                s.close()
+        print(f"\ncontrol.sock flood: {connected} of {attempts} connections made", flush=True)
+        self.assertIn("connections open, the cap (256)", farm.output())
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            code, _, err = ctl(farm.state, "status", check=False)
+            if code == 0:
+                break
+            time.sleep(0.2)
+        self.assertEqual(code, 0, err)
+        self.assertGreater(farm.status()["connections"]["control_sheds"], 0)
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(9)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        verify_dir(self, out, 1)
+        farm.stop_and_check(self)
+
+    def test_deeply_nested_and_malformed_requests_are_refused_in_bounded_log_lines(self):
+        # Sweep: a MessagePack frame of arrays nested 500,000 deep overflowed
+        # zkfarmd's stack (nlohmann's recursive parser); 2,000 malformed requests
+        # wrote 2,000 log lines.
+        farm = self.farm("--synth-workers", "1")
+        z = Zmtp(os.path.join(farm.state, "control.sock"), b"REQ")
+        try:
+            z.request(b"\x91" * 500000 + b"\xc0")
+            reply = z.recv()
+            self.assertEqual(reply[0], b"")
+            self.assertIn(b"bad request", reply[1])
+            self.assertIn(b"nested deeper", reply[1])
+            self.assertIsNone(farm.proc.poll())
+            n = 2000
+            for batch in range(0, n, 100):  # in batches: replies past ROUTER's high-water mark would be dropped
+                for i in range(batch, batch + 100):
+                    z.request(b"\xc1 not MessagePack " + str(i).encode())
+                for _ in range(100):
+                    self.assertIn(b"bad request", z.recv()[1])
+            z.request(msgpack({"v": 1, "t": "status"}))
+            self.assertIn(b"job_counts", z.recv()[1])  # the same connection still served
+        finally:
+            z.close()
+        self.assertIsNone(farm.proc.poll())
+        farm.status()
+        time.sleep(1.5)  # the limiter reports the tail of a burst at its next window
+        log = farm.output()
+        lines = [l for l in log.splitlines() if "control: dropped a bad request" in l]
+        print(f"\n{n + 1} bad requests: {len(lines)} log lines", flush=True)
+        self.assertGreater(len(lines), 0)
+        self.assertLess(len(lines), 200, "one log line per bad request")
+        self.assertIn("similar lines suppressed", log)
+        farm.stop_and_check(self)
+
+    def test_stale_socket_of_a_dead_zkfarmd_fails_at_once_with_exit_3(self):
+        # Sweep: after zkfarmd was SIGKILLed its control.sock stayed, and
+        # `zkfarmctl submit` waited 10 minutes for a reply nobody would send.
+        farm = self.farm("--synth-workers", "1")
+        workers = [w["pid"] for w in farm.status()["workers"]]
+        farm.proc.send_signal(signal.SIGKILL)
+        farm.proc.wait()
+        self.assertTrue(reap_until_gone(workers, 5.0))
+        self.assertTrue(stat.S_ISSOCK(os.stat(os.path.join(farm.state, "control.sock")).st_mode))
+        for args in (["status"], ["submit", "--zkey", CHAIN_ZKEY, "--wtns", chain_wtns(0), "--out",
+                                  os.path.join(self.tmp, "out")]):
+            code, _, err = ctl(farm.state, *args, check=False, timeout=60)  # a hang fails here
+            self.assertEqual(code, 3, err)
+            self.assertIn("zkfarmd is not running", err)
+            self.assertIn("refuses connections", err)
+
+
+class BoundedStatusTest(FarmCase):
+    def test_status_and_jobs_stay_answerable_with_6000_retained_jobs(self):
+        # Sweep: `status` listed every retained job in one reply; past about
+        # 5,000 jobs the reply outgrew the 1 MiB frame limit and zkfarmctl got
+        # nothing. Now status is bounded and `jobs` pages.
+        farm = self.farm("--synth-workers", "1")
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(0)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        state = farm.state
+        farm.stop_and_check(self)
+        db = sqlite3.connect(os.path.join(state, "journal.sqlite"))
+        try:
+            cols = "priority, zkey, out, slot_bytes, n_public, state, error, submitted_ms, started_ms, finished_ms"
+            row = db.execute(f"SELECT {cols} FROM jobs WHERE id = ?", (int(job),)).fetchone()
+            part = db.execute("SELECT wtns, public_json FROM partitions WHERE job = ?", (int(job),)).fetchone()
+            proof = db.execute("SELECT proof, proved_ms, synth_ms, prove_ms FROM proofs WHERE job = ?",
+                               (int(job),)).fetchone()
+            meta = db.execute("SELECT owner_uid, owner_gid, zkey_source, zkey_sha256 FROM job_meta WHERE job = ?",
+                              (int(job),)).fetchone()
+            now = int(time.time() * 1000)
+            with db:
+                for i in range(6000):
+                    r = list(row)
+                    r[7], r[8], r[9] = now - 60000 + i, now - 60000 + i, now - 30000 + i
+                    new = db.execute(f"INSERT INTO jobs ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", r).lastrowid
+                    db.execute("INSERT INTO partitions (job, idx, wtns, public_json) VALUES (?, 0, ?, ?)", (new, *part))
+                    db.execute("INSERT INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms) "
+                               "VALUES (?, 0, ?, ?, ?, ?)", (new, *proof))
+                    db.execute("INSERT INTO job_meta (job, owner_uid, owner_gid, zkey_source, zkey_sha256) "
+                               "VALUES (?, ?, ?, ?, ?)", (new, *meta))
+        finally:
+            db.close()
+        farm = self.farm("--synth-workers", "1", state=state)
+        code, text, err = ctl(state, "status", check=False)
+        self.assertEqual(code, 0, err)
+        st = farm.status()
+        self.assertEqual(st["job_counts"], {"done": 6001})
+        self.assertGreater(st["jobs_omitted"], 0)
+        self.assertEqual(st["jobs_omitted"] + len(st["jobs"]), 6001)
+        self.assertLessEqual(len(st["jobs"]), 50)
+        code, text, err = ctl(state, "jobs", "--limit", "50", check=False)
+        self.assertEqual(code, 0, err)
+        last = text.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("more: zkfarmctl jobs --before "), last)
+        cursor = int(last.rsplit(" ", 1)[1])
+        first_page = json.loads(ctl(state, "jobs", "--limit", "50", "--json")[1])
+        self.assertEqual(len(first_page), 50)
+        self.assertEqual(cursor, min(j["id"] for j in first_page))
+        code, text, err = ctl(state, "jobs", "--state", "done", "--before", str(cursor), "--json", check=False)
+        self.assertEqual(code, 0, err)
+        page = json.loads(text)
+        self.assertEqual(len(page), 100)
+        self.assertEqual([j["id"] for j in page], list(range(cursor - 1, cursor - 101, -1)))
+        self.assertTrue(all(j["state"] == "done" for j in page))
+        big = json.loads(ctl(state, "jobs", "--limit", "1000", "--json")[1])
+        self.assertGreater(len(big), 100)
+        farm.stop_and_check(self)
+
+
+if __name__ == "__main__":
+    unittest.main()
