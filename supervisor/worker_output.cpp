@@ -58,10 +58,7 @@ void WorkerOutput::pump(int64_t now_ms, const LineFn& fn) {
       return;  // EAGAIN: nothing more now
     }
     if (n == 0) {  // the worker (and everything that held the pipe) is gone
-      if (!partial_.empty()) emit(partial_, now_ms, fn);
-      partial_.clear();
-      ::close(fd_);
-      fd_ = -1;
+      finish(now_ms, fn);
       return;
     }
     partial_.append(buf, size_t(n));
@@ -79,15 +76,18 @@ void WorkerOutput::pump(int64_t now_ms, const LineFn& fn) {
   }
 }
 
-void WorkerOutput::close(int64_t now_ms, const LineFn& fn) {
-  pump(now_ms, fn);
-  if (fd_ < 0) return;
+void WorkerOutput::finish(int64_t now_ms, const LineFn& fn) {
   if (!partial_.empty()) emit(partial_, now_ms, fn);
   partial_.clear();
   if (suppressed_) fn("(" + std::to_string(suppressed_) + " lines suppressed)");
   suppressed_ = 0;
-  ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+void WorkerOutput::close(int64_t now_ms, const LineFn& fn) {
+  pump(now_ms, fn);
+  if (fd_ >= 0) finish(now_ms, fn);
 }
 
 }  // namespace zkfarm::supervisor

@@ -42,6 +42,8 @@ class WorkerOutput {
 
  private:
   void emit(std::string_view line, int64_t now_ms, const LineFn& fn);
+  /// End of the pipe: the partial line, the count of suppressed lines, close.
+  void finish(int64_t now_ms, const LineFn& fn);
   int fd_ = -1;
   std::string partial_, last_;
   int64_t window_start_ms_ = 0;

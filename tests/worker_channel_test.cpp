@@ -398,14 +398,16 @@ TEST(WorkerChannel, FaultHooks) {
 
 TEST(WorkerChannel, SigtermWhileComputingExitsPromptly) {
   Farm f;
-  Child synth(f.synth_args("synth-0"), "slow_ms:5000");
+  // The step would take 60 s; exiting well before that is "promptly", on any
+  // machine, however loaded (no tight wall-clock bound).
+  Child synth(f.synth_args("synth-0"), "slow_ms:60000");
   ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
   f.sup.send("synth-0", f.work(proto::kSynth, 1, 0, 0, test::shared_fixture("chain.6.wtns")));
   f.sup.idle(milliseconds(200));
   auto start = Clock::now();
   ::kill(synth.pid(), SIGTERM);
   EXPECT_EQ(synth.wait_exit(kTimeout), 0);
-  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  EXPECT_LT(Clock::now() - start, milliseconds(30000));
 }
 
 // A process that is not our child (a grandchild, reparented to this test by
