@@ -19,6 +19,8 @@ packages=(
   libssl-dev
   # libFuzzer targets (fuzz/, scripts/fuzz.sh) build with Debian's clang.
   clang libclang-rt-14-dev
+  # libfaketime: the wall-clock jump test (tests/farm/test_faults.py).
+  faketime
 )
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
