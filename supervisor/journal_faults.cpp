@@ -1,10 +1,13 @@
-// Journal faults (a full disk, an I/O error, a read-only filesystem): zkfarmd
+// Journal and state-dir faults (a full disk, an I/O error, a read-only filesystem): zkfarmd
 // stays up. A write that fails stops intake — submits are refused with the
 // reason and /readyz turns 503 — while in-flight partitions go on; the write
 // is kept in memory and replayed in order once the journal takes writes again
 // (probed once a second), and then intake reopens by itself. What was in
 // memory is never dropped; what an acknowledged job needs (its add_job) was
 // committed before the client heard "accepted".
+#include <unistd.h>
+
+#include "files/safe_write.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
@@ -42,6 +45,15 @@ void Supervisor::retry_journal() {
   next_journal_retry_ms_ = now + kJournalRetryMs;
   if (!journal_.writable()) {
     intake_fault_ = "journal write failed: " + journal_.last_error();
+    return;
+  }
+  // The copies of inputs live beside the journal: a write there must work too.
+  try {
+    const std::string dir = cfg_.state_dir + "/inputs";
+    files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
+    ::unlink((dir + "/.probe").c_str());
+  } catch (const std::exception& e) {
+    intake_fault_ = std::string("state dir write failed: ") + e.what();
     return;
   }
   while (!journal_backlog_.empty()) {

@@ -109,7 +109,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       if (::renameat(keys_dir.get(), incoming.c_str(), keys_dir.get(), (sha + ".zkey").c_str()) != 0) {
         const int err = errno;
         ::unlinkat(keys_dir.get(), incoming.c_str(), 0);
-        throw files::FileError(ctx.inputs_dir, err, ctx.inputs_dir + "/keys: cannot store the key: " + std::strerror(err));
+        throw files::FileError(ctx.inputs_dir + "/keys", err, ctx.inputs_dir + "/keys: cannot store the key: " + std::strerror(err));
       }
       ctx.key_hashes->remember(c.source, sha);
     }
@@ -128,8 +128,10 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     out.vk = std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key));
 
     // The witnesses: copied into this job's own folder.
-    if (::mkdir(job_dir.c_str(), 0700) != 0)
-      throw std::runtime_error("cannot create " + job_dir + ": " + std::strerror(errno));
+    if (::mkdir(job_dir.c_str(), 0700) != 0) {
+      const int err = errno;
+      throw files::FileError(job_dir, err, "cannot create " + job_dir + ": " + std::strerror(err));
+    }
     files::UniqueFd dir = files::open_dir(job_dir);
     uint32_t k = 0;
     for (const auto& w : req["wtns"]) {
@@ -170,6 +172,13 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     out.error = e.what();
   } catch (const files::FileError& e) {
     out.error = e.what();
+    // The state dir's own filesystem refusing a copy (full, read-only, failing)
+    // is the farm's fault, not the client's: intake closes until it works again.
+    const int c = e.code();
+    if ((c == ENOSPC || c == EDQUOT || c == EROFS || c == EIO) && e.path().rfind(ctx.inputs_dir, 0) == 0) {
+      out.storage_fault = "cannot keep a copy of the job's files in " + ctx.inputs_dir + ": " + std::strerror(c);
+      out.error = out.storage_fault;
+    }
   } catch (const protocol::ProtocolError& e) {
     out.error = std::string("bad request: ") + e.what();
   } catch (const std::exception& e) {
@@ -259,6 +268,11 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
     if (c.job) remove_job_inputs(*c.job);
     send_reply(identity, {{"ok", false}, {"error", why}});
   };
+  if (!c.storage_fault.empty() && intake_fault_.empty()) {
+    intake_fault_ = "state dir write failed: " + c.storage_fault;
+    log_->error("{}; intake is closed until it works again", intake_fault_);
+    next_journal_retry_ms_ = now_ms() + 1000;
+  }
   if (!c.job) return refuse(c.error);
   Job& job = *c.job;
   if (stopping_) return refuse("zkfarmd is draining: not accepting jobs");

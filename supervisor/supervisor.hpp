@@ -43,6 +43,7 @@ struct SubmitCheck {
   std::optional<Job> job;
   std::string error;
   std::shared_ptr<const VerifyingKey> vk;
+  std::string storage_fault;  ///< non-empty: the state dir could not take the copies (closes intake)
 };
 
 /// "This key file, unchanged (files::FileIdentity), has this SHA-256": a key of
