@@ -12,14 +12,14 @@ using nlohmann::json;
 // A name the status object uses for a state or a kind ("running", "idle",
 // "synth"): copied to the output. Anything else becomes "other", so that the
 // output cannot carry a path or free text even if the input changes shape.
-std::string safe_name(const json& v) {
-  if (!v.is_string()) return "other";
-  const auto& s = v.get_ref<const std::string&>();
+std::string safe_name(const std::string& s) {
   if (s.empty() || s.size() > 24) return "other";
   for (char c : s)
     if (!((c >= 'a' && c <= 'z') || c == '_')) return "other";
   return s;
 }
+
+std::string safe_name(const json& v) { return v.is_string() ? safe_name(v.get_ref<const std::string&>()) : "other"; }
 
 // The field `key` of the object `o`, or null.
 const json& field(const json& o, const char* key) {
@@ -58,12 +58,21 @@ std::optional<std::string> public_status(std::string_view status_json) {
     for (const auto& [kind, states] : by_kind) out["workers"][kind] = states;
   }
   if (s.contains("arena")) out["arena"] = counts(field(s, "arena"), {"bytes", "used", "free", "slots"});
-  if (auto it = s.find("jobs"); it != s.end() && it->is_array()) {
-    std::map<std::string, uint64_t> by_state;
-    for (const auto& job : *it)
-      if (job.is_object()) ++by_state[safe_name(field(job, "state"))];
+  // Jobs by state: `job_counts` covers every job (the list is bounded and
+  // omits some); a status without it gets the list counted.
+  std::optional<std::map<std::string, uint64_t>> by_state;
+  if (auto it = s.find("job_counts"); it != s.end() && it->is_object()) {
+    by_state.emplace();
+    for (const auto& [state, n] : it->items())
+      if (n.is_number_unsigned()) (*by_state)[safe_name(state)] += n.get<uint64_t>();
+  } else if (auto list = s.find("jobs"); list != s.end() && list->is_array()) {
+    by_state.emplace();
+    for (const auto& job : *list)
+      if (job.is_object()) ++(*by_state)[safe_name(field(job, "state"))];
+  }
+  if (by_state) {
     out["jobs"] = json::object();
-    for (const auto& [state, n] : by_state) out["jobs"][state] = n;
+    for (const auto& [state, n] : *by_state) out["jobs"][state] = n;
   }
   return out.dump();
 }

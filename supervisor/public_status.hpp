@@ -18,8 +18,9 @@ namespace zkfarm::http {
 ///    "arena": {"bytes": 1073741824, "used": 4915200, "free": 1068826624, "slots": 2},
 ///    "jobs": {"done": 10, "running": 1}}
 ///
-/// `workers` counts workers by kind, then state; `jobs` counts the job objects
-/// the status lists, by state (what the status lists: see status_finished_jobs).
+/// `workers` counts workers by kind, then state; `jobs` is the status's
+/// `job_counts` (every job, by state), or without it the listed jobs counted
+/// by state.
 /// Fields missing from the input, or of the wrong type, are left out; kinds and
 /// states that are not short lowercase names are counted as "other", so no
 /// text of the input beyond those names reaches the output.
