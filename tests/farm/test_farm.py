@@ -240,15 +240,6 @@ class FarmTest(unittest.TestCase):
         ok, text = snarkjs_verify([(os.path.join(FIX, "chain.vkey.json"), f"{out}/0.public.json", f"{out}/0.proof.json")])
         self.assertTrue(ok, text)
 
-    def test_http_status(self):
-        port = 20000 + os.getpid() % 20000
-        farm = self.farm("--synth-workers", "1", "--http", f"127.0.0.1:{port}")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as r:
-            st = json.loads(r.read())
-        self.assertEqual(set(st), set(farm.status()))
-        self.assertEqual(st["pid"], farm.proc.pid)
-        farm.stop_and_check(self)
-
     def test_sigterm_stops_cleanly_after_in_flight_work(self):
         farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:300"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(3)])
