@@ -17,6 +17,9 @@
 //   gets as long. Past that the connection is reset;
 // - memory: headers ≤ `header_limit` bytes (431), no request bodies (413),
 //   one response in flight per connection, pipelined requests answered in order;
+//   after a closing reply (an error, "Connection: close") the connection sends
+//   FIN and drops up to 64 KiB more of the client's bytes until it closes, so
+//   the client reads the reply instead of a reset;
 // - log: client faults (bad requests, timeouts of partial requests) and
 //   evictions at most a few lines a second each, plus how many were left out.
 //

@@ -368,12 +368,14 @@ int connect_to(uint16_t port) {
   return fd;
 }
 
-void send_all(int fd, std::string_view s) {
+// False when the connection failed (reset) before every byte went out.
+bool send_all(int fd, std::string_view s) {
   while (!s.empty()) {
     ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;
+    if (n <= 0) return false;
     s.remove_prefix(size_t(n));
   }
+  return true;
 }
 
 struct HttpReply {
@@ -465,6 +467,44 @@ TEST(HttpServer, AnswersPipelinedRequestsInOrderOverTcp) {
   EXPECT_TRUE(carry.empty());
   ::close(fd);
   EXPECT_TRUE(eventually([&] { return server.stats().answered == 3; }));
+}
+
+TEST(HttpServer, HeadsLongerThanOneReadAreAnsweredAndPastTheLimitRefused) {
+  Fake f;
+  HttpServer server(local());
+  server.start(f.content());
+  for (auto [pad, status] : {std::pair{6000, 200}, std::pair{9000, 431}}) {
+    int fd = connect_to(server.port());
+    ASSERT_GE(fd, 0);
+    send_all(fd, "GET /healthz HTTP/1.1\r\nX-Pad: " + std::string(size_t(pad), 'p') + "\r\n\r\n");
+    std::string carry;
+    EXPECT_EQ(read_reply(fd, carry).status, status) << pad;
+    ::close(fd);
+  }
+}
+
+TEST(HttpServer, AfterARefusalTheServerDrainsInsteadOfResetting) {
+  Fake f;
+  HttpServer server(local());
+  server.start(f.content());
+  int fd = connect_to(server.port());
+  ASSERT_GE(fd, 0);
+  // The server answers 413 after the head, with the body unread in its
+  // buffer. Closing then would reset the connection (and, on some clients'
+  // systems, drop the reply); it sends FIN and reads and drops what comes
+  // until the client is done: the client may go on sending meanwhile.
+  ASSERT_TRUE(send_all(fd, "GET /status HTTP/1.1\r\nContent-Length: 40000\r\n\r\n" + std::string(40000, 'b')));
+  std::string carry;
+  HttpReply r = read_reply(fd, carry);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.head.find("Connection: close"), std::string::npos);
+  std::this_thread::sleep_for(50ms);  // a reset, had there been one, has arrived by now
+  EXPECT_TRUE(send_all(fd, std::string(1000, 'b'))) << "reset: " << std::strerror(errno);
+  ::shutdown(fd, SHUT_WR);
+  char c;
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0);
+  ::close(fd);
+  EXPECT_TRUE(eventually([&] { return server.stats().open == 0; }));
 }
 
 TEST(HttpServer, AtTheCapTheLongestWaiterIsDroppedAndTheNewcomerServed) {
