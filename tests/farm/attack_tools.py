@@ -4,6 +4,7 @@ its circuit, a hand-made ZeroMQ peer (ZMTP 3.0 and MessagePack, so that no
 pyzmq is needed), and FarmCase, the base of those tests: farms of root whose
 control_group eve is in, and folders eve can reach.
 """
+import fcntl
 import grp
 import json
 import os
@@ -27,8 +28,28 @@ ARENA_MIB = "64"                  # the chain fixture needs far less; /dev/shm i
 
 # --- users -------------------------------------------------------------------
 
+class _UsersLock:
+    """Serializes user and group changes between test processes that run at once
+    (ctest -j runs the farm modules in parallel; useradd fails while another
+    holds /etc/passwd's lock)."""
+
+    def __enter__(self):
+        self.f = open("/tmp/zkfarm-test-users.lock", "a")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
+
+
 def ensure_user(name):
     """The passwd entry of system user `name`, created (with its own group) if missing."""
+    with _UsersLock():
+        return _ensure_user(name)
+
+
+def _ensure_user(name):
     try:
         return pwd.getpwnam(name)
     except KeyError:
@@ -41,9 +62,10 @@ def ensure_user(name):
 
 def ensure_group_member(group, user):
     """Creates `group` if missing and makes `user` a member (both idempotent)."""
-    subprocess.run(["groupadd", "--system", "-f", group], check=True, capture_output=True)
-    if user not in grp.getgrnam(group).gr_mem:
-        subprocess.run(["usermod", "-a", "-G", group, user], check=True, capture_output=True)
+    with _UsersLock():
+        subprocess.run(["groupadd", "--system", "-f", group], check=True, capture_output=True)
+        if user not in grp.getgrnam(group).gr_mem:
+            subprocess.run(["usermod", "-a", "-G", group, user], check=True, capture_output=True)
 
 
 def run_as(user, cmd, timeout=120, **kw):
