@@ -15,7 +15,7 @@ packages=(
   build-essential cmake pkg-config git python3
   cppzmq-dev libzmq3-dev libboost-dev libspdlog-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev libsqlite3-dev libsystemd-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev
   libssl-dev
   # libFuzzer targets (fuzz/, scripts/fuzz.sh) build with Debian's clang.
   clang libclang-rt-14-dev
