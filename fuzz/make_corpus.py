@@ -6,8 +6,9 @@ systems, proofs), every message the farm sends, and hand-made frames that
 reach the decoder's limits at once: deep nesting, counts and lengths of
 2^32-1, large bins, ext types. Deterministic: running it again gives the same
 files (names are content hashes, as libFuzzer names its own). Regression
-seeds for fixed crashes live beside these (fuzz/corpus/TARGET/regress-*) and
-are not touched.
+seeds for fixed crashes live beside these (fuzz/corpus/TARGET/regress-*), as
+do the inputs scripts/fuzz.sh --merge added (named by their SHA-1); neither is
+touched.
 
 Usage: fuzz/make_corpus.py   (from anywhere; needs only python3)
 """
