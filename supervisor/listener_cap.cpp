@@ -1,6 +1,10 @@
 #include "supervisor/listener_cap.hpp"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <zmq_addon.hpp>
 
@@ -33,6 +37,14 @@ ListenerCap::~ListenerCap() {
   monitor_.close();
 }
 
+bool ListenerCap::accepted_here(int fd) const {
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || addr.sun_family != AF_UNIX) return false;
+  const size_t n = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
+  return std::string(addr.sun_path, strnlen(addr.sun_path, n)) == path_;
+}
+
 void ListenerCap::bind() {
   sock_.bind(endpoint_);
   bound_ = true;
@@ -60,6 +72,11 @@ void ListenerCap::poll(int64_t now_ms) {
     std::memcpy(&fd, static_cast<const char*>(parts[0].data()) + 2, 4);
     if (event == ZMQ_EVENT_ACCEPTED) fds_.insert(fd);
     if (event == ZMQ_EVENT_DISCONNECTED) fds_.erase(fd);
+    // Events arrive late and an unbind closes connections without
+    // DISCONNECTED events, so the count can hold connections that are gone:
+    // before acting on it, keep only descriptors that are still connections
+    // accepted on this socket's path.
+    if (fds_.size() >= max_) std::erase_if(fds_, [&](int f) { return !accepted_here(f); });
     if (fds_.size() >= max_) {
       // Unbinding closes the listener and every connection it accepted; the
       // socket file is made anew by the bind.

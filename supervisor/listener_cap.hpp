@@ -40,6 +40,8 @@ class ListenerCap {
 
  private:
   void bind();
+  /// Whether `fd` is (still) a connection accepted on path_ (getsockname).
+  bool accepted_here(int fd) const;
   zmq::socket_t& sock_;
   zmq::socket_t monitor_;
   std::string path_, endpoint_, name_, monitor_endpoint_;

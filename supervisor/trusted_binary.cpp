@@ -17,7 +17,10 @@ void check_owner_and_mode(const std::string& p, const struct stat& st, const std
   if (st.st_uid != 0 && st.st_uid != ::geteuid())
     throw std::runtime_error(what + " " + p + " belongs to uid " + std::to_string(st.st_uid) +
                              ", not to root or zkfarmd's user");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
+  // A sticky folder (/tmp) lets others add entries but not rename or remove
+  // ours, so the root-owned entry below it, checked in its turn, stays ours.
+  const bool sticky_folder = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_folder)
     throw std::runtime_error(what + " " + p + " is writable by its group or by others");
 }
 

@@ -11,7 +11,8 @@ namespace zkfarm::supervisor {
 /// checked is what runs), or throws std::runtime_error saying why not: not an
 /// absolute path, not a regular executable file, or the file or a folder
 /// above it belongs to another user than root or zkfarmd's, or is writable by
-/// its group or by others (a sticky /tmp-like folder included).
+/// its group or by others (a sticky folder such as /tmp is allowed: others
+/// cannot rename or remove the root-owned entries checked below it).
 std::string trusted_binary(const std::string& path);
 
 }  // namespace zkfarm::supervisor

@@ -123,7 +123,7 @@ class JournalTest(unittest.TestCase):
             self.assertTrue(reap_until_gone(workers, 2.0), "a worker outlived its supervisor by 2 s")
             farm = self.farm("--synth-workers", "1", env=env, state=state)
         for job, _, _ in jobs:
-            code, _, err = ctl(state, "wait", job, "--timeout", "300", check=False)
+            code, _, err = ctl(state, "wait", job, "--timeout", "300", check=False, timeout=330)
             self.assertEqual(code, 0, err + farm.output())
         per_partition, partitions = journal_counts(state)
         self.assertEqual(partitions, 90)

@@ -161,8 +161,7 @@ class LifecycleTest(unittest.TestCase):
 
     def test_upgrade_mid_job_and_a_bad_upgrade_keeps_the_old_workers(self):
         # Upgrades take only binaries nobody but root could have written
-        # (docs/security.md): a folder beside the build (root's, 0755 up to /),
-        # not /tmp, which anyone can write.
+        # (docs/security.md): a root folder beside the build.
         trusted = tempfile.mkdtemp(prefix="zkfarm-bin-", dir=os.path.dirname(BIN))
         self.addCleanup(shutil.rmtree, trusted, True)
         new_synth = script(os.path.join(trusted, "synth-v2"),
@@ -171,6 +170,7 @@ class LifecycleTest(unittest.TestCase):
                          f'ZKFARM_TEST_VERSION=0.2.0-test exec {os.path.join(BIN, "zkfarm-gpu")} "$@"')
         farm = self.farm("--synth-workers", "2", env={"ZKFARM_FAULT": "slow_ms:100"})
         untrusted = script(os.path.join(self.tmp, "synth-v2"), "exit 0")
+        os.chmod(untrusted, 0o775)  # its group could have written it
         code, _, err = ctl(farm.state, "upgrade", "--synth", untrusted, check=False)
         self.assertEqual(code, 1)
         self.assertIn("writable by its group or by others", err)
