@@ -168,7 +168,9 @@ class ClockTest(FaultCase):
         with open(rc, "w") as f:
             f.write("+0\n")
         env = {"LD_PRELOAD": LIBFAKETIME, "FAKETIME_TIMESTAMP_FILE": rc, "FAKETIME_NO_CACHE": "1",
-               "FAKETIME_DONT_FAKE_MONOTONIC": "1", "ZKFARM_FAULT": "slow_ms:100"}
+               "FAKETIME_DONT_FAKE_MONOTONIC": "1", "ZKFARM_FAULT": "slow_ms:100",
+               # In the ASan build the preloaded libfaketime comes before ASan's runtime.
+               "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
         farm = self.farm("--synth-workers", "1", env=env)
         t0 = time.monotonic()
         code, job_a, err, out_a = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(10)])
