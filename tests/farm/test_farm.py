@@ -163,7 +163,10 @@ class FarmTest(unittest.TestCase):
         for job in normal + [crit]:
             self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "120", check=False)[0], 0, farm.output())
         jobs = {str(j["id"]): j for j in json.loads(ctl(farm.state, "jobs", "--json")[1])}
-        for job in normal:
+        # The first normal jobs may be done before the critical one is even
+        # accepted (a submit copies and checks its files; slow under ASan):
+        # the last two were surely still queued then.
+        for job in normal[-2:]:
             self.assertLess(jobs[crit]["finished_ms"], jobs[job]["finished_ms"],
                             f"critical job {crit} finished after normal job {job}")
         ok, text = snarkjs_verify([(os.path.join(FIX, "tiny.vkey.json"), f"{out}/0.public.json", f"{out}/0.proof.json")])
