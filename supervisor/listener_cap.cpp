@@ -28,6 +28,14 @@ ListenerCap::ListenerCap(zmq::context_t& ctx, zmq::socket_t& sock, std::string p
   if (zmq_socket_monitor(sock_.handle(), monitor_endpoint_.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0)
     throw zmq::error_t();
   monitor_.set(zmq::sockopt::linger, 0);
+  // libzmq (4.3) sends monitor events with a blocking send while it holds the
+  // socket's monitor mutex. With a bounded pipe a flood of connections fills
+  // it, the I/O thread blocks holding the mutex, and our own unbind/bind (which
+  // emit events too) then wait on that mutex forever: zkfarmd wedged. A
+  // receive HWM of 0 makes the inproc pipe unbounded (its HWM is the sum of
+  // both ends' and 0 means no limit), so the I/O thread never blocks; poll()
+  // drains the events every loop pass.
+  monitor_.set(zmq::sockopt::rcvhwm, 0);
   monitor_.connect(monitor_endpoint_);
   bind();
 }
