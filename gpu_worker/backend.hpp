@@ -35,14 +35,18 @@ class ProveBackend {
   /// a GPU backend throws DeviceError when the upload fails.
   virtual const Zkey& load(const std::string& path) = 0;
 
-  /// The proof of one partition whose buffers (a, b, c, witness; the layout of
-  /// PartitionBuffers for `key`) synthesis filled, with blinding scalars r and
-  /// s (canonical, < r). `key` should come from load(); another key works but
-  /// is prepared anew. Overwrites in.a, in.b, in.c. `cancel` (may be null) is
-  /// read at stage boundaries (after the NTTs, between MSMs): once true, the
-  /// call throws Cancelled. Throws InputError for a bad key; std::bad_alloc
-  /// when host memory runs out; DeviceError for any device fault.
-  virtual Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+  /// The proof of one partition from its witness alone: `witness` holds the
+  /// key's n_vars canonical values (plain, < r; 32 bytes each, e.g. a farm
+  /// slot), which are only read, never written, so the same slot can be
+  /// proved again after a crash. The backend synthesizes a = A·w, b = B·w,
+  /// c = a∘b itself from the key's ConstraintMatrix (the CPU on its threads,
+  /// a GPU on the device), then H and the five MSMs, with blinding scalars r
+  /// and s (canonical, < r). `key` should come from load(); another key works
+  /// but is prepared anew. `cancel` (may be null) is read at stage boundaries
+  /// (after synthesis, after the NTTs, between MSMs): once true, the call
+  /// throws Cancelled. Throws InputError for a bad key; std::bad_alloc when
+  /// host memory runs out; DeviceError for any device fault.
+  virtual Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                       const std::atomic<bool>* cancel) = 0;
 
   /// Host memory that partitions' buffers will live in (the arena), `bytes`

@@ -7,11 +7,11 @@ CpuBackend::CpuBackend(unsigned threads, size_t cached_keys)
 
 const Zkey& CpuBackend::load(const std::string& path) { return *keys_.get(path).key; }
 
-Proof CpuBackend::prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+Proof CpuBackend::prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                         const std::atomic<bool>* cancel) {
-  if (auto* e = keys_.find(&key)) return e->prepared->prove(in, r, s, pool_, cancel);
+  if (auto* e = keys_.find(&key)) return e->prepared->prove_witness(witness, scratch_, r, s, pool_, cancel);
   Prover prover(key, pool_);  // a key from elsewhere: prepared for this proof only
-  return prover.prove(in, r, s, pool_, cancel);
+  return prover.prove_witness(witness, scratch_, r, s, pool_, cancel);
 }
 
 }  // namespace zkfarm::gpu

@@ -1,6 +1,7 @@
 #pragma once
 // The CPU backend: groth16::Prover on a ThreadPool, with the last two keys
-// kept prepared (their twiddle tables built, points checked on their curves).
+// kept prepared (their twiddle tables and ConstraintMatrix built, points
+// checked on their curves); synthesis from the witness runs on the same threads.
 #include "gpu_worker/backend.hpp"
 #include "groth16/key_cache.hpp"
 
@@ -13,12 +14,13 @@ class CpuBackend final : public ProveBackend {
 
   std::string name() const override { return "cpu"; }
   const Zkey& load(const std::string& path) override;
-  Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+  Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override;
 
  private:
   ThreadPool pool_;
   KeyCache<Prover> keys_;
+  std::vector<Fr> scratch_;  ///< a, b, c of the partition in progress (3·domain_size), reused
 };
 
 }  // namespace zkfarm::gpu

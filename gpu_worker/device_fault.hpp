@@ -27,11 +27,11 @@ class DeviceFaultBackend final : public ProveBackend {
   const Zkey& load(const std::string& path) override { return inner_->load(path); }
   void pin_host_memory(void* base, size_t bytes) override { inner_->pin_host_memory(base, bytes); }
   void unpin_host_memory(void* base) override { inner_->unpin_host_memory(base); }
-  Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+  Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override {
     if (proved_++ == after_)
       throw DeviceError("simulated device error (ZKFARM_TEST_DEVICE_ERROR_AFTER=" + std::to_string(after_) + ")");
-    return inner_->prove(key, in, r, s, cancel);
+    return inner_->prove(key, witness, r, s, cancel);
   }
 
  private:

@@ -1,7 +1,10 @@
 // zkfarm-gpu: the proving worker. Started by zkfarmd (one per CUDA device, or
 // one on the CPU); connects to its workers socket, says READY, and answers
-// each PROVE by proving the synthesized partition in the named arena slot
-// (PROVE_DONE with the 256-byte proof). Protocol: docs/protocol.md.
+// each PROVE by proving the witness in the named arena slot: synthesis (a, b,
+// c) and the prove step run in its backend, on the device or the CPU; the slot
+// is only read, so a replacement can prove it again after a crash
+// (PROVE_DONE with the 256-byte proof). PROVEs queue here up to the
+// supervisor's gpu_queue_depth, highest priority first. Protocol: docs/protocol.md.
 // Exit codes (protocol/worker_channel.hpp):
 //   0 SHUTDOWN or SIGTERM; 1 internal error; 2 bad usage or ZKFARM_FAULT;
 //   3 cannot attach the arena or connect, or the backend asked for is not
@@ -35,7 +38,7 @@ proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu:
   try {
     return proto::run_step([&] {
       const Zkey& key = backend.load(zkey);
-      Proof proof = backend.prove(key, proto::request_buffers(req, arena, key), random_scalar(), random_scalar(),
+      Proof proof = backend.prove(key, proto::request_witness(req, arena, key), random_scalar(), random_scalar(),
                                   &proto::abort_flag());
       return proto::WorkResult{true, {}, proto::encode_proof(proof)};
     });
@@ -91,6 +94,7 @@ int main(int argc, char** argv) {
     // bus's rate), and unpinned before the arena is unmapped.
     gpu::HostPin pin(*backend, arena.mapping(), arena.mapping_bytes(), "zkfarm-gpu");
     proto::WorkerOptions opt = proto::worker_options(flags, "gpu", kVersion, backend->name());
+    opt.max_queued = proto::kMaxQueuedWork;  // gpu_queue_depth: the supervisor sends the next while one computes
     proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return prove(req, arena, *backend); });
     return channel.run();
   });

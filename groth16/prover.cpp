@@ -31,33 +31,8 @@ PartitionBuffers PartitionBuffers::view(void* base, const Zkey& key) {
 void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool,
                 const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) throw Cancelled();
-  const size_t n = out.domain_size;
   std::memcpy(out.witness, wtns.values.data(), size_t(key.n_vars) * 32);
-  const Fr* w = reinterpret_cast<const Fr*>(out.witness);  // plain values: R⁻¹ is in the coefficient
-
-  // Threads own disjoint constraint ranges and each scans every coefficient, so
-  // the result does not depend on the order snarkjs wrote them in.
-  const unsigned parts = pool.size();
-  const size_t span = (n + parts - 1) / parts;
-  const uint8_t* rec = key.coeffs.data();
-  const size_t count = key.n_coeffs;
-  pool.run(parts, [&](size_t t) {
-    const size_t lo = t * span, hi = std::min(n, lo + span);
-    for (size_t i = lo; i < hi; ++i) out.a[i] = out.b[i] = Fr::zero();
-    for (size_t k = 0; k < count; ++k) {
-      const uint8_t* p = rec + k * kCoeffRecordBytes;
-      uint32_t matrix, constraint, signal;
-      std::memcpy(&matrix, p, 4);
-      std::memcpy(&constraint, p + 4, 4);
-      if (constraint < lo || constraint >= hi) continue;
-      std::memcpy(&signal, p + 8, 4);
-      Fr term = Fr::load(p + 12) * w[signal];
-      Fr* dst = matrix == 0 ? out.a : out.b;
-      dst[constraint] += term;
-    }
-    for (size_t i = lo; i < hi; ++i) out.c[i] = out.a[i] * out.b[i];
-  });
-  if (cancel && cancel->load()) throw Cancelled();
+  synthesize_abc(ConstraintMatrix::build(key), out.witness, out.a, out.b, out.c, pool, cancel);
 }
 
 namespace {
@@ -71,7 +46,25 @@ Affine<C> checked_point(const Zkey& key, const uint8_t* bytes, const char* name)
 
 }  // namespace
 
-Prover::Prover(const Zkey& key, ThreadPool& pool) : key_(key), domain_(key.log_domain, pool) { check_key_points(key); }
+Prover::Prover(const Zkey& key, ThreadPool& pool)
+    : key_(key), domain_(key.log_domain, pool), matrix_(ConstraintMatrix::build(key)) {
+  check_key_points(key);
+}
+
+Proof Prover::prove_witness(const U256* witness, std::vector<Fr>& scratch, const U256& r, const U256& s,
+                            ThreadPool& pool, const std::atomic<bool>* cancel) const {
+  const size_t n = key_.domain_size;
+  if (scratch.size() < 3 * n) scratch.resize(3 * n);
+  PartitionBuffers in;
+  in.domain_size = n;
+  in.n_vars = key_.n_vars;
+  in.a = scratch.data();
+  in.b = in.a + n;
+  in.c = in.b + n;
+  in.witness = const_cast<U256*>(witness);  // prove() only reads the witness
+  synthesize_abc(matrix_, witness, in.a, in.b, in.c, pool, cancel);
+  return prove(in, r, s, pool, cancel);
+}
 
 void check_key_points(const Zkey& key) {
   checked_point<G1Params>(key, key.alpha1, "alpha1");

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "groth16/bn254.hpp"
+#include "groth16/constraint_matrix.hpp"
 #include "groth16/ntt.hpp"
 #include "groth16/thread_pool.hpp"
 #include "groth16/wtns.hpp"
@@ -33,12 +35,17 @@ struct PartitionBuffers {
   static PartitionBuffers view(void* base, const Zkey& key);
 };
 
-/// Synthesis: a = A·w and b = B·w per constraint from the key's section 4
-/// coefficients (stored as v·R², so one Montgomery product with the plain
-/// witness value gives a Montgomery-form result), c = a∘b, and the witness
-/// copied as canonical integers. Writes every byte of `out`.
-/// Precondition: check_witness_matches(key, wtns) passed. Throws Cancelled if
-/// *cancel becomes true (checked before the work and once it is done).
+/// Bytes of one partition's witness for `key`: n_vars·32 (canonical values),
+/// what a farm slot carries.
+inline size_t witness_bytes(const Zkey& key) { return size_t(key.n_vars) * 32; }
+
+/// Synthesis of one partition for tools and tests: builds `key`'s
+/// ConstraintMatrix (O(n_coeffs), so a caller proving many partitions of one
+/// key keeps a Prover, which holds its matrix), then a = A·w, b = B·w, c = a∘b
+/// (synthesize_abc) and the witness copied as canonical integers into `out`.
+/// Writes every byte of `out`. Precondition: check_witness_matches(key, wtns)
+/// passed. Throws Cancelled if *cancel becomes true (checked before the work
+/// and once it is done).
 void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool,
                 const std::atomic<bool>* cancel = nullptr);
 
@@ -83,11 +90,21 @@ class Prover {
   Proof prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool,
               const std::atomic<bool>* cancel = nullptr) const;
 
+  /// Synthesis and the prove step from the witness alone (the key's n_vars
+  /// canonical values, e.g. a farm slot): a, b, c are computed into `scratch`
+  /// (resized to 3·domain_size Fr as needed; reuse it across calls), then
+  /// prove(). The witness is only read. Throws as prove() does.
+  Proof prove_witness(const U256* witness, std::vector<Fr>& scratch, const U256& r, const U256& s, ThreadPool& pool,
+                      const std::atomic<bool>* cancel = nullptr) const;
+
   const Zkey& key() const { return key_; }
+  /// The key's A and B by constraint, built by the constructor.
+  const ConstraintMatrix& matrix() const { return matrix_; }
 
  private:
   const Zkey& key_;
   Domain domain_;
+  ConstraintMatrix matrix_;
 };
 
 /// A uniform scalar in [0, r) from the OS's CSPRNG (getrandom(2)), by rejection.

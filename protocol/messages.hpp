@@ -10,9 +10,12 @@
 // Pairing rules:
 //  - Workers (DEALER) ↔ supervisor (ROUTER, ipc://STATE/workers.sock): a worker
 //    sends READY first and HEARTBEAT every heartbeat interval; the supervisor
-//    sends SYNTH / PROVE one at a time to an idle worker, which answers with
-//    SYNTH_DONE / PROVE_DONE carrying the same job, partition, slot and
-//    generation; SHUTDOWN asks a worker to finish and exit 0.
+//    sends SYNTH one at a time to an idle synthesis worker, PROVE up to
+//    gpu_queue_depth at a time to a GPU worker (which queues them, highest
+//    "priority" first); the worker says STARTED when one begins computing and
+//    answers SYNTH_DONE / PROVE_DONE, each carrying the same job, partition,
+//    slot and generation; ABORT withdraws one; SHUTDOWN asks a worker to
+//    finish what it holds and exit 0.
 //  - zkfarmctl (REQ) ↔ supervisor (ROUTER, ipc://STATE/control.sock): strictly
 //    one request, one reply {"ok": true, ...} or {"ok": false, "error": TEXT}.
 // docs/protocol.md lists every type and field.
@@ -79,6 +82,7 @@ inline constexpr const char* kSynth = "SYNTH";
 inline constexpr const char* kSynthDone = "SYNTH_DONE";
 inline constexpr const char* kProve = "PROVE";
 inline constexpr const char* kProveDone = "PROVE_DONE";
+inline constexpr const char* kStarted = "STARTED";
 inline constexpr const char* kShutdown = "SHUTDOWN";
 inline constexpr const char* kAbort = "ABORT";
 

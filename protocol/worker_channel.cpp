@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -124,6 +125,7 @@ struct WorkerChannel::Impl {
 
   // Loop state (loop thread only).
   std::optional<Message> current;  // request being computed
+  std::deque<Message> waiting;     // accepted, not started: highest priority first, then arrival
   bool draining = false;           // SHUTDOWN received while busy
   bool hung = false;               // ZKFARM_FAULT=hang triggered
   uint64_t started = 0;            // partitions started (compute thread only)
@@ -207,17 +209,22 @@ struct WorkerChannel::Impl {
         log("SHUTDOWN: exiting");
         return kExitOk;
       }
-      log("SHUTDOWN: finishing the partition in progress first");
+      log("SHUTDOWN: finishing the partition in progress and the %zu waiting first", waiting.size());
       draining = true;
       return std::nullopt;
     }
     if (t == kAbort) {
-      // Only an ABORT naming the partition in progress counts (same slot and generation).
-      if (current && get_u64(m, "job") == get_u64(*current, "job") &&
-          get_u32(m, "partition") == get_u32(*current, "partition") && get_u32(m, "slot") == get_u32(*current, "slot") &&
-          get_u64(m, "generation") == get_u64(*current, "generation")) {
+      // Only an ABORT naming a request we hold counts (same slot and generation).
+      auto same = [&](const Message& r) {
+        return get_u64(m, "job") == get_u64(r, "job") && get_u32(m, "partition") == get_u32(r, "partition") &&
+               get_u32(m, "slot") == get_u32(r, "slot") && get_u64(m, "generation") == get_u64(r, "generation");
+      };
+      if (current && same(*current)) {
         log("ABORT: abandoning job %llu partition %u", (unsigned long long)get_u64(m, "job"), get_u32(m, "partition"));
         g_abort = true;
+      } else if (auto it = std::find_if(waiting.begin(), waiting.end(), same); it != waiting.end()) {
+        send(reply(*it, WorkResult::failure("aborted before it started")));
+        waiting.erase(it);
       }
       return std::nullopt;
     }
@@ -234,7 +241,7 @@ struct WorkerChannel::Impl {
       send(reply(m, WorkResult::failure("this " + opt.kind + " worker does not take " + t)));
       return std::nullopt;
     }
-    if (current || draining) {
+    if (draining || (current && waiting.size() >= opt.max_queued)) {
       send(reply(m, WorkResult::failure(draining ? "shutting down" : "busy")));
       return std::nullopt;
     }
@@ -243,6 +250,29 @@ struct WorkerChannel::Impl {
       hung = true;
       return std::nullopt;
     }
+    if (current) {
+      // Behind every waiting request of at least its priority.
+      const uint64_t p = priority(m);
+      auto at = std::find_if(waiting.begin(), waiting.end(), [&](const Message& r) { return priority(r) < p; });
+      waiting.insert(at, m);
+      return std::nullopt;
+    }
+    start(m);
+    return std::nullopt;
+  }
+
+  static uint64_t priority(const Message& m) {
+    auto it = m.find("priority");
+    return it != m.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+  }
+
+  // Hands `m` to the compute thread and says so: the supervisor then knows
+  // which of the partitions it queued here is computing (a crash counts
+  // against that one only) and when its compute began.
+  void start(const Message& m) {
+    Message started = make(kStarted);
+    for (const char* f : {"job", "partition", "slot", "generation"}) started[f] = m.at(f);
+    send(started);
     current = m;
     g_abort = false;
     {
@@ -250,7 +280,6 @@ struct WorkerChannel::Impl {
       pending = m;
     }
     wake.notify_one();
-    return std::nullopt;
   }
 
   // Leaves the loop with `code`; a running partition cannot be interrupted, so
@@ -321,8 +350,12 @@ struct WorkerChannel::Impl {
           if (r && current) {
             send(reply(*current, *r));
             current.reset();
-            if (draining) {
-              log("SHUTDOWN: partition answered, exiting");
+            if (!waiting.empty()) {
+              Message next = std::move(waiting.front());
+              waiting.pop_front();
+              start(next);
+            } else if (draining) {
+              log("SHUTDOWN: partitions answered, exiting");
               return kExitOk;
             }
           }

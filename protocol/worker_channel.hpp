@@ -69,8 +69,17 @@ struct WorkerOptions {
   std::string backend;    // READY's "backend": "cpu" or "cuda"
   std::chrono::milliseconds heartbeat{1000};           // HEARTBEAT period
   std::chrono::milliseconds heartbeat_timeout{10000};  // silence from the supervisor after which the worker exits
+  /// Requests that may wait behind the one computing (0: one at a time; a
+  /// GPU worker takes kMaxQueuedWork, and the supervisor's gpu_queue_depth
+  /// decides how many it really sends). Waiting requests start highest
+  /// "priority" first (the optional field, 0 when absent), then in arrival order.
+  size_t max_queued = 0;
   TestFault fault;
 };
+
+/// The most requests a worker keeps waiting (bounds its memory whatever the
+/// supervisor sends); more are answered ok:false "busy".
+inline constexpr size_t kMaxQueuedWork = 64;
 
 /// The outcome of one partition.
 struct WorkResult {
@@ -90,7 +99,9 @@ using WorkHandler = std::function<WorkResult(const Message& request)>;
 
 /// Set while the partition in progress was aborted by the supervisor (ABORT
 /// with its job, partition, slot and generation); cleared when the next one
-/// starts. Handlers pass it to synthesize()/prove() as their cancel flag.
+/// starts. Handlers pass it to synthesize()/prove() as their cancel flag. An
+/// ABORT naming a request still waiting removes it and answers it ok:false
+/// at once.
 const std::atomic<bool>& abort_flag();
 
 /// The socket could not be set up (bad endpoint, no file descriptors).
@@ -118,12 +129,13 @@ class WorkerChannel {
   WorkerChannel& operator=(const WorkerChannel&) = delete;
 
   /// Sends READY, then serves until told to stop; returns the exit code:
-  /// kExitOk after SHUTDOWN (the partition in progress is finished and answered
-  /// first) or SIGTERM/SIGINT; kExitSupervisorLost after heartbeat_timeout of
-  /// silence or when the parent died. Exiting while a partition computes
-  /// (signal, lost supervisor) ends the process at once with _Exit(code): the
-  /// compute thread cannot be interrupted. Work arriving while busy is answered
-  /// ok:false "busy"; malformed frames are logged to stderr and dropped.
+  /// kExitOk after SHUTDOWN (the partition in progress and those waiting are
+  /// finished and answered first) or SIGTERM/SIGINT; kExitSupervisorLost after
+  /// heartbeat_timeout of silence or when the parent died. Exiting while a
+  /// partition computes (signal, lost supervisor) ends the process at once with
+  /// _Exit(code): the compute thread cannot be interrupted. Work arriving with
+  /// max_queued requests already waiting is answered ok:false "busy";
+  /// malformed frames are logged to stderr and dropped.
   int run();
 
  private:

@@ -15,8 +15,11 @@
 
 namespace zkfarm::shm {
 
-/// Increment whenever the header or slot layout changes.
-inline constexpr uint32_t kArenaLayoutVersion = 1;
+/// Increment whenever the header or slot layout changes. 2: a slot carries the
+/// witness only (n_vars·32 bytes); 1 held a, b, c before it. A worker of one
+/// version refuses an arena of another at attach (exit 3), so a rolling
+/// upgrade across the change stops and keeps the old binaries.
+inline constexpr uint32_t kArenaLayoutVersion = 2;
 /// Bytes before the slot space (one page, so slots are page-aligned).
 inline constexpr uint64_t kArenaHeaderBytes = 4096;
 

@@ -53,6 +53,13 @@ bool SlotAllocator::free(uint32_t id) {
   return true;
 }
 
+std::optional<Slot> SlotAllocator::renew(uint32_t id) {
+  if (id >= table_.size() || !table_[id].in_use) return std::nullopt;
+  Entry& e = table_[id];
+  ++e.generation;
+  return Slot{id, e.offset, e.size, e.generation};
+}
+
 bool SlotAllocator::is_current(uint32_t id, uint64_t generation) const {
   return id < table_.size() && table_[id].in_use && table_[id].generation == generation;
 }

@@ -2,8 +2,8 @@
 // The supervisor's allocation of the arena's slot space: variable-size slots,
 // first fit, 4 KiB aligned. The arena's size is the memory budget: allocate()
 // returns nothing when a partition does not fit, and the partition waits.
-// Each slot carries a generation, bumped whenever the slot is freed or reset
-// (a worker died), so a late answer about an earlier use is recognised as stale.
+// Each slot carries a generation, bumped whenever the slot is freed or renewed
+// (its GPU worker died), so a late answer about an earlier use is recognised as stale.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -29,6 +29,11 @@ class SlotAllocator {
   /// Returns the slot's range and bumps its generation. Unknown or already
   /// free ids are ignored (returns false).
   bool free(uint32_t id);
+  /// Keeps the slot (and its bytes) in use under a new generation, so answers
+  /// about its earlier handing-out are stale: a partition whose GPU worker
+  /// died is proved again from the witness in its slot. Returns the slot as
+  /// it now is; nullopt for unknown or free ids.
+  std::optional<Slot> renew(uint32_t id);
   /// True if `id` is in use with this generation (a message about it is current).
   bool is_current(uint32_t id, uint64_t generation) const;
 

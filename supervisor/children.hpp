@@ -21,7 +21,7 @@ namespace zkfarm::supervisor {
 enum class WorkerKind { kSynth, kGpu };
 const char* worker_kind_name(WorkerKind k);
 
-/// starting: spawned, no READY yet; idle/busy: READY, without/with a partition;
+/// starting: spawned, no READY yet; idle/busy: READY, without/with partitions;
 /// stopping: asked to exit (SHUTDOWN sent); releasing: reaped, waiting until its
 /// (GPU or pinned) memory is really released; exited: gone, a restart may be
 /// due; failed: crashed too often in a window (flapping), not restarted until
@@ -38,7 +38,12 @@ struct Worker {
   std::string binary;            ///< the executable this worker runs (upgrades change it)
   WorkerState state = WorkerState::kExited;
   std::string version, backend;  ///< from READY
-  std::optional<PartRef> current;
+  /// Partitions handed to it and not yet answered, in the order sent: a
+  /// synthesis worker holds at most one, a GPU worker gpu_queue_depth (one
+  /// more for a partition of higher priority than all it holds).
+  std::vector<PartRef> assigned;
+  /// The one of `assigned` its STARTED named last: the one computing.
+  std::optional<PartRef> computing;
   unsigned restarts = 0;         ///< crash restarts so far
   unsigned backoff_ms = 0;       ///< delay before the next restart
   int64_t started_ms = 0, last_seen_ms = 0, stop_deadline_ms = 0;

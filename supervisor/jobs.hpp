@@ -39,7 +39,8 @@ struct Partition {
   unsigned attempts = 0;           ///< times it was handed to a worker
   unsigned crashes = 0;            ///< times a worker died holding it (max_attempts: then it fails)
   unsigned verify_failures = 0;    ///< proofs of it that did not verify
-  int64_t stage_start_ms = 0;      ///< when the current stage's message went out
+  int64_t stage_start_ms = 0;      ///< when the current stage's message went out, then when its worker said STARTED
+  int64_t queued_ms = 0;           ///< time it waited inside a worker's queue (SYNTH/PROVE sent → STARTED)
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
 };
 
@@ -50,7 +51,7 @@ struct Job {
   std::string zkey_source;         ///< the path the client named, for people
   uint32_t owner_uid = 0, owner_gid = 0;  ///< who submitted it (control.sock's peer credentials); outputs are written as them
   std::string zkey_sha256;         ///< the key's content hash (hex)
-  uint64_t slot_bytes = 0;         ///< PartitionBuffers::bytes_for(key)
+  uint64_t slot_bytes = 0;         ///< witness_bytes(key): a slot carries the witness only
   uint32_t n_public = 0;
   JobState state = JobState::kQueued;
   std::string error;

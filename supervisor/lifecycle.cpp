@@ -69,8 +69,15 @@ void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why, boo
   }
   const pid_t old_pid = w.pid;
   w.pid = 0;
-  if (w.current) requeue(*w.current, "worker " + w.id + " " + why, crashed);
-  w.current.reset();
+  // Every partition it held goes back. A crash counts (max_attempts, poison
+  // partitions) against the one it was computing; when its STARTED never
+  // arrived, against all it held, as nothing tells which one killed it.
+  for (const PartRef& ref : w.assigned) {
+    const bool culprit = !w.computing || (w.computing->job == ref.job && w.computing->index == ref.index);
+    requeue(ref, "worker " + w.id + " " + why, crashed && culprit);
+  }
+  w.assigned.clear();
+  w.computing.reset();
   w.state = WorkerState::kExited;
   record_children();
 

@@ -99,13 +99,15 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", cfg.state_dir, "state dir: lock, sockets, logs (required)")->required();
   app.add_option("--config", config_file, "TOML configuration file (docs/configuration.md)");
   // Flags override the file: parse into optionals and apply after loading it.
-  std::optional<unsigned> synth_workers, synth_threads, gpu_threads;
+  std::optional<unsigned> synth_workers, synth_threads, gpu_threads, gpu_queue_depth;
   std::optional<uint64_t> arena_mib;
   std::optional<std::string> backend, gpu_devices, http_address, synth_binary, gpu_binary, log_level;
   app.add_option("--synth-workers", synth_workers, "synthesis workers (default: cores - 1)");
   app.add_option("--synth-threads", synth_threads, "threads per synthesis worker");
   app.add_option("--gpu-threads", gpu_threads, "CPU-backend threads per GPU worker (0: all)");
   app.add_option("--arena-mib", arena_mib, "arena size (the memory budget), MiB");
+  app.add_option("--gpu-queue-depth", gpu_queue_depth, "partitions a GPU worker holds at once (1 computing, the rest queued)")
+      ->check(CLI::Range(1u, 32u));
   app.add_option("--backend", backend, "auto, cpu or cuda");
   app.add_option("--gpu-devices", gpu_devices, "auto, none, or a list like 0,1");
   app.add_option("--http", http_address, "HOST:PORT for GET /status, /metrics, /healthz, /readyz (default: off)");
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
     if (synth_workers) cfg.synth_workers = *synth_workers;
     if (synth_threads) cfg.synth_threads = *synth_threads;
     if (gpu_threads) cfg.gpu_threads = *gpu_threads;
+    if (gpu_queue_depth) cfg.gpu_queue_depth = *gpu_queue_depth;
     if (arena_mib) cfg.arena_mib = *arena_mib;
     if (backend) cfg.backend = *backend;
     if (gpu_devices) cfg.gpu_devices = *gpu_devices;

@@ -31,6 +31,7 @@ struct Metrics {
   uint64_t jobs_refused = 0;
   uint64_t device_faults = 0;      ///< proofs from a GPU backend that did not verify
   uint64_t proofs_rejected = 0;    ///< proofs that did not verify, any backend
+  uint64_t partitions_requeued_intact = 0;  ///< back to the GPU queue from their slot after a GPU worker died (no new synthesis)
   Histogram synthesis{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}};
   Histogram proving{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}};
   std::map<std::pair<std::string, std::string>, uint64_t> restarts;  ///< (kind, reason) → count

@@ -63,7 +63,12 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
     j["state"] = worker_state_name(w.state);
     j["version"] = w.version;
     j["backend"] = w.backend;
-    j["partition"] = w.current ? json(std::to_string(w.current->job) + "/" + std::to_string(w.current->index)) : json(nullptr);
+    // The one computing (else the first handed out), and how many it holds in all.
+    const std::optional<PartRef> shown = w.computing ? w.computing
+                                         : w.assigned.empty() ? std::nullopt
+                                                              : std::optional<PartRef>(w.assigned.front());
+    j["partition"] = shown ? json(std::to_string(shown->job) + "/" + std::to_string(shown->index)) : json(nullptr);
+    j["held"] = w.assigned.size();
     j["restarts"] = w.restarts;
     j["retiring"] = w.retiring;
     j["binary"] = w.binary;

@@ -159,7 +159,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       }
       job.parts.push_back(std::move(p));
     }
-    job.slot_bytes = PartitionBuffers::bytes_for(key);
+    job.slot_bytes = witness_bytes(key);
     job.n_public = key.n_public;
     // The output folder, made now (as the submitter) so a bad --out is refused
     // at once rather than after the proofs.

@@ -238,7 +238,8 @@ void Supervisor::start_worker(Worker& w) {
   w.kill_sent = false;
   w.term_sent = false;
   w.failed_reason.clear();
-  w.current.reset();
+  w.assigned.clear();
+  w.computing.reset();
   w.version.clear();
   record_children();
   log_->info("worker {}: started pid {} ({})", w.id, w.pid, w.binary);
@@ -386,10 +387,23 @@ void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashe
                           " times (max_attempts " + std::to_string(cfg_.max_attempts) + "); last: " + why);
     return;
   }
+  p->worker.clear();
+  // A GPU worker only reads its slots: the witness is intact, so the partition
+  // goes back to the GPU queue in the same slot under a new generation (a
+  // late answer about the old one is stale), never through synthesis again.
+  if (p->state == PartState::kProving && p->slot && !job->terminal()) {
+    if (auto renewed = slots_.renew(p->slot->id)) {
+      p->slot = renewed;
+      p->state = PartState::kSynthesized;
+      ++metrics_.partitions_requeued_intact;
+      log_->warn("job {} partition {}: back to the GPU queue, its witness kept in slot {} ({})", ref.job, ref.index,
+                 p->slot->id, why);
+      return;
+    }
+  }
   // The slot's generation is bumped, so a late answer about it is stale.
   if (p->slot) slots_.free(p->slot->id);
   p->slot.reset();
-  p->worker.clear();
   if (job->terminal()) {
     if (p->state != PartState::kDone) p->state = job->state == JobState::kCancelled ? PartState::kCancelled : PartState::kFailed;
     return;
@@ -454,9 +468,30 @@ void Supervisor::on_worker_frame(const std::string& identity, const std::string&
       on_worker_done(w, msg, type == protocol::kSynthDone);
       return;
     }
+    if (type == protocol::kStarted) {
+      on_worker_started(w, msg);
+      return;
+    }
     log_->warn("worker {}: dropped a message of unknown type {}", w.id, type);
   } catch (const protocol::ProtocolError& e) {
     log_->warn("worker {}: dropped a message: {}", w.id, e.what());
+  }
+}
+
+namespace {
+bool same_part(const PartRef& a, const PartRef& b) { return a.job == b.job && a.index == b.index; }
+}  // namespace
+
+void Supervisor::on_worker_started(Worker& w, const json& msg) {
+  const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
+  if (!slots_.is_current(protocol::get_u32(msg, "slot"), protocol::get_u64(msg, "generation")) ||
+      std::none_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); }))
+    return;  // stale: withdrawn or renewed meanwhile
+  w.computing = ref;
+  if (Partition* p = jobs_.find(ref)) {
+    // Time queued inside the worker is not compute time.
+    p->queued_ms += now_ms() - p->stage_start_ms;
+    p->stage_start_ms = now_ms();
   }
 }
 
@@ -464,14 +499,15 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
   const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
   const uint32_t slot = protocol::get_u32(msg, "slot");
   const uint64_t generation = protocol::get_u64(msg, "generation");
-  if (!slots_.is_current(slot, generation) || !w.current || w.current->job != ref.job ||
-      w.current->index != ref.index) {
+  auto held = std::find_if(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); });
+  if (!slots_.is_current(slot, generation) || held == w.assigned.end()) {
     log_->warn("worker {}: ignored a stale answer for job {} partition {} (slot {} generation {})", w.id, ref.job,
                ref.index, slot, generation);
     return;
   }
-  w.current.reset();
-  if (w.state == WorkerState::kBusy) w.state = WorkerState::kIdle;
+  w.assigned.erase(held);
+  if (w.computing && same_part(*w.computing, ref)) w.computing.reset();
+  if (w.assigned.empty() && w.state == WorkerState::kBusy) w.state = WorkerState::kIdle;
   Partition* p = jobs_.find(ref);
   Job* job = jobs_.find(ref.job);
   if (!p || !job) return;
@@ -516,7 +552,6 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   // of a faulty device, not a witness that does not satisfy its circuit.
   const std::string bad = check_proof(*job, *p, proof_bytes);
   if (!bad.empty()) {
-    free_slot();
     ++p->verify_failures;
     ++metrics_.proofs_rejected;
     const bool device = w.backend != "cpu";
@@ -524,9 +559,17 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
     log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index, w.id,
                 w.backend, bad, device ? " (counted as a device fault)" : "");
     if (device && p->verify_failures < 2) {  // a device fault may not repeat: prove it once more
-      p->state = PartState::kQueued;
+      // from the same witness (the worker never writes its slot), under a new generation
+      if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
+        p->slot = renewed;
+        p->state = PartState::kSynthesized;
+      } else {
+        free_slot();
+        p->state = PartState::kQueued;
+      }
       return;
     }
+    free_slot();
     p->state = PartState::kFailed;
     fail_job(ref.job, "partition " + std::to_string(ref.index) +
                           ": the proof does not verify: the witness does not satisfy the circuit, or the " +
@@ -626,58 +669,88 @@ void Supervisor::check_deadlines() {
 
 void Supervisor::dispatch() {
   for (auto& [id, w] : workers_) {
-    if (w.state != WorkerState::kIdle || w.retiring) continue;
-    if (w.kind == WorkerKind::kSynth) {
-      if (stopping_ || draining_) continue;  // in-flight work finishes, none starts
-      auto ref = jobs_.next(PartState::kQueued);
-      if (!ref) continue;
-      Job* job = jobs_.find(ref->job);
-      Partition* p = jobs_.find(*ref);
-      auto slot = slots_.allocate(job->slot_bytes);
-      if (!slot) continue;  // the memory budget is spent: the partition waits for a slot
-      p->slot = slot;
-      p->state = PartState::kSynthesizing;
-      p->worker = w.id;
-      p->stage_start_ms = now_ms();
-      ++p->attempts;
-      if (job->state == JobState::kQueued) job->state = JobState::kRunning;
-      if (job->started_ms == 0) {
-        job->started_ms = wall_ms();
-        journal_write([this, id = job->id, t = job->started_ms] { journal_.set_started(id, t); });
-      }
-      json m = protocol::make(protocol::kSynth);
-      m["job"] = ref->job;
-      m["partition"] = ref->index;
-      m["slot"] = slot->id;
-      m["generation"] = slot->generation;
-      m["offset"] = slot->offset;
-      m["size"] = slot->size;
-      m["zkey"] = job->zkey;
-      m["wtns"] = p->wtns;
-      send_to_worker(w, m);
-      w.current = ref;
-      w.state = WorkerState::kBusy;
-    } else {
+    if (w.kind != WorkerKind::kSynth || w.state != WorkerState::kIdle || w.retiring) continue;
+    if (stopping_ || draining_) continue;  // in-flight work finishes, none starts
+    auto ref = jobs_.next(PartState::kQueued);
+    if (!ref) break;
+    Job* job = jobs_.find(ref->job);
+    Partition* p = jobs_.find(*ref);
+    auto slot = slots_.allocate(job->slot_bytes);
+    if (!slot) break;  // the memory budget is spent: the partition waits for a slot
+    p->slot = slot;
+    p->state = PartState::kSynthesizing;
+    p->worker = w.id;
+    p->stage_start_ms = now_ms();
+    p->queued_ms = 0;
+    ++p->attempts;
+    if (job->state == JobState::kQueued) job->state = JobState::kRunning;
+    if (job->started_ms == 0) {
+      job->started_ms = wall_ms();
+      journal_write([this, id = job->id, t = job->started_ms] { journal_.set_started(id, t); });
+    }
+    json m = protocol::make(protocol::kSynth);
+    m["job"] = ref->job;
+    m["partition"] = ref->index;
+    m["slot"] = slot->id;
+    m["generation"] = slot->generation;
+    m["offset"] = slot->offset;
+    m["size"] = slot->size;
+    m["zkey"] = job->zkey;
+    m["wtns"] = p->wtns;
+    send_to_worker(w, m);
+    w.assigned.push_back(*ref);
+    w.state = WorkerState::kBusy;
+  }
+  // GPU workers: each holds up to gpu_queue_depth partitions, so the next is
+  // already there when one finishes (no round trip between two proofs). The
+  // least loaded worker is filled first.
+  auto gpu_ready = [](const Worker& w) {
+    return w.kind == WorkerKind::kGpu && !w.retiring &&
+           (w.state == WorkerState::kIdle || w.state == WorkerState::kBusy);
+  };
+  for (size_t depth = 1; depth <= cfg_.gpu_queue_depth; ++depth) {
+    for (auto& [id, w] : workers_) {
+      if (!gpu_ready(w) || w.assigned.size() >= depth) continue;
       auto ref = jobs_.next(PartState::kSynthesized);
-      if (!ref) continue;
-      Job* job = jobs_.find(ref->job);
-      Partition* p = jobs_.find(*ref);
-      p->state = PartState::kProving;
-      p->worker = w.id;
-      p->stage_start_ms = now_ms();
-      json m = protocol::make(protocol::kProve);
-      m["job"] = ref->job;
-      m["partition"] = ref->index;
-      m["slot"] = p->slot->id;
-      m["generation"] = p->slot->generation;
-      m["offset"] = p->slot->offset;
-      m["size"] = p->slot->size;
-      m["zkey"] = job->zkey;
-      send_to_worker(w, m);
-      w.current = ref;
-      w.state = WorkerState::kBusy;
+      if (!ref) return;
+      send_prove(w, *ref);
     }
   }
+  // A partition of higher priority than everything a worker holds may go one
+  // beyond the depth: the worker takes it next, so it overtakes what is only
+  // queued there (never what is computing).
+  for (auto& [id, w] : workers_) {
+    if (!gpu_ready(w) || w.assigned.size() != cfg_.gpu_queue_depth) continue;
+    auto ref = jobs_.next(PartState::kSynthesized);
+    if (!ref) return;
+    const Priority top = jobs_.find(ref->job)->priority;
+    const bool overtakes = std::all_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) {
+      const Job* held = jobs_.find(r.job);
+      return held && held->priority < top;
+    });
+    if (overtakes) send_prove(w, *ref);
+  }
+}
+
+void Supervisor::send_prove(Worker& w, const PartRef& ref) {
+  Job* job = jobs_.find(ref.job);
+  Partition* p = jobs_.find(ref);
+  p->state = PartState::kProving;
+  p->worker = w.id;
+  p->stage_start_ms = now_ms();
+  p->queued_ms = 0;
+  json m = protocol::make(protocol::kProve);
+  m["job"] = ref.job;
+  m["partition"] = ref.index;
+  m["slot"] = p->slot->id;
+  m["generation"] = p->slot->generation;
+  m["offset"] = p->slot->offset;
+  m["size"] = p->slot->size;
+  m["zkey"] = job->zkey;
+  m["priority"] = int(job->priority);
+  send_to_worker(w, m);
+  w.assigned.push_back(ref);
+  w.state = WorkerState::kBusy;
 }
 
 // Tells the workers busy with `job`'s partitions to abandon them (ABORT); each
@@ -685,15 +758,17 @@ void Supervisor::dispatch() {
 // while a worker may still write into it.
 void Supervisor::abort_in_flight(uint64_t job) {
   for (auto& [id, w] : workers_) {
-    if (!w.current || w.current->job != job) continue;
-    Partition* p = jobs_.find(*w.current);
-    if (!p || !p->slot) continue;
-    json m = protocol::make(protocol::kAbort);
-    m["job"] = job;
-    m["partition"] = p->index;
-    m["slot"] = p->slot->id;
-    m["generation"] = p->slot->generation;
-    send_to_worker(w, m);
+    for (const PartRef& ref : w.assigned) {
+      if (ref.job != job) continue;
+      Partition* p = jobs_.find(ref);
+      if (!p || !p->slot) continue;
+      json m = protocol::make(protocol::kAbort);
+      m["job"] = job;
+      m["partition"] = p->index;
+      m["slot"] = p->slot->id;
+      m["generation"] = p->slot->generation;
+      send_to_worker(w, m);
+    }
   }
 }
 
@@ -766,6 +841,9 @@ std::string Supervisor::render_metrics() const {
                        {{"", double(metrics_.jobs_refused)}});
   out += render_family("zkfarm_proofs_rejected_total", "counter", "Proofs that did not verify and were not published.",
                        {{"", double(metrics_.proofs_rejected)}});
+  out += render_family("zkfarm_partitions_requeued_intact_total", "counter",
+                       "Partitions a dead GPU worker held, proved again from their slot without a new synthesis.",
+                       {{"", double(metrics_.partitions_requeued_intact)}});
   out += render_family("zkfarm_device_faults_total", "counter", "Proofs from a GPU backend that did not verify.",
                        {{"", double(metrics_.device_faults)}});
   out += render_family("zkfarm_intake_refusing", "gauge", "1 while intake is refused for a fault (see status).",

@@ -114,6 +114,9 @@ class Supervisor {
   void pump_worker_output();
   void on_worker_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
   void on_worker_done(Worker& w, const nlohmann::json& msg, bool synth);
+  void on_worker_started(Worker& w, const nlohmann::json& msg);
+  /// Sends `w` the PROVE of synthesized partition `ref` (dispatch()).
+  void send_prove(Worker& w, const PartRef& ref);
   void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
   nlohmann::json handle_request(const nlohmann::json& req, const Peer& peer, Role role);
   // submit.cpp: a job's files are checked on a thread of their own (a large key

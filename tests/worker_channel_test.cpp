@@ -24,6 +24,7 @@
 
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
+#include "groth16/verify.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/worker_channel.hpp"
@@ -152,6 +153,26 @@ class FakeSupervisor {
     }
   }
 
+  /// Every message from `worker`, in order, until `n` of type `type` have come
+  /// (fewer after `timeout`).
+  std::vector<proto::Message> gather(const std::string& worker, const std::string& type, size_t n,
+                                     milliseconds timeout) {
+    std::vector<proto::Message> out;
+    size_t seen = 0;
+    auto end = Clock::now() + timeout;
+    while (seen < n) {
+      auto& q = inbox_[worker];
+      while (!q.empty() && seen < n) {
+        out.push_back(std::move(q.front()));
+        q.pop_front();
+        seen += proto::type_of(out.back()) == type;
+      }
+      if (seen >= n || Clock::now() >= end) break;
+      pump(milliseconds(50));
+    }
+    return out;
+  }
+
   /// Receives (and heartbeats) for `d`.
   void idle(milliseconds d) {
     auto end = Clock::now() + d;
@@ -191,8 +212,8 @@ struct Farm {
   std::string endpoint = "ipc://" + (dir / "workers.sock");
   FakeSupervisor sup{endpoint};
   Zkey key = Zkey::open(test::shared_fixture("chain.zkey"));
-  uint64_t slot_bytes = (PartitionBuffers::bytes_for(key) + 4095) & ~uint64_t(4095);
-  ScopedArena arena{slot_bytes * 2};
+  uint64_t slot_bytes = (witness_bytes(key) + 4095) & ~uint64_t(4095);
+  ScopedArena arena{slot_bytes * 4};
 
   std::vector<std::string> synth_args(const std::string& id, std::vector<std::string> extra = {}) {
     std::vector<std::string> a{ZKFARM_SYNTH_BIN, "--endpoint", endpoint, "--arena", arena.name, "--id", id,
@@ -250,10 +271,12 @@ TEST(WorkerChannel, SynthThenProveVerifiesWithSnarkjs) {
   EXPECT_EQ(proto::get_u32(*done, "slot"), 1u);
   EXPECT_EQ(proto::get_u64(*done, "generation"), 7u);
 
-  // public.json from the slot's witness (before PROVE overwrites a, b, c; the witness stays).
-  auto buf = PartitionBuffers::view(f.arena.arena.at(f.slot_bytes, f.slot_bytes), f.key);
+  // The slot holds the witness, byte for byte; public.json comes from it.
+  const U256* witness = reinterpret_cast<const U256*>(f.arena.arena.at(f.slot_bytes, f.slot_bytes));
+  const Wtns wtns = Wtns::open(test::shared_fixture("chain.0.wtns"));
+  ASSERT_EQ(std::memcmp(witness, wtns.values.data(), witness_bytes(f.key)), 0);
   std::string pub = f.dir / "public.json", proof_path = f.dir / "proof.json";
-  write_file_atomic(pub, public_to_json(buf.witness, f.key.n_public));
+  write_file_atomic(pub, public_to_json(witness, f.key.n_public));
   EXPECT_EQ(read_file(pub), read_file(test::shared_fixture("chain.0.public.json")));
 
   f.sup.send("gpu-0", f.work(proto::kProve, 42, 3, 1, ""));
@@ -272,6 +295,8 @@ TEST(WorkerChannel, SynthThenProveVerifiesWithSnarkjs) {
                     " " + pub + " " + proof_path + " >/dev/null";
   int st = std::system(cmd.c_str());
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+  // Proving only read the slot: the witness is still there for a second proof.
+  EXPECT_EQ(std::memcmp(witness, wtns.values.data(), witness_bytes(f.key)), 0);
 
   f.sup.send("synth-0", proto::make(proto::kShutdown));
   f.sup.send("gpu-0", proto::make(proto::kShutdown));
@@ -353,6 +378,64 @@ TEST(WorkerChannel, BusyAnswerAndShutdownFinishesThePartitionFirst) {
   EXPECT_EQ(proto::get_u32(*done, "partition"), 0u);
   EXPECT_TRUE(proto::get_bool(*done, "ok")) << done->dump();
   EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+}
+
+// gpu_queue_depth from the worker's side: PROVEs sent while one computes wait
+// in the worker, the highest priority starts next (a critical one overtakes
+// what is only queued, not what computes), an ABORT withdraws a waiting one at
+// once, and STARTED says which one computes.
+TEST(WorkerChannel, GpuWorkerQueuesByPriorityAndAbortWithdrawsAWaitingOne) {
+  Farm f;
+  Child synth(f.synth_args("synth-0"));
+  Child gpu(f.gpu_args("gpu-0"), "slow_ms:300");
+  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
+  ASSERT_TRUE(f.sup.expect("gpu-0", proto::kReady, kTimeout));
+  for (uint32_t k = 0; k < 4; ++k) {
+    f.sup.send("synth-0", f.work(proto::kSynth, 5, k, k, test::shared_fixture("chain." + std::to_string(k) + ".wtns")));
+    auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+    ASSERT_TRUE(done && proto::get_bool(*done, "ok"));
+  }
+  auto prove = [&](uint32_t k, int priority) {
+    proto::Message m = f.work(proto::kProve, 5, k, k, "");
+    m["priority"] = priority;
+    f.sup.send("gpu-0", m);
+  };
+  prove(0, 1);
+  prove(1, 1);
+  prove(2, 3);  // critical: next after partition 0, before 1
+  prove(3, 1);
+  proto::Message abort = proto::make(proto::kAbort);
+  abort["job"] = 5;
+  abort["partition"] = 3;
+  abort["slot"] = 3;
+  abort["generation"] = 7;
+  f.sup.send("gpu-0", abort);
+
+  std::vector<proto::Message> got = f.sup.gather("gpu-0", proto::kProveDone, 4, milliseconds(30000));
+  std::vector<uint32_t> started, proved, refused;
+  for (const auto& m : got) {
+    if (proto::type_of(m) == proto::kStarted) started.push_back(proto::get_u32(m, "partition"));
+    if (proto::type_of(m) != proto::kProveDone) continue;
+    (proto::get_bool(m, "ok") ? proved : refused).push_back(proto::get_u32(m, "partition"));
+    if (!proto::get_bool(m, "ok")) {
+      EXPECT_EQ(proto::get_str(m, "error"), "aborted before it started");
+      continue;
+    }
+    // Each proof verifies against the key and that partition's public signals.
+    const uint32_t k = proto::get_u32(m, "partition");
+    const U256* w = reinterpret_cast<const U256*>(f.arena.arena.at(k * f.slot_bytes, f.slot_bytes));
+    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(f.key), proto::decode_proof(proto::get_bin(m, "proof")),
+                                        {w + 1, f.key.n_public});
+    EXPECT_TRUE(v) << "partition " << k << ": " << v.reason;
+  }
+  EXPECT_EQ(refused, std::vector<uint32_t>({3}));
+  EXPECT_EQ(started, std::vector<uint32_t>({0, 2, 1}));
+  EXPECT_EQ(proved, std::vector<uint32_t>({0, 2, 1}));
+
+  f.sup.send("synth-0", proto::make(proto::kShutdown));
+  f.sup.send("gpu-0", proto::make(proto::kShutdown));
+  EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+  EXPECT_EQ(gpu.wait_exit(kTimeout), 0);
 }
 
 TEST(WorkerChannel, ExitsWhenTheSupervisorFallsSilent) {

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <vector>
 
@@ -62,18 +63,18 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
   Wtns wtns = Wtns::open(wtns_path);
   check_witness_matches(key, wtns);
   const VerifyingKey vk = VerifyingKey::from_zkey(key);  // a bad key fails here, before the work
-  ThreadPool pool(opt.threads);
 
-  std::vector<uint64_t> memory((PartitionBuffers::bytes_for(key) + 7) / 8);
-  PartitionBuffers buffers = PartitionBuffers::view(memory.data(), key);
-  gpu::HostPin pin(*backend, memory.data(), memory.size() * 8, "zkfarm-prove");
-  synthesize(key, wtns, buffers, pool);
-  std::string public_json = public_to_json(buffers.witness, key.n_public);
-  Proof proof = backend->prove(key, buffers, r, s, nullptr);
+  // The witness is all the backend takes (as a farm slot holds it): synthesis
+  // runs inside it, on the CPU's threads or on the device.
+  std::vector<U256> witness(key.n_vars);
+  gpu::HostPin pin(*backend, witness.data(), witness.size() * sizeof(U256), "zkfarm-prove");
+  std::memcpy(witness.data(), wtns.values.data(), witness.size() * sizeof(U256));
+  std::string public_json = public_to_json(witness.data(), key.n_public);
+  Proof proof = backend->prove(key, witness.data(), r, s, nullptr);
 
   // Synthesis does not check the constraints, so an unsatisfying witness gives
   // a proof; so would a backend fault. Neither may reach the output files.
-  const VerifyResult check = verify_proof(vk, proof, {buffers.witness + 1, key.n_public});
+  const VerifyResult check = verify_proof(vk, proof, {witness.data() + 1, key.n_public});
   if (!check) {
     std::fprintf(stderr,
                  "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "

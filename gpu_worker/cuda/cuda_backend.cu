@@ -2,10 +2,10 @@
 //  - Keys: each loaded key's points (A, B1, B2, C, H) and its domain tables are
 //    uploaded once and stay resident, most recently used first, within
 //    key_memory_share of the device's memory.
-//  - Per partition only the witness and a, b, c cross the bus, on a copy
-//    stream: the witness first, so the witness MSMs (A, B1, C, B2) start on the
-//    compute stream while a, b, c are still on their way; then the three NTTs
-//    to the odd coset, H, and the H MSM.
+//  - Keys also keep their A and B matrices by constraint (DeviceMatrix), so
+//    per partition only the witness crosses the bus (n_vars·32 bytes, on a
+//    copy stream); synthesis runs on the device (a, b, c), then the witness
+//    MSMs (A, B1, C, B2), the three NTTs to the odd coset, H, and the H MSM.
 //  - Copies come from memory registered with cudaHostRegister (the arena, via
 //    pin_host_memory) at the bus's rate.
 //  - Every CUDA call is checked (ZK_CUDA); a failure throws CudaError.
@@ -17,6 +17,7 @@
 #include "gpu_worker/cuda/cuda_check.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
 #include "gpu_worker/cuda/device_ntt.cuh"
+#include "gpu_worker/cuda/device_synth.cuh"
 #include "gpu_worker/cuda_backend.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/key_cache.hpp"
@@ -32,10 +33,12 @@ using cuda::DeviceBuffer;
 struct ResidentKey {
   DeviceBuffer a, b1, b2, c, h;
   std::unique_ptr<cuda::DeviceDomain> domain;
+  std::unique_ptr<cuda::DeviceMatrix> matrix;
 
   /// Device bytes a key takes resident (before it is uploaded).
   static size_t estimate(const Zkey& key) {
-    return size_t(key.n_vars) * (3 * kG1Bytes + kG2Bytes) + size_t(key.domain_size) * (kG1Bytes + 32);
+    return size_t(key.n_vars) * (3 * kG1Bytes + kG2Bytes) + size_t(key.domain_size) * (kG1Bytes + 32) +
+           cuda::DeviceMatrix::estimate(key.domain_size, key.n_coeffs);
   }
 };
 
@@ -58,6 +61,7 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
     ZK_CUDA(cudaMemcpy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size(), cudaMemcpyHostToDevice));
   upload(r->h, key.h.data(), key.h.size());
   r->domain = std::make_unique<cuda::DeviceDomain>(Domain(key.log_domain, pool));
+  r->matrix = std::make_unique<cuda::DeviceMatrix>(ConstraintMatrix::build(key));
   // The uploads ran on the legacy stream, which the non-blocking compute
   // stream does not wait for: finish them before any kernel reads the key.
   ZK_CUDA(cudaDeviceSynchronize());
@@ -109,7 +113,6 @@ class CudaBackend final : public ProveBackend {
     copy_ = std::make_unique<Stream>();
     compute_ = std::make_unique<Stream>();
     witness_ready_ = std::make_unique<Event>();
-    abc_ready_ = std::make_unique<Event>();
     msm_ = std::make_unique<cuda::MsmRunner>();
   }
 
@@ -130,7 +133,7 @@ class CudaBackend final : public ProveBackend {
 
   const Zkey& load(const std::string& path) override { return *keys_->get(path).key; }
 
-  Proof prove(const Zkey& key, const PartitionBuffers& in, const U256& r, const U256& s,
+  Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override {
     std::unique_ptr<ResidentKey> once;  // a key that did not come from load()
     const ResidentKey* dk = nullptr;
@@ -143,36 +146,32 @@ class CudaBackend final : public ProveBackend {
     auto check_cancel = [&] {
       if (cancel && cancel->load()) throw Cancelled();
     };
-    const size_t n = in.domain_size, nv = in.n_vars;
+    const size_t n = key.domain_size, nv = key.n_vars;
     abc_.reserve(3 * n * 32);
     witness_.reserve(nv * 32);
     uint8_t* d_abc = abc_.get<uint8_t>();
 
-    // The witness first: its MSMs can start while a, b, c are on their way.
-    ZK_CUDA(cudaMemcpyAsync(witness_.get(), in.witness, nv * 32, cudaMemcpyHostToDevice, *copy_));
+    // The witness is the only upload of a partition.
+    ZK_CUDA(cudaMemcpyAsync(witness_.get(), witness, nv * 32, cudaMemcpyHostToDevice, *copy_));
     ZK_CUDA(cudaEventRecord(*witness_ready_, *copy_));
-    ZK_CUDA(cudaMemcpyAsync(d_abc, in.a, n * 32, cudaMemcpyHostToDevice, *copy_));
-    ZK_CUDA(cudaMemcpyAsync(d_abc + n * 32, in.b, n * 32, cudaMemcpyHostToDevice, *copy_));
-    ZK_CUDA(cudaMemcpyAsync(d_abc + 2 * n * 32, in.c, n * 32, cudaMemcpyHostToDevice, *copy_));
-    ZK_CUDA(cudaEventRecord(*abc_ready_, *copy_));
 
     MsmSums m;
     std::future<G2> b2_cpu;
     if (opt_.g2_on_cpu) {
       b2_cpu = std::async(std::launch::async, [&] {
-        ScalarPlan plan = plan_scalars(in.witness, nv, pool_);
+        ScalarPlan plan = plan_scalars(witness, nv, pool_);
         return msm<G2Params>(key.b2.data(), kG2Bytes, plan, 0, nv, pool_);
       });
     }
     try {
       ZK_CUDA(cudaStreamWaitEvent(*compute_, *witness_ready_, 0));
+      dk->matrix->synthesize(witness_.get(), d_abc, *compute_);
       std::vector<cuda::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
       std::vector<cuda::G2Job> g2;
       if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
       msm_->run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
       check_cancel();
 
-      ZK_CUDA(cudaStreamWaitEvent(*compute_, *abc_ready_, 0));
       for (int i = 0; i < 3; ++i) dk->domain->to_odd_coset(d_abc + i * n * 32, *compute_);
       cuda::h_scalars(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *compute_);
       msm_->run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
@@ -193,7 +192,7 @@ class CudaBackend final : public ProveBackend {
   std::unique_ptr<KeyCache<ResidentKey>> keys_;
   std::vector<void*> pinned_;
   std::unique_ptr<Stream> copy_, compute_;
-  std::unique_ptr<Event> witness_ready_, abc_ready_;
+  std::unique_ptr<Event> witness_ready_;
   std::unique_ptr<cuda::MsmRunner> msm_;
   DeviceBuffer abc_, witness_;
 };

@@ -1,0 +1,62 @@
+#pragma once
+// The key's A and B matrices regrouped by constraint (compressed sparse rows),
+// built once when a key is loaded, so that synthesis (a = A·w, b = B·w,
+// c = a∘b) runs row-parallel: each thread reads only its rows' coefficients,
+// and the same arrays, uploaded, feed the CUDA backend's synthesis kernel.
+//
+// Source: the zkey's section 4 (snarkjs src/zkey_utils.js, "coefs"): records
+// {u32 matrix (0 = A, 1 = B), u32 constraint, u32 signal, value[32]}, the value
+// stored as v·R² (R = 2^256 mod r) so that one Montgomery product with a plain
+// witness value gives a·w in Montgomery form. Record order is whatever the
+// key's writer chose; field addition is exact, so the row order does not
+// change a single bit of the result.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "groth16/bn254.hpp"
+#include "groth16/thread_pool.hpp"
+#include "groth16/zkey.hpp"
+
+namespace zkfarm {
+
+/// One matrix (A or B) in CSR form over `rows` constraints (the key's domain
+/// size: rows past the last constraint are empty).
+struct SparseRows {
+  /// rows + 1 offsets into signal/coef: row i is [start[i], start[i + 1]).
+  std::vector<uint32_t> start;
+  /// The signal (witness index, < n_vars) of each entry.
+  std::vector<uint32_t> signal;
+  /// The coefficient of each entry, the record's 32 bytes loaded as they are
+  /// (Montgomery form of v·R).
+  std::vector<Fr> coef;
+
+  size_t rows() const { return start.empty() ? 0 : start.size() - 1; }
+  size_t entries() const { return signal.size(); }
+  /// Host bytes of the three arrays.
+  size_t bytes() const { return start.size() * 4 + signal.size() * 4 + coef.size() * sizeof(Fr); }
+};
+
+/// A key's A and B by constraint.
+struct ConstraintMatrix {
+  SparseRows a, b;
+
+  /// Regroups `key`'s section 4 (already validated by Zkey::open: matrix ∈
+  /// {0, 1}, constraint < domain_size, signal < n_vars) with a counting sort:
+  /// two passes over the records, O(n_coeffs + domain_size) time, about
+  /// 36 bytes per record plus 8 bytes per row of memory.
+  static ConstraintMatrix build(const Zkey& key);
+  size_t bytes() const { return a.bytes() + b.bytes(); }
+};
+
+/// Synthesis from a witness: a[i] = Σ_j A[i][j]·w[j], b likewise, c[i] = a[i]·b[i]
+/// for every row i < m.a.rows() (a, b, c: that many Fr each, Montgomery form;
+/// every element written). `witness`: the key's n_vars canonical values
+/// (plain, < r, as a .wtns holds them). Rows are split over `pool` by their
+/// entry counts. Throws Cancelled when *cancel (may be null) is true before
+/// or after the work.
+void synthesize_abc(const ConstraintMatrix& m, const U256* witness, Fr* a, Fr* b, Fr* c, ThreadPool& pool,
+                    const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace zkfarm
