@@ -223,6 +223,8 @@ struct WorkerChannel::Impl {
         log("ABORT: abandoning job %llu partition %u", (unsigned long long)get_u64(m, "job"), get_u32(m, "partition"));
         g_abort = true;
       } else if (auto it = std::find_if(waiting.begin(), waiting.end(), same); it != waiting.end()) {
+        log("ABORT: withdrew job %llu partition %u before it started", (unsigned long long)get_u64(m, "job"),
+            get_u32(m, "partition"));
         send(reply(*it, WorkResult::failure("aborted before it started")));
         waiting.erase(it);
       }

@@ -54,10 +54,15 @@ nlohmann::json Job::to_json() const {
   j["finished_ms"] = finished_ms ? nlohmann::json(finished_ms) : nlohmann::json(nullptr);
   // Timings (ms): waiting for the first worker, summed synthesis and proving, end to end.
   int64_t synth = 0, prove = 0;
+  uint64_t syntheses = 0;
   for (const auto& p : parts) {
     synth += p.synth_ms;
     prove += p.prove_ms;
+    syntheses += p.attempts;
   }
+  // SYNTHs sent in this instance: a partition re-proved from its slot after a
+  // GPU worker died is not synthesized again, so this stays at one a partition.
+  j["syntheses"] = syntheses;
   j["queue_wait_ms"] = started_ms ? nlohmann::json(started_ms - submitted_ms) : nlohmann::json(nullptr);
   j["synthesis_ms"] = synth;
   j["proving_ms"] = prove;

@@ -1,0 +1,110 @@
+"""The GPU worker's queue (issue 12) with real processes on the CPU backend:
+gpu_queue_depth partitions handed to the GPU worker at once; when it is
+SIGKILLed holding them, each is proved from its slot by the replacement (no
+second synthesis) exactly once; a cancel withdraws partitions queued at the
+worker; proofs verify with snarkjs.
+
+Run by ctest like test_farm.py (ZKFARM_BIN, ZKFARM_SOURCE_DIR, ZKFARM_SHARED_FIXTURES).
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from test_farm import FIX, Farm, chain_wtns, ctl, snarkjs_verify
+from test_journal import become_subreaper, journal_counts
+from test_lifecycle import write_config
+
+CHAIN_ZKEY = os.path.join(FIX, "chain.zkey")
+
+
+class GpuQueueTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        become_subreaper()
+
+    def setUp(self):
+        self.farms = []
+        self.tmp = tempfile.mkdtemp(prefix="zkfarm-gpuq-")
+
+    def tearDown(self):
+        for f in self.farms:
+            f.close()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def farm(self, *extra, env=None):
+        f = Farm(*extra, env=env)
+        self.farms.append(f)
+        return f
+
+    def gpu(self, farm):
+        return [w for w in farm.status()["workers"] if w["kind"] == "gpu"][0]
+
+    def wait_for(self, what, cond, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = cond()
+            if value:
+                return value
+            time.sleep(0.02)
+        self.fail("timed out waiting for " + what)
+
+    def job(self, farm, job):
+        return {str(j["id"]): j for j in farm.status()["jobs"]}[job]
+
+    def verify(self, out, n):
+        ok, text = snarkjs_verify([(os.path.join(FIX, "chain.vkey.json"), f"{out}/{k}.public.json",
+                                    f"{out}/{k}.proof.json") for k in range(n)])
+        self.assertTrue(ok, text)
+
+    def test_killed_gpu_worker_holding_a_queue_its_partitions_are_proved_once_from_their_slots(self):
+        cfg = write_config(self.tmp, flap_max_crashes=100, restart_backoff_ms=100, gpu_queue_depth=3)
+        # Every worker sleeps 300 ms a partition: the GPU worker's queue fills.
+        farm = self.farm("--synth-workers", "2", "--config", cfg, env={"ZKFARM_FAULT": "slow_ms:300"})
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(10)])
+        self.assertEqual(code, 0, err)
+        kills = 0
+        for _ in range(2):
+            gpu = self.wait_for("the GPU worker to hold 3 partitions",
+                                lambda: (lambda g: g if g["held"] >= 3 and g["pid"] else None)(self.gpu(farm)))
+            os.kill(gpu["pid"], signal.SIGKILL)
+            kills += 1
+            self.wait_for("a new GPU worker", lambda: self.gpu(farm)["pid"] not in (0, gpu["pid"]))
+        self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "120", check=False)[0], 0, farm.output())
+        log = farm.output()
+        # Each kill sent the 3 partitions it held back to the GPU queue, in their slots.
+        self.assertGreaterEqual(log.count("back to the GPU queue, its witness kept in slot"), 3 * kills, log)
+        self.assertNotIn("back to the queue (", log)
+        # One synthesis a partition, one journaled proof a partition, all verify.
+        self.assertEqual(self.job(farm, job)["syntheses"], 10)
+        per_partition, _ = journal_counts(farm.state)
+        self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job), list(range(10)))
+        self.assertTrue(all(c == 1 for _, _, c in per_partition))
+        self.verify(out, 10)
+        farm.stop_and_check(self)
+
+    def test_cancel_withdraws_partitions_queued_at_the_gpu_worker(self):
+        cfg = write_config(self.tmp, gpu_queue_depth=4)
+        farm = self.farm("--synth-workers", "2", "--config", cfg, env={"ZKFARM_FAULT": "slow_ms:400"})
+        code, job, err, _ = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(10)])
+        self.assertEqual(code, 0, err)
+        self.wait_for("the GPU worker to hold 3 partitions", lambda: self.gpu(farm)["held"] >= 3)
+        self.assertEqual(ctl(farm.state, "cancel", job, check=False)[0], 0)
+        # The waiting ones are answered at once, the computing one at its next
+        # stage boundary; then the worker holds nothing and every slot is free.
+        self.wait_for("the GPU worker to give everything back",
+                      lambda: self.gpu(farm)["held"] == 0 and farm.status()["arena"]["slots"] == 0)
+        self.assertEqual(self.job(farm, job)["state"], "cancelled")
+        self.assertIn("before it started", farm.output())
+        # The farm goes on: a new job is proved and verifies.
+        code, job2, err, out2 = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(3)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(ctl(farm.state, "wait", job2, "--timeout", "120", check=False)[0], 0, farm.output())
+        self.verify(out2, 3)
+        farm.stop_and_check(self)
+
+
+if __name__ == "__main__":
+    unittest.main()
