@@ -586,8 +586,8 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
       log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
   });
   free_slot();
-  log_->info("job {} partition {}: proved by {} and verified (synthesis {} ms, proving {} ms)", ref.job, ref.index,
-             w.id, p->synth_ms, p->prove_ms);
+  log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
+             ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
   ++metrics_.partitions_proved;
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
   metrics_.proving.observe(double(p->prove_ms) / 1000.0);

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Keep-the-GPU-busy benchmark: 100 partitions (10 jobs x 10 distinct
+witnesses) of a test key through one zkfarmd, in steady state (the key is
+made resident by one warm-up partition first).
+
+    farm_gpu_bench.py --bin DIR --backend cuda|cpu --log 20 [--log 22 ...]
+                      [--jobs 10] [--synth-workers 4] [--arena-mib 4096]
+                      [--depth 2] [--out DIR]
+
+Prints for each key: partitions/s; the GPU worker's busy share (the sum of
+its compute times, STARTED to PROVE_DONE, over the wall time) and, where
+nvidia-smi exists, NVML utilization sampled every 100 ms; the stages (witness
+load in the synthesis workers, wait in the GPU worker's queue, compute:
+synthesis on the device plus the prove step); a timeline of partitions done
+per tenth of the run; the ratio to the compute bound (1 / median compute
+time); and host-to-device bytes per partition (the witness, n_vars x 32: the
+only per-partition upload of the CUDA backend). With --backend cpu it also
+runs the same 100 partitions through zkfarm-prove one after another and
+prints farm/sequential. Proofs go to OUT/LOG/job-J/ for snarkjs.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from datetime import datetime
+
+LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] .*job (\d+) partition (\d+): proved by (\S+) and verified "
+                  r"\(witness (\d+) ms, queued at the worker (\d+) ms, proving (\d+) ms\)")
+
+
+def n_vars_of(zkey):
+    """nVars from the zkey's header section (2): snarkjs zkey layout."""
+    with open(zkey, "rb") as f:
+        data = f.read(4096)
+    pos, (nsec,) = 8, struct.unpack_from("<I", data, 8)
+    pos = 12
+    for _ in range(nsec):
+        sid, size = struct.unpack_from("<IQ", data, pos)
+        pos += 12
+        if sid == 2:
+            n8q = struct.unpack_from("<I", data, pos)[0]
+            p = pos + 4 + n8q
+            n8r = struct.unpack_from("<I", data, p)[0]
+            return struct.unpack_from("<I", data, p + 4 + n8r)[0]
+        pos += size
+    raise SystemExit(f"{zkey}: no header section")
+
+
+def sampler(stop, samples):
+    if not shutil.which("nvidia-smi"):
+        return
+    p = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        for line in p.stdout:
+            if stop.is_set():
+                break
+            try:
+                samples.append(float(line.split(",")[0]))
+            except ValueError:
+                pass
+    finally:
+        p.terminate()
+        p.wait()
+
+
+def run_key(a, log, work, out_root):
+    prefix = os.path.join(work, f"tk{log}")
+    subprocess.run([os.path.join(a.bin, "zkfarm-testkey"), "--constraints", str((1 << log) - 64), "--public", "2",
+                    "--witnesses", "9", "--seed", str(log), "--out", prefix], check=True, stdout=subprocess.DEVNULL)
+    zkey = prefix + ".zkey"
+    wtns = [prefix + ".wtns"] + [f"{prefix}.{k}.wtns" for k in range(1, 10)]
+    out = os.path.join(out_root, str(log))
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(prefix + ".vkey.json", os.path.join(out, "vkey.json"))
+    state = os.path.join(work, f"state{log}")
+    ctl = [os.path.join(a.bin, "zkfarmctl"), "--state-dir", state]
+    logf = os.path.join(work, f"zkfarmd{log}.log")
+    daemon = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
+                               "--synth-workers", str(a.synth_workers), "--arena-mib", str(a.arena_mib),
+                               "--gpu-queue-depth", str(a.depth)],
+                              stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
+    try:
+        for _ in range(600):
+            if subprocess.run(ctl + ["status"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        # Warm-up: the key becomes resident (read, checked, uploaded).
+        t0 = time.time()
+        job = subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", wtns[0], "--out", os.path.join(work, "warm")],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        subprocess.run(ctl + ["wait", job, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+        warm_s = time.time() - t0
+
+        stop, util = threading.Event(), []
+        th = threading.Thread(target=sampler, args=(stop, util), daemon=True)
+        th.start()
+        t0 = time.time()
+        jobs = []
+        for j in range(a.jobs):
+            jobs.append(subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", *wtns, "--out",
+                                              os.path.join(out, f"job-{j}")],
+                                       check=True, capture_output=True, text=True).stdout.strip())
+        for job in jobs:
+            subprocess.run(ctl + ["wait", job, "--quiet", "--timeout", "3600"], check=True, stdout=subprocess.DEVNULL)
+        wall = time.time() - t0
+        stop.set()
+    finally:
+        subprocess.run(ctl + ["stop"], capture_output=True)
+        try:
+            daemon.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait()
+    shutil.copy(logf, os.path.join(out, "zkfarmd.log"))
+
+    recs = []
+    ids = set(jobs)
+    for line in open(logf):
+        m = LINE.match(line)
+        if m and m.group(2) in ids:
+            ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+            recs.append((ts, int(m.group(5)), int(m.group(6)), int(m.group(7))))
+    n = len(recs)
+    compute = [r[3] for r in recs]
+    bound = 1000.0 / statistics.median(compute)
+    rate = n / wall
+    busy = sum(compute) / 1000.0 / wall
+    nv = n_vars_of(zkey)
+    print(f"\n== domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x 10 witnesses), "
+          f"{a.synth_workers} synthesis workers, gpu_queue_depth {a.depth}, {os.cpu_count()} cores ==")
+    print(f"warm-up (key resident): {warm_s:.2f} s")
+    print(f"wall {wall:.2f} s   partitions/s {rate:.2f}   compute bound {bound:.2f}/s   "
+          f"ratio to bound {rate / bound:.2f}")
+    print(f"GPU worker busy (compute time / wall): {100 * busy:.1f}%", end="")
+    if util:
+        print(f"   NVML utilization: mean {statistics.mean(util):.1f}%, median {statistics.median(util):.0f}% "
+              f"({len(util)} samples)")
+    else:
+        print("   NVML: no nvidia-smi here")
+    print(f"{'stage (ms)':<34} {'median':>8} {'mean':>8} {'max':>8}")
+    for name, k in (("witness load (synthesis worker)", 1), ("queued at the GPU worker", 2),
+                    ("compute: synthesis + prove step", 3)):
+        v = [r[k] for r in recs]
+        print(f"{name:<34} {statistics.median(v):8.1f} {statistics.mean(v):8.1f} {max(v):8d}")
+    print("timeline (partitions proved per tenth of the wall time): " +
+          " ".join(str(sum(1 for r in recs if t0 + wall * i / 10 <= r[0] < t0 + wall * (i + 1) / 10)) for i in range(10)))
+    print(f"host-to-device per partition: {nv * 32 / 1e6:.1f} MB (the witness, {nv} x 32 B); "
+          f"a slot of a, b, c and the witness was {(nv + 3 * (1 << log)) * 32 / 1e6:.1f} MB")
+    if a.backend == "cpu":
+        t = time.time()
+        for j in range(a.jobs):
+            for w in wtns:
+                subprocess.run([os.path.join(a.bin, "zkfarm-prove"), zkey, w, os.path.join(work, "p.json"),
+                                os.path.join(work, "q.json")], check=True)
+        seq = time.time() - t
+        print(f"sequential zkfarm-prove, same {n} partitions: {seq:.2f} s; farm / sequential: {wall / seq:.3f}")
+    return n == 10 * a.jobs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--log", type=int, action="append")
+    ap.add_argument("--jobs", type=int, default=10)
+    ap.add_argument("--synth-workers", type=int, default=4)
+    ap.add_argument("--arena-mib", type=int, default=4096)
+    ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--out", default="build/farm-gpu")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="zkfarm-farmgpu-")
+    ok = True
+    try:
+        for log in a.log or [20, 22]:
+            ok &= run_key(a, log, work, os.path.abspath(a.out))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    raise SystemExit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
