@@ -14,7 +14,10 @@ load in the synthesis workers, wait in the GPU worker's queue, compute:
 synthesis on the device plus the prove step); a timeline of partitions done
 per tenth of the run; the ratio to the compute bound (1 / median compute
 time); and host-to-device bytes per partition (the witness, n_vars x 32: the
-only per-partition upload of the CUDA backend). With --backend cpu it also
+only per-partition upload of the CUDA backend); then the GPU worker is
+SIGKILLed and its replacement's first proof is timed against the steady ones.
+All jobs are submitted at once by concurrent clients (submit_checks set to
+half the cores), and the time until all were accepted is printed. With --backend cpu it also
 runs the same 100 partitions through zkfarm-prove one after another and
 prints farm/sequential. Proofs go to OUT/LOG/job-J/ for snarkjs.
 """
@@ -84,9 +87,14 @@ def run_key(a, log, work, out_root):
     state = os.path.join(work, f"state{log}")
     ctl = [os.path.join(a.bin, "zkfarmctl"), "--state-dir", state]
     logf = os.path.join(work, f"zkfarmd{log}.log")
+    # Submits are checked (copied, hashed, validated) submit_checks at a time;
+    # the clients below submit all jobs at once, as a busy farm's clients do.
+    cfg = os.path.join(work, f"zkfarmd{log}.toml")
+    with open(cfg, "w") as f:
+        f.write(f"submit_checks = {a.submit_checks}\n")
     daemon = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
                                "--synth-workers", str(a.synth_workers), "--arena-mib", str(a.arena_mib),
-                               "--gpu-queue-depth", str(a.depth)],
+                               "--gpu-queue-depth", str(a.depth), "--config", cfg],
                               stdout=subprocess.DEVNULL, stderr=open(logf, "w"))
     try:
         for _ in range(600):
@@ -104,15 +112,40 @@ def run_key(a, log, work, out_root):
         th = threading.Thread(target=sampler, args=(stop, util), daemon=True)
         th.start()
         t0 = time.time()
-        jobs = []
-        for j in range(a.jobs):
-            jobs.append(subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", *wtns, "--out",
-                                              os.path.join(out, f"job-{j}")],
-                                       check=True, capture_output=True, text=True).stdout.strip())
+        jobs = [None] * a.jobs
+
+        def submit(j):
+            jobs[j] = subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", *wtns, "--out",
+                                            os.path.join(out, f"job-{j}")],
+                                     check=True, capture_output=True, text=True).stdout.strip()
+
+        clients = [threading.Thread(target=submit, args=(j,)) for j in range(a.jobs)]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+        accepted = time.time() - t0
         for job in jobs:
             subprocess.run(ctl + ["wait", job, "--quiet", "--timeout", "3600"], check=True, stdout=subprocess.DEVNULL)
         wall = time.time() - t0
         stop.set()
+        restart = None
+        if a.restart:
+            # A GPU worker SIGKILLed and replaced: its first proof against a steady one.
+            gpu = [w for w in json.loads(subprocess.run(ctl + ["status", "--json"], capture_output=True, text=True,
+                                                        check=True).stdout)["workers"] if w["kind"] == "gpu"][0]
+            os.kill(gpu["pid"], signal.SIGKILL)
+            for _ in range(1200):
+                st = json.loads(subprocess.run(ctl + ["status", "--json"], capture_output=True, text=True).stdout or "{}")
+                g = [w for w in st.get("workers", []) if w["kind"] == "gpu"]
+                if g and g[0]["pid"] not in (0, gpu["pid"]) and g[0]["state"] == "idle":
+                    break
+                time.sleep(0.1)
+            rjob = subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", wtns[1], "--out",
+                                         os.path.join(work, "restart")], check=True, capture_output=True,
+                                  text=True).stdout.strip()
+            subprocess.run(ctl + ["wait", rjob, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+            restart = rjob
     finally:
         subprocess.run(ctl + ["stop"], capture_output=True)
         try:
@@ -122,13 +155,15 @@ def run_key(a, log, work, out_root):
             daemon.wait()
     shutil.copy(logf, os.path.join(out, "zkfarmd.log"))
 
-    recs = []
+    recs, first_after_restart = [], None
     ids = set(jobs)
     for line in open(logf):
         m = LINE.match(line)
         if m and m.group(2) in ids:
             ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
             recs.append((ts, int(m.group(5)), int(m.group(6)), int(m.group(7))))
+        if m and m.group(2) == restart:
+            first_after_restart = int(m.group(7))
     n = len(recs)
     compute = [r[3] for r in recs]
     bound = 1000.0 / statistics.median(compute)
@@ -137,7 +172,8 @@ def run_key(a, log, work, out_root):
     nv = n_vars_of(zkey)
     print(f"\n== domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x 10 witnesses), "
           f"{a.synth_workers} synthesis workers, gpu_queue_depth {a.depth}, {os.cpu_count()} cores ==")
-    print(f"warm-up (key resident): {warm_s:.2f} s")
+    print(f"warm-up (key resident): {warm_s:.2f} s; all {a.jobs} jobs accepted {accepted:.2f} s after the first "
+          f"submit (submit_checks {a.submit_checks})")
     print(f"wall {wall:.2f} s   partitions/s {rate:.2f}   compute bound {bound:.2f}/s   "
           f"ratio to bound {rate / bound:.2f}")
     print(f"GPU worker busy (compute time / wall): {100 * busy:.1f}%", end="")
@@ -155,6 +191,11 @@ def run_key(a, log, work, out_root):
           " ".join(str(sum(1 for r in recs if t0 + wall * i / 10 <= r[0] < t0 + wall * (i + 1) / 10)) for i in range(10)))
     print(f"host-to-device per partition: {nv * 32 / 1e6:.1f} MB (the witness, {nv} x 32 B); "
           f"a slot of a, b, c and the witness was {(nv + 3 * (1 << log)) * 32 / 1e6:.1f} MB")
+    if first_after_restart is not None:
+        steady = statistics.median(compute)
+        print(f"GPU worker SIGKILLed and replaced: its first proof's compute {first_after_restart} ms "
+              f"against {steady:.0f} ms steady (+{first_after_restart - steady:.0f} ms: the key read, checked, "
+              f"prepared and uploaded again)")
     if a.backend == "cpu":
         t = time.time()
         for j in range(a.jobs):
@@ -176,6 +217,9 @@ def main():
     ap.add_argument("--arena-mib", type=int, default=4096)
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--out", default="build/farm-gpu")
+    ap.add_argument("--submit-checks", type=int, default=max(2, (os.cpu_count() or 2) // 2))
+    ap.add_argument("--no-restart", dest="restart", action="store_false",
+                    help="skip the GPU-worker restart measurement")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="zkfarm-farmgpu-")

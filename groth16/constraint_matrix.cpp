@@ -1,13 +1,103 @@
 #include "groth16/constraint_matrix.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "groth16/errors.hpp"
 
 namespace zkfarm {
 
-ConstraintMatrix ConstraintMatrix::build(const Zkey& key) {
+namespace {
+
+struct Record {
+  uint32_t matrix, constraint, signal;
+  const uint8_t* value;
+};
+
+Record record(const Zkey& key, size_t k) {
+  const uint8_t* p = key.coeffs.data() + k * kCoeffRecordBytes;
+  Record r;
+  std::memcpy(&r.matrix, p, 4);
+  std::memcpy(&r.constraint, p + 4, 4);
+  std::memcpy(&r.signal, p + 8, 4);
+  r.value = p + 12;
+  r.matrix &= 1;  // Zkey::open refused anything else
+  return r;
+}
+
+// What one chunk of records holds, per matrix: how many, the first and last
+// constraint, and whether constraints never decrease inside the chunk.
+struct ChunkSummary {
+  uint64_t count[2] = {0, 0};
+  int64_t first[2] = {-1, -1}, last[2] = {-1, -1};
+  bool sorted = true;
+};
+
+// The fast path for keys whose records of each matrix come in constraint
+// order, as both snarkjs (by constraint, A then B) and zkfarm-testkey (A then
+// B, each by constraint) write them: every record's place is its rank within
+// its matrix, so chunks of records are placed in parallel. Returns false
+// (nothing built) for any other order.
+bool build_sorted(const Zkey& key, ThreadPool& pool, ConstraintMatrix& m) {
+  const size_t rows = key.domain_size, count = key.n_coeffs;
+  const size_t parts = std::max<size_t>(1, std::min<size_t>(pool.size() * 4, count / 4096 + 1));
+  std::vector<ChunkSummary> sum(parts);
+  pool.run(parts, [&](size_t t) {
+    ChunkSummary& c = sum[t];
+    for (size_t k = count * t / parts, e = count * (t + 1) / parts; k < e; ++k) {
+      const Record r = record(key, k);
+      if (int64_t(r.constraint) < c.last[r.matrix]) c.sorted = false;
+      if (c.first[r.matrix] < 0) c.first[r.matrix] = r.constraint;
+      c.last[r.matrix] = r.constraint;
+      ++c.count[r.matrix];
+    }
+  });
+  // Offsets and the last constraint before each chunk, per matrix.
+  std::vector<std::array<uint64_t, 2>> offset(parts);
+  std::vector<std::array<int64_t, 2>> before(parts);
+  uint64_t total[2] = {0, 0};
+  int64_t last[2] = {-1, -1};
+  for (size_t t = 0; t < parts; ++t) {
+    if (!sum[t].sorted) return false;
+    for (int x = 0; x < 2; ++x) {
+      if (sum[t].count[x] && sum[t].first[x] < last[x]) return false;
+      offset[t][x] = total[x];
+      before[t][x] = last[x];
+      total[x] += sum[t].count[x];
+      if (sum[t].count[x]) last[x] = sum[t].last[x];
+    }
+  }
+  SparseRows* mats[2] = {&m.a, &m.b};
+  for (int x = 0; x < 2; ++x) {
+    mats[x]->start.assign(rows + 1, 0);
+    mats[x]->signal.resize(total[x]);
+    mats[x]->coef.resize(total[x]);
+  }
+  pool.run(parts, [&](size_t t) {
+    uint64_t pos[2] = {offset[t][0], offset[t][1]};
+    int64_t prev[2] = {before[t][0], before[t][1]};
+    for (size_t k = count * t / parts, e = count * (t + 1) / parts; k < e; ++k) {
+      const Record r = record(key, k);
+      SparseRows& s = *mats[r.matrix];
+      // Rows prev+1 … constraint begin here (rows between are empty).
+      for (int64_t row = prev[r.matrix] + 1; row <= int64_t(r.constraint); ++row) s.start[row] = uint32_t(pos[r.matrix]);
+      prev[r.matrix] = r.constraint;
+      s.signal[pos[r.matrix]] = r.signal;
+      s.coef[pos[r.matrix]] = Fr::load(r.value);
+      ++pos[r.matrix];
+    }
+  });
+  for (int x = 0; x < 2; ++x)  // rows after each matrix's last record are empty
+    for (size_t row = size_t(last[x] + 1); row <= rows; ++row) mats[x]->start[row] = uint32_t(total[x]);
+  return true;
+}
+
+}  // namespace
+
+ConstraintMatrix ConstraintMatrix::build(const Zkey& key, ThreadPool* pool) {
+  ConstraintMatrix sorted;
+  if (pool && build_sorted(key, *pool, sorted)) return sorted;
   const size_t rows = key.domain_size;
   const uint8_t* rec = key.coeffs.data();
   const size_t count = key.n_coeffs;

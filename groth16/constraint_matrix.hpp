@@ -43,10 +43,13 @@ struct ConstraintMatrix {
   SparseRows a, b;
 
   /// Regroups `key`'s section 4 (already validated by Zkey::open: matrix ∈
-  /// {0, 1}, constraint < domain_size, signal < n_vars) with a counting sort:
-  /// two passes over the records, O(n_coeffs + domain_size) time, about
-  /// 36 bytes per record plus 8 bytes per row of memory.
-  static ConstraintMatrix build(const Zkey& key);
+  /// {0, 1}, constraint < domain_size, signal < n_vars): O(n_coeffs +
+  /// domain_size) time, about 36 bytes per record plus 8 bytes per row of
+  /// memory. With a pool, records that come in constraint order within each
+  /// matrix (snarkjs's and zkfarm-testkey's orders) are placed in parallel;
+  /// any other order, or no pool, takes a single-threaded counting sort.
+  /// The result is the same either way.
+  static ConstraintMatrix build(const Zkey& key, ThreadPool* pool = nullptr);
   size_t bytes() const { return a.bytes() + b.bytes(); }
 };
 

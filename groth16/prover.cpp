@@ -32,7 +32,7 @@ void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, 
                 const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) throw Cancelled();
   std::memcpy(out.witness, wtns.values.data(), size_t(key.n_vars) * 32);
-  synthesize_abc(ConstraintMatrix::build(key), out.witness, out.a, out.b, out.c, pool, cancel);
+  synthesize_abc(ConstraintMatrix::build(key, &pool), out.witness, out.a, out.b, out.c, pool, cancel);
 }
 
 namespace {
@@ -47,7 +47,7 @@ Affine<C> checked_point(const Zkey& key, const uint8_t* bytes, const char* name)
 }  // namespace
 
 Prover::Prover(const Zkey& key, ThreadPool& pool)
-    : key_(key), domain_(key.log_domain, pool), matrix_(ConstraintMatrix::build(key)) {
+    : key_(key), domain_(key.log_domain, pool), matrix_(ConstraintMatrix::build(key, &pool)) {
   check_key_points(key);
 }
 

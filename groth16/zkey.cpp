@@ -1,6 +1,10 @@
 // Groth16 .zkey: section size, header, coefficient and coordinate checks.
 #include "groth16/zkey.hpp"
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 #include <bit>
 #include <string>
 
@@ -25,15 +29,38 @@ void expect_size(const BinFile& f, uint32_t section, uint64_t expected, const st
   }
 }
 
+// The smallest i < n for which bad(i) holds, or -1. Large inputs are split
+// over the machine's cores (a key of 2^22 constraints has gigabytes to check,
+// and a restarted GPU worker waits for it), small ones stay on this thread.
+template <class Bad>
+int64_t first_bad(uint64_t n, const Bad& bad) {
+  const unsigned cores = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+  const unsigned parts = n < (uint64_t{1} << 18) ? 1u : cores;
+  std::vector<int64_t> found(parts, -1);
+  auto scan = [&](unsigned t) {
+    const uint64_t lo = n * t / parts, hi = n * (t + 1) / parts;
+    for (uint64_t i = lo; i < hi; ++i) {
+      if (bad(i)) {
+        found[t] = static_cast<int64_t>(i);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < parts; ++t) threads.emplace_back(scan, t);
+  scan(0);
+  for (auto& th : threads) th.join();
+  for (int64_t f : found)
+    if (f >= 0) return f;  // chunks are in order: the first hit is the smallest
+  return -1;
+}
+
 // Index of the first 32-byte coordinate in BYTES that is not below q, or -1.
 // Montgomery form keeps elements in [0, q), so any coordinate >= q is corrupt;
 // this touches every page of the big sections once, at memory bandwidth.
 int64_t first_noncanonical(std::span<const uint8_t> bytes) {
-  const uint64_t n = bytes.size() / kFqBytes;
-  for (uint64_t i = 0; i < n; ++i) {
-    if (!u256_less(read_u256(bytes.data() + i * kFqBytes), kBn254Q)) return static_cast<int64_t>(i);
-  }
-  return -1;
+  return first_bad(bytes.size() / kFqBytes,
+                   [&](uint64_t i) { return !u256_less(read_u256(bytes.data() + i * kFqBytes), kBn254Q); });
 }
 
 // Fails naming the point and coordinate: "point 7 (y.c1): coordinate not canonical (>= q)".
@@ -77,22 +104,27 @@ void check_curve(const BinFile& f) {
 
 void check_coefficients(const Zkey& k) {
   const BinFile& f = k.file;
-  for (uint64_t i = 0; i < k.n_coeffs; ++i) {
-    const uint8_t* rec = k.coeffs.data() + i * kCoeffRecordBytes;
-    const uint32_t matrix = read_u32(rec);
-    const uint32_t constraint = read_u32(rec + 4);
-    const uint32_t signal = read_u32(rec + 8);
-    const std::string at = "coefficient " + std::to_string(i) + ": ";
-    if (matrix > 1) f.fail(4, at + "matrix " + std::to_string(matrix) + " is neither A (0) nor B (1)");
-    if (constraint >= k.domain_size) {
-      f.fail(4, at + "constraint " + std::to_string(constraint) + " out of range (domainSize " +
-                    std::to_string(k.domain_size) + ")");
-    }
-    if (signal >= k.n_vars) {
-      f.fail(4, at + "signal " + std::to_string(signal) + " out of range (nVars " + std::to_string(k.n_vars) + ")");
-    }
-    if (!u256_less(read_u256(rec + 12), kBn254R)) f.fail(4, at + "value not below r");
+  auto record = [&](uint64_t i) { return k.coeffs.data() + i * kCoeffRecordBytes; };
+  const int64_t bad = first_bad(k.n_coeffs, [&](uint64_t i) {
+    const uint8_t* rec = record(i);
+    return read_u32(rec) > 1 || read_u32(rec + 4) >= k.domain_size || read_u32(rec + 8) >= k.n_vars ||
+           !u256_less(read_u256(rec + 12), kBn254R);
+  });
+  if (bad < 0) return;
+  const uint8_t* rec = record(uint64_t(bad));
+  const uint32_t matrix = read_u32(rec);
+  const uint32_t constraint = read_u32(rec + 4);
+  const uint32_t signal = read_u32(rec + 8);
+  const std::string at = "coefficient " + std::to_string(bad) + ": ";
+  if (matrix > 1) f.fail(4, at + "matrix " + std::to_string(matrix) + " is neither A (0) nor B (1)");
+  if (constraint >= k.domain_size) {
+    f.fail(4, at + "constraint " + std::to_string(constraint) + " out of range (domainSize " +
+                  std::to_string(k.domain_size) + ")");
   }
+  if (signal >= k.n_vars) {
+    f.fail(4, at + "signal " + std::to_string(signal) + " out of range (nVars " + std::to_string(k.n_vars) + ")");
+  }
+  f.fail(4, at + "value not below r");
 }
 
 }  // namespace

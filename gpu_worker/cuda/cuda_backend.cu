@@ -61,7 +61,7 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
     ZK_CUDA(cudaMemcpy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size(), cudaMemcpyHostToDevice));
   upload(r->h, key.h.data(), key.h.size());
   r->domain = std::make_unique<cuda::DeviceDomain>(Domain(key.log_domain, pool));
-  r->matrix = std::make_unique<cuda::DeviceMatrix>(ConstraintMatrix::build(key));
+  r->matrix = std::make_unique<cuda::DeviceMatrix>(ConstraintMatrix::build(key, &pool));
   // The uploads ran on the legacy stream, which the non-blocking compute
   // stream does not wait for: finish them before any kernel reads the key.
   ZK_CUDA(cudaDeviceSynchronize());
