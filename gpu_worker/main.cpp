@@ -11,6 +11,7 @@
 //     built (do not respawn); 4 supervisor lost (heartbeat timeout, parent died).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "groth16/errors.hpp"
@@ -75,6 +76,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 95u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
   if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
+  // Load every kernel with the context, before READY: lazy loading (CUDA's
+  // default) would add its cost to the first proof of every new worker.
+  ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   gpu::CudaOptions cuda;
   cuda.threads = flags.threads;
   cuda.g2_on_cpu = g2 == "cpu";

@@ -79,6 +79,14 @@ class KeyCache {
     return entries_.front();
   }
 
+  /// Whether get(path) would find the key ready (same path, file unchanged).
+  bool contains(const std::string& path) const {
+    const FileId id = FileId::of(path);
+    for (const auto& e : entries_)
+      if (e.path == path && e.id == id) return true;
+    return false;
+  }
+
   /// The entry holding `key`, or nullptr.
   Entry* find(const Zkey* key) {
     for (auto& e : entries_)

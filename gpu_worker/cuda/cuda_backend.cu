@@ -11,7 +11,10 @@
 //  - Every CUDA call is checked (ZK_CUDA); a failure throws CudaError.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <future>
 
 #include "gpu_worker/cuda/cuda_check.hpp"
@@ -42,29 +45,94 @@ struct ResidentKey {
   }
 };
 
-void upload(DeviceBuffer& dst, const uint8_t* src, size_t bytes) {
+// Host-to-device copies of a key's arrays through two pinned staging buffers:
+// the pool's threads copy a chunk from the (pageable, usually file-mapped)
+// source into one buffer while the DMA engine uploads the other, so a key
+// crosses the bus near the pinned rate instead of the driver's single-thread
+// pageable path (about 9 GB/s on the H200 machine). This is what a replaced
+// GPU worker waits for before its first proof (issue 12, "fast key reload").
+class StagedUploader {
+ public:
+  explicit StagedUploader(ThreadPool& pool) : pool_(pool) {
+    for (auto& b : buf_) ZK_CUDA(cudaHostAlloc(&b, kChunk, cudaHostAllocDefault));
+    for (auto& e : done_) ZK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ZK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~StagedUploader() {
+    cudaStreamSynchronize(stream_);
+    for (auto& e : done_) cudaEventDestroy(e);
+    for (auto& b : buf_) cudaFreeHost(b);
+    cudaStreamDestroy(stream_);
+  }
+  StagedUploader(const StagedUploader&) = delete;
+  StagedUploader& operator=(const StagedUploader&) = delete;
+
+  /// Copies `bytes` from host `src` to device `dst`; returns at once (finish()
+  /// waits). Throws CudaError.
+  void copy(void* dst, const void* src, size_t bytes) {
+    for (size_t at = 0; at < bytes; at += kChunk) {
+      const size_t n = std::min(kChunk, bytes - at);
+      uint8_t* stage = static_cast<uint8_t*>(buf_[next_]);
+      ZK_CUDA(cudaEventSynchronize(done_[next_]));  // the buffer's previous upload is done
+      const uint8_t* from = static_cast<const uint8_t*>(src) + at;
+      pool_.parallel_for(n, [&](size_t b, size_t e) { std::memcpy(stage + b, from + b, e - b); });
+      ZK_CUDA(cudaMemcpyAsync(static_cast<uint8_t*>(dst) + at, stage, n, cudaMemcpyHostToDevice, stream_));
+      ZK_CUDA(cudaEventRecord(done_[next_], stream_));
+      next_ ^= 1;
+    }
+  }
+  /// Waits for every copy.
+  void finish() { ZK_CUDA(cudaStreamSynchronize(stream_)); }
+
+ private:
+  static constexpr size_t kChunk = size_t(64) << 20;
+  ThreadPool& pool_;
+  void* buf_[2] = {nullptr, nullptr};
+  cudaEvent_t done_[2] = {};
+  cudaStream_t stream_{};
+  int next_ = 0;
+};
+
+void upload(StagedUploader& up, DeviceBuffer& dst, const uint8_t* src, size_t bytes) {
   dst.reserve(bytes ? bytes : 1);
-  if (bytes) ZK_CUDA(cudaMemcpy(dst.get(), src, bytes, cudaMemcpyHostToDevice));
+  if (bytes) up.copy(dst.get(), src, bytes);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
 std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto r = std::make_unique<ResidentKey>();
-  upload(r->a, key.a.data(), key.a.size());
-  upload(r->b1, key.b1.data(), key.b1.size());
-  upload(r->b2, key.b2.data(), key.b2.size());
+  StagedUploader up(pool);
+  upload(up, r->a, key.a.data(), key.a.size());
+  upload(up, r->b1, key.b1.data(), key.b1.size());
+  upload(up, r->b2, key.b2.data(), key.b2.size());
   // C covers signals nPublic+1.. only: indices below are points at infinity
   // (all-zero bytes), so the witness' one sort serves C as it does A and B.
   const size_t c_first = size_t(key.n_public) + 1;
   r->c.reserve(size_t(key.n_vars) * kG1Bytes);
   ZK_CUDA(cudaMemset(r->c.get(), 0, c_first * kG1Bytes));
-  if (!key.c.empty())
-    ZK_CUDA(cudaMemcpy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size(), cudaMemcpyHostToDevice));
-  upload(r->h, key.h.data(), key.h.size());
+  if (!key.c.empty()) up.copy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size());
+  upload(up, r->h, key.h.data(), key.h.size());
+  up.finish();
+  const double points_ms = ms_since(t0);
+  auto t = std::chrono::steady_clock::now();
   r->domain = std::make_unique<cuda::DeviceDomain>(Domain(key.log_domain, pool));
+  const double domain_ms = ms_since(t);
+  t = std::chrono::steady_clock::now();
   r->matrix = std::make_unique<cuda::DeviceMatrix>(ConstraintMatrix::build(key, &pool));
+  const double matrix_ms = ms_since(t);
   // The uploads ran on the legacy stream, which the non-blocking compute
   // stream does not wait for: finish them before any kernel reads the key.
   ZK_CUDA(cudaDeviceSynchronize());
+  std::fprintf(stderr,
+               "zkfarm-gpu: %s resident in %.0f ms (points %.0f ms for %.2f GB, domain %.0f ms, constraint matrix "
+               "%.0f ms)\n",
+               key.path.c_str(), ms_since(t0), points_ms,
+               double(key.a.size() + key.b1.size() + key.b2.size() + key.c.size() + key.h.size()) / 1e9, domain_ms,
+               matrix_ms);
   return r;
 }
 
@@ -131,7 +199,13 @@ class CudaBackend final : public ProveBackend {
     if (std::erase(pinned_, base)) cudaHostUnregister(base);
   }
 
-  const Zkey& load(const std::string& path) override { return *keys_->get(path).key; }
+  const Zkey& load(const std::string& path) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool resident = keys_->contains(path);
+    const Zkey& key = *keys_->get(path).key;
+    if (!resident) std::fprintf(stderr, "zkfarm-gpu: %s opened, checked and resident in %.0f ms\n", path.c_str(), ms_since(t0));
+    return key;
+  }
 
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override {
