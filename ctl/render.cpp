@@ -135,8 +135,10 @@ std::string format_status(const json& status) {
   }
 
   const json& arena = field(status, "arena");
-  out += "Arena: " + cell(arena, "name") + "  " + format_mib(field(arena, "bytes")) + ", used " +
-         format_mib(field(arena, "used")) + ", free " + format_mib(field(arena, "free")) + ", " +
+  // kind: "memfd" (anonymous, freed with the farm's last process); absent from older supervisors.
+  const std::string kind = cell(arena, "kind");
+  out += "Arena: " + (kind == "-" ? "" : kind + " ") + cell(arena, "name") + "  " + format_mib(field(arena, "bytes")) +
+         ", used " + format_mib(field(arena, "used")) + ", free " + format_mib(field(arena, "free")) + ", " +
          cell(arena, "slots") + " slots\n";
 
   out += "\nJobs\n" + format_jobs(field(status, "jobs"));

@@ -36,7 +36,7 @@ std::string format_time_ms(const nlohmann::json& ms);
 std::string format_jobs(const nlohmann::json& jobs);
 
 /// The status object for people: a header line, the workers table, the
-/// queue, the arena (used/free in MiB) and the jobs table.
+/// queue, the arena (kind, name, size, used/free in MiB, slots) and the jobs table.
 std::string format_status(const nlohmann::json& status);
 
 /// JSON for scripts: pretty-printed with a 1-space indent, invalid UTF-8

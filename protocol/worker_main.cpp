@@ -9,7 +9,9 @@ namespace zkfarm::protocol {
 void add_worker_flags(CLI::App& app, WorkerFlags& flags, const std::string& threads_help) {
   app.add_option("--endpoint", flags.endpoint, "the supervisor's workers socket, e.g. ipc:///var/lib/zkfarm/workers.sock")
       ->required();
-  app.add_option("--arena", flags.arena, "shared-memory arena name (/dev/shm/NAME)")->required();
+  app.add_option("--arena", flags.arena,
+                 "the shared-memory arena: fd:N (a memfd at descriptor N, as zkfarmd passes it) or NAME (/dev/shm/NAME)")
+      ->required();
   app.add_option("--id", flags.id, "worker id (routing id, READY's worker)")->capture_default_str();
   app.add_option("--threads", flags.threads, threads_help)->capture_default_str()->check(CLI::Range(0u, 1024u));
   app.add_option("--heartbeat-ms", flags.heartbeat_ms, "heartbeat period (ms)")

@@ -1,9 +1,19 @@
 #pragma once
-// The shared-memory arena: one POSIX shared-memory segment per zkfarmd
-// instance (/dev/shm/zkfarm-<hash of the state dir>), mode 0600, through which
-// partitions move between synthesis and GPU workers. The supervisor creates
-// and unlinks it and owns all allocation (slots.hpp); workers attach and use
-// the byte ranges a message names.
+// The shared-memory arena, through which partitions move between synthesis and
+// GPU workers. The supervisor creates it and owns all allocation (slots.hpp);
+// workers attach and use the byte ranges a message names.
+//
+// Two kinds:
+// - memfd (what zkfarmd uses): an anonymous memfd_create segment, sealed
+//   against shrinking and growing. zkfarmd keeps the descriptor and hands a
+//   copy to each worker it starts (as fd 3, `--arena fd:3`); a worker maps it
+//   and closes its copy. The segment has no name anywhere, so nothing else on
+//   the host can open it by name, and the kernel frees its memory when the
+//   last process holding the descriptor or a mapping exits, whatever ended
+//   them (docs/decisions.md, "An arena that cannot outlive its farm").
+// - named: a POSIX shared-memory segment /dev/shm/NAME, mode 0600, for tests
+//   and tools; it lives until Arena::remove (zkfarmd still removes one of its
+//   state dir left by an older version at start).
 //
 // Layout: a header page {magic "ZKFARENA", layout version, header bytes, total
 // bytes, creator pid}, then the slot space. Attaching to a segment with another
@@ -22,7 +32,12 @@ namespace zkfarm::shm {
 inline constexpr uint32_t kArenaLayoutVersion = 2;
 /// Bytes before the slot space (one page, so slots are page-aligned).
 inline constexpr uint64_t kArenaHeaderBytes = 4096;
+/// The descriptor number a worker finds the memfd arena at (`--arena fd:3`):
+/// the first after stdin, stdout and stderr.
+inline constexpr int kArenaChildFd = 3;
 
+/// Any fault of creating, attaching or addressing an arena; the text names the
+/// segment (/dev/shm/NAME, or the memfd and its descriptor) and the fault.
 class ArenaError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -30,24 +45,61 @@ class ArenaError : public std::runtime_error {
 
 class Arena {
  public:
-  /// The segment name of the instance whose state dir is `state_dir`
-  /// ("zkfarm-" + 16 hex digits of a hash of its absolute path).
+  /// The named segment of the instance whose state dir is `state_dir`
+  /// ("zkfarm-" + 16 hex digits of a hash of its absolute path). zkfarmd
+  /// before the memfd arena made this segment; today it only removes it.
   static std::string name_for(const std::string& state_dir);
+  /// The memfd's name for the instance of `state_dir` ("zkfarm-arena-" + the
+  /// same 16 hex digits). Only a label (it shows in /proc/PID/maps and
+  /// /proc/PID/fd as "/memfd:NAME (deleted)"); nothing opens it by it.
+  static std::string memfd_name_for(const std::string& state_dir);
 
-  /// Creates the segment with `slot_bytes` of slot space (rounded up to 4 KiB),
-  /// mode 0600. Throws ArenaError if it exists or cannot be made (no space in
-  /// /dev/shm, permissions).
+  /// Creates the named segment /dev/shm/NAME with `slot_bytes` of slot space
+  /// (rounded up to 4 KiB), mode 0600, its pages reserved (posix_fallocate).
+  /// Throws ArenaError if it exists or cannot be made (no space in /dev/shm,
+  /// permissions).
   static Arena create(const std::string& name, uint64_t slot_bytes);
-  /// Maps an existing segment read-write and checks its header. Throws ArenaError.
-  static Arena attach(const std::string& name);
-  /// Unlinks the segment; true if it existed.
+  /// Creates an anonymous memfd arena labelled `label` with `slot_bytes` of
+  /// slot space (rounded up to 4 KiB): memfd_create(MFD_CLOEXEC |
+  /// MFD_ALLOW_SEALING, plus MFD_NOEXEC_SEAL where the kernel has it),
+  /// ftruncate, every page reserved with posix_fallocate (a machine or memory
+  /// cgroup without room is an error now, not a SIGBUS or an OOM kill in a
+  /// worker later; an arena larger than MemAvailable or the cgroup's
+  /// memory.max is refused before any page is taken), then sealed with
+  /// F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL. fd() is the descriptor, close-
+  /// on-exec; pass it to workers with kArenaChildFd. Throws ArenaError.
+  static Arena create_memfd(const std::string& label, uint64_t slot_bytes);
+  /// Attaches an arena by `spec`: "fd:N" (a memfd arena at descriptor N, as
+  /// zkfarmd passes it: see attach_fd) or a name (the segment /dev/shm/NAME,
+  /// mapped read-write). Checks the header (magic, layout version, sizes).
+  /// Throws ArenaError naming the segment and the fault.
+  static Arena attach(const std::string& spec);
+  /// Attaches the memfd arena at descriptor `fd`, which it takes over: fstat
+  /// (a regular file of a whole number of pages, at least the header), the
+  /// seals (F_SEAL_SHRINK, F_SEAL_GROW and F_SEAL_SEAL must be set: no one can
+  /// shrink the segment under the mapping and SIGBUS the worker), mmap
+  /// MAP_SHARED, the header (magic, layout version, total bytes equal to the
+  /// segment's size). `fd` is closed whatever the outcome: the mapping keeps
+  /// the memory, and the worker holds no descriptor a child could inherit.
+  /// Throws ArenaError naming "fd:N" (and the memfd's label) and the fault.
+  static Arena attach_fd(int fd);
+  /// Unlinks the named segment /dev/shm/NAME; true if it existed.
   static bool remove(const std::string& name);
 
   Arena(Arena&&) noexcept;
   Arena& operator=(Arena&&) noexcept;
   ~Arena();
 
+  /// The segment's name: NAME of /dev/shm/NAME, or a memfd's label (what
+  /// /proc/PID/maps shows after "/memfd:"); "fd:N" for a memfd attached from
+  /// a descriptor whose label could not be read.
   const std::string& name() const { return name_; }
+  /// "memfd" or "posix" (a named /dev/shm segment): for status and logs.
+  const char* kind() const;
+  /// The memfd descriptor the creator holds (close-on-exec), to hand to
+  /// workers; -1 for a named arena and for one attached (its descriptor is
+  /// closed once mapped).
+  int fd() const;
   /// Bytes of slot space (after the header).
   uint64_t capacity() const { return capacity_; }
   /// The slot space's first byte (page-aligned); the whole mapping starts one header before.

@@ -1,6 +1,7 @@
 #include "supervisor/children.hpp"
 
 #include "supervisor/process.hpp"
+#include "shm/arena.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -32,8 +33,10 @@ const char* worker_state_name(WorkerState s) {
   return "?";
 }
 
-SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena) {
+SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, int arena_fd) {
   const bool synth = w.kind == WorkerKind::kSynth;
+  if (arena_fd < 0) throw std::runtime_error("cannot start " + w.binary + ": no arena descriptor to pass");
+  const std::string arena = "fd:" + std::to_string(shm::kArenaChildFd);
   std::vector<std::string> args = {"--endpoint", endpoint, "--arena", arena, "--id", w.id,
                                    "--heartbeat-ms", std::to_string(cfg.heartbeat_ms),
                                    "--heartbeat-timeout-ms", std::to_string(cfg.heartbeat_timeout_ms)};
@@ -52,14 +55,22 @@ SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string
   const int write_end = out[1];
   try {
     bp::child child(bp::exe = w.binary, bp::args = args, env,
-                    bp::extend::on_exec_setup = [write_end](auto&) {
+                    bp::extend::on_exec_setup = [write_end, arena_fd](auto&) {
                       sigset_t none;
                       sigemptyset(&none);
                       sigprocmask(SIG_SETMASK, &none, nullptr);
                       ::signal(SIGPIPE, SIG_DFL);  // zkfarmd ignores it; exec keeps ignored dispositions
                       prctl(PR_SET_PDEATHSIG, SIGTERM);
+                      // The arena first to a number above 3 (close-on-exec), so
+                      // that neither its number nor the pipe's is overwritten
+                      // by the dup2s below, whatever numbers they had.
+                      const int arena_copy = ::fcntl(arena_fd, F_DUPFD_CLOEXEC, shm::kArenaChildFd + 1);
                       ::dup2(write_end, 1);  // dup2 clears close-on-exec on the copies
                       ::dup2(write_end, 2);
+                      // The arena's memfd as fd 3, inherited across exec: the
+                      // worker maps it and closes it (shm::Arena::attach_fd).
+                      // Failing, the worker finds no fd 3 and exits 3 saying so.
+                      if (arena_copy >= 0) ::dup2(arena_copy, shm::kArenaChildFd);
                     });
     pid_t pid = child.id();
     child.detach();  // the supervisor reaps with waitpid itself (SIGCHLD via signalfd)

@@ -66,13 +66,16 @@ struct Worker {
 /// arena, id, threads and heartbeats; CUDA_VISIBLE_DEVICES for a GPU worker; in
 /// the child, before exec, an empty signal mask (the supervisor blocks signals
 /// for its signalfd) and PR_SET_PDEATHSIG(SIGTERM), so no worker outlives it.
+/// `arena_fd` is the supervisor's memfd arena (shm::Arena::fd(), close-on-exec):
+/// the child gets a copy as descriptor shm::kArenaChildFd, inheritable, and
+/// `--arena fd:3`. Throws std::runtime_error when `arena_fd` is -1.
 /// Its stdout and stderr go to a pipe whose read end is returned with the pid.
 /// Throws std::runtime_error if the binary cannot be started.
 struct SpawnedWorker {
   pid_t pid = 0;
   WorkerOutput output;
 };
-SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, const std::string& arena);
+SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, int arena_fd);
 
 /// Sends `sig` to the worker through its pidfd (nothing when it has none).
 void signal_worker(const Worker& w, int sig);

@@ -77,7 +77,8 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
     s["workers"].push_back(j);
   }
   s["queue"] = {{"synth", jobs_.count(PartState::kQueued)}, {"prove", jobs_.count(PartState::kSynthesized)}};
-  s["arena"] = {{"name", arena_.name()},
+  s["arena"] = {{"kind", arena_.kind()},
+                {"name", arena_.name()},
                 {"bytes", slots_.capacity()},
                 {"used", slots_.used()},
                 {"free", slots_.capacity() - slots_.used()},

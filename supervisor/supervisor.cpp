@@ -93,10 +93,14 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       workers_sock_(ctx_, zmq::socket_type::router),
       control_sock_(ctx_, zmq::socket_type::router),
       arena_([&] {
-        const std::string name = shm::Arena::name_for(cfg_.state_dir);
-        // We hold the state lock, so a segment of this name is a dead instance's.
-        if (shm::Arena::remove(name)) log_->warn("removed a stale arena /dev/shm/{} left by an earlier instance", name);
-        return shm::Arena::create(name, cfg_.arena_mib << 20);
+        // Versions before the memfd arena made a named segment, which outlived
+        // a SIGKILLed instance. We hold the state lock, so one of this name is
+        // a dead instance's.
+        const std::string stale = shm::Arena::name_for(cfg_.state_dir);
+        if (shm::Arena::remove(stale)) log_->warn("removed a stale arena /dev/shm/{} left by an earlier instance", stale);
+        // Anonymous: its memory goes back when the last process of this farm
+        // (zkfarmd or a worker) exits, however it ends (shm/arena.hpp).
+        return shm::Arena::create_memfd(shm::Arena::memfd_name_for(cfg_.state_dir), cfg_.arena_mib << 20);
       }()),
       slots_(arena_.capacity()) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -173,8 +177,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
   restore_from_journal();
   housekeeping(true);
-  log_->info("zkfarmd {} pid {} state dir {}: arena /dev/shm/{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
-             getpid(), cfg_.state_dir, arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
+  log_->info("zkfarmd {} pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
+             getpid(), cfg_.state_dir, arena_.kind(), arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
 }
 
 Supervisor::~Supervisor() {
@@ -219,7 +223,7 @@ void Supervisor::restore_from_journal() {
 void Supervisor::start_worker(Worker& w) {
   try {
     if (w.kind == WorkerKind::kGpu) release_check_->baseline(w.device);
-    SpawnedWorker spawned = spawn_worker(cfg_, w, workers_endpoint_, arena_.name());
+    SpawnedWorker spawned = spawn_worker(cfg_, w, workers_endpoint_, arena_.fd());
     w.pid = spawned.pid;
     w.output = std::make_shared<WorkerOutput>(std::move(spawned.output));
     w.pidfd = pidfd_open_child(w.pid);
@@ -300,7 +304,8 @@ int Supervisor::run() {
     log_->error("stopped, but the memory of a GPU worker was not released within release_timeout");
     return 1;
   }
-  log_->info("stopped: all workers reaped and released, arena /dev/shm/{} unlinked", arena_.name());
+  log_->info("stopped: all workers reaped and released; arena {}:{} is freed as zkfarmd exits", arena_.kind(),
+             arena_.name());
   return 0;
 }
 
