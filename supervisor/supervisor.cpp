@@ -187,7 +187,6 @@ Supervisor::~Supervisor() {
   control_sock_.close();
   ::unlink(workers_path_.c_str());
   ::unlink(control_path_.c_str());
-  shm::Arena::remove(arena_.name());
 }
 
 int64_t Supervisor::now_ms() const {

@@ -76,15 +76,16 @@ inline constexpr const char* kZkfarmVersion = "0.1.0";
 
 class Supervisor {
  public:
-  /// Sets up the instance: creates the arena (removing a stale one of this
-  /// state dir: the caller holds the state lock), binds the worker and control
+  /// Sets up the instance: creates the arena, an anonymous memfd (removing a
+  /// named /dev/shm segment of this state dir an older version left: the
+  /// caller holds the state lock), binds the worker and control
   /// sockets (mode 0660), blocks SIGTERM/SIGINT/SIGCHLD for the signalfd, makes
   /// this process a child subreaper. Throws std::runtime_error naming the fault.
   Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log);
   ~Supervisor();
 
   /// Starts the workers and runs until stopped (zkfarmctl stop, SIGTERM,
-  /// SIGINT); then the workers are stopped and reaped and the arena unlinked.
+  /// SIGINT); then the workers are stopped and reaped; the arena's memory goes with the last of them.
   /// Returns the exit code (0 after a clean stop).
   int run();
 
