@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "groth16/bn254.hpp"
@@ -21,16 +23,39 @@
 
 namespace zkfarm {
 
+/// std::allocator whose resize() leaves new elements default-initialized (for
+/// the trivial types below: not written), so that sizing arrays of hundreds of
+/// MB costs no zeroing pass on one thread: the build writes every element
+/// right after, in parallel.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+
 /// One matrix (A or B) in CSR form over `rows` constraints (the key's domain
 /// size: rows past the last constraint are empty).
 struct SparseRows {
   /// rows + 1 offsets into signal/coef: row i is [start[i], start[i + 1]).
   std::vector<uint32_t> start;
   /// The signal (witness index, < n_vars) of each entry.
-  std::vector<uint32_t> signal;
+  std::vector<uint32_t, UninitAllocator<uint32_t>> signal;
   /// The coefficient of each entry, the record's 32 bytes loaded as they are
   /// (Montgomery form of v·R).
-  std::vector<Fr> coef;
+  std::vector<Fr, UninitAllocator<Fr>> coef;
 
   size_t rows() const { return start.empty() ? 0 : start.size() - 1; }
   size_t entries() const { return signal.size(); }

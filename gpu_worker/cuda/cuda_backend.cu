@@ -122,7 +122,9 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   r->domain = std::make_unique<cuda::DeviceDomain>(Domain(key.log_domain, pool));
   const double domain_ms = ms_since(t);
   t = std::chrono::steady_clock::now();
-  r->matrix = std::make_unique<cuda::DeviceMatrix>(ConstraintMatrix::build(key, &pool));
+  r->matrix = std::make_unique<cuda::DeviceMatrix>(
+      ConstraintMatrix::build(key, &pool), [&](void* dst, const void* src, size_t bytes) { up.copy(dst, src, bytes); });
+  up.finish();  // the host matrix is freed on return: its copies must be done
   const double matrix_ms = ms_since(t);
   // The uploads ran on the legacy stream, which the non-blocking compute
   // stream does not wait for: finish them before any kernel reads the key.

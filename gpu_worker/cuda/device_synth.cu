@@ -14,23 +14,23 @@ __global__ void k_synth(DeviceRows a_rows, DeviceRows b_rows, uint32_t rows, con
   if (i < rows) synth_row(a_rows, b_rows, i, w, a, b, c);
 }
 
-template <class T>
-void upload(DeviceBuffer& dst, const std::vector<T>& src) {
-  const size_t bytes = src.size() * sizeof(T);
+template <class V>
+void upload(DeviceBuffer& dst, const V& src, const DeviceMatrix::Upload& copy) {
+  const size_t bytes = src.size() * sizeof(src[0]);
   dst.reserve(bytes ? bytes : 1);
-  if (bytes) ZK_CUDA(cudaMemcpy(dst.get(), src.data(), bytes, cudaMemcpyHostToDevice));
+  if (bytes) copy(dst.get(), src.data(), bytes);
 }
 
 }  // namespace
 
-DeviceMatrix::DeviceMatrix(const ConstraintMatrix& m) : rows_(uint32_t(m.a.rows())) {
+DeviceMatrix::DeviceMatrix(const ConstraintMatrix& m, const Upload& copy) : rows_(uint32_t(m.a.rows())) {
   static_assert(sizeof(Fr) == sizeof(DFr), "host and device field elements share their 32 bytes");
-  upload(a_start_, m.a.start);
-  upload(a_signal_, m.a.signal);
-  upload(a_coef_, m.a.coef);
-  upload(b_start_, m.b.start);
-  upload(b_signal_, m.b.signal);
-  upload(b_coef_, m.b.coef);
+  upload(a_start_, m.a.start, copy);
+  upload(a_signal_, m.a.signal, copy);
+  upload(a_coef_, m.a.coef, copy);
+  upload(b_start_, m.b.start, copy);
+  upload(b_signal_, m.b.signal, copy);
+  upload(b_coef_, m.b.coef, copy);
 }
 
 void DeviceMatrix::synthesize(const void* witness, void* abc, cudaStream_t stream) const {

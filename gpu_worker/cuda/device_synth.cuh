@@ -3,6 +3,7 @@
 // resident on the device, and the kernel that turns a witness already on the
 // device into a, b, c. Included by .cu files only.
 #include <cstdint>
+#include <functional>
 
 #include "groth16/constraint_matrix.hpp"
 #include "gpu_worker/cuda/device_buffer.hpp"
@@ -17,9 +18,12 @@ class DeviceMatrix {
   /// constraints takes (for the key's memory budget, before it is built).
   static size_t estimate(size_t rows, size_t n_coeffs) { return 2 * (rows + 1) * 4 + n_coeffs * 36; }
 
-  /// Uploads `m` on the legacy default stream (work on a non-blocking stream
-  /// must wait for a device sync first). Throws CudaError.
-  explicit DeviceMatrix(const ConstraintMatrix& m);
+  /// Copies host bytes to device memory (the CUDA backend passes its staged
+  /// uploader; the copies must be complete before synthesize() runs).
+  using Upload = std::function<void(void* device_dst, const void* host_src, size_t bytes)>;
+
+  /// Uploads `m` with `upload`. Throws CudaError.
+  DeviceMatrix(const ConstraintMatrix& m, const Upload& upload);
 
   /// On `stream`: a, b, c (rows Fr each, Montgomery, at abc, abc + rows·32,
   /// abc + 2·rows·32 on the device) from `witness` (n_vars plain values on the
