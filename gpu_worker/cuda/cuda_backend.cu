@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <optional>
 
 #include "gpu_worker/cuda/cuda_check.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
@@ -105,6 +106,18 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = std::make_unique<ResidentKey>();
+  // The host-side preparation (the domain's tables, the constraint matrix) runs
+  // on a thread of its own while the points cross the bus; both use the pool,
+  // whose loops take turns. The future's destructor waits for it on any throw.
+  std::optional<Domain> domain;
+  std::optional<ConstraintMatrix> matrix;
+  double prep_ms = 0;
+  auto prep = std::async(std::launch::async, [&] {
+    const auto t = std::chrono::steady_clock::now();
+    domain.emplace(key.log_domain, pool);
+    matrix.emplace(ConstraintMatrix::build(key, &pool));
+    prep_ms = ms_since(t);
+  });
   StagedUploader up(pool);
   upload(up, r->a, key.a.data(), key.a.size());
   upload(up, r->b1, key.b1.data(), key.b1.size());
@@ -118,23 +131,21 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   upload(up, r->h, key.h.data(), key.h.size());
   up.finish();
   const double points_ms = ms_since(t0);
-  auto t = std::chrono::steady_clock::now();
-  r->domain = std::make_unique<cuda::DeviceDomain>(Domain(key.log_domain, pool));
-  const double domain_ms = ms_since(t);
-  t = std::chrono::steady_clock::now();
-  r->matrix = std::make_unique<cuda::DeviceMatrix>(
-      ConstraintMatrix::build(key, &pool), [&](void* dst, const void* src, size_t bytes) { up.copy(dst, src, bytes); });
-  up.finish();  // the host matrix is freed on return: its copies must be done
-  const double matrix_ms = ms_since(t);
-  // The uploads ran on the legacy stream, which the non-blocking compute
-  // stream does not wait for: finish them before any kernel reads the key.
+  prep.get();  // rethrows what the preparation threw
+  const auto t = std::chrono::steady_clock::now();
+  r->domain = std::make_unique<cuda::DeviceDomain>(*domain);
+  r->matrix = std::make_unique<cuda::DeviceMatrix>(*matrix,
+                                                   [&](void* dst, const void* src, size_t bytes) { up.copy(dst, src, bytes); });
+  up.finish();
+  // The domain's uploads ran on the legacy stream, which the non-blocking
+  // compute stream does not wait for: finish them before any kernel reads the key.
   ZK_CUDA(cudaDeviceSynchronize());
   std::fprintf(stderr,
-               "zkfarm-gpu: %s resident in %.0f ms (points %.0f ms for %.2f GB, domain %.0f ms, constraint matrix "
-               "%.0f ms)\n",
+               "zkfarm-gpu: %s resident in %.0f ms (points %.0f ms for %.2f GB; domain and constraint matrix %.0f ms "
+               "on the host meanwhile, %.0f ms to upload them)\n",
                key.path.c_str(), ms_since(t0), points_ms,
-               double(key.a.size() + key.b1.size() + key.b2.size() + key.c.size() + key.h.size()) / 1e9, domain_ms,
-               matrix_ms);
+               double(key.a.size() + key.b1.size() + key.b2.size() + key.c.size() + key.h.size()) / 1e9, prep_ms,
+               ms_since(t));
   return r;
 }
 
