@@ -39,6 +39,10 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
       start_submit(identity, req, *peer);  // answered when its files are checked (submit.cpp)
       return;
     }
+    if (type == "result") {
+      start_result(identity, req, *peer, role);  // answered once the files are written (delivery.cpp)
+      return;
+    }
     if (admin_only(type) && role != Role::kAdmin) {
       warn_limited("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
                    type.substr(0, 32) + "'");
@@ -98,24 +102,6 @@ json Supervisor::handle_request(const json& req, const Peer& peer, Role role) {
     abort_in_flight(id);
     log_->info("job {}: cancelled by uid {}", id, peer.uid);
     return {{"ok", true}};
-  }
-  if (type == "result") {
-    const uint64_t id = protocol::get_u64(req, "job");
-    const std::string out = protocol::get_str(req, "out");
-    Job* job = visible(id);
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}};
-    if (job->count(PartState::kDone) != job->parts.size())
-      return {{"ok", false}, {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) +
-                                           ": not every partition is proved"}};
-    if (out.empty() || out[0] != '/') return {{"ok", false}, {"error", "paths must be absolute: " + out}};
-    // Written with the requester's own rights: `result --out /etc` by a user
-    // fails as it would for that user.
-    std::string error;
-    const size_t n = deliver(*job, out, Peer{peer.uid, peer.gid, peer.pid}, /*only_missing=*/false, &error);
-    if (n != job->parts.size())
-      return {{"ok", false}, {"error", "wrote " + std::to_string(n) + " of " + std::to_string(job->parts.size()) +
-                                           " proofs to " + out + ": " + error}};
-    return {{"ok", true}, {"written", n}, {"out", out}};
   }
   if (type == "stop") {
     begin_stop("zkfarmctl stop");

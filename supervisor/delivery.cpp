@@ -11,6 +11,7 @@
 #include "files/fs_credentials.hpp"
 #include "files/safe_write.hpp"
 #include "groth16/proof_json.hpp"
+#include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -29,52 +30,148 @@ std::string unprivileged_refusal(const std::string& out, const Peer& as, const s
   return {};
 }
 
-}  // namespace
-
-bool Supervisor::deliver_one(const Job& job, uint32_t index, const std::string& out, const Peer& as,
-                             bool only_missing, std::string* error) {
-  const Partition& p = job.parts.at(index);
-  std::string proof = p.proof, public_json = p.public_json;
-  if (proof.empty()) {  // proved by an earlier instance: the journal has it
-    auto jp = journal_.proof(job.id, index);
-    if (!jp) {
-      if (error) *error = "partition " + std::to_string(index) + ": no proof in the journal";
-      return false;
-    }
-    proof = jp->proof;
-    public_json = jp->public_json;
-  }
+// Writes partition `index`'s public.json and proof.json (from the 256-byte
+// `proof`) into `out` as `as`; with only_missing, a pair already there is left
+// alone. Returns "" or the error. Any thread: touches nothing of the loop's.
+std::string write_result(const std::string& out, const Peer& as, uint32_t index, const std::string& proof,
+                         const std::string& public_json, bool only_missing, const std::string& state_dir) {
   const std::string k = std::to_string(index);
   try {
-    if (auto why = unprivileged_refusal(out, as, cfg_.state_dir); !why.empty()) throw files::FileError(out, EACCES, why);
+    if (auto why = unprivileged_refusal(out, as, state_dir); !why.empty()) throw files::FileError(out, EACCES, why);
     files::FsCredentials creds(as.uid, as.gid);
     files::UniqueFd dir = files::create_dir_safe(out, 0755);
     if (only_missing && files::exists_nofollow(dir.get(), out, k + ".proof.json") &&
         files::exists_nofollow(dir.get(), out, k + ".public.json"))
-      return true;
+      return {};
     files::write_file_safe(dir.get(), out, k + ".public.json", public_json, 0644);
     files::write_file_safe(dir.get(), out, k + ".proof.json", proof_to_json(protocol::decode_proof(proof)), 0644);
-    return true;
+    return {};
   } catch (const std::exception& e) {
-    if (error) *error = e.what();
-    log_->error("job {} partition {}: cannot write the result into {}: {}", job.id, index, out, e.what());
-    return false;
+    return e.what();
   }
 }
+
+// One proved partition of `job`, its proof from this instance or the journal.
+struct ToWrite {
+  uint32_t index;
+  std::string proof, public_json;
+};
+
+}  // namespace
 
 size_t Supervisor::deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing,
                            std::string* error) {
   size_t written = 0;
   for (const auto& p : job.parts) {
     if (p.state != PartState::kDone) continue;
-    std::string e;
-    if (deliver_one(job, p.index, out, as, only_missing, &e)) {
+    std::string proof = p.proof, public_json = p.public_json, e;
+    if (proof.empty()) {  // proved by an earlier instance: the journal has it
+      if (auto jp = journal_.proof(job.id, p.index)) {
+        proof = jp->proof;
+        public_json = jp->public_json;
+      } else {
+        e = "partition " + std::to_string(p.index) + ": no proof in the journal";
+      }
+    }
+    if (e.empty()) e = write_result(out, as, p.index, proof, public_json, only_missing, cfg_.state_dir);
+    if (e.empty()) {
       ++written;
-    } else if (error && error->empty()) {
-      *error = e;
+    } else {
+      log_->error("job {} partition {}: cannot write the result into {}: {}", job.id, p.index, out, e);
+      if (error && error->empty()) *error = e;
     }
   }
   return written;
+}
+
+void Supervisor::publish(const Job& job, uint32_t index) {
+  const Partition& p = job.parts.at(index);
+  ++deliveries_in_flight_;
+  delivery_thread_->post([this, ref = PartRef{job.id, index}, out = job.out, as = Peer{job.owner_uid, job.owner_gid, 0},
+                          proof = p.proof, public_json = p.public_json] {
+    std::string error = write_result(out, as, ref.index, proof, public_json, false, cfg_.state_dir);
+    inbox_.post([this, ref, error] { on_published(ref, error); });
+  });
+}
+
+void Supervisor::on_published(const PartRef& ref, const std::string& error) {
+  --deliveries_in_flight_;
+  Job* job = jobs_.find(ref.job);
+  if (!job) return;
+  if (!error.empty()) {
+    log_->error("job {} partition {}: cannot write the result into {}: {}", ref.job, ref.index, job->out, error);
+    if (job->delivery_error.empty())
+      job->delivery_error = "partition " + std::to_string(ref.index) + " was proved, but its result cannot be written: " +
+                            error + "; every proof is kept in the journal (`zkfarmctl result " + std::to_string(ref.job) +
+                            " --out DIR` writes them elsewhere)";
+  }
+  if (!jobs_.mark_delivered(ref, wall_ms())) return;
+  if (job->delivery_error.empty()) {
+    journal_write([this, id = ref.job, t = job->finished_ms] { journal_.finish_job(id, JobState::kDone, "", t); });
+    log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
+  } else {
+    job->state = JobState::kFailed;
+    job->error = job->delivery_error;
+    journal_write([this, id = ref.job, e = job->error, t = job->finished_ms] {
+      journal_.finish_job(id, JobState::kFailed, e, t);
+    });
+    log_->error("job {}: failed: {}", ref.job, job->error);
+  }
+}
+
+// `zkfarmctl result`: the proofs (this instance's from memory, older ones read
+// from the journal on its thread) written as the requester on the delivery
+// thread; the reply comes when they are all written.
+void Supervisor::start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role) {
+  const uint64_t id = protocol::get_u64(req, "job");
+  const std::string out = protocol::get_str(req, "out");
+  Job* job = jobs_.find(id);
+  if (job && role != Role::kAdmin && job->owner_uid != peer.uid) job = nullptr;  // another's job is "no job"
+  if (!job) return send_reply(identity, {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}});
+  if (job->count(PartState::kDone) != job->parts.size())
+    return send_reply(identity, {{"ok", false},
+                                 {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) +
+                                               ": not every partition is proved"}});
+  if (out.empty() || out[0] != '/')
+    return send_reply(identity, {{"ok", false}, {"error", "paths must be absolute: " + out}});
+  auto parts = std::make_shared<std::vector<ToWrite>>();
+  for (const auto& p : job->parts) parts->push_back({p.index, p.proof, p.public_json});
+  const size_t total = parts->size();
+  // Written with the requester's own rights: `result --out /etc` by a user
+  // fails as it would for that user.
+  const Peer as{peer.uid, peer.gid, peer.pid};
+  journal_thread_->post([this, identity, id, out, as, parts, total] {
+    std::string error;
+    for (auto& w : *parts) {
+      if (!w.proof.empty()) continue;
+      try {
+        if (auto jp = journal_.proof(id, w.index)) {
+          w.proof = jp->proof;
+          w.public_json = jp->public_json;
+        }
+      } catch (const std::exception& e) {
+        if (error.empty()) error = e.what();
+      }
+    }
+    delivery_thread_->post([this, identity, out, as, parts, total, error]() mutable {
+      size_t n = 0;
+      for (const auto& w : *parts) {
+        std::string e = w.proof.empty() ? "partition " + std::to_string(w.index) + ": no proof in the journal"
+                                        : write_result(out, as, w.index, w.proof, w.public_json, false, cfg_.state_dir);
+        if (e.empty()) {
+          ++n;
+        } else if (error.empty()) {
+          error = e;
+        }
+      }
+      inbox_.post([this, identity, out, n, total, error] {
+        if (n != total)
+          return send_reply(identity, {{"ok", false}, {"error", "wrote " + std::to_string(n) + " of " +
+                                                                    std::to_string(total) + " proofs to " + out + ": " + error}});
+        send_reply(identity, {{"ok", true}, {"written", n}, {"out", out}});
+      });
+    });
+  });
 }
 
 }  // namespace zkfarm::supervisor

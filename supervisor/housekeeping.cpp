@@ -30,8 +30,11 @@ void Supervisor::remove_job_inputs(const Job& job) {
   if (job.parts.empty()) return;
   const std::string token = token_of(job.parts.front().wtns, jobs_dir);
   if (token.empty()) return;
-  std::error_code ec;
-  fs::remove_all(jobs_dir + "/" + token, ec);
+  // Unlinking a job's witnesses (hundreds of MB each) is disk work: not on the loop.
+  journal_thread_->post([dir = jobs_dir + "/" + token] {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  });
 }
 
 void Supervisor::housekeeping(bool at_start) {
@@ -40,16 +43,9 @@ void Supervisor::housekeeping(bool at_start) {
   next_housekeeping_ms_ = now + kHousekeepingMs;
 
   const int64_t cutoff = wall_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000;
-  try {
-    const size_t pruned = journal_.prune(cutoff);
-    const size_t dropped = jobs_.prune(cutoff);
-    if (pruned || dropped)
-      log_->info("pruned {} finished jobs older than {} h ({} from the journal)", dropped, cfg_.retention_hours, pruned);
-  } catch (const JournalError& e) {
-    log_->warn("journal: prune failed: {}", e.what());
-  }
-
-  // Which input copies are still needed.
+  const size_t dropped = jobs_.prune(cutoff);
+  // Which input copies are still needed: decided here, from the loop's
+  // tables; the journal's prune and the removals run on the journal thread.
   const std::string inputs = cfg_.state_dir + "/inputs", jobs_dir = inputs + "/jobs", keys_dir = inputs + "/keys";
   std::set<std::string> live_tokens, keys;
   for (const auto& [id, job] : jobs_.all()) {
@@ -57,19 +53,39 @@ void Supervisor::housekeeping(bool at_start) {
     if (!job.terminal() && !job.parts.empty()) live_tokens.insert(token_of(job.parts.front().wtns, jobs_dir));
   }
   for (const auto& p : pending_submits_) live_tokens.insert(p.token);
+  live_tokens.insert(accepting_tokens_.begin(), accepting_tokens_.end());
+  // Folders of jobs that are over, listed now (a submit started later makes a
+  // new token, never one of these) and removed on the journal thread:
+  // unlinking witnesses of hundreds of MB each is disk work.
+  std::vector<std::string> dead;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(jobs_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!live_tokens.count(name)) fs::remove_all(e.path(), ec);
-  }
-  // Keys: only while no submit is being checked (one may be about to use a
-  // stored key it found by its identity).
-  if (pending_submits_.empty()) {
+  for (const auto& e : fs::directory_iterator(jobs_dir, ec))
+    if (!live_tokens.count(e.path().filename().string())) dead.push_back(e.path().string());
+  // Keys: here, and only while no submit is being checked or journaled (one
+  // may be about to use a stored key it found by its identity).
+  if (pending_submits_.empty() && accepting_tokens_.empty()) {
     for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
       const std::string name = e.path().filename().string();
       if (!keys.count(name)) fs::remove(e.path(), ec);
     }
   }
+  journal_thread_->post([this, cutoff, dropped, dead] {
+    size_t pruned = 0;
+    std::string error;
+    try {
+      pruned = journal_.prune(cutoff);
+    } catch (const JournalError& e) {
+      error = e.what();
+    }
+    inbox_.post([this, pruned, dropped, error] {
+      if (!error.empty()) log_->warn("journal: prune failed: {}", error);
+      if (pruned || dropped)
+        log_->info("pruned {} finished jobs older than {} h ({} from the journal)", dropped, cfg_.retention_hours,
+                   pruned);
+    });
+    std::error_code ec;
+    for (const auto& d : dead) fs::remove_all(d, ec);
+  });
 }
 
 }  // namespace zkfarm::supervisor

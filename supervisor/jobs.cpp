@@ -122,18 +122,26 @@ size_t JobTable::count(PartState s) const {
   return n;
 }
 
-bool JobTable::mark_done(const PartRef& ref, int64_t now_ms) {
+void JobTable::mark_done(const PartRef& ref) {
   Job* job = find(ref.job);
-  if (!job) return false;
-  job->parts[ref.index].state = PartState::kDone;
-  job->parts[ref.index].slot.reset();
-  job->parts[ref.index].worker.clear();
-  if (job->count(PartState::kDone) == job->parts.size()) {
-    job->state = JobState::kDone;
-    job->finished_ms = now_ms;
-    return true;
-  }
-  return false;
+  if (!job) return;
+  Partition& p = job->parts[ref.index];
+  p.state = PartState::kDone;
+  p.delivered = false;
+  p.slot.reset();
+  p.worker.clear();
+}
+
+bool JobTable::mark_delivered(const PartRef& ref, int64_t now_ms) {
+  Job* job = find(ref.job);
+  if (!job || ref.index >= job->parts.size()) return false;
+  job->parts[ref.index].delivered = true;
+  if (job->terminal()) return false;
+  for (const auto& p : job->parts)
+    if (p.state != PartState::kDone || !p.delivered) return false;
+  job->state = JobState::kDone;
+  job->finished_ms = now_ms;
+  return true;
 }
 
 std::vector<shm::Slot> JobTable::end_job(Job& job, JobState state, PartState part_state, int64_t now_ms) {

@@ -39,6 +39,7 @@ struct Partition {
   unsigned attempts = 0;           ///< times it was handed to a worker
   unsigned crashes = 0;            ///< times a worker died holding it (max_attempts: then it fails)
   unsigned verify_failures = 0;    ///< proofs of it that did not verify
+  bool delivered = false;          ///< done, and the write of its files finished (well or not)
   int64_t stage_start_ms = 0;      ///< when the current stage's message went out, then when its worker said STARTED
   int64_t queued_ms = 0;           ///< time it waited inside a worker's queue (SYNTH/PROVE sent → STARTED)
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
@@ -89,9 +90,13 @@ class JobTable {
   /// Partitions in state `s` over all live jobs.
   size_t count(PartState s) const;
 
-  /// Marks a partition done; the job becomes done when all are. Returns true
-  /// if this finished the job.
-  bool mark_done(const PartRef& ref, int64_t now_ms);
+  /// Marks a partition done (proved, verified); its files are written next.
+  void mark_done(const PartRef& ref);
+  /// Marks a done partition's files written (or their write failed: the job
+  /// holds the error); the job becomes done when every partition is done and
+  /// delivered. Returns true if this finished the job (never for a job that
+  /// already ended: failed or cancelled meanwhile).
+  bool mark_delivered(const PartRef& ref, int64_t now_ms);
   /// Fails the job: its queued and synthesized partitions become failed; the
   /// caller frees their slots (returned) first.
   std::vector<shm::Slot> fail(uint64_t id, const std::string& error, int64_t now_ms);

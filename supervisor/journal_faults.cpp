@@ -1,11 +1,16 @@
-// Journal and state-dir faults (a full disk, an I/O error, a read-only filesystem): zkfarmd
-// stays up. A write that fails stops intake — submits are refused with the
-// reason and /readyz turns 503 — while in-flight partitions go on; the write
-// is kept in memory and replayed in order once the journal takes writes again
-// (probed once a second), and then intake reopens by itself. What was in
-// memory is never dropped; what an acknowledged job needs (its add_job) was
-// committed before the client heard "accepted".
+// Journal writes and their faults (a full disk, an I/O error, a read-only
+// filesystem): zkfarmd stays up. Every write runs on the journal thread, in
+// the order the loop posted it, so the loop never waits for an fsync. A write
+// that fails stops intake — submits are refused with the reason and /readyz
+// turns 503 — while in-flight partitions go on; the journal thread keeps that
+// write (and every later one queued behind it), probes once a second, and
+// replays them once the journal takes writes again; then intake reopens by
+// itself. What was in memory is never dropped; what an acknowledged job needs
+// (its add_job) was committed before the client heard "accepted".
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "files/safe_write.hpp"
 #include "supervisor/supervisor.hpp"
@@ -17,68 +22,110 @@ constexpr int64_t kJournalRetryMs = 1000;
 }
 
 void Supervisor::journal_write(std::function<void()> write) {
-  if (!journal_backlog_.empty()) {  // keep the order: behind the writes already waiting
-    journal_backlog_.push_back(std::move(write));
-    return;
-  }
-  try {
-    write();
-  } catch (const JournalError& e) {
-    if (!e.storage_fault()) {  // a constraint or a bug: retrying cannot help
-      log_->error("journal: {}", e.what());
+  journal_thread_->post([this, write = std::move(write)] { run_journal_write(write); });
+}
+
+// On the journal thread.
+void Supervisor::run_journal_write(const std::function<void()>& write) {
+  bool faulted = false;
+  for (;;) {
+    try {
+      write();
+      if (faulted) inbox_.post([this] { on_journal_recovered(); });
       return;
+    } catch (const JournalError& e) {
+      const std::string what = e.what();
+      if (!e.storage_fault()) {  // a constraint or a bug: retrying cannot help
+        inbox_.post([this, what] { log_->error("journal: {}", what); });
+        if (faulted) inbox_.post([this] { on_journal_recovered(); });
+        return;
+      }
+      if (journal_giving_up_) {
+        ++journal_dropped_;
+        inbox_.post([this, what] { log_->error("journal: a write failed while stopping and is dropped: {}", what); });
+        return;
+      }
+      if (!faulted) inbox_.post([this, what] { on_journal_fault("journal write failed: " + what); });
+      faulted = true;
     }
-    journal_backlog_.push_back(std::move(write));
-    if (intake_fault_.empty()) {
-      intake_fault_ = std::string("journal write failed: ") + e.what();
-      log_->error("{}; intake is closed until the journal takes writes again (in-flight work goes on)", intake_fault_);
-      notify("STATUS=refusing jobs: " + intake_fault_);
+    // Probe until a write commits and the inputs' folder takes a file (the
+    // copies of inputs live beside the journal), or zkfarmd stops.
+    for (;;) {
+      for (int64_t waited = 0; waited < kJournalRetryMs && !journal_giving_up_; waited += 50)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (journal_giving_up_) break;  // one last try of the write itself
+      if (!journal_.writable()) continue;
+      try {
+        const std::string dir = cfg_.state_dir + "/inputs";
+        files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
+        ::unlink((dir + "/.probe").c_str());
+        break;
+      } catch (const std::exception&) {
+      }
     }
-    next_journal_retry_ms_ = now_ms() + kJournalRetryMs;
   }
 }
 
-void Supervisor::retry_journal() {
-  if (intake_fault_.empty() && journal_backlog_.empty()) return;
-  const int64_t now = now_ms();
-  if (now < next_journal_retry_ms_) return;
-  next_journal_retry_ms_ = now + kJournalRetryMs;
-  if (!journal_.writable()) {
-    intake_fault_ = "journal write failed: " + journal_.last_error();
-    return;
+void Supervisor::on_journal_fault(const std::string& why) {
+  journal_faulted_ = true;
+  if (intake_fault_.empty()) {
+    log_->error("{}; intake is closed until the journal takes writes again (in-flight work goes on)", why);
+    notify("STATUS=refusing jobs: " + why);
   }
-  // The copies of inputs live beside the journal: a write there must work too.
-  try {
-    const std::string dir = cfg_.state_dir + "/inputs";
-    files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
-    ::unlink((dir + "/.probe").c_str());
-  } catch (const std::exception& e) {
-    intake_fault_ = std::string("state dir write failed: ") + e.what();
-    return;
-  }
-  while (!journal_backlog_.empty()) {
-    try {
-      journal_backlog_.front()();
-    } catch (const JournalError& e) {
-      if (e.storage_fault()) {
-        intake_fault_ = std::string("journal write failed: ") + e.what();
-        return;
-      }
-      log_->error("journal: dropped a write that cannot succeed: {}", e.what());
-    }
-    journal_backlog_.pop_front();
-  }
-  log_->info("journal: writes work again; intake reopened ({})", intake_fault_);
+  intake_fault_ = why;
+}
+
+void Supervisor::on_journal_recovered() {
+  journal_faulted_ = false;
+  if (!intake_fault_.empty()) log_->info("journal: writes work again; intake reopened ({})", intake_fault_);
   intake_fault_.clear();
 }
 
-void Supervisor::retry_journal_now() {
-  if (journal_backlog_.empty()) return;
-  next_journal_retry_ms_ = 0;
-  retry_journal();
-  if (!journal_backlog_.empty())
-    log_->error("stopping with {} journal writes that failed ({}); the next start proves those partitions again",
-                journal_backlog_.size(), intake_fault_);
+// A submit's copies that the state dir refused (full, read-only) closed
+// intake while the journal itself is fine: probe on the journal thread, once
+// a second, until both take a write.
+void Supervisor::retry_intake() {
+  if (intake_fault_.empty() || journal_faulted_ || intake_probe_in_flight_) return;
+  const int64_t now = now_ms();
+  if (now < next_journal_retry_ms_) return;
+  next_journal_retry_ms_ = now + kJournalRetryMs;
+  intake_probe_in_flight_ = true;
+  journal_thread_->post([this] {
+    std::string fault;
+    if (!journal_.writable()) {
+      fault = "journal write failed: " + journal_.last_error();
+    } else {
+      try {
+        const std::string dir = cfg_.state_dir + "/inputs";
+        files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
+        ::unlink((dir + "/.probe").c_str());
+      } catch (const std::exception& e) {
+        fault = std::string("state dir write failed: ") + e.what();
+      }
+    }
+    inbox_.post([this, fault] {
+      intake_probe_in_flight_ = false;
+      if (journal_faulted_) return;  // the journal thread reopens intake itself
+      if (fault.empty()) {
+        if (!intake_fault_.empty()) log_->info("state dir: writes work again; intake reopened ({})", intake_fault_);
+        intake_fault_.clear();
+      } else {
+        intake_fault_ = fault;
+      }
+    });
+  });
+}
+
+void Supervisor::finish_background() {
+  // Outputs first: a delivery's completion may queue the job's last journal write.
+  delivery_thread_->finish();
+  inbox_.run();
+  journal_giving_up_ = true;
+  journal_thread_->finish();
+  inbox_.run();
+  if (journal_dropped_)
+    log_->error("stopped with {} journal writes that failed ({}); the next start proves those partitions again",
+                journal_dropped_.load(), intake_fault_);
 }
 
 }  // namespace zkfarm::supervisor

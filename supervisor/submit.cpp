@@ -79,6 +79,7 @@ files::UniqueFd open_input(const std::string& path, const Peer& peer) {
 // Runs on a CheckPool thread: reads only its arguments and the files they name.
 SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitContext& ctx) {
   SubmitCheck out;
+  out.token = ctx.token;
   const std::string job_dir = ctx.inputs_dir + "/jobs/" + ctx.token;
   try {
     Job job;
@@ -282,17 +283,41 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
                   " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)");
   }
   job.submitted_ms = wall_ms();
-  try {
-    job.id = journal_.add_job(job);  // durable before the client hears "accepted"
-  } catch (const JournalError& e) {
-    log_->error("submit refused: {}", e.what());
-    if (intake_fault_.empty()) {
-      intake_fault_ = std::string("journal write failed: ") + e.what();
+  // Journaled on the journal thread (durable before the client hears
+  // "accepted"); the job joins the table when that commit returns.
+  auto pending = std::make_shared<Job>(std::move(job));
+  accepting_tokens_.insert(c.token);
+  journal_thread_->post([this, identity, pending, vk = c.vk, token = c.token] {
+    std::string error;
+    bool storage = false;
+    try {
+      pending->id = journal_.add_job(*pending);
+    } catch (const JournalError& e) {
+      error = e.what();
+      storage = e.storage_fault();
+    }
+    inbox_.post([this, identity, pending, vk, token, error, storage] {
+      finish_accept(identity, pending, vk, token, error, storage);
+    });
+  });
+}
+
+void Supervisor::finish_accept(const std::string& identity, const std::shared_ptr<Job>& pending,
+                               const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
+                               const std::string& error, bool storage_fault) {
+  accepting_tokens_.erase(token);
+  if (!error.empty()) {
+    log_->error("submit refused: {}", error);
+    if (storage_fault && intake_fault_.empty()) {
+      intake_fault_ = "journal write failed: " + error;
       next_journal_retry_ms_ = now_ms() + 1000;
     }
-    return refuse(std::string("cannot journal the job: ") + e.what());
+    ++metrics_.jobs_refused;
+    remove_job_inputs(*pending);
+    return send_reply(identity, {{"ok", false}, {"error", "cannot journal the job: " + error}});
   }
-  if (c.vk) verifying_keys_[job.zkey_sha256] = c.vk;
+  Job& job = *pending;
+  if (vk) verifying_keys_[job.zkey_sha256] = vk;
   const size_t k = job.parts.size();
   const std::string prio = priority_name(job.priority);
   const uint32_t owner = job.owner_uid;

@@ -175,6 +175,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     ::chmod(path.c_str(), 0700);
   }
   submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
+  journal_thread_ = std::make_unique<SerialWorker>("zkfarmd-journal");
+  delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
   restore_from_journal();
   housekeeping(true);
   log_->info("zkfarmd {} pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
@@ -182,6 +184,11 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
 }
 
 Supervisor::~Supervisor() {
+  // The threads end before the members their tasks use; a write still failing
+  // is tried once more and dropped rather than held forever.
+  journal_giving_up_ = true;
+  if (delivery_thread_) delivery_thread_->finish();
+  if (journal_thread_) journal_thread_->finish();
   if (sigfd_ >= 0) ::close(sigfd_);
   workers_sock_.close();
   control_sock_.close();
@@ -210,9 +217,19 @@ void Supervisor::restore_from_journal() {
     requeued += job.count(PartState::kQueued);
     // Outputs of proved partitions that are missing (a kill between the
     // journal and the write) are written; files already there are left alone.
-    if (job.count(PartState::kDone) > 0) {
-      std::string error;
+    std::string error;
+    if (job.count(PartState::kDone) > 0)
       deliver(job, job.out, Peer{job.owner_uid, job.owner_gid, 0}, /*only_missing=*/true, &error);
+    for (auto& p : job.parts) p.delivered = p.state == PartState::kDone;
+    // Every proof journaled but not the end (killed in between): it ends now.
+    if (!job.terminal() && job.count(PartState::kDone) == job.parts.size()) {
+      job.state = error.empty() ? JobState::kDone : JobState::kFailed;
+      if (!error.empty()) job.error = "a result cannot be written: " + error;
+      job.finished_ms = wall_ms();
+      journal_write([this, id = job.id, st = job.state, e = job.error, t = job.finished_ms] {
+        journal_.finish_job(id, st, e, t);
+      });
+      log_->info("job {}: {} (every proof was journaled before the last stop)", job.id, job_state_name(job.state));
     }
     jobs_.restore(std::move(job));
   }
@@ -255,11 +272,13 @@ int Supervisor::run() {
   for (;;) {
     std::vector<zmq::pollitem_t> items = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
                                           {control_sock_.handle(), 0, ZMQ_POLLIN, 0},
-                                          {nullptr, sigfd_, ZMQ_POLLIN, 0}};
+                                          {nullptr, sigfd_, ZMQ_POLLIN, 0},
+                                          {nullptr, inbox_.fd(), ZMQ_POLLIN, 0}};
     for (const auto& [id, w] : workers_)
       if (w.output && w.output->fd() >= 0) items.push_back({nullptr, w.output->fd(), ZMQ_POLLIN, 0});
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
     handle_signals();
+    inbox_.run();  // what the journal and delivery threads finished
     pump_worker_output();
     workers_cap_->poll(now_ms());
     control_cap_->poll(now_ms());
@@ -286,7 +305,7 @@ int Supervisor::run() {
       on_control_frame(parts[0].to_string(), parts[2].to_string(), peer_of(parts[2]));
     }
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
-    retry_journal();
+    retry_intake();
     finish_submits();
     housekeeping(false);
     check_deadlines();
@@ -298,7 +317,7 @@ int Supervisor::run() {
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
-  retry_journal_now();
+  finish_background();
   if (release_failed_) {
     log_->error("stopped, but the memory of a GPU worker was not released within release_timeout");
     return 1;
@@ -581,13 +600,15 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
     return;
   }
   p->proof = proof_bytes;
-  // Journal first: once this commits the proof survives anything; a second
-  // proof of the same partition (re-proved after a crash) is refused. A
-  // journal fault keeps the write for later (journal_write) and goes on: the
+  // Journal first, on the journal thread: once it commits the proof survives
+  // anything; a second proof of the same partition (re-proved after a crash)
+  // is refused. A journal fault keeps the write for later and goes on: the
   // proof is verified, so publishing it before it is journaled is safe.
   journal_write([this, ref, proof_bytes, proved = wall_ms(), synth = p->synth_ms, prove = p->prove_ms] {
     if (!journal_.add_proof(ref.job, ref.index, proof_bytes, proved, synth, prove))
-      log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
+      inbox_.post([this, ref] {
+        log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
+      });
   });
   free_slot();
   log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
@@ -595,27 +616,8 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   ++metrics_.partitions_proved;
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
   metrics_.proving.observe(double(p->prove_ms) / 1000.0);
-  const bool finished = jobs_.mark_done(ref, wall_ms());
-  std::string error;
-  if (!deliver_one(*job, ref.index, job->out, Peer{job->owner_uid, job->owner_gid, 0}, false, &error) &&
-      job->delivery_error.empty()) {
-    job->delivery_error = "partition " + std::to_string(ref.index) + " was proved, but its result cannot be written: " +
-                          error + "; every proof is kept in the journal (`zkfarmctl result " + std::to_string(ref.job) +
-                          " --out DIR` writes them elsewhere)";
-  }
-  if (finished) {
-    if (job->delivery_error.empty()) {
-      journal_write([this, id = ref.job, t = job->finished_ms] { journal_.finish_job(id, JobState::kDone, "", t); });
-      log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
-    } else {
-      job->state = JobState::kFailed;
-      job->error = job->delivery_error;
-      journal_write([this, id = ref.job, e = job->error, t = job->finished_ms] {
-        journal_.finish_job(id, JobState::kFailed, e, t);
-      });
-      log_->error("job {}: failed: {}", ref.job, job->error);
-    }
-  }
+  jobs_.mark_done(ref);
+  publish(*job, ref.index);  // the job is done once its files are written (on_published)
 }
 
 void Supervisor::fail_job(uint64_t id, const std::string& error) {

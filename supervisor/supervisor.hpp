@@ -16,6 +16,7 @@
 #include "shm/slots.hpp"
 #include "files/input_file.hpp"
 #include "groth16/verify.hpp"
+#include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
@@ -44,6 +45,7 @@ struct SubmitCheck {
   std::string error;
   std::shared_ptr<const VerifyingKey> vk;
   std::string storage_fault;  ///< non-empty: the state dir could not take the copies (closes intake)
+  std::string token;          ///< the job's folder under inputs/jobs
 };
 
 /// "This key file, unchanged (files::FileIdentity), has this SHA-256": a key of
@@ -147,15 +149,29 @@ class Supervisor {
   nlohmann::json jobs_page(const nlohmann::json& req, std::optional<uint32_t> only_owner) const;
   // delivery.cpp: proof.json/public.json of proved partitions into `out`, as
   // `as` (its filesystem rights); with only_missing, files already there are
-  // left alone. Returns how many partitions were written; the first error in *error.
+  // left alone. deliver() at start (restored jobs, on the loop's thread
+  // before it runs); publish() for a partition just proved (on the delivery
+  // thread; on_published() then, on the loop, may finish the job);
+  // start_result() for `zkfarmctl result` (journal thread reads the proofs,
+  // delivery thread writes them, then the reply).
   size_t deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing, std::string* error);
-  bool deliver_one(const Job& job, uint32_t index, const std::string& out, const Peer& as, bool only_missing,
-                   std::string* error);
-  // A journal write; when it fails (disk full, I/O error) intake stops with the
-  // reason in status, the write is kept and retried in order until it works.
+  void publish(const Job& job, uint32_t index);
+  void on_published(const PartRef& ref, const std::string& error);
+  void start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
+  // journal_faults.cpp: a journal write, run in order on the journal thread;
+  // when it fails (disk full, I/O error) intake stops with the reason in
+  // status, and the write is retried (with every later one behind it) until
+  // it works. In-flight work goes on meanwhile.
   void journal_write(std::function<void()> write);
-  void retry_journal();
-  void retry_journal_now();  ///< at exit: one last try, and a log line for what is left
+  void run_journal_write(const std::function<void()>& write);  ///< on the journal thread
+  void on_journal_fault(const std::string& why);
+  void on_journal_recovered();
+  void retry_intake();       ///< a state-dir fault of a submit's copies: probe until writes work
+  void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
+  // submit.cpp: the journal's answer to an accepted job's add_job.
+  void finish_accept(const std::string& identity, const std::shared_ptr<Job>& job,
+                     const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
+                     const std::string& error, bool storage_fault);
   void begin_stop(const std::string& reason);
   // lifecycle.cpp: drain, rolling restarts and upgrades, release waits,
   // flapping, stale children, sd_notify.
@@ -230,8 +246,19 @@ class Supervisor {
   std::atomic<bool> ready_{false};
   int64_t last_render_ms_ = 0;
   std::string intake_fault_;  ///< non-empty: intake refused for this reason (a journal fault)
-  std::deque<std::function<void()>> journal_backlog_;  ///< writes that failed, retried in order
   int64_t next_journal_retry_ms_ = 0;
+  // Disk work off the loop (background.hpp). Once the loop runs, the journal
+  // is used only on journal_thread_ (writes, prune, reads of old proofs) and
+  // output files are written only on delivery_thread_. Declared after
+  // journal_, so the threads end before what their tasks use.
+  LoopInbox inbox_;
+  std::unique_ptr<SerialWorker> journal_thread_, delivery_thread_;
+  std::atomic<bool> journal_giving_up_{false};  ///< at exit: a failing write is tried once more, then dropped
+  std::atomic<size_t> journal_dropped_{0};      ///< writes dropped that way (logged at exit)
+  bool journal_faulted_ = false;  ///< the journal thread holds a write that failed (intake closed)
+  bool intake_probe_in_flight_ = false;
+  size_t deliveries_in_flight_ = 0;
+  std::set<std::string> accepting_tokens_;  ///< inputs/jobs/TOKEN of jobs whose add_job is in flight
   std::string render_metrics() const;
 };
 

@@ -36,15 +36,22 @@ TEST(JobTable, OrderIsPriorityThenOldestJobThenLowestPartition) {
   EXPECT_EQ(order, expect);
 }
 
-TEST(JobTable, DoneWhenAllPartitionsAreAndCancelSkipsTheJob) {
+TEST(JobTable, DoneWhenAllPartitionsAreProvedAndDeliveredAndCancelSkipsTheJob) {
   JobTable t;
   uint64_t a = t.add(make_job(Priority::kHigh, 2));
   uint64_t b = t.add(make_job(Priority::kNormal, 1));
-  EXPECT_FALSE(t.mark_done({a, 0}, 10));
-  EXPECT_TRUE(t.mark_done({a, 1}, 20));
+  t.mark_done({a, 0});
+  t.mark_done({a, 1});
+  EXPECT_NE(t.find(a)->state, JobState::kDone) << "proved is not done: the files are not written yet";
+  EXPECT_FALSE(t.mark_delivered({a, 1}, 10));
+  EXPECT_NE(t.find(a)->state, JobState::kDone);
+  EXPECT_TRUE(t.mark_delivered({a, 0}, 20));
   EXPECT_EQ(t.find(a)->state, JobState::kDone);
   EXPECT_EQ(t.find(a)->finished_ms, 20);
+  t.mark_done({b, 0});
   t.cancel(b, 30);
+  EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
+  EXPECT_FALSE(t.mark_delivered({b, 0}, 40)) << "a delivery after the cancel must not make the job done";
   EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
   EXPECT_FALSE(t.next(PartState::kQueued).has_value());
   EXPECT_EQ(t.find(b)->to_json()["state"], "cancelled");

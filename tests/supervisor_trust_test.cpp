@@ -167,8 +167,10 @@ TEST(JobTable, PruneForgetsOnlyOldFinishedJobs) {
   Job j;
   j.parts.resize(1);
   const uint64_t old_done = t.add(j), new_done = t.add(j), live = t.add(j);
-  t.mark_done({old_done, 0}, 1000);
-  t.mark_done({new_done, 0}, 5000);
+  t.mark_done({old_done, 0});
+  t.mark_done({new_done, 0});
+  t.mark_delivered({old_done, 0}, 1000);
+  t.mark_delivered({new_done, 0}, 5000);
   EXPECT_EQ(t.prune(2000), 1u);
   EXPECT_EQ(t.find(old_done), nullptr);
   EXPECT_NE(t.find(new_done), nullptr);
