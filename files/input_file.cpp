@@ -80,7 +80,7 @@ UniqueFd open_regular_file(const std::string& path) {
 }
 
 CopyResult copy_into(int src_fd, const std::string& src_path, int dir_fd, const std::string& name, mode_t mode,
-                     const CopyProgress& progress, TempMethod method) {
+                     const CopyProgress& progress, TempMethod method, CopyHash hash) {
   struct stat st {};
   if (::fstat(src_fd, &st) != 0) throw_errno(src_path, "stat", errno);
   if (!S_ISREG(st.st_mode)) refuse(src_path, st.st_mode);
@@ -108,7 +108,7 @@ CopyResult copy_into(int src_fd, const std::string& src_path, int dir_fd, const 
     if (k == 0) break;
     total += uint64_t(k);
     if (total > expected) changed(src_path, "it grew past the " + std::to_string(expected) + " bytes it had");
-    if (EVP_DigestUpdate(md.get(), buf.data(), size_t(k)) != 1)
+    if (hash == CopyHash::kSha256 && EVP_DigestUpdate(md.get(), buf.data(), size_t(k)) != 1)
       throw FileError(src_path, 0, src_path + ": cannot hash: SHA-256 update failed");
     out.write_all(buf.data(), size_t(k));
     if (progress) progress(total);
@@ -118,16 +118,18 @@ CopyResult copy_into(int src_fd, const std::string& src_path, int dir_fd, const 
   const FileIdentity after = FileIdentity::of(src_fd, src_path);
   if (after != before) changed(src_path, "its size or times changed");
 
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(md.get(), digest, &len) != 1 || len != 32)
-    throw FileError(src_path, 0, src_path + ": cannot hash: SHA-256 final failed");
-  static const char* hex = "0123456789abcdef";
   CopyResult r;
-  r.sha256_hex.reserve(64);
-  for (unsigned i = 0; i < len; ++i) {
-    r.sha256_hex += hex[digest[i] >> 4];
-    r.sha256_hex += hex[digest[i] & 15];
+  if (hash == CopyHash::kSha256) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(md.get(), digest, &len) != 1 || len != 32)
+      throw FileError(src_path, 0, src_path + ": cannot hash: SHA-256 final failed");
+    static const char* hex = "0123456789abcdef";
+    r.sha256_hex.reserve(64);
+    for (unsigned i = 0; i < len; ++i) {
+      r.sha256_hex += hex[digest[i] >> 4];
+      r.sha256_hex += hex[digest[i] & 15];
+    }
   }
   out.commit();
   r.bytes = total;

@@ -107,6 +107,16 @@ void TempFile::write_all(const void* data, size_t size) {
     }
     p += k;
     size -= size_t(k);
+    written_ += uint64_t(k);
+  }
+  // Streaming writeback. Both calls are hints as far as correctness goes
+  // (commit() fsyncs whatever is left); an error here shows again there.
+  while (written_ - flushed_ >= kWritebackWindow) {
+    ::sync_file_range(fd_.get(), off_t(flushed_), off_t(kWritebackWindow), SYNC_FILE_RANGE_WRITE);
+    if (flushed_ >= kWritebackWindow)
+      ::sync_file_range(fd_.get(), off_t(flushed_ - kWritebackWindow), off_t(kWritebackWindow),
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    flushed_ += kWritebackWindow;
   }
 }
 

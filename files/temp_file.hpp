@@ -43,7 +43,14 @@ class TempFile {
   const std::string& target() const noexcept { return target_; }
 
   /// Writes all of `size` bytes at `data` (retrying short writes and EINTR).
+  /// A large file is sent to the disk as it grows: every kWritebackWindow
+  /// bytes, writeback of that window starts (sync_file_range(2)) and the one
+  /// before it is waited for, so at most two windows per file are dirty in
+  /// the page cache. commit()'s fsync then has little left to write, and other
+  /// writers' fsyncs on the same filesystem (ext4 commits every dirty inode's
+  /// data in ordered mode) do not wait behind gigabytes of copies.
   void write_all(const void* data, size_t size);
+  static constexpr uint64_t kWritebackWindow = uint64_t(8) << 20;
 
   /// fsync(2)s the file, gives it its final name atomically — linkat(2) when
   /// `name` is free, else a link under a random name and renameat(2) over
@@ -65,6 +72,8 @@ class TempFile {
   std::string temp_name_;  // a name of ours currently linked in the folder ("" when none)
   bool unnamed_ = false;   // made with O_TMPFILE
   bool committed_ = false;
+  uint64_t written_ = 0;  // bytes written so far
+  uint64_t flushed_ = 0;  // bytes whose writeback was started
 };
 
 /// A fresh random file name ".zkfarm-<32 hex digits>.tmp" (getrandom(2)).

@@ -46,16 +46,18 @@ Wtns Wtns::open(const std::string& path) {
   return w;
 }
 
-void check_witness_matches(const Zkey& key, const Wtns& w) {
+void check_witness_matches(const Zkey& key, const Wtns& w) { check_witness_matches(key.n_vars, key.path, w); }
+
+void check_witness_matches(uint32_t n_vars, const std::string& key_path, const Wtns& w) {
   if (w.n8 != 32 || w.prime != kBn254R) {
     w.file.fail_file("witness is over another field (" +
                      (w.n8 == 32 ? std::string("a 32-byte prime that is not BN254's r")
                                  : "a prime of " + std::to_string(w.n8) + " bytes") +
                      "), key expects BN254 r");
   }
-  if (w.n_witness != key.n_vars) {
+  if (w.n_witness != n_vars) {
     w.file.fail_file("witness has " + std::to_string(w.n_witness) + " values, key expects nVars " +
-                     std::to_string(key.n_vars) + " (" + key.path + ")");
+                     std::to_string(n_vars) + " (" + key_path + ")");
   }
 }
 

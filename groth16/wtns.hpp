@@ -53,5 +53,8 @@ struct Wtns {
 /// "W.PATH: witness is over another field (a prime of 48 bytes), key expects BN254 r" or
 /// "W.PATH: witness has N values, key expects nVars M (KEY.PATH)".
 void check_witness_matches(const Zkey& key, const Wtns& w);
+/// The same check against a key known only by its nVars and path (what the
+/// farm keeps of a key it has checked before); same errors.
+void check_witness_matches(uint32_t n_vars, const std::string& key_path, const Wtns& w);
 
 }  // namespace zkfarm

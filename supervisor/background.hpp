@@ -37,7 +37,8 @@ class LoopInbox {
   /// including ones they post themselves; returns how many ran. An exception
   /// from a closure propagates after the ones before it ran (the rest stay).
   size_t run();
-  /// For poll(2): readable while closures wait.
+  /// For poll(2): readable while closures wait (and, after a run() during
+  /// which closures posted more, once more with none: a spurious wake-up).
   int fd() const { return fd_; }
 
  private:

@@ -52,7 +52,7 @@ void Config::load_toml(const std::string& path) {
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
       "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
       "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
-      "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_queue", "submit_timeout_ms",
+      "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_copies", "submit_queue", "submit_timeout_ms",
       "status_finished_jobs"};
   for (auto&& [k, v] : t) {
     if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
@@ -88,6 +88,7 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "http_request_timeout_ms", http_request_timeout_ms, 100, 600000);
   read_bool(t, path, "http_status_detail", http_status_detail);
   read_uint(t, path, "submit_checks", submit_checks, 1, 64);
+  read_uint(t, path, "submit_copies", submit_copies, 1, 64);
   read_uint(t, path, "submit_queue", submit_queue, 1, 100000);
   read_uint(t, path, "submit_timeout_ms", submit_timeout_ms, 1000, 86400000);
   read_uint(t, path, "status_finished_jobs", status_finished_jobs, 0, 10000);

@@ -46,6 +46,7 @@ struct Config {
   unsigned http_request_timeout_ms = 5000;  ///< a request's headers must arrive within this; idle keep-alive too
   bool http_status_detail = false;     ///< GET /status: false: counts only; true: the full status (paths, jobs)
   unsigned submit_checks = 2;          ///< submits checked at once (each copies and validates a key and witnesses)
+  unsigned submit_copies = 4;          ///< witness copies at once over all submits (first submitted, first copied)
   unsigned submit_queue = 64;          ///< submits waiting for a check; beyond, refused with "busy"
   unsigned submit_timeout_ms = 600000; ///< a submit whose check takes longer is refused
   unsigned status_finished_jobs = 50;  ///< finished jobs `status` lists (newest first); `jobs` pages through all

@@ -13,8 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+#include <mutex>
+
+#include <spdlog/fmt/fmt.h>
 
 #include "files/file_error.hpp"
 #include "files/fs_credentials.hpp"
@@ -74,7 +80,95 @@ files::UniqueFd open_input(const std::string& path, const Peer& peer) {
   return fd;
 }
 
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// One witness taken: opened with the submitter's rights, copied into the
+// job's folder as K.wtns (no hash: nothing names a witness by its content),
+// its private copy checked against the key and its public signals read.
+// Throws what the caller turns into the job's refusal.
+void take_witness(const std::string& path, uint32_t k, const Peer& peer, const std::string& zkey_source,
+                  const std::string& zkey, const KeyFacts& key, int dir_fd, const std::string& job_dir,
+                  Partition& p, uint64_t& bytes) {
+  files::UniqueFd fd = open_input(path, peer);
+  const std::string name = std::to_string(k) + ".wtns";
+  bytes = files::copy_into(fd.get(), path, dir_fd, name, 0400, {}, files::TempMethod::kAuto, files::CopyHash::kNone)
+              .bytes;
+  p.wtns = job_dir + "/" + name;
+  try {
+    Wtns wtns = Wtns::open(p.wtns);
+    check_witness_matches(key.n_vars, zkey, wtns);
+    // public.json now: the proof's arrival then needs no file.
+    std::vector<U256> pub(size_t(key.n_public) + 1);
+    std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
+    p.public_json = public_to_json(pub.data(), key.n_public);
+    p.public_values.assign(pub.begin() + 1, pub.end());
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    if (auto at = m.find(p.wtns); at != std::string::npos) m.replace(at, p.wtns.size(), path);
+    if (auto at = m.find(zkey); at != std::string::npos) m.replace(at, zkey.size(), zkey_source);
+    throw std::runtime_error(m);
+  }
+}
+
+// Takes every witness of a job on `pool` and waits for all of them. The
+// first failure by index (so the same submit is refused with the same
+// message however the threads ran) is rethrown; after one failure the rest
+// are skipped. Returns the bytes copied.
+uint64_t copy_witnesses(const std::vector<std::string>& paths, const Peer& peer, Job& job, const KeyFacts& key,
+                        int dir_fd, const std::string& job_dir, CheckPool& pool) {
+  struct Shared {
+    std::mutex m;
+    std::condition_variable cv;
+    size_t left;
+    std::atomic<bool> failed{false};
+    std::vector<std::exception_ptr> errors;
+    std::vector<uint64_t> bytes;
+  } st;
+  st.left = paths.size();
+  st.errors.resize(paths.size());
+  st.bytes.resize(paths.size());
+  auto one = [&](size_t k) {
+    if (!st.failed) {
+      try {
+        take_witness(paths[k], uint32_t(k), peer, job.zkey_source, job.zkey, key, dir_fd, job_dir, job.parts[k],
+                     st.bytes[k]);
+      } catch (...) {
+        st.errors[k] = std::current_exception();
+        st.failed = true;
+      }
+    }
+    std::lock_guard lock(st.m);
+    if (--st.left == 0) st.cv.notify_all();
+  };
+  for (size_t k = 0; k < paths.size(); ++k)
+    if (!pool.post([&one, k] { one(k); })) one(k);  // a full queue: this thread copies it itself
+  {
+    std::unique_lock lock(st.m);
+    st.cv.wait(lock, [&] { return st.left == 0; });
+  }
+  for (const auto& e : st.errors)
+    if (e) std::rethrow_exception(e);
+  uint64_t total = 0;
+  for (uint64_t b : st.bytes) total += b;
+  return total;
+}
+
 }  // namespace
+
+std::optional<KeyFacts> CheckedKeys::lookup(const std::string& sha) const {
+  std::lock_guard<std::mutex> lock(m_);
+  for (const auto& [k, v] : entries_)
+    if (k == sha) return v;
+  return std::nullopt;
+}
+
+void CheckedKeys::remember(const std::string& sha, const KeyFacts& facts) {
+  std::lock_guard<std::mutex> lock(m_);
+  if (entries_.size() >= 64) entries_.erase(entries_.begin());
+  entries_.emplace_back(sha, facts);
+}
 
 // Runs on a CheckPool thread: reads only its arguments and the files they name.
 SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitContext& ctx) {
@@ -99,6 +193,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
 
     // The key: one private copy per content (inputs/keys/SHA256.zkey). An
     // unchanged source (same inode, size, mtime and ctime) is not read again.
+    const auto t_key = std::chrono::steady_clock::now();
     files::UniqueFd key_fd = open_input(job.zkey_source, peer);
     const files::FileIdentity ident = files::FileIdentity::of(key_fd.get(), job.zkey_source);
     std::string sha = ctx.key_hashes->lookup(ident);
@@ -117,51 +212,43 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     key_fd.reset();
     job.zkey = ctx.inputs_dir + "/keys/" + sha + ".zkey";
     job.zkey_sha256 = sha;
-    std::optional<Zkey> opened;
-    try {
-      opened.emplace(Zkey::open(job.zkey));
-    } catch (const InputError& e) {  // name the client's file, not our copy
-      std::string m = e.what();
-      if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
-      return {std::nullopt, m};
+    // The private copy is immutable and named by its content: a key checked
+    // once (Zkey::open reads every coordinate of it) is not checked again.
+    std::optional<KeyFacts> facts = ctx.checked_keys->lookup(sha);
+    if (!facts) {
+      try {
+        const Zkey key = Zkey::open(job.zkey);
+        facts = KeyFacts{key.n_vars, key.n_public, std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key))};
+      } catch (const InputError& e) {  // name the client's file, not our copy
+        std::string m = e.what();
+        if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
+        return {std::nullopt, m};
+      }
+      ctx.checked_keys->remember(sha, *facts);
     }
-    const Zkey& key = *opened;
-    out.vk = std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key));
+    out.vk = facts->vk;
+    out.key_ms = ms_since(t_key);
 
-    // The witnesses: copied into this job's own folder.
+    // The witnesses: copied and checked on the copy pool, several at once and
+    // in the order jobs were submitted (first submitted, first accepted), into
+    // this job's own folder.
+    const auto t_wtns = std::chrono::steady_clock::now();
     if (::mkdir(job_dir.c_str(), 0700) != 0) {
       const int err = errno;
       throw files::FileError(job_dir, err, "cannot create " + job_dir + ": " + std::strerror(err));
     }
     files::UniqueFd dir = files::open_dir(job_dir);
-    uint32_t k = 0;
+    std::vector<std::string> paths;
     for (const auto& w : req["wtns"]) {
       if (!w.is_string()) throw protocol::ProtocolError("wtns must be a list of paths");
-      const std::string path = w.get<std::string>();
-      if (path.empty() || path[0] != '/') return {std::nullopt, "paths must be absolute: " + path};
-      files::UniqueFd fd = open_input(path, peer);
-      const std::string name = std::to_string(k++) + ".wtns";
-      files::copy_into(fd.get(), path, dir.get(), name, 0400);
-      Partition p;
-      p.wtns = job_dir + "/" + name;
-      try {
-        Wtns wtns = Wtns::open(p.wtns);
-        check_witness_matches(key, wtns);
-        // public.json now: the proof's arrival then needs no file.
-        std::vector<U256> pub(size_t(key.n_public) + 1);
-        std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
-        p.public_json = public_to_json(pub.data(), key.n_public);
-        p.public_values.assign(pub.begin() + 1, pub.end());
-      } catch (const InputError& e) {
-        std::string m = e.what();
-        if (auto at = m.find(p.wtns); at != std::string::npos) m.replace(at, p.wtns.size(), path);
-        if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
-        throw std::runtime_error(m);
-      }
-      job.parts.push_back(std::move(p));
+      paths.push_back(w.get<std::string>());
+      if (paths.back().empty() || paths.back()[0] != '/') return {std::nullopt, "paths must be absolute: " + paths.back()};
     }
-    job.slot_bytes = witness_bytes(key);
-    job.n_public = key.n_public;
+    job.parts.resize(paths.size());
+    out.witness_bytes = copy_witnesses(paths, peer, job, *facts, dir.get(), job_dir, *ctx.copy_pool);
+    out.witness_ms = ms_since(t_wtns);
+    job.slot_bytes = uint64_t(facts->n_vars) * 32;  // witness_bytes(key): a slot carries the witness
+    job.n_public = facts->n_public;
     // The output folder, made now (as the submitter) so a bad --out is refused
     // at once rather than after the proofs.
     {
@@ -212,7 +299,7 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
   };
   if (stopping_) return refuse("zkfarmd is draining: not accepting jobs");
   if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_);
-  SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_};
+  SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_, copy_pool_};
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
   PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token};
   const bool queued = submit_pool_->post([promise, req, peer, ctx] {
@@ -287,7 +374,9 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
   // "accepted"); the job joins the table when that commit returns.
   auto pending = std::make_shared<Job>(std::move(job));
   accepting_tokens_.insert(c.token);
-  journal_thread_->post([this, identity, pending, vk = c.vk, token = c.token] {
+  const std::string checked = fmt::format("key {:.0f} ms, witnesses {:.1f} MB in {:.0f} ms", c.key_ms,
+                                          double(c.witness_bytes) / 1e6, c.witness_ms);
+  journal_thread_->post([this, identity, pending, vk = c.vk, token = c.token, checked] {
     std::string error;
     bool storage = false;
     try {
@@ -296,15 +385,15 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
       error = e.what();
       storage = e.storage_fault();
     }
-    inbox_.post([this, identity, pending, vk, token, error, storage] {
-      finish_accept(identity, pending, vk, token, error, storage);
+    inbox_.post([this, identity, pending, vk, token, checked, error, storage] {
+      finish_accept(identity, pending, vk, token, checked, error, storage);
     });
   });
 }
 
 void Supervisor::finish_accept(const std::string& identity, const std::shared_ptr<Job>& pending,
                                const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
-                               const std::string& error, bool storage_fault) {
+                               const std::string& checked, const std::string& error, bool storage_fault) {
   accepting_tokens_.erase(token);
   if (!error.empty()) {
     log_->error("submit refused: {}", error);
@@ -323,7 +412,7 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   const uint32_t owner = job.owner_uid;
   const uint64_t id = jobs_.add(std::move(job));
   ++metrics_.jobs_accepted;
-  log_->info("job {}: accepted from uid {}, {} partitions, priority {}", id, owner, k, prio);
+  log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({})", id, owner, k, prio, checked);
   send_reply(identity, {{"ok", true}, {"job", id}});
 }
 

@@ -175,6 +175,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     ::chmod(path.c_str(), 0700);
   }
   submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
+  // Room for every witness of the submits being checked (each job at most 100000).
+  copy_pool_ = std::make_shared<CheckPool>(cfg_.submit_copies, size_t(cfg_.submit_checks) * 100000);
   journal_thread_ = std::make_unique<SerialWorker>("zkfarmd-journal");
   delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
   restore_from_journal();

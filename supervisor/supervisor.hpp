@@ -46,6 +46,8 @@ struct SubmitCheck {
   std::shared_ptr<const VerifyingKey> vk;
   std::string storage_fault;  ///< non-empty: the state dir could not take the copies (closes intake)
   std::string token;          ///< the job's folder under inputs/jobs
+  double key_ms = 0, witness_ms = 0;  ///< time to take the key, then the witnesses
+  uint64_t witness_bytes = 0;         ///< bytes of witnesses copied
 };
 
 /// "This key file, unchanged (files::FileIdentity), has this SHA-256": a key of
@@ -62,10 +64,32 @@ class KeyHashCache {
 
 /// What a submit's check needs besides the request: where inputs are kept
 /// (STATE/inputs), the job's own folder name under inputs/jobs, the cache.
+/// What a submit needs of a key it has checked: kept by the key's SHA-256,
+/// whose private copy (inputs/keys/SHA256.zkey, zkfarmd's, read-only) never
+/// changes, so the next job of that key skips Zkey::open's full check.
+struct KeyFacts {
+  uint32_t n_vars = 0, n_public = 0;
+  std::shared_ptr<const VerifyingKey> vk;
+};
+
+/// Keys checked at submit, by SHA-256 (hex); the 64 most recent. Thread-safe.
+class CheckedKeys {
+ public:
+  std::optional<KeyFacts> lookup(const std::string& sha) const;
+  void remember(const std::string& sha, const KeyFacts& facts);
+
+ private:
+  mutable std::mutex m_;
+  std::vector<std::pair<std::string, KeyFacts>> entries_;
+};
+
 struct SubmitContext {
   std::string inputs_dir;
   std::string token;
   std::shared_ptr<KeyHashCache> key_hashes;
+  std::shared_ptr<CheckedKeys> checked_keys;
+  /// Witness copies of every submit, submit_copies at once, first submitted first.
+  std::shared_ptr<CheckPool> copy_pool;
 };
 
 /// Checks a submit request on a CheckPool thread (submit.cpp): opens the
@@ -171,7 +195,7 @@ class Supervisor {
   // submit.cpp: the journal's answer to an accepted job's add_job.
   void finish_accept(const std::string& identity, const std::shared_ptr<Job>& job,
                      const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
-                     const std::string& error, bool storage_fault);
+                     const std::string& checked, const std::string& error, bool storage_fault);
   void begin_stop(const std::string& reason);
   // lifecycle.cpp: drain, rolling restarts and upgrades, release waits,
   // flapping, stale children, sd_notify.
@@ -234,6 +258,8 @@ class Supervisor {
   };
   std::unique_ptr<CheckPool> submit_pool_;
   std::shared_ptr<KeyHashCache> key_hashes_ = std::make_shared<KeyHashCache>();
+  std::shared_ptr<CheckedKeys> checked_keys_ = std::make_shared<CheckedKeys>();
+  std::shared_ptr<CheckPool> copy_pool_;
   std::map<std::string, std::shared_ptr<const VerifyingKey>> verifying_keys_;  ///< by key SHA-256
   int64_t next_housekeeping_ms_ = 0;
   std::vector<PendingSubmit> pending_submits_;

@@ -420,6 +420,22 @@ TEST(CopyInto, HashMatchesSha256sumAcrossChunks) {
   EXPECT_EQ(c.result.source.size, off_t(data.size()));
 }
 
+TEST(CopyInto, LargerThanTheWritebackWindowsAndUnhashedCopiesEveryByte) {
+  // Past three writeback windows (temp_file.hpp), with a ragged tail: the
+  // streaming writeback must not change a byte; kNone leaves the hash empty.
+  Dir d;
+  const uint64_t w = files::TempFile::kWritebackWindow;
+  const std::string src = d / "w.wtns", data = pattern(3 * w + (1 << 20) + 5, 9);
+  put(src, data);
+  files::UniqueFd in = files::open_regular_file(src);
+  files::UniqueFd out = files::open_dir(d.path.string());
+  files::CopyResult c = files::copy_into(in.get(), src, out.get(), "copy.wtns", 0600, {}, TempMethod::kAuto,
+                                         files::CopyHash::kNone);
+  EXPECT_EQ(c.sha256_hex, "");
+  EXPECT_EQ(c.bytes, data.size());
+  EXPECT_TRUE(read_file(d / "copy.wtns") == data);
+}
+
 class CopyChanged : public testing::TestWithParam<TempMethod> {
  protected:
   // A 3 MiB source whose mtime is set well in the past, so that any write
