@@ -3,6 +3,7 @@
 # on a GPU machine that cannot build zkfarm itself (no Boost, ZeroMQ, … there:
 # the lent H200 machine has CUDA but not Debian's packages):
 #   scripts/gpu-pack.sh [DIR]     (default .gpu, ignored by git)
+# Builds in $ZKFARM_GPU_BUILD (default build/) with the CUDA backend on.
 # DIR/bin: the release binaries (CUDA backend built: nvcc must be here);
 # DIR/lib: the shared libraries they use beyond glibc and libstdc++;
 # DIR/fixtures: the shared circom/snarkjs fixtures (../shared/fixtures).
@@ -13,18 +14,19 @@ out=${1:-$root/.gpu}
 if [ -e "$out" ] && [ ! -f "$out/.zkfarm-gpu-pack" ]; then
   echo "gpu-pack: $out exists and is not an earlier pack; refusing to replace it" >&2; exit 2
 fi
-configure=$(cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release)
+build=${ZKFARM_GPU_BUILD:-$root/build}
+configure=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_CUDA=ON)
 case $configure in
   *"zkfarm: CUDA backend ON"*) ;;
   *) echo "gpu-pack: the build has no CUDA backend (nvcc not found, or -DZKFARM_CUDA=OFF)" >&2; exit 2 ;;
 esac
-cmake --build "$root/build" -j"$(nproc)" --target zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl \
+cmake --build "$build" -j"$(nproc)" --target zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl \
   zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/fixtures"
 touch "$out/.zkfarm-gpu-pack"
 for b in zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu; do
-  cp "$root/build/bin/$b" "$out/bin/"
+  cp "$build/bin/$b" "$out/bin/"
   strip "$out/bin/$b"
 done
 ldd "$out"/bin/* 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |

@@ -80,6 +80,12 @@ files::UniqueFd open_input(const std::string& path, const Peer& peer) {
   return fd;
 }
 
+SubmitCheck refused(std::string why) {
+  SubmitCheck c;
+  c.error = std::move(why);
+  return c;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
@@ -182,14 +188,20 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     job.owner_uid = peer.uid;
     job.owner_gid = peer.gid;
     auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
-    if (!prio) return {std::nullopt, "priority must be low, normal, high or critical"};
+    if (!prio) return refused("priority must be low, normal, high or critical");
     job.priority = *prio;
     if (!req.contains("wtns") || !req["wtns"].is_array() || req["wtns"].empty())
-      return {std::nullopt, "a job needs at least one witness"};
+      return refused("a job needs at least one witness");
     if (req["wtns"].size() > kMaxPartitions)
-      return {std::nullopt, "a job may have at most " + std::to_string(kMaxPartitions) + " witnesses"};
+      return refused("a job may have at most " + std::to_string(kMaxPartitions) + " witnesses");
     for (const auto& p : {job.zkey_source, job.out})
-      if (p.empty() || p[0] != '/') return {std::nullopt, "paths must be absolute: " + p};
+      if (p.empty() || p[0] != '/') return refused("paths must be absolute: " + p);
+    std::vector<std::string> paths;
+    for (const auto& w : req["wtns"]) {
+      if (!w.is_string()) throw protocol::ProtocolError("wtns must be a list of paths");
+      paths.push_back(w.get<std::string>());
+      if (paths.back().empty() || paths.back()[0] != '/') return refused("paths must be absolute: " + paths.back());
+    }
 
     // The key: one private copy per content (inputs/keys/SHA256.zkey). An
     // unchanged source (same inode, size, mtime and ctime) is not read again.
@@ -222,7 +234,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       } catch (const InputError& e) {  // name the client's file, not our copy
         std::string m = e.what();
         if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
-        return {std::nullopt, m};
+        return refused(m);
       }
       ctx.checked_keys->remember(sha, *facts);
     }
@@ -238,12 +250,6 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       throw files::FileError(job_dir, err, "cannot create " + job_dir + ": " + std::strerror(err));
     }
     files::UniqueFd dir = files::open_dir(job_dir);
-    std::vector<std::string> paths;
-    for (const auto& w : req["wtns"]) {
-      if (!w.is_string()) throw protocol::ProtocolError("wtns must be a list of paths");
-      paths.push_back(w.get<std::string>());
-      if (paths.back().empty() || paths.back()[0] != '/') return {std::nullopt, "paths must be absolute: " + paths.back()};
-    }
     job.parts.resize(paths.size());
     out.witness_bytes = copy_witnesses(paths, peer, job, *facts, dir.get(), job_dir, *ctx.copy_pool);
     out.witness_ms = ms_since(t_wtns);
