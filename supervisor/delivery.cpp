@@ -7,6 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include "files/file_error.hpp"
 #include "files/fs_credentials.hpp"
 #include "files/safe_write.hpp"
@@ -57,6 +62,16 @@ struct ToWrite {
   std::string proof, public_json;
 };
 
+// Tests only: ZKFARM_TEST_DELIVERY_DELAY_MS makes every output write that
+// slow (a disk that cannot keep up), to show that proving does not wait.
+int delivery_delay_ms() {
+  static const int ms = [] {
+    const char* v = std::getenv("ZKFARM_TEST_DELIVERY_DELAY_MS");
+    return v ? std::clamp(std::atoi(v), 0, 60000) : 0;
+  }();
+  return ms;
+}
+
 }  // namespace
 
 size_t Supervisor::deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing,
@@ -89,6 +104,7 @@ void Supervisor::publish(const Job& job, uint32_t index) {
   ++deliveries_in_flight_;
   delivery_thread_->post([this, ref = PartRef{job.id, index}, out = job.out, as = Peer{job.owner_uid, job.owner_gid, 0},
                           proof = p.proof, public_json = p.public_json] {
+    if (int ms = delivery_delay_ms()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     std::string error = write_result(out, as, ref.index, proof, public_json, false, cfg_.state_dir);
     inbox_.post([this, ref, error] { on_published(ref, error); });
   });

@@ -2,7 +2,7 @@
 gpu_queue_depth partitions handed to the GPU worker at once; when it is
 SIGKILLed holding them, each is proved from its slot by the replacement (no
 second synthesis) exactly once; a cancel withdraws partitions queued at the
-worker; proofs verify with snarkjs.
+worker; proofs verify with snarkjs; proving goes on while output writes are slow.
 
 Run by ctest like test_farm.py (ZKFARM_BIN, ZKFARM_SOURCE_DIR, ZKFARM_SHARED_FIXTURES).
 """
@@ -103,6 +103,26 @@ class GpuQueueTest(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(ctl(farm.state, "wait", job2, "--timeout", "120", check=False)[0], 0, farm.output())
         self.verify(out2, 3)
+        farm.stop_and_check(self)
+
+    def test_proving_goes_on_while_output_writes_are_slow(self):
+        # Measured on the H200 machine (2^22): the loop journaled each proof and
+        # wrote its files itself, five fsyncs a proof; on a disk busy with
+        # witness copies it stalled ~200 ms every few proofs and the GPU worker
+        # ran dry. Now the writes are the journal and delivery threads': with
+        # every output write taking 2.5 s, all 8 proofs are journaled while most
+        # files are still to be written (proving them in the loop's way would
+        # have written 7 by then), and the job is done only once they are.
+        farm = self.farm("--synth-workers", "2", env={"ZKFARM_TEST_DELIVERY_DELAY_MS": "2500"})
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(8)])
+        self.assertEqual(code, 0, err)
+        self.wait_for("every proof journaled",
+                      lambda: sum(1 for j, _, _ in journal_counts(farm.state)[0] if str(j) == job) == 8, 120)
+        self.assertEqual(self.job(farm, job)["state"], "running", "done before its files are written")
+        written = [f for f in os.listdir(out) if f.endswith(".proof.json")] if os.path.isdir(out) else []
+        self.assertLessEqual(len(written), 4, f"{len(written)} of 8 files written before the last proof: proving waited")
+        self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "120", check=False)[0], 0, farm.output())
+        self.verify(out, 8)
         farm.stop_and_check(self)
 
 
