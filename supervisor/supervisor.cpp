@@ -214,6 +214,8 @@ int64_t Supervisor::wall_ms() const {
 // are rewritten from the journal.
 void Supervisor::restore_from_journal() {
   size_t requeued = 0, jobs = 0;
+  // The journal thread runs these once this function no longer reads the journal.
+  std::vector<std::function<void()>> ended;
   for (Job& job : journal_.load()) {
     ++jobs;
     requeued += job.count(PartState::kQueued);
@@ -228,13 +230,14 @@ void Supervisor::restore_from_journal() {
       job.state = error.empty() ? JobState::kDone : JobState::kFailed;
       if (!error.empty()) job.error = "a result cannot be written: " + error;
       job.finished_ms = wall_ms();
-      journal_write([this, id = job.id, st = job.state, e = job.error, t = job.finished_ms] {
+      ended.push_back([this, id = job.id, st = job.state, e = job.error, t = job.finished_ms] {
         journal_.finish_job(id, st, e, t);
       });
       log_->info("job {}: {} (every proof was journaled before the last stop)", job.id, job_state_name(job.state));
     }
     jobs_.restore(std::move(job));
   }
+  for (auto& write : ended) journal_write(std::move(write));
   if (jobs) log_->info("journal: {} jobs restored, {} partitions queued again", jobs, requeued);
 }
 
