@@ -4,7 +4,8 @@
 # Rows: H2D GB/s from the registered arena against pageable memory; the
 # odd-coset NTT at 2^20 and 2^22; G1 MSMs of 2^20, 2^22 and 2^24 points with
 # the points resident and random scalars; one partition's prove step at
-# domains 2^20 and 2^22 (key resident), G2 on the GPU and on the CPU threads.
+# domains 2^20 and 2^22 (key resident), G2 on the GPU and on the CPU threads;
+# a new backend's key reload at 2^22 (its first proof minus a steady one).
 # Each row has the CPU (all cores, same process) beside it, the ratio, and
 # whether both gave the same result. Binaries: $ZKFARM_BIN or build/bin.
 set -euo pipefail
@@ -34,4 +35,5 @@ run prove "$data/d20.zkey" "$data/d20.wtns" --g2 gpu
 run prove "$data/d20.zkey" "$data/d20.wtns" --g2 cpu
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 gpu --reps 3
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 cpu --reps 3
+run reload "$data/d22.zkey" "$data/d22.wtns" --reps 3
 echo; cat "$table"

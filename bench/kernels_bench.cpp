@@ -1,11 +1,16 @@
 // zkfarm-bench-kernels: times the CPU prover's kernels on random inputs.
 //   zkfarm-bench-kernels [--log N] [--threads T] [--reps R]
+//   zkfarm-bench-kernels --key KEY.zkey [--threads T] [--reps R]
 // Prints, for a domain of 2^N: NTT, odd-coset step, G1 MSM (random scalars,
 // and a circom-like mix: 60% zeros/ones), G2 MSM. Median of R runs, ms.
 // Then the verifier on one core (it is single-threaded): pairing parts and one
 // Groth16 verification of a synthetic but valid proof, each also as a ratio to
 // a 254-bit G1 scalar multiplication timed in the same run (the baseline, so
 // figures from loaded or different machines compare).
+// With --key: a key's load on the host instead, part by part (what a new
+// worker waits for): Zkey::open's structure and content checks, the CPU
+// backend's Domain and ConstraintMatrix::build, and the host's share of the
+// CUDA backend's device-made domain tables (issue 12, "fast key reload").
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -13,14 +18,18 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "gpu_worker/cuda/ntt_tables.hpp"
+#include "groth16/constraint_matrix.hpp"
 #include "groth16/msm.hpp"
 #include "groth16/ntt.hpp"
 #include "groth16/pairing.hpp"
 #include "groth16/verify.hpp"
+#include "groth16/zkey.hpp"
 
 using namespace zkfarm;
 using Clock = std::chrono::steady_clock;
@@ -154,6 +163,22 @@ void bench_verifier(int reps, std::mt19937_64& rng) {
   }
 }
 
+// A key's load on the host, part by part; the file stays in the page cache
+// after the first run, as a replaced worker finds it.
+void bench_key_load(const std::string& path, int reps, ThreadPool& pool) {
+  std::optional<Zkey> key;
+  const double open = median_ms(reps, [&] { key.emplace(Zkey::open(path, ZkeyContents::unchecked)); });
+  std::printf("key %s: domain 2^%u, %u records, nVars %u, %u threads\n", path.c_str(), key->log_domain,
+              key->n_coeffs, key->n_vars, pool.size());
+  std::printf("  %-44s %10.1f ms\n", "Zkey::open, structure", open);
+  std::printf("  %-44s %10.1f ms\n", "Zkey::check_contents (all cores)", median_ms(reps, [&] { key->check_contents(); }));
+  std::printf("  %-44s %10.1f ms\n", "Domain (CPU backend)", median_ms(reps, [&] { Domain d(key->log_domain, pool); }));
+  std::printf("  %-44s %10.1f ms\n", "ConstraintMatrix::build (CPU backend)",
+              median_ms(reps, [&] { (void)ConstraintMatrix::build(*key, &pool); }));
+  std::printf("  %-44s %10.2f ms\n", "domain_tables (CUDA backend's host share)",
+              median_ms(reps, [&] { (void)cuda::domain_tables(key->log_domain); }));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,9 +188,20 @@ int main(int argc, char** argv) {
   app.add_option("--log", log_n, "domain size 2^N")->check(CLI::Range(1u, 24u));
   app.add_option("--threads", threads, "threads (default: all cores)");
   app.add_option("--reps", reps, "repetitions (median)")->check(CLI::Range(1, 100));
+  std::string key;
+  app.add_option("--key", key, "time this key's load on the host instead");
   CLI11_PARSE(app, argc, argv);
 
   ThreadPool pool(threads);
+  if (!key.empty()) {
+    try {
+      bench_key_load(key, reps, pool);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "zkfarm-bench-kernels: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
   const size_t n = size_t(1) << log_n;
   std::mt19937_64 rng(1);
   std::vector<Fr> v(n);

@@ -129,7 +129,7 @@ void check_coefficients(const Zkey& k) {
 
 }  // namespace
 
-Zkey Zkey::open(const std::string& path) {
+Zkey Zkey::open(const std::string& path, ZkeyContents contents) {
   Zkey k(BinFile(path, "zkey", 1));
   const BinFile& f = k.file;
 
@@ -193,14 +193,18 @@ Zkey Zkey::open(const std::string& path) {
   k.c = f.section(8);
   k.h = f.section(9);
 
-  check_coefficients(k);
-  check_points(f, 3, k.ic, false);
-  check_points(f, 5, k.a, false);
-  check_points(f, 6, k.b1, false);
-  check_points(f, 7, k.b2, true);
-  check_points(f, 8, k.c, false);
-  check_points(f, 9, k.h, false);
+  if (contents == ZkeyContents::checked) k.check_contents();
   return k;
+}
+
+void Zkey::check_contents() const {
+  check_coefficients(*this);
+  check_points(file, 3, ic, false);
+  check_points(file, 5, a, false);
+  check_points(file, 6, b1, false);
+  check_points(file, 7, b2, true);
+  check_points(file, 8, c, false);
+  check_points(file, 9, h, false);
 }
 
 }  // namespace zkfarm

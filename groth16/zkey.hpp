@@ -27,6 +27,12 @@ inline constexpr uint64_t kFrBytes = 32;
 inline constexpr uint64_t kCoeffRecordBytes = 12 + kFrBytes;
 /// Largest domain zkfarm accepts (2^28 points: the H section alone is then 16 GiB).
 
+/// What Zkey::open checks before it returns: everything, or the structure
+/// only (container, protocol, curve, header, every section's size, the
+/// section-2 points), leaving the passes over the big sections to
+/// check_contents(), e.g. to run them while the key's bytes are uploaded.
+enum class ZkeyContents { checked, unchecked };
+
 /// A mapped, validated proving key. open() checks every section's exact size,
 /// the header's counts, every coefficient record, and that every point
 /// coordinate in sections 2, 3, 5-9 is canonical (< q). All spans and pointers
@@ -44,7 +50,18 @@ struct Zkey {
   /// "size 131073 bytes, expected 131072 (H: domainSize 2048 G1 points of 64 bytes)",
   /// "coefficient 17: signal 900 out of range (nVars 812)",
   /// "point 3 (y.c1): coordinate not canonical (>= q)".
-  static Zkey open(const std::string& path);
+  /// With ZkeyContents::unchecked it stops before the content checks (the
+  /// last two kinds): the spans have their exact sizes, but the records and
+  /// coordinates must not be trusted until check_contents() has returned.
+  static Zkey open(const std::string& path, ZkeyContents contents = ZkeyContents::checked);
+
+  /// The content checks open() runs last: every coefficient record (matrix
+  /// ∈ {0, 1}, constraint < domainSize, signal < nVars, value < r), then every
+  /// coordinate of sections 3, 5-9 canonical; on all cores for big keys (about
+  /// 100 ms for a 2^22 key on 16 cores). Throws the InputError open() would
+  /// have thrown for the first fault. Reads the mapping only: other threads
+  /// may read the key meanwhile.
+  void check_contents() const;
 
   std::string path;
   uint32_t n_vars = 0;       // witness length, including the constant 1 at index 0

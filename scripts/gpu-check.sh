@@ -4,7 +4,9 @@
 #   scripts/gpu-check.sh --verify TAR   on a machine with Node.js: snarkjs verifies them
 # 1. Binaries: $ZKFARM_BIN if set (e.g. the .gpu/bin of scripts/gpu-pack.sh, with
 #    LD_LIBRARY_PATH=.gpu/lib), else a release build here (nvcc needed).
-# 2. zkfarm_gpu_tests: fields, NTT and MSMs on the GPU against the CPU.
+# 2. zkfarm_gpu_tests: fields, domain tables, NTT, MSMs and the constraint
+#    matrix's device build on the GPU against the CPU (the matrix also for the
+#    2^20 test key below).
 # 3. Every witness of the edge-case circuits (tests/fixtures), of the shared
 #    fixtures ($ZKFARM_FIXTURES, default ../shared/fixtures) and of test keys
 #    with domains 2^16 and 2^20 (zkfarm-testkey) is proved by both backends
@@ -54,6 +56,11 @@ echo "== test keys with domains 2^16 and 2^20 (zkfarm-testkey)"
 for log in 16 20; do
   "$bin/zkfarm-testkey" --constraints $(( (1 << log) - 64 )) --public 3 --witnesses 1 --seed $log --out "$work/tk$log" >/dev/null
 done
+echo "== the 2^20 test key's constraint matrix built on the device (its own record order and shuffled)"
+if ! ZKFARM_GPU_TEST_ZKEY=$work/tk20.zkey "$bin/zkfarm_gpu_tests" --gtest_filter='Gpu.DeviceMatrixBuild*' >"$out/gpu_matrix.log" 2>&1; then
+  grep -E "Failure|FAILED|Expected|error" "$out/gpu_matrix.log" | head -20 >&2; echo "FAIL: device matrix of the 2^20 key" >&2; exit 1
+fi
+grep -E "^\[  PASSED " "$out/gpu_matrix.log"
 
 blinding=1234567890123456789012345678901234567890,98765432109876543210987654321098765432109876543210
 fails=0; count=0

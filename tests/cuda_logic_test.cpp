@@ -1,20 +1,27 @@
 // The GPU backend's arithmetic and per-thread steps (gpu_worker/cuda/*.cuh),
 // compiled for the CPU and checked against the CPU prover: the field and curve
 // operations bit for bit, the MSM's digit/sort/chunk/reduce pipeline against
-// the naive sum, and the NTT's DIF/coset/DIT path against Domain::to_odd_coset.
-// The kernels run these same functions; scripts/gpu-check.sh checks them on a
-// GPU. No GPU needed here.
+// the naive sum, the domain's tables as the device makes them against Domain,
+// the NTT's DIF/coset/DIT path against Domain::to_odd_coset, and the
+// constraint matrix's device build against ConstraintMatrix::build for any
+// record order. The kernels run these same functions; scripts/gpu-check.sh
+// checks them on a GPU. No GPU needed here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <numeric>
 
+#include "coeff_records.hpp"
 #include "gpu_worker/cuda/dcurve.cuh"
+#include "gpu_worker/cuda/matrix_build_steps.cuh"
 #include "gpu_worker/cuda/msm_finish.hpp"
 #include "gpu_worker/cuda/msm_steps.cuh"
 #include "gpu_worker/cuda/ntt_steps.cuh"
 #include "gpu_worker/cuda/ntt_tables.hpp"
+#include "gpu_worker/cuda/synth_steps.cuh"
+#include "groth16/constraint_matrix.hpp"
 #include "groth16/msm.hpp"
 #include "test_util.hpp"
 
@@ -209,13 +216,63 @@ TEST(CudaLogic, MsmShapes) {
   }
 }
 
-// inverse DIF (natural → bit-reversed), coset factors, forward DIT (→ natural).
-void emulate_to_odd_coset(std::vector<Fr>& v, const Domain& dom) {
-  const uint32_t log_n = dom.log_size();
-  const CosetTables t = make_coset_tables(dom);
+// x^i·s for i < 2^log_count, one "thread" an element, as DeviceDomain's k_powers makes them.
+std::vector<DFr> expand(const PowerTables& t, uint32_t log_count) {
+  std::vector<DFr> out(size_t(1) << log_count);
+  const auto* lo = reinterpret_cast<const DFr*>(t.lo.data());
+  const auto* hi = reinterpret_cast<const DFr*>(t.hi.data());
+  for (uint32_t j = 0; j < out.size(); ++j) out[j] = power_from_tables(j, t.h, lo, hi);
+  return out;
+}
+
+bool same_bytes(const std::vector<DFr>& x, const std::vector<Fr>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), y.size() * sizeof(Fr)) == 0;
+}
+
+// The device's domain tables (DeviceDomain: small tables on the host,
+// expanded one element a thread) hold the CPU Domain's values, byte for byte.
+TEST(CudaLogic, DomainTablesMatchTheCpuDomain) {
+  ThreadPool pool(2);
+  for (uint32_t log_n : {1u, 2u, 3u, 4u, 5u, 10u, 11u, 14u}) {
+    const Domain dom(log_n, pool);
+    const DomainTables t = domain_tables(log_n);
+    EXPECT_TRUE(same_bytes(expand(t.tw, log_n - 1), dom.twiddles())) << "log_n=" << log_n;
+    EXPECT_TRUE(same_bytes(expand(t.tw_inv, log_n - 1), dom.twiddles_inv())) << "log_n=" << log_n;
+    std::vector<Fr> coset(size_t(1) << log_n);
+    Fr x = dom.n_inv();
+    for (auto& v : coset) {
+      v = x;
+      x *= dom.coset();
+    }
+    EXPECT_TRUE(same_bytes(expand(t.coset, log_n), coset)) << "log_n=" << log_n;
+  }
+  // The largest domains, at sampled indices against powers of the roots.
+  std::mt19937_64 rng(6);
+  for (uint32_t log_n : {20u, 22u, 27u, 28u}) {
+    const DomainTables t = domain_tables(log_n);
+    const Fr w = root_of_unity(log_n), g = odd_coset_generator(log_n);
+    const Fr n_inv = Fr::from_u64(uint64_t(1) << log_n).inv();
+    for (int it = 0; it < 200; ++it) {
+      const uint32_t j = uint32_t(rng() >> (65 - log_n)), i = uint32_t(rng() >> (64 - log_n));  // j < n/2, i < n
+      auto at = [](const PowerTables& pt, uint32_t k) {
+        return std::bit_cast<Fr>(power_from_tables(k, pt.h, reinterpret_cast<const DFr*>(pt.lo.data()),
+                                                   reinterpret_cast<const DFr*>(pt.hi.data())));
+      };
+      ASSERT_TRUE(at(t.tw, j) == w.pow(U256{j, 0, 0, 0})) << "log_n=" << log_n << " j=" << j;
+      ASSERT_TRUE(at(t.tw_inv, j) == w.inv().pow(U256{j, 0, 0, 0})) << "log_n=" << log_n << " j=" << j;
+      ASSERT_TRUE(at(t.coset, i) == n_inv * g.pow(U256{i, 0, 0, 0})) << "log_n=" << log_n << " i=" << i;
+    }
+  }
+}
+
+// inverse DIF (natural → bit-reversed), coset factors, forward DIT (→ natural),
+// with the tables made as the device makes them.
+void emulate_to_odd_coset(std::vector<Fr>& v, uint32_t log_n) {
+  const DomainTables t = domain_tables(log_n);
+  const std::vector<DFr> tw_v = expand(t.tw, log_n - 1), twi_v = expand(t.tw_inv, log_n - 1);
   auto* d = reinterpret_cast<DFr*>(v.data());
-  auto* tw = reinterpret_cast<const DFr*>(dom.twiddles().data());
-  auto* twi = reinterpret_cast<const DFr*>(dom.twiddles_inv().data());
+  const DFr* tw = tw_v.data();
+  const DFr* twi = twi_v.data();
   const size_t half = v.size() / 2;
   for (int lm = int(log_n) - 1; lm >= 0; --lm)
     for (uint32_t k = 0; k < half; ++k) {
@@ -224,8 +281,8 @@ void emulate_to_odd_coset(std::vector<Fr>& v, const Domain& dom) {
       butterfly_dif(d[i], d[i + (1u << lm)], twi[w]);
     }
   for (uint32_t p = 0; p < v.size(); ++p)
-    d[p] = d[p] * coset_factor(p, log_n, t.h, reinterpret_cast<const DFr*>(t.lo.data()),
-                               reinterpret_cast<const DFr*>(t.hi.data()));
+    d[p] = d[p] * coset_factor(p, log_n, t.coset.h, reinterpret_cast<const DFr*>(t.coset.lo.data()),
+                               reinterpret_cast<const DFr*>(t.coset.hi.data()));
   for (uint32_t lm = 0; lm < log_n; ++lm)
     for (uint32_t k = 0; k < half; ++k) {
       uint32_t i, w;
@@ -243,7 +300,7 @@ TEST(CudaLogic, NttStepsMatchTheCpuDomain) {
     std::vector<Fr> expect = v;
     const Domain dom(log_n, pool);
     dom.to_odd_coset(expect.data(), pool);
-    emulate_to_odd_coset(v, dom);
+    emulate_to_odd_coset(v, log_n);
     for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(v[i] == expect[i]) << "log_n=" << log_n << " i=" << i;
   }
 }
@@ -255,6 +312,131 @@ TEST(CudaLogic, HScalarIsCanonical) {
        c = Fr::from_u256(test::random_scalar(rng));
     EXPECT_EQ(std::bit_cast<U256>(h_scalar(std::bit_cast<DFr>(a), std::bit_cast<DFr>(b), std::bit_cast<DFr>(c))), (a * b - c).to_u256());
   }
+}
+
+// The device build of the constraint matrix (matrix_build_steps.cuh), one
+// loop a kernel in the order device_matrix_build.cu launches them; CUB's
+// radix sort is stable, as std::stable_sort is.
+ConstraintMatrix emulate_matrix_build(const Zkey& key) {
+  const uint32_t n = key.n_coeffs, rows = key.domain_size;
+  // The device reads the records from an aligned buffer they were copied to.
+  std::vector<uint32_t> words(size_t(n) * kCoeffRecordWords);
+  if (n) std::memcpy(words.data(), key.coeffs.data(), key.coeffs.size());
+  std::vector<uint32_t> keys(n), index(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    keys[k] = record_sort_key(words.data(), k, rows);
+    index[k] = k;
+  }
+  std::stable_sort(index.begin(), index.end(), [&](uint32_t x, uint32_t y) { return keys[x] < keys[y]; });
+  std::vector<uint32_t> sorted_keys(n);
+  for (uint32_t p = 0; p < n; ++p) sorted_keys[p] = keys[index[p]];
+  ConstraintMatrix m;
+  m.a.start.resize(size_t(rows) + 1);
+  m.b.start.resize(size_t(rows) + 1);
+  for (uint32_t i = 0; i <= rows; ++i) row_starts(i, sorted_keys.data(), n, rows, m.a.start.data(), m.b.start.data());
+  std::vector<uint32_t> signal(n);
+  std::vector<DFr> coef(n);
+  for (uint32_t p = 0; p < n; ++p) gather_entry(p, index.data(), words.data(), signal.data(), coef.data());
+  const uint32_t a_entries = m.a.start[rows];
+  m.a.signal.assign(signal.begin(), signal.begin() + a_entries);
+  m.b.signal.assign(signal.begin() + a_entries, signal.end());
+  for (uint32_t p = 0; p < n; ++p) (p < a_entries ? m.a.coef : m.b.coef).push_back(std::bit_cast<Fr>(coef[p]));
+  return m;
+}
+
+bool same_rows(const SparseRows& x, const SparseRows& y) {
+  return x.start == y.start && x.signal.size() == y.signal.size() &&
+         std::equal(x.signal.begin(), x.signal.end(), y.signal.begin()) && x.coef.size() == y.coef.size() &&
+         std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(Fr)) == 0;
+}
+
+// a, b, c from the matrix by the device's synthesis step, as plain bytes.
+std::vector<Fr> emulate_synthesis(const ConstraintMatrix& m, const std::vector<U256>& w) {
+  auto rows = [](const SparseRows& s) {
+    return DeviceRows{s.start.data(), s.signal.data(), reinterpret_cast<const DFr*>(s.coef.data())};
+  };
+  const size_t n = m.a.rows();
+  std::vector<Fr> abc(3 * n);
+  auto* out = reinterpret_cast<DFr*>(abc.data());
+  for (uint32_t i = 0; i < n; ++i)
+    synth_row(rows(m.a), rows(m.b), i, reinterpret_cast<const DFr*>(w.data()), out, out + n, out + 2 * n);
+  return abc;
+}
+
+constexpr test::RecordOrder kOrders[] = {test::RecordOrder::snarkjs, test::RecordOrder::a_then_b,
+                                         test::RecordOrder::shuffled, test::RecordOrder::reversed};
+
+// For each order: the emulated device build gives ConstraintMatrix::build's
+// arrays exactly (serial and parallel paths), and a, b, c do not depend on the order.
+void check_orders(const std::string& base, const std::vector<test::CoeffRecord>& records, const std::string& what) {
+  ThreadPool pool(3);
+  test::TempDir dir;
+  std::mt19937_64 rng(7);
+  std::vector<Fr> expect_abc;
+  std::vector<U256> w;
+  for (test::RecordOrder order : kOrders) {
+    const std::string path = dir / "reordered.zkey";
+    test::write_with_records(base, test::in_order(records, order, 99), path);
+    const Zkey key = Zkey::open(path);
+    const std::string at = what + ", " + test::order_name(order);
+    const ConstraintMatrix got = emulate_matrix_build(key);
+    const ConstraintMatrix serial = ConstraintMatrix::build(key), parallel = ConstraintMatrix::build(key, &pool);
+    EXPECT_TRUE(same_rows(got.a, serial.a) && same_rows(got.b, serial.b)) << at << ": against the counting sort";
+    EXPECT_TRUE(same_rows(got.a, parallel.a) && same_rows(got.b, parallel.b)) << at << ": against the pool's build";
+    if (w.empty()) {
+      w.resize(key.n_vars);
+      for (auto& x : w) x = test::random_scalar(rng);
+      expect_abc.resize(3 * size_t(key.domain_size));
+      const size_t n = key.domain_size;
+      synthesize_abc(serial, w.data(), expect_abc.data(), expect_abc.data() + n, expect_abc.data() + 2 * n, pool);
+    }
+    const std::vector<Fr> abc = emulate_synthesis(got, w);
+    EXPECT_EQ(std::memcmp(abc.data(), expect_abc.data(), abc.size() * sizeof(Fr)), 0) << at << ": a, b, c";
+  }
+}
+
+TEST(CudaLogic, MatrixBuildStepsMatchTheCpuBuildInEveryRecordOrder) {
+  std::vector<std::string> keys = {test::shared_fixture("chain.zkey"), test::shared_fixture("tiny.zkey")};
+  for (const char* name : {"allpub", "binary", "manypub", "nopub", "pow2", "pow2plus"})
+    keys.push_back(test::repo_path("tests/fixtures/") + name + ".zkey");
+  for (const std::string& k : keys) check_orders(k, test::records_of(Zkey::open(k)), k);
+}
+
+TEST(CudaLogic, MatrixBuildStepsHandleEmptyCrowdedAndTrailingRows) {
+  const std::string base = test::shared_fixture("chain.zkey");
+  const Zkey shape = Zkey::open(base);
+  const uint32_t rows = shape.domain_size;
+  const auto records = test::edge_case_records(rows, shape.n_vars, 3);
+  check_orders(base, records, "edge cases");
+
+  // What the edge cases are meant to hold, so that the test keeps testing them.
+  test::TempDir dir;
+  test::write_with_records(base, test::in_order(records, test::RecordOrder::shuffled, 5), dir / "edge.zkey");
+  const ConstraintMatrix m = emulate_matrix_build(Zkey::open(dir / "edge.zkey"));
+  auto count = [](const SparseRows& s, uint32_t row) { return s.start[row + 1] - s.start[row]; };
+  EXPECT_EQ(count(m.a, 0), 0u);
+  EXPECT_EQ(count(m.b, 0), 1u);
+  EXPECT_EQ(count(m.a, 1), 1u);
+  EXPECT_EQ(count(m.b, 1), 0u);
+  EXPECT_EQ(count(m.a, 5), 700u);
+  EXPECT_EQ(count(m.b, 5), 301u);
+  for (uint32_t row = 3; row < rows - 2; row += 3) EXPECT_EQ(count(m.a, row) + count(m.b, row), 0u) << row;
+  for (uint32_t row = rows / 2 + 1; row < rows; ++row) ASSERT_EQ(count(m.a, row), 0u) << row;
+  EXPECT_GT(count(m.b, rows - 2), 0u);
+  EXPECT_EQ(count(m.b, rows - 1), 0u);
+  EXPECT_EQ(m.a.entries() + m.b.entries(), records.size());
+}
+
+// No records at all: every row of both matrices empty.
+TEST(CudaLogic, MatrixBuildStepsWithoutRecords) {
+  const std::string base = test::shared_fixture("tiny.zkey");
+  test::TempDir dir;
+  test::write_with_records(base, {}, dir / "empty.zkey");
+  const Zkey key = Zkey::open(dir / "empty.zkey");
+  const ConstraintMatrix m = emulate_matrix_build(key);
+  EXPECT_EQ(m.a.start, std::vector<uint32_t>(key.domain_size + 1, 0));
+  EXPECT_EQ(m.b.start, std::vector<uint32_t>(key.domain_size + 1, 0));
+  EXPECT_TRUE(same_rows(m.a, ConstraintMatrix::build(key).a));
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // The CUDA backend: a partition's prove step on the GPU.
-//  - Keys: each loaded key's points (A, B1, B2, C, H) and its domain tables are
-//    uploaded once and stay resident, most recently used first, within
-//    key_memory_share of the device's memory.
-//  - Keys also keep their A and B matrices by constraint (DeviceMatrix), so
-//    per partition only the witness crosses the bus (n_vars·32 bytes, on a
+//  - Keys: each loaded key's points (A, B1, B2, C, H) are uploaded once and
+//    stay resident, most recently used first, within key_memory_share of the
+//    device's memory; its domain tables and its A and B matrices by
+//    constraint (DeviceMatrix, from the raw section-4 records) are built on
+//    the device, so a replaced worker's first proof waits for the bus and a
+//    few kernels, not for host-side preparation (issue 12, "fast key
+//    reload"); Zkey's content checks run meanwhile (KeyCache, ContentChecks).
+//  - Per partition only the witness crosses the bus (n_vars·32 bytes, on a
 //    copy stream); synthesis runs on the device (a, b, c), then the witness
 //    MSMs (A, B1, C, B2), the three NTTs to the odd coset, H, and the H MSM.
 //  - Copies come from memory registered with cudaHostRegister (the arena, via
@@ -16,7 +19,6 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
-#include <optional>
 
 #include "gpu_worker/cuda/cuda_check.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
@@ -33,16 +35,19 @@ namespace {
 
 using cuda::DeviceBuffer;
 
-// A key's points on the device, in the zkey's layout (affine, Montgomery).
+// A key's points on the device, in the zkey's layout (affine, Montgomery),
+// with its domain tables and constraint matrix.
 struct ResidentKey {
   DeviceBuffer a, b1, b2, c, h;
   std::unique_ptr<cuda::DeviceDomain> domain;
   std::unique_ptr<cuda::DeviceMatrix> matrix;
 
-  /// Device bytes a key takes resident (before it is uploaded).
+  /// The most device bytes a key takes (before it is uploaded): its points,
+  /// its domain's tables, and its matrix at the build's peak (the raw records
+  /// and the sort's buffers included), so the budget holds while it loads.
   static size_t estimate(const Zkey& key) {
-    return size_t(key.n_vars) * (3 * kG1Bytes + kG2Bytes) + size_t(key.domain_size) * (kG1Bytes + 32) +
-           cuda::DeviceMatrix::estimate(key.domain_size, key.n_coeffs);
+    return size_t(key.n_vars) * (3 * kG1Bytes + kG2Bytes) + size_t(key.domain_size) * kG1Bytes +
+           cuda::DeviceDomain::peak_bytes(key.log_domain) + cuda::DeviceMatrix::estimate(key.domain_size, key.n_coeffs);
   }
 };
 
@@ -84,6 +89,8 @@ class StagedUploader {
   }
   /// Waits for every copy.
   void finish() { ZK_CUDA(cudaStreamSynchronize(stream_)); }
+  /// The stream the copies run on: work queued on it after copy() sees their bytes.
+  cudaStream_t stream() const { return stream_; }
 
  private:
   static constexpr size_t kChunk = size_t(64) << 20;
@@ -103,21 +110,14 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// The key's points and raw section-4 records cross the bus through the
+// staged uploader; then, on the uploader's stream, the device builds the
+// domain's tables and the constraint matrix. The host prepares nothing but
+// the copies (and, in KeyCache, Zkey's content checks alongside): the records
+// are read without being trusted, and the result is dropped if the checks fail.
 std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = std::make_unique<ResidentKey>();
-  // The host-side preparation (the domain's tables, the constraint matrix) runs
-  // on a thread of its own while the points cross the bus; both use the pool,
-  // whose loops take turns. The future's destructor waits for it on any throw.
-  std::optional<Domain> domain;
-  std::optional<ConstraintMatrix> matrix;
-  double prep_ms = 0;
-  auto prep = std::async(std::launch::async, [&] {
-    const auto t = std::chrono::steady_clock::now();
-    domain.emplace(key.log_domain, pool);
-    matrix.emplace(ConstraintMatrix::build(key, &pool));
-    prep_ms = ms_since(t);
-  });
   StagedUploader up(pool);
   upload(up, r->a, key.a.data(), key.a.size());
   upload(up, r->b1, key.b1.data(), key.b1.size());
@@ -126,26 +126,28 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   // (all-zero bytes), so the witness' one sort serves C as it does A and B.
   const size_t c_first = size_t(key.n_public) + 1;
   r->c.reserve(size_t(key.n_vars) * kG1Bytes);
-  ZK_CUDA(cudaMemset(r->c.get(), 0, c_first * kG1Bytes));
+  ZK_CUDA(cudaMemsetAsync(r->c.get(), 0, c_first * kG1Bytes, up.stream()));
   if (!key.c.empty()) up.copy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size());
   upload(up, r->h, key.h.data(), key.h.size());
+  DeviceBuffer records;  // section 4 as the file holds it, for the matrix's build only
+  upload(up, records, key.coeffs.data(), key.coeffs.size());
   up.finish();
-  const double points_ms = ms_since(t0);
-  prep.get();  // rethrows what the preparation threw
-  const auto t = std::chrono::steady_clock::now();
-  r->domain = std::make_unique<cuda::DeviceDomain>(*domain);
-  r->matrix = std::make_unique<cuda::DeviceMatrix>(*matrix,
-                                                   [&](void* dst, const void* src, size_t bytes) { up.copy(dst, src, bytes); });
-  up.finish();
-  // The domain's uploads ran on the legacy stream, which the non-blocking
-  // compute stream does not wait for: finish them before any kernel reads the key.
-  ZK_CUDA(cudaDeviceSynchronize());
+  const double copy_ms = ms_since(t0);
+  auto t = std::chrono::steady_clock::now();
+  r->domain = std::make_unique<cuda::DeviceDomain>(key.log_domain, up.stream());
+  const double domain_ms = ms_since(t);
+  t = std::chrono::steady_clock::now();
+  r->matrix = std::make_unique<cuda::DeviceMatrix>(records.get(), key.n_coeffs, key.domain_size, up.stream());
+  records.release();
+  const double matrix_ms = ms_since(t);
+  // Both builds waited for the uploader's stream: the key is complete on the
+  // device before any other stream's kernel reads it.
+  const size_t point_bytes = key.a.size() + key.b1.size() + key.b2.size() + key.c.size() + key.h.size();
   std::fprintf(stderr,
-               "zkfarm-gpu: %s resident in %.0f ms (points %.0f ms for %.2f GB; domain and constraint matrix %.0f ms "
-               "on the host meanwhile, %.0f ms to upload them)\n",
-               key.path.c_str(), ms_since(t0), points_ms,
-               double(key.a.size() + key.b1.size() + key.b2.size() + key.c.size() + key.h.size()) / 1e9, prep_ms,
-               ms_since(t));
+               "zkfarm-gpu: %s resident in %.0f ms (points and coefficient records %.0f ms for %.2f GB + %.2f GB; "
+               "built on the device: domain tables %.1f ms, constraint matrix of %u records %.1f ms)\n",
+               key.path.c_str(), ms_since(t0), copy_ms, double(point_bytes) / 1e9, double(key.coeffs.size()) / 1e9,
+               domain_ms, key.n_coeffs, matrix_ms);
   return r;
 }
 
@@ -183,6 +185,8 @@ class CudaBackend final : public ProveBackend {
     size_t free_bytes = 0, total = 0;
     ZK_CUDA(cudaMemGetInfo(&free_bytes, &total));
     // Resident keys, most recently used first, within the configured share.
+    // Zkey's content checks run while the key uploads and builds: nothing of
+    // it is used before they pass (KeyCache drops a key that fails them).
     keys_ = std::make_unique<KeyCache<ResidentKey>>(
         kMaxResidentKeys,
         [this](const Zkey& key) {
@@ -190,7 +194,7 @@ class CudaBackend final : public ProveBackend {
           return make_resident(key, pool_);
         },
         ResidentKey::estimate, size_t(double(total) * opt_.key_memory_share),
-        "of device memory resident keys may take (gpu_key_memory_percent)");
+        "of device memory resident keys may take (gpu_key_memory_percent)", ContentChecks::alongside_prepare);
     copy_ = std::make_unique<Stream>();
     compute_ = std::make_unique<Stream>();
     witness_ready_ = std::make_unique<Event>();
@@ -213,11 +217,16 @@ class CudaBackend final : public ProveBackend {
   }
 
   const Zkey& load(const std::string& path) override {
-    const auto t0 = std::chrono::steady_clock::now();
     const bool resident = keys_->contains(path);
-    const Zkey& key = *keys_->get(path).key;
-    if (!resident) std::fprintf(stderr, "zkfarm-gpu: %s opened, checked and resident in %.0f ms\n", path.c_str(), ms_since(t0));
-    return key;
+    const auto& entry = keys_->get(path);
+    if (!resident) {
+      const KeyLoadTimes& t = entry.times;
+      std::fprintf(stderr,
+                   "zkfarm-gpu: %s opened, checked and resident in %.0f ms (opened %.0f ms; then the content checks "
+                   "%.0f ms alongside the upload and device build %.0f ms)\n",
+                   path.c_str(), t.total, t.open, t.contents, t.prepare);
+    }
+    return *entry.key;
   }
 
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,

@@ -67,21 +67,50 @@ __global__ void k_h(const DFr* a, const DFr* b, const DFr* c, DFr* out, size_t n
   if (i < n) out[i] = h_scalar(a[i], b[i], c[i]);
 }
 
-void upload(DeviceBuffer& dst, const std::vector<Fr>& src) {
+// tw[j] = x^j for j < count, from its power tables.
+__global__ void k_powers(DFr* out, uint32_t count, uint32_t h, const DFr* lo, const DFr* hi) {
+  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < count) out[j] = power_from_tables(j, h, lo, hi);
+}
+
+void upload(DeviceBuffer& dst, const std::vector<Fr>& src, cudaStream_t st) {
   dst.reserve(src.size() * sizeof(Fr));
-  ZK_CUDA(cudaMemcpy(dst.get(), src.data(), src.size() * sizeof(Fr), cudaMemcpyHostToDevice));
+  ZK_CUDA(cudaMemcpyAsync(dst.get(), src.data(), src.size() * sizeof(Fr), cudaMemcpyHostToDevice, st));
+}
+
+// out (count = 2^log_count DFr, reserved here) = the powers `t` stands for.
+void expand(DeviceBuffer& out, const PowerTables& t, uint32_t log_count, cudaStream_t st) {
+  const uint32_t count = 1u << log_count;
+  DeviceBuffer lo, hi;
+  upload(lo, t.lo, st);
+  upload(hi, t.hi, st);
+  out.reserve(size_t(count) * sizeof(DFr));
+  k_powers<<<(count + kThreads - 1) / kThreads, kThreads, 0, st>>>(out.get<DFr>(), count, t.h, lo.get<DFr>(),
+                                                                   hi.get<DFr>());
+  ZK_CUDA_LAUNCHED();
+  ZK_CUDA(cudaStreamSynchronize(st));  // before lo and hi are freed
 }
 
 }  // namespace
 
-DeviceDomain::DeviceDomain(const Domain& d) : log_n_(d.log_size()), h_(0) {
+size_t DeviceDomain::peak_bytes(uint32_t log_n) {
+  if (log_n == 0) return 0;
+  auto tables = [](uint32_t log_count) {
+    const uint32_t h = (log_count + 1) / 2;
+    return (size_t(1) << h) + (size_t(1) << (log_count - h));
+  };
+  return ((size_t(1) << log_n) + tables(log_n - 1) + tables(log_n)) * sizeof(DFr);
+}
+
+DeviceDomain::DeviceDomain(uint32_t log_n, cudaStream_t st) : log_n_(log_n), h_(0) {
   if (log_n_ == 0) return;  // one point: the transform is the identity
-  CosetTables t = make_coset_tables(d);
-  h_ = t.h;
-  upload(tw_, d.twiddles());
-  upload(tw_inv_, d.twiddles_inv());
-  upload(lo_, t.lo);
-  upload(hi_, t.hi);
+  const DomainTables t = domain_tables(log_n);  // throws std::invalid_argument past 2^28
+  h_ = t.coset.h;
+  expand(tw_, t.tw, log_n - 1, st);
+  expand(tw_inv_, t.tw_inv, log_n - 1, st);
+  upload(lo_, t.coset.lo, st);
+  upload(hi_, t.coset.hi, st);
+  ZK_CUDA(cudaStreamSynchronize(st));  // the host tables go when this returns
 }
 
 void DeviceDomain::to_odd_coset(void* data, cudaStream_t st) const {

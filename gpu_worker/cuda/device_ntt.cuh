@@ -8,19 +8,34 @@
 namespace zkfarm::cuda {
 
 /// A domain of 2^log_n points resident on the device: twiddles both ways
-/// (n·32 bytes) and the coset factor tables (about 2·√n·32 bytes).
+/// (n·32 bytes) and the coset factor tables (about 2·√n·32 bytes), the same
+/// values as the CPU's Domain(log_n).
 class DeviceDomain {
  public:
-  /// Uploads `d`'s twiddles and its coset factors (ntt_tables.hpp) on the
-  /// legacy default stream: work on a non-blocking stream must wait for a
-  /// device sync first (the CUDA backend's make_resident does one). Throws CudaError.
-  explicit DeviceDomain(const Domain& d);
+  /// Makes the tables on the device on `stream` and waits for it: the host
+  /// computes about 3·√n field products (ntt_tables.hpp) and uploads them,
+  /// a kernel expands the twiddles. log_n ≤ 28 (std::invalid_argument
+  /// otherwise); 0 holds nothing (the transform is the identity). Throws CudaError.
+  DeviceDomain(uint32_t log_n, cudaStream_t stream);
 
   /// In place on `stream`: v (n Fr = n·32 bytes, Montgomery, device) from evaluations over
   /// the domain to evaluations over the odd coset, as Domain::to_odd_coset.
   /// Passes over memory: 2·(log_n − 10) radix-2 stages plus one pass for the
   /// 10 innermost stages of both transforms and the coset shift.
   void to_odd_coset(void* v, cudaStream_t stream) const;
+
+  /// The resident tables, for tests: ω^j and ω^−j for j < n/2 (device, n/2
+  /// DFr each), and the coset's power tables (2^coset_split() and
+  /// 2^(log_n − coset_split()) DFr; ntt_tables.hpp).
+  const void* twiddles() const { return tw_.get(); }
+  const void* twiddles_inv() const { return tw_inv_.get(); }
+  const void* coset_lo() const { return lo_.get(); }
+  const void* coset_hi() const { return hi_.get(); }
+  uint32_t coset_split() const { return h_; }
+
+  /// The most device bytes a domain of 2^log_n points holds: its twiddles
+  /// and coset tables, plus the twiddles' small tables while it is built.
+  static size_t peak_bytes(uint32_t log_n);
 
  private:
   uint32_t log_n_, h_;

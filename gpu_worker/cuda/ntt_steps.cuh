@@ -5,8 +5,8 @@
 // (natural order in, bit-reversed out), the coset shift multiplies position p
 // by g^bitrev(p)/n, and the forward NTT runs decimation in time (bit-reversed
 // in, natural out). Roots and coset as groth16/ntt.hpp (snarkjs's).
-// Twiddles: tw[j] = ω^j (or ω^−j), j < n/2; stage of half-width m reads
-// tw[j·n/(2m)].
+// Twiddles: tw[j] = ω^j (or ω^−j), j < n/2, made on the device from small
+// tables (power_from_tables); stage of half-width m reads tw[j·n/(2m)].
 #include <cstdint>
 
 #include "gpu_worker/cuda/dfield.cuh"
@@ -47,11 +47,16 @@ ZK_HD uint32_t bit_reverse(uint32_t x, uint32_t bits) {
 #endif
 }
 
-/// The coset factor of bit-reversed position p: g^i/n for i = bitrev(p), as
-/// lo[i mod 2^h]·hi[i >> h] (hi carries the 1/n).
-ZK_HD DFr coset_factor(uint32_t p, uint32_t log_n, uint32_t h, const DFr* lo, const DFr* hi) {
-  const uint32_t i = bit_reverse(p, log_n);
+/// x^i·s from two small tables (ntt_tables.hpp, PowerTables): lo[i mod 2^h]·hi[i >> h],
+/// lo[j] = x^j, hi[j] = s·x^(j·2^h). Makes the domain's twiddles on the device.
+ZK_HD DFr power_from_tables(uint32_t i, uint32_t h, const DFr* lo, const DFr* hi) {
   return lo[i & ((1u << h) - 1)] * hi[i >> h];
+}
+
+/// The coset factor of bit-reversed position p: g^i/n for i = bitrev(p), from
+/// the coset's power tables (hi carries the 1/n).
+ZK_HD DFr coset_factor(uint32_t p, uint32_t log_n, uint32_t h, const DFr* lo, const DFr* hi) {
+  return power_from_tables(bit_reverse(p, log_n), h, lo, hi);
 }
 
 /// The H scalar at i: a·b − c (Montgomery) out of Montgomery form.

@@ -1,7 +1,11 @@
 #pragma once
-// The odd-coset factors the GPU's NTT reads (ntt_steps.cuh), from a CPU Domain
-// (whose twiddles the GPU uploads as they are): g^i/n for i < n split in two
-// small tables, in the CPU's Fr (same bytes as the device's DFr).
+// The small tables from which the GPU makes its domain's tables (ntt_steps.cuh,
+// power_from_tables): x^i·s for i < 2^k as lo[i mod 2^h]·hi[i >> h], so a
+// domain of n points costs the host about 3·√n multiplications and the bus
+// a few KiB, and the device expands the n twiddles itself. Values in the
+// CPU's Fr (same bytes as the device's DFr). Field arithmetic is exact and
+// Montgomery form canonical: the products are the CPU Domain's values, byte
+// for byte, however they are computed.
 #include <cstdint>
 #include <vector>
 
@@ -9,30 +13,45 @@
 
 namespace zkfarm::cuda {
 
-struct CosetTables {
-  uint32_t h = 0;          // lo has 2^h entries, hi 2^(log_n − h)
-  std::vector<Fr> lo;      // g^i, i < 2^h
-  std::vector<Fr> hi;      // g^(i·2^h)/n
+/// x^i·scale for i < 2^log_count = lo[i mod 2^h]·hi[i >> h].
+struct PowerTables {
+  uint32_t h = 0;      // lo has 2^h entries, hi 2^(log_count − h)
+  std::vector<Fr> lo;  // x^i, i < 2^h
+  std::vector<Fr> hi;  // scale·x^(i·2^h)
 };
 
-/// About 2·√n·32 bytes for a domain of n points.
-inline CosetTables make_coset_tables(const Domain& d) {
-  CosetTables t;
-  const uint32_t log_n = d.log_size();
-  t.h = (log_n + 1) / 2;
+/// About 2·√(2^log_count)·32 bytes.
+inline PowerTables power_tables(const Fr& x, uint32_t log_count, const Fr& scale) {
+  PowerTables t;
+  t.h = (log_count + 1) / 2;
   t.lo.resize(size_t(1) << t.h);
-  t.hi.resize(size_t(1) << (log_n - t.h));
-  Fr x = Fr::one();
+  t.hi.resize(size_t(1) << (log_count - t.h));
+  Fr p = Fr::one();
   for (auto& v : t.lo) {
-    v = x;
-    x *= d.coset();
+    v = p;
+    p *= x;
   }
-  Fr y = d.n_inv();  // x is now g^(2^h)
+  Fr q = scale;  // p is now x^(2^h)
   for (auto& v : t.hi) {
-    v = y;
-    y *= x;
+    v = q;
+    q *= p;
   }
   return t;
+}
+
+/// The tables of a domain of 2^log_n points (1 ≤ log_n ≤ 28), as the CPU's
+/// Domain(log_n) defines them: twiddles ω^j and ω^−j for j < n/2, and the odd
+/// coset's factors g^i/n for i < n (g = odd_coset_generator(log_n)).
+struct DomainTables {
+  PowerTables tw, tw_inv, coset;
+};
+
+/// Throws std::invalid_argument when log_n > 28 (as root_of_unity does).
+inline DomainTables domain_tables(uint32_t log_n) {
+  const Fr w = root_of_unity(log_n);
+  const Fr n_inv = Fr::from_u64(uint64_t(1) << log_n).inv();
+  return {power_tables(w, log_n - 1, Fr::one()), power_tables(w.inv(), log_n - 1, Fr::one()),
+          power_tables(odd_coset_generator(log_n), log_n, n_inv)};
 }
 
 }  // namespace zkfarm::cuda

@@ -1,21 +1,32 @@
 // The CUDA backend on a real GPU (scripts/gpu-check.sh runs this on the H200
 // machine; without a device every test skips). Each check is against the CPU
 // prover: field products bit for bit (PTX, portable and the default
-// out-of-line multiplication), the odd-coset NTT up to 2^20, G1 MSMs up to 2^20
-// points with zero, one, binary and random scalars and window widths 6 to 20,
-// and G2 MSMs up to 2^14 points. Whole proofs against the CPU backend's:
-// scripts/gpu-check.sh.
+// out-of-line multiplication), the domain's tables as the device makes them
+// up to 2^22, the odd-coset NTT up to 2^20, G1 MSMs up to 2^20 points with
+// zero, one, binary and random scalars and window widths 6 to 20, G2 MSMs up
+// to 2^14 points, and the constraint matrix built on the device from keys of
+// every record order (plus the key named by ZKFARM_GPU_TEST_ZKEY, if set),
+// then whole proofs of those keys against the CPU backend's. More whole
+// proofs: scripts/gpu-check.sh.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 
+#include "coeff_records.hpp"
 #include "gpu_worker/cpu_backend.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
 #include "gpu_worker/cuda/device_ntt.cuh"
+#include "gpu_worker/cuda/device_synth.cuh"
+#include "gpu_worker/cuda/ntt_tables.hpp"
 #include "gpu_worker/cuda_backend.hpp"
+#include "groth16/constraint_matrix.hpp"
+#include "groth16/errors.hpp"
 #include "groth16/msm.hpp"
 #include "groth16/ntt.hpp"
+#include "groth16/wtns.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm {
@@ -112,7 +123,7 @@ TEST(Gpu, OddCosetNttMatchesTheCpu) {
     std::vector<Fr> expect = v;
     const Domain dom(log_n, pool);
     dom.to_odd_coset(expect.data(), pool);
-    DeviceDomain dd(dom);
+    DeviceDomain dd(log_n, nullptr);
     auto d = to_device(v.data(), n);
     dd.to_odd_coset(d.get(), nullptr);
     ZK_CUDA(cudaDeviceSynchronize());
@@ -185,6 +196,136 @@ TEST(Gpu, G2MsmMatchesTheCpu) {
     }
     check_msm<G2Params>(pts, sc, 0, "G2");
   }
+}
+
+bool same_bytes(const std::vector<Fr>& x, const std::vector<Fr>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(Fr)) == 0;
+}
+
+// DeviceDomain's tables, made on the device, hold the CPU Domain's values.
+TEST(Gpu, DomainTablesMatchTheCpu) {
+  NEED_GPU();
+  ThreadPool pool(0);
+  for (uint32_t log_n : {1u, 2u, 10u, 11u, 16u, 20u, 22u}) {
+    const Domain dom(log_n, pool);
+    DeviceDomain dd(log_n, nullptr);
+    const size_t half = dom.twiddles().size();
+    std::vector<Fr> got(half), got_inv(half);
+    ZK_CUDA(cudaMemcpy(got.data(), dd.twiddles(), half * 32, cudaMemcpyDeviceToHost));
+    ZK_CUDA(cudaMemcpy(got_inv.data(), dd.twiddles_inv(), half * 32, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(same_bytes(got, dom.twiddles())) << "log_n=" << log_n;
+    EXPECT_TRUE(same_bytes(got_inv, dom.twiddles_inv())) << "log_n=" << log_n;
+    const PowerTables coset = power_tables(dom.coset(), log_n, dom.n_inv());
+    ASSERT_EQ(dd.coset_split(), coset.h);
+    std::vector<Fr> c_lo(coset.lo.size()), c_hi(coset.hi.size());
+    ZK_CUDA(cudaMemcpy(c_lo.data(), dd.coset_lo(), c_lo.size() * 32, cudaMemcpyDeviceToHost));
+    ZK_CUDA(cudaMemcpy(c_hi.data(), dd.coset_hi(), c_hi.size() * 32, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(same_bytes(c_lo, coset.lo) && same_bytes(c_hi, coset.hi)) << "log_n=" << log_n;
+  }
+}
+
+bool same_rows(const SparseRows& x, const SparseRows& y) {
+  return x.start == y.start && x.signal.size() == y.signal.size() &&
+         std::equal(x.signal.begin(), x.signal.end(), y.signal.begin()) && x.coef.size() == y.coef.size() &&
+         std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(Fr)) == 0;
+}
+
+// The matrix built on the device from `key`'s raw records: the CPU build's
+// arrays exactly, and a, b, c from a random witness as synthesize_abc's.
+void check_device_matrix(const Zkey& key, const std::string& what) {
+  ThreadPool pool(0);
+  auto records = to_device(key.coeffs.data(), key.coeffs.size());
+  DeviceMatrix dm(records.get(), key.n_coeffs, key.domain_size, nullptr);
+  records.release();  // the matrix keeps nothing of the records
+  const ConstraintMatrix expect = ConstraintMatrix::build(key, &pool);
+  const ConstraintMatrix got = dm.download();
+  EXPECT_TRUE(same_rows(got.a, expect.a)) << what << ": A";
+  EXPECT_TRUE(same_rows(got.b, expect.b)) << what << ": B";
+
+  std::mt19937_64 rng(16);
+  std::vector<U256> w(key.n_vars);
+  for (auto& x : w) x = test::random_scalar(rng);
+  const size_t n = key.domain_size;
+  std::vector<Fr> abc(3 * n);
+  synthesize_abc(expect, w.data(), abc.data(), abc.data() + n, abc.data() + 2 * n, pool);
+  auto dw = to_device(w.data(), w.size());
+  DeviceBuffer dabc(3 * n * 32);
+  dm.synthesize(dw.get(), dabc.get(), nullptr);
+  ZK_CUDA(cudaDeviceSynchronize());
+  EXPECT_TRUE(same_bytes(to_host<Fr>(dabc, 3 * n), abc)) << what << ": a, b, c";
+}
+
+constexpr test::RecordOrder kOrders[] = {test::RecordOrder::snarkjs, test::RecordOrder::a_then_b,
+                                         test::RecordOrder::shuffled, test::RecordOrder::reversed};
+
+TEST(Gpu, DeviceMatrixBuildMatchesTheCpuInEveryRecordOrder) {
+  NEED_GPU();
+  test::TempDir dir;
+  const std::string chain = test::shared_fixture("chain.zkey");
+  const Zkey shape = Zkey::open(chain);
+  const auto edge = test::edge_case_records(shape.domain_size, shape.n_vars, 3);
+  for (const std::string& base : {chain, test::repo_path("tests/fixtures/manypub.zkey")}) {
+    for (test::RecordOrder order : kOrders) {
+      const std::string path = dir / "reordered.zkey";
+      test::write_with_records(base, test::in_order(test::records_of(Zkey::open(base)), order, 21), path);
+      check_device_matrix(Zkey::open(path), base + ", " + test::order_name(order));
+      test::write_with_records(chain, test::in_order(edge, order, 22), path);
+      check_device_matrix(Zkey::open(path), std::string("edge cases, ") + test::order_name(order));
+    }
+  }
+  test::write_with_records(test::shared_fixture("tiny.zkey"), {}, dir / "empty.zkey");
+  check_device_matrix(Zkey::open(dir / "empty.zkey"), "no records");
+  // A large key, e.g. gpu-check's 2^20 test key: in its own order and shuffled.
+  if (const char* big = std::getenv("ZKFARM_GPU_TEST_ZKEY")) {
+    check_device_matrix(Zkey::open(big), big);
+    const std::string path = dir / "big-shuffled.zkey";
+    test::write_with_records(big, test::in_order(test::records_of(Zkey::open(big)), test::RecordOrder::shuffled, 23),
+                             path);
+    check_device_matrix(Zkey::open(path), std::string(big) + ", shuffled");
+  }
+}
+
+// Whole proofs of chain with its records in every order, the CUDA backend
+// (key loaded with the checks alongside the upload and the device builds)
+// against the CPU backend, one fixed blinding; and a key whose contents are
+// bad gives Zkey::open's error from the CUDA backend's load.
+TEST(Gpu, ProofsOfReorderedKeysMatchTheCpuBackend) {
+  NEED_GPU();
+  test::TempDir dir;
+  const std::string chain = test::shared_fixture("chain.zkey");
+  const Wtns wtns = Wtns::open(test::shared_fixture("chain.3.wtns"));
+  std::vector<U256> w(wtns.values.size() / 32);
+  std::memcpy(w.data(), wtns.values.data(), w.size() * 32);
+  std::mt19937_64 rng(17);
+  const U256 r = test::random_scalar(rng), s = test::random_scalar(rng);
+  auto cuda = gpu::make_cuda_backend(gpu::CudaOptions{});
+  gpu::CpuBackend cpu(0, 1);
+  for (test::RecordOrder order : kOrders) {
+    const std::string path = dir / (std::string("chain-") + std::to_string(int(order)) + ".zkey");
+    test::write_with_records(chain, test::in_order(test::records_of(Zkey::open(chain)), order, 24), path);
+    const Zkey& kc = cuda->load(path);
+    const Proof pg = cuda->prove(kc, w.data(), r, s, nullptr);
+    const Proof pc = cpu.prove(cpu.load(path), w.data(), r, s, nullptr);
+    EXPECT_EQ(std::memcmp(&pg, &pc, sizeof pg), 0) << test::order_name(order);
+  }
+  std::string bytes = test::read_file(chain);
+  const Zkey good = Zkey::open(chain);
+  std::memset(bytes.data() + good.file.section_offset(9) + 100 * 64 + 32, 0xff, 32);
+  const std::string bad = dir / "bad-h.zkey";
+  std::ofstream(bad, std::ios::binary) << bytes;
+  std::string expected, got;
+  try {
+    Zkey::open(bad);
+  } catch (const InputError& e) {
+    expected = e.what();
+  }
+  try {
+    cuda->load(bad);
+  } catch (const InputError& e) {
+    got = e.what();
+  }
+  EXPECT_FALSE(expected.empty());
+  EXPECT_EQ(got, expected);
 }
 
 }  // namespace
