@@ -42,6 +42,8 @@ if [ -z "$bin" ]; then
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: no answer"
 
+fixtures=${ZKFARM_FIXTURES:-$root/../shared/fixtures}
+export ZKFARM_SHARED_FIXTURES=$fixtures  # the GPU tests read chain and tiny from there
 echo "== kernels against the CPU (zkfarm_gpu_tests)"
 mkdir -p "$out"
 if ! "$bin/zkfarm_gpu_tests" >"$out/gpu_tests.log" 2>&1; then
@@ -51,7 +53,6 @@ grep -E "^\[  (PASSED|SKIPPED) " "$out/gpu_tests.log"
 if grep -q "SKIPPED \]" "$out/gpu_tests.log"; then echo "FAIL: GPU tests skipped: no usable device" >&2; exit 1; fi
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; mkdir -p "$work/proofs"
-fixtures=${ZKFARM_FIXTURES:-$root/../shared/fixtures}
 echo "== test keys with domains 2^16 and 2^20 (zkfarm-testkey)"
 for log in 16 20; do
   "$bin/zkfarm-testkey" --constraints $(( (1 << log) - 64 )) --public 3 --witnesses 1 --seed $log --out "$work/tk$log" >/dev/null

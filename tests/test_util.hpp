@@ -2,6 +2,8 @@
 // Helpers shared by the tests: fixture paths, random field elements and points.
 #include <stdlib.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -36,7 +38,13 @@ inline std::string read_file(const std::string& p) {
   return ss.str();
 }
 
-inline std::string shared_fixture(const std::string& name) { return std::string(ZKFARM_SHARED_FIXTURES) + "/" + name; }
+/// A file of ../shared/fixtures: from $ZKFARM_SHARED_FIXTURES when set (a
+/// GPU machine gets the fixtures in scripts/gpu-pack.sh's folder), else the
+/// path the build was configured with.
+inline std::string shared_fixture(const std::string& name) {
+  const char* env = std::getenv("ZKFARM_SHARED_FIXTURES");
+  return std::string(env && *env ? env : ZKFARM_SHARED_FIXTURES) + "/" + name;
+}
 inline std::string repo_path(const std::string& rel) { return std::string(ZKFARM_SOURCE_DIR) + "/" + rel; }
 
 inline U256 dec(const std::string& s) {
