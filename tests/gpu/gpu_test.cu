@@ -199,7 +199,7 @@ TEST(Gpu, G2MsmMatchesTheCpu) {
 }
 
 bool same_bytes(const std::vector<Fr>& x, const std::vector<Fr>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(Fr)) == 0;
+  return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(Fr)) == 0);
 }
 
 // DeviceDomain's tables, made on the device, hold the CPU Domain's values.
@@ -227,7 +227,7 @@ TEST(Gpu, DomainTablesMatchTheCpu) {
 bool same_rows(const SparseRows& x, const SparseRows& y) {
   return x.start == y.start && x.signal.size() == y.signal.size() &&
          std::equal(x.signal.begin(), x.signal.end(), y.signal.begin()) && x.coef.size() == y.coef.size() &&
-         std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(Fr)) == 0;
+         (x.coef.empty() || std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(Fr)) == 0);
 }
 
 // The matrix built on the device from `key`'s raw records: the CPU build's
