@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -123,6 +124,16 @@ void Client::connect() {
 }
 
 protocol::Message Client::call(const protocol::Message& request) {
+  auto reply = call_waiting(request, timeout_ms_);
+  if (!reply)
+    throw NoSupervisor(state_dir_, "no reply on ipc://" + control_socket_path(state_dir_) + " within " +
+                                       std::to_string(timeout_ms_) + " ms");
+  return std::move(*reply);
+}
+
+std::optional<protocol::Message> Client::call_waiting(const protocol::Message& request, int64_t wait_ms,
+                                                      const std::function<void()>& tick, int tick_ms) {
+  using clock = std::chrono::steady_clock;
   if (!connected_) connect();
   const std::string path = control_socket_path(state_dir_);
   const std::string frame = protocol::encode(request);
@@ -136,14 +147,23 @@ protocol::Message Client::call(const protocol::Message& request) {
     if (!sock_.send(zmq::buffer(frame), zmq::send_flags::dontwait)) {
       throw NoSupervisor(state_dir_, "cannot send on ipc://" + path);
     }
-    zmq::pollitem_t items[] = {{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0},
-                               {static_cast<void*>(monitor_), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(timeout_ms_));
-    if (!(items[0].revents & ZMQ_POLLIN)) {
+    const auto deadline = clock::now() + std::chrono::milliseconds(wait_ms < 0 ? 0 : wait_ms);
+    for (;;) {
+      int64_t slice = tick ? tick_ms : (wait_ms < 0 ? 1000 : wait_ms);
+      if (wait_ms >= 0) {
+        const int64_t left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+        if (left <= 0) return std::nullopt;
+        slice = std::min(slice, left);
+      }
+      zmq::pollitem_t items[] = {{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0},
+                                 {static_cast<void*>(monitor_), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, std::chrono::milliseconds(slice));
+      if (items[0].revents & ZMQ_POLLIN) break;
       if (items[1].revents & ZMQ_POLLIN)  // zkfarmd went away, or shed its connections at its cap
         throw NoSupervisor(state_dir_, "zkfarmd closed the connection on ipc://" + path +
                                            " before it answered (it stopped, or is at its connection cap); retry");
-      throw NoSupervisor(state_dir_, "no reply on ipc://" + path + " within " + std::to_string(timeout_ms_) + " ms");
+      if (tick) tick();
     }
     std::vector<zmq::message_t> parts;
     for (;;) {

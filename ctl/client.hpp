@@ -1,6 +1,8 @@
 #pragma once
 // The request/reply client of zkfarmctl: one ZeroMQ REQ socket connected to
 // ipc://STATE/control.sock, one request, one reply (docs/protocol.md).
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -66,6 +68,16 @@ class Client {
   /// Sends request (a message made with protocol::make) and returns the reply
   /// when it has "ok": true. Throws NoSupervisor, Refused or MalformedReply.
   protocol::Message call(const protocol::Message& request);
+
+  /// The same for a request whose reply may take long (a held `stop`, a
+  /// long-polled `job`): waits up to `wait_ms` (< 0: for ever) instead of
+  /// the call timeout, calling `tick` every `tick_ms` while it waits (to
+  /// show progress; it may use another Client). Returns nullopt when
+  /// `wait_ms` passed without a reply (the client must not be used again);
+  /// throws as call() does otherwise, NoSupervisor at once when zkfarmd
+  /// closes the connection.
+  std::optional<protocol::Message> call_waiting(const protocol::Message& request, int64_t wait_ms,
+                                                const std::function<void()>& tick = {}, int tick_ms = 250);
 
   /// How long one call waits for its reply (ms).
   int timeout_ms() const { return timeout_ms_; }

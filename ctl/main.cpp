@@ -2,14 +2,7 @@
 // control socket ipc://STATE/control.sock (ZeroMQ REQ, one request, one reply;
 // docs/protocol.md) and never signals processes. docs/zkfarmctl.md.
 //
-// Exit codes (ctl/exit_codes.hpp):
-//   0  success (wait: the job is done)
-//   1  refused by zkfarmd (ok:false), malformed reply, or (wait) the job failed
-//      or was cancelled
-//   2  usage error: unknown verb or bad flags (CLI11's message)
-//   3  no zkfarmd is running at the state dir: control.sock missing or not a
-//      socket, or no reply within --timeout-ms
-//   4  wait: the job did not finish within --timeout
+// Exit codes: one table for every verb, ctl/exit_codes.hpp and docs/zkfarmctl.md.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
@@ -74,6 +67,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
   jobs->add_option("--limit", jobs_opt.limit, "at most this many jobs (1..1000; default 100)")->check(CLI::Range(1, 1000));
   jobs->add_option("--before", jobs_opt.before, "only jobs with a smaller id (the cursor a previous page printed)");
+  jobs->add_option("--since", jobs_opt.since,
+                   "only jobs submitted since T: a duration before now (30m, 2h, 7d), a date or time "
+                   "(2026-12-01, 2026-12-01T10:00, …Z for UTC) or Unix ms");
 
   uint64_t cancel_job = 0;
   auto* cancel = app.add_subcommand("cancel", "cancel a job (its queued partitions are dropped)");
@@ -81,13 +77,19 @@ int main(int argc, char** argv) {
 
   uint64_t result_job = 0;
   std::string result_out;
-  auto* result = app.add_subcommand("result", "write a finished job's proofs from the journal into a folder");
+  auto* result = app.add_subcommand("result", "write a finished job's proofs from zkfarmd's journal into a folder (as you)");
   result->add_option("job", result_job, "job id")->required();
   result->add_option("--out", result_out, "folder for OUT/k.proof.json and OUT/k.public.json")->required()->check(non_empty);
 
   auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully");
   std::optional<uint64_t> stop_timeout;
+  bool stop_wait = false;
+  WaitLimit stop_limit;
   stop->add_option("--timeout", stop_timeout, "seconds in-flight partitions may take (default: drain_timeout_ms)");
+  stop->add_flag("--wait", stop_wait, "show the stop's progress and return when zkfarmd has exited (exit 1 if it failed)");
+  stop->add_option("--wait-timeout", stop_limit.timeout_s, "with --wait: give up after S seconds (exit 4)")
+      ->check(CLI::NonNegativeNumber);
+  stop->add_flag("-q,--quiet", stop_limit.quiet, "with --wait: no progress output");
 
   bool drain_wait = false;
   double drain_timeout = -1;
@@ -97,12 +99,29 @@ int main(int argc, char** argv) {
   auto* resume = app.add_subcommand("resume", "take partitions again after a drain");
   auto* kill = app.add_subcommand("kill", "stop at once: SIGKILL every worker (the journal keeps every job)");
   std::string restart_target;
+  bool rolling_wait = false;
+  WaitLimit rolling_limit;
+  auto add_rolling_wait = [&](CLI::App* verb) {
+    verb->add_flag("--wait", rolling_wait, "show its progress and return when it ends (exit 1 if it failed)");
+    verb->add_option("--timeout", rolling_limit.timeout_s, "with --wait: give up after S seconds (exit 4)")
+        ->check(CLI::NonNegativeNumber);
+    verb->add_flag("-q,--quiet", rolling_limit.quiet, "with --wait: no progress output");
+  };
   auto* restart = app.add_subcommand("restart", "rolling restart, one worker at a time");
   restart->add_option("target", restart_target, "a worker id (synth-0, gpu-1), synth, gpu or all")->required();
+  add_rolling_wait(restart);
   std::string upgrade_synth, upgrade_gpu;
   auto* upgrade = app.add_subcommand("upgrade", "rolling restart onto new worker binaries");
   upgrade->add_option("--synth", upgrade_synth, "new zkfarm-synth binary");
   upgrade->add_option("--gpu", upgrade_gpu, "new zkfarm-gpu binary");
+  add_rolling_wait(upgrade);
+  bool ready_wait = false;
+  WaitLimit ready_limit;
+  auto* ready = app.add_subcommand("ready", "exit 0 when zkfarmd is ready (intake open, every worker READY), else 1");
+  ready->add_flag("--wait", ready_wait, "wait until it is (also while zkfarmd is still starting)");
+  ready->add_option("--timeout", ready_limit.timeout_s, "with --wait: give up after S seconds (exit 4)")
+      ->check(CLI::NonNegativeNumber);
+  ready->add_flag("-q,--quiet", ready_limit.quiet, "with --wait: no progress output");
 
   try {
     app.parse(argc, argv);
@@ -118,12 +137,13 @@ int main(int argc, char** argv) {
     if (*jobs) return run_jobs(client, jobs_json, jobs_opt);
     if (*cancel) return run_cancel(client, cancel_job);
     if (*result) return run_result(client, result_job, result_out);
-    if (*stop) return stop_timeout ? run_stop_timeout(client, *stop_timeout) : run_stop(client);
+    if (*stop) return run_stop(client, stop_timeout, stop_wait, stop_limit);
     if (*drain) return run_drain(client, drain_wait, drain_timeout);
     if (*resume) return run_resume(client);
     if (*kill) return run_kill(client);
-    if (*restart) return run_restart(client, restart_target);
-    if (*upgrade) return run_upgrade(client, upgrade_synth, upgrade_gpu);
+    if (*restart) return run_restart(client, restart_target, rolling_wait, rolling_limit);
+    if (*upgrade) return run_upgrade(client, upgrade_synth, upgrade_gpu, rolling_wait, rolling_limit);
+    if (*ready) return run_ready(state_dir, timeout_ms, ready_wait, ready_limit);
     std::cerr << "zkfarmctl: no verb given\n";
     return kExitUsage;
   } catch (const CtlError& e) {

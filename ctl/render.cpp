@@ -83,7 +83,33 @@ const json& field(const json& obj, const char* key) {
   auto it = obj.find(key);
   return it == obj.end() ? null_value : *it;
 }
+
+std::string two_digits(long v) { return (v < 10 ? "0" : "") + std::to_string(v); }
 }  // namespace
+
+std::string format_duration(const json& seconds) {
+  if (!seconds.is_number()) return "-";
+  const double s = seconds.get<double>();
+  if (!(s >= 0)) return "-";
+  if (s < 1) return std::to_string(long(s * 1000 + 0.5)) + " ms";
+  if (s < 10) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+    return buf;
+  }
+  const long t = long(s);
+  if (t < 60) return std::to_string(t) + " s";
+  if (t < 3600) return std::to_string(t / 60) + "m " + two_digits(t % 60) + "s";
+  if (t < 86400) return std::to_string(t / 3600) + "h " + two_digits(t / 60 % 60) + "m";
+  return std::to_string(t / 86400) + "d " + two_digits(t / 3600 % 24) + "h";
+}
+
+std::string format_ms_as_s(const json& ms) {
+  if (!ms.is_number()) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", ms.get<double>() / 1000.0);
+  return buf;
+}
 
 std::string format_jobs(const json& jobs) {
   if (!jobs.is_array() || jobs.empty()) return "no jobs\n";
@@ -91,18 +117,114 @@ std::string format_jobs(const json& jobs) {
   for (const auto& j : jobs) {
     rows.push_back({cell(j, "id"), cell(j, "state"), cell(j, "priority"),
                     cell(j, "done") + "/" + cell(j, "partitions"), format_time_ms(field(j, "submitted_ms")),
-                    format_time_ms(field(j, "finished_ms")), cell(j, "queue_wait_ms"), cell(j, "synthesis_ms"),
-                    cell(j, "proving_ms"), cell(j, "total_ms"), cell(j, "out"), cell(j, "error")});
+                    format_time_ms(field(j, "finished_ms")), format_ms_as_s(field(j, "queue_wait_ms")),
+                    format_ms_as_s(field(j, "synthesis_ms")), format_ms_as_s(field(j, "proving_ms")),
+                    format_ms_as_s(field(j, "total_ms")), cell(j, "out"), cell(j, "error")});
   }
-  // Timings in ms: queue wait, summed synthesis and proving, end to end.
-  return format_table({"ID", "STATE", "PRIORITY", "PROVED", "SUBMITTED", "FINISHED", "WAIT", "SYNTH", "PROVE", "TOTAL",
-                       "OUT", "ERROR"},
+  // Timings in seconds: queue wait (submit to first dispatch), synthesis and
+  // proving summed over partitions, total (submit to end).
+  return format_table({"ID", "STATE", "PRIORITY", "PROVED", "SUBMITTED", "FINISHED", "WAIT(s)", "SYNTH(s)",
+                       "PROVE(s)", "TOTAL(s)", "OUT", "ERROR"},
                       rows);
 }
 
-std::string format_status(const json& status) {
-  std::string out = "zkfarmd " + cell(status, "version") + "  pid " + cell(status, "pid") + "  " +
-                    cell(status, "state") + "  state dir " + cell(status, "state_dir") + "\n";
+std::string format_worker_activity(const json& w) {
+  std::vector<std::string> parts;
+  const json& job = field(w, "job");
+  const json& index = field(w, "partition_index");
+  if (job.is_number() && index.is_number()) {
+    std::string doing = "job " + cell(job) + " part " + cell(index);
+    const json& held = field(w, "held");
+    if (held.is_number_unsigned() && held.get<uint64_t>() > 1)
+      doing += " (+" + std::to_string(held.get<uint64_t>() - 1) + " queued)";
+    parts.push_back(doing);
+  } else if (field(w, "partition").is_string()) {  // an older supervisor: "job/index"
+    parts.push_back("partition " + cell(w, "partition"));
+  }
+  if (field(w, "rolling_step").is_string()) parts.push_back("rolling: " + cell(w, "rolling_step"));
+  const json& rw = field(w, "release_wait");
+  if (rw.is_object()) {
+    std::string line = "release wait " + format_duration(field(rw, "elapsed_ms").is_number()
+                                                             ? json(field(rw, "elapsed_ms").get<double>() / 1000.0)
+                                                             : json()) +
+                       " of " +
+                       format_duration(field(rw, "timeout_ms").is_number()
+                                           ? json(field(rw, "timeout_ms").get<double>() / 1000.0)
+                                           : json());
+    if (field(w, "release").is_string()) line += ": " + cell(w, "release");
+    parts.push_back(line);
+  } else if (field(w, "release").is_string() && !field(w, "release").get<std::string>().empty()) {
+    parts.push_back("release: " + cell(w, "release"));
+  }
+  if (field(w, "restart_in_ms").is_number())
+    parts.push_back("restart in " + format_duration(json(field(w, "restart_in_ms").get<double>() / 1000.0)));
+  if (field(w, "failed_reason").is_string()) parts.push_back("failed: " + cell(w, "failed_reason"));
+  if (parts.empty()) return "-";
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
+}
+
+std::string format_rolling(const json& r) {
+  if (!r.is_object()) return "-";
+  std::string out = cell(r, "what") + " " + cell(r, "id") + ": ";
+  const std::string result = cell(r, "result");
+  const std::string progress = cell(r, "replaced") + " of " + cell(r, "total") + " workers replaced";
+  if (result == "running") {
+    out += "running, " + progress;
+    if (field(r, "current").is_string()) out += ", now " + cell(r, "current");
+  } else if (result == "done") {
+    out += "done at " + format_time_ms(field(r, "finished_ms")) + ", " + progress;
+  } else if (result == "failed") {
+    out += "FAILED at " + format_time_ms(field(r, "finished_ms")) + " (" + progress + "): " + cell(r, "error");
+  } else {  // an older supervisor: what, current, queued, error
+    out += field(r, "error").is_string() && !field(r, "error").get<std::string>().empty()
+               ? "FAILED: " + cell(r, "error")
+               : "current " + cell(r, "current") + ", " + cell(r, "queued") + " queued";
+  }
+  return out;
+}
+
+namespace {
+// The farm's state in words: what happens to a submit and to queued work.
+std::string farm_state(const json& status) {
+  const std::string intake = cell(status, "intake");
+  if (cell(status, "state") == "stopping" || intake == "closed")
+    return "stopping: submits refused; in-flight partitions finish, queued ones stay in the journal";
+  if (intake == "draining") return "draining: submits accepted and queued; no new partition starts (`zkfarmctl resume`)";
+  if (intake == "refusing") return "REFUSING submits: " + cell(status, "intake_fault");
+  if (intake == "open") return "accepting: submits accepted, partitions start";
+  return cell(status, "state");
+}
+}  // namespace
+
+std::string format_status(const json& status, size_t max_live, size_t max_finished) {
+  std::string out = "zkfarmd " + cell(status, "version") + "  pid " + cell(status, "pid") + "  up " +
+                    format_duration(field(status, "uptime_s")) + "  state dir " + cell(status, "state_dir") + "\n";
+  auto line = [&](const char* label, const std::string& text) { out += std::string(label) + text + "\n"; };
+  line("Farm:        ", farm_state(status));
+  const json& ready = field(status, "ready");
+  if (ready.is_boolean()) line("Ready:       ", ready.get<bool>() ? "yes" : "no");
+  const json& parts = field(status, "partitions");
+  if (parts.is_object()) {
+    line("Partitions:  ", cell(parts, "queued") + " queued, " + cell(parts, "synthesizing") + " synthesizing, " +
+                              cell(parts, "synthesized") + " waiting for a GPU worker, " + cell(parts, "proving") +
+                              " proving (" + cell(status, "in_flight") + " in flight)");
+  } else {
+    const json& queue = field(status, "queue");
+    line("Queue:       ", "synth " + cell(queue, "synth") + ", prove " + cell(queue, "prove"));
+  }
+  const json& arena = field(status, "arena");
+  // kind: "memfd" (anonymous, freed with the farm's last process); absent from older supervisors.
+  std::string arena_line = cell(arena, "kind") + " " + cell(arena, "name") + ": " + format_mib(field(arena, "used")) +
+                           " used of " + format_mib(field(arena, "bytes"));
+  if (field(arena, "used").is_number() && field(arena, "bytes").is_number() && field(arena, "bytes").get<double>() > 0) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " (%.1f %%)", 100.0 * field(arena, "used").get<double>() / field(arena, "bytes").get<double>());
+    arena_line += pct;
+  }
+  line("Arena:       ", arena_line + ", " + cell(arena, "slots") + " slots");
+  line("Rolling:     ", format_rolling(field(status, "rolling")));
 
   out += "\nWorkers\n";
   const json& workers = field(status, "workers");
@@ -111,37 +233,46 @@ std::string format_status(const json& status) {
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : workers) {
-      rows.push_back({cell(w, "id"), cell(w, "kind"), cell(w, "pid"), cell(w, "state"), cell(w, "version"),
-                      cell(w, "backend"), cell(w, "partition"), cell(w, "restarts")});
+      rows.push_back({cell(w, "id"), cell(w, "kind"), cell(w, "pid"), cell(w, "state"),
+                      format_duration(field(w, "uptime_s")), cell(w, "version"), cell(w, "backend"),
+                      cell(w, "restarts"), format_worker_activity(w)});
     }
-    out += format_table({"ID", "KIND", "PID", "STATE", "VERSION", "BACKEND", "PARTITION", "RESTARTS"}, rows);
+    out += format_table({"ID", "KIND", "PID", "STATE", "UP", "VERSION", "BACKEND", "RESTARTS", "DOING"}, rows);
   }
 
-  const json& queue = field(status, "queue");
-  out += "\nQueue: ";
-  if (queue.is_object() && !queue.empty()) {
-    // Pipeline order first (synth, then prove), then anything else.
-    std::vector<std::string> keys;
-    for (const char* k : {"synth", "prove"}) {
-      if (queue.contains(k)) keys.push_back(k);
+  // Jobs: the live ones first (as the supervisor lists them), then the most
+  // recent finished ones; the rest are counted.
+  const json& jobs = field(status, "jobs");
+  json live = json::array(), finished = json::array();
+  size_t live_total = 0, finished_total = 0;
+  if (jobs.is_array()) {
+    for (const auto& j : jobs) {
+      const std::string st = cell(j, "state");
+      const bool ended = st == "done" || st == "failed" || st == "cancelled";
+      if (ended) {
+        if (finished.size() < max_finished) finished.push_back(j);
+        ++finished_total;
+      } else {
+        if (live.size() < max_live) live.push_back(j);
+        ++live_total;
+      }
     }
-    for (auto it = queue.begin(); it != queue.end(); ++it) {
-      if (it.key() != "synth" && it.key() != "prove") keys.push_back(it.key());
-    }
-    for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + keys[i] + " " + cell(queue[keys[i]]);
-    out += "\n";
-  } else {
-    out += "-\n";
   }
-
-  const json& arena = field(status, "arena");
-  // kind: "memfd" (anonymous, freed with the farm's last process); absent from older supervisors.
-  const std::string kind = cell(arena, "kind");
-  out += "Arena: " + (kind == "-" ? "" : kind + " ") + cell(arena, "name") + "  " + format_mib(field(arena, "bytes")) +
-         ", used " + format_mib(field(arena, "used")) + ", free " + format_mib(field(arena, "free")) + ", " +
-         cell(arena, "slots") + " slots\n";
-
-  out += "\nJobs\n" + format_jobs(field(status, "jobs"));
+  std::string counts;
+  const json& by_state = field(status, "job_counts");
+  if (by_state.is_object()) {
+    for (auto it = by_state.begin(); it != by_state.end(); ++it)
+      counts += (counts.empty() ? "" : ", ") + cell(it.value()) + " " + it.key();
+  }
+  out += "\nJobs" + (counts.empty() ? std::string() : " (" + counts + ")") + "\n";
+  json shown = live;
+  for (auto& j : finished) shown.push_back(j);
+  out += format_jobs(shown);
+  const json& omitted = field(status, "jobs_omitted");
+  const uint64_t more = (live_total - live.size()) + (finished_total - finished.size()) +
+                        (omitted.is_number_unsigned() ? omitted.get<uint64_t>() : 0);
+  if (more > 0)
+    out += std::to_string(more) + " more: zkfarmctl jobs [--state S] [--limit N] [--since T]\n";
   return out;
 }
 

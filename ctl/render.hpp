@@ -31,13 +31,33 @@ std::string format_mib(const nlohmann::json& bytes);
 /// Unix milliseconds as local time "YYYY-MM-DD HH:MM:SS"; "-" when not a number.
 std::string format_time_ms(const nlohmann::json& ms);
 
-/// The jobs table (id, state, priority, progress, submitted, finished, out,
-/// error), or "no jobs\n" for an empty or non-array value.
+/// A length of time for people: "850 ms", "12 s", "5m 12s", "2h 03m", "3d 04h";
+/// "-" when not a number (`seconds` may be fractional).
+std::string format_duration(const nlohmann::json& seconds);
+
+/// Milliseconds as seconds with two decimals ("1.25"); "-" when not a number.
+std::string format_ms_as_s(const nlohmann::json& ms);
+
+/// The jobs table (id, state, priority, proved/partitions, submitted,
+/// finished, timings in seconds, out, error), or "no jobs\n" for an empty or
+/// non-array value.
 std::string format_jobs(const nlohmann::json& jobs);
 
-/// The status object for people: a header line, the workers table, the
-/// queue, the arena (kind, name, size, used/free in MiB, slots) and the jobs table.
-std::string format_status(const nlohmann::json& status);
+/// What a worker is doing, in words: its partition ("job 7 part 3", "+1
+/// queued" for what else it holds), its step in a rolling restart, the
+/// release wait with elapsed and timeout, a pending restart, why it failed.
+std::string format_worker_activity(const nlohmann::json& worker);
+
+/// The rolling restart/upgrade line: "upgrade 3: running, 1 of 4 replaced,
+/// now gpu-0", "… done …", "… FAILED: error"; "-" when there was none.
+std::string format_rolling(const nlohmann::json& rolling);
+
+/// The status object for people: zkfarmd's line (version, pid, uptime,
+/// state dir); the farm's state and intake, readiness, partitions by stage,
+/// the arena's use, the last rolling operation; the workers table; the
+/// active and most recent jobs (at most `max_live` live and `max_finished`
+/// finished, with a line naming `zkfarmctl jobs` for the rest).
+std::string format_status(const nlohmann::json& status, size_t max_live = 20, size_t max_finished = 5);
 
 /// JSON for scripts: pretty-printed with a 1-space indent, invalid UTF-8
 /// replaced rather than thrown on.

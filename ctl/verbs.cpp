@@ -1,13 +1,19 @@
+// The one-request verbs of zkfarmctl: submit, status, jobs, cancel, result,
+// resume, kill. The verbs that wait are in waiting.cpp.
 #include "ctl/verbs.hpp"
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "ctl/render.hpp"
+#include "ctl/results.hpp"
+#include "files/file_error.hpp"
+#include "files/safe_write.hpp"
 
 namespace zkfarm::ctl {
 
@@ -25,39 +31,10 @@ const Message& reply_field(const Message& reply, const char* key, Message::value
   return *it;
 }
 
-/// Shows a job's progress on stderr: on a terminal one bar redrawn in place,
-/// otherwise one line whenever it changes.
-class Progress {
- public:
-  Progress(uint64_t job, bool quiet) : job_(job), quiet_(quiet), tty_(isatty(STDERR_FILENO) == 1) {}
-  ~Progress() { end(); }
-
-  void show(uint64_t done, uint64_t total, const std::string& state) {
-    if (quiet_) return;
-    std::string line = progress_bar(done, total) + (state == "running" ? "" : "  (" + state + ")");
-    if (line == last_) return;
-    last_ = line;
-    if (tty_) {
-      std::cerr << "\r" << line << "\033[K" << std::flush;
-      drawn_ = true;
-    } else {
-      std::cerr << "job " << job_ << ": " << done << "/" << total << " partitions (" << state << ")\n" << std::flush;
-    }
-  }
-
-  /// Ends the bar's line so that what follows starts on a fresh one.
-  void end() {
-    if (drawn_) std::cerr << "\n" << std::flush;
-    drawn_ = false;
-  }
-
- private:
-  uint64_t job_;
-  bool quiet_;
-  bool tty_;
-  bool drawn_ = false;
-  std::string last_;
-};
+int64_t now_unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
 }  // namespace
 
 std::string absolute_path(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
@@ -69,61 +46,28 @@ int run_submit(Client& client, const SubmitOptions& opt) {
   for (const auto& w : opt.wtns) wtns.push_back(absolute_path(w));
   req["wtns"] = wtns;
   req["priority"] = opt.priority;
-  req["out"] = opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
+  const std::string out =
+      opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
+  req["out"] = out;
+  // The output folder is the caller's: made now with its own rights, so a
+  // folder it cannot create is refused before anything is sent (zkfarmd,
+  // when it writes the results itself, makes it again as the submitter).
+  try {
+    files::create_dir_safe(out, 0755);
+  } catch (const files::FileError& e) {
+    throw CtlError(kExitFailed, std::string("--out: ") + e.what());
+  }
   // The supervisor checks the key and every witness before it answers: a large
   // key takes a while, so the reply gets at least 10 minutes.
   client.set_timeout_ms(std::max(client.timeout_ms(), 600000));
   Message reply = client.call(req);
-  std::cout << protocol::get_u64(reply, "job") << "\n";
+  const uint64_t job = protocol::get_u64(reply, "job");
+  std::cout << job << "\n";
+  if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client")
+    std::cerr << "zkfarmctl: zkfarmd runs as another user and does not write into " << out
+              << "; `zkfarmctl wait " << job << "` writes the proofs there when the job is done (or `zkfarmctl result "
+              << job << " --out DIR` later)\n";
   return kExitOk;
-}
-
-int run_wait(Client& client, const WaitOptions& opt) {
-  using clock = std::chrono::steady_clock;
-  const bool bounded = opt.timeout_s >= 0;
-  const auto deadline =
-      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(bounded ? opt.timeout_s : 0));
-  Progress progress(opt.job, opt.quiet);
-  Message req = protocol::make("job");
-  req["job"] = opt.job;
-  for (;;) {
-    Message reply = client.call(req);
-    const Message& job = reply_field(reply, "job", Message::value_t::object, "a job object");
-    const std::string state = protocol::get_str(job, "state");
-    const uint64_t done = protocol::get_u64(job, "done");
-    const uint64_t total = protocol::get_u64(job, "partitions");
-    if (state != "queued" && state != "running" && state != "done" && state != "failed" && state != "cancelled") {
-      throw ProtocolError("unknown job state \"" + state + "\"");
-    }
-    progress.show(done, total, state);
-    if (state == "done") {
-      progress.end();
-      std::cout << "job " << opt.job << " done: " << done << " proofs in " << protocol::find_str(job, "out").value_or("-")
-                << "\n";
-      return kExitOk;
-    }
-    if (state == "failed") {
-      progress.end();
-      std::cerr << "zkfarmctl: job " << opt.job << " failed: " << protocol::find_str(job, "error").value_or("(no error given)")
-                << "\n";
-      return kExitFailed;
-    }
-    if (state == "cancelled") {
-      progress.end();
-      std::cerr << "zkfarmctl: job " << opt.job << " was cancelled (" << done << "/" << total << " partitions proved)\n";
-      return kExitFailed;
-    }
-    const auto now = clock::now();
-    if (bounded && now >= deadline) {
-      progress.end();
-      std::cerr << "zkfarmctl: job " << opt.job << " not finished after " << opt.timeout_s << " s (" << state << ", "
-                << done << "/" << total << " partitions)\n";
-      return kExitTimeout;
-    }
-    auto pause = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(100));
-    if (bounded) pause = std::min(pause, deadline - now);
-    std::this_thread::sleep_for(pause);
-  }
 }
 
 int run_status(Client& client, bool json) {
@@ -133,11 +77,53 @@ int run_status(Client& client, bool json) {
   return kExitOk;
 }
 
+uint64_t parse_since(const std::string& text) {
+  auto bad = [&] {
+    return CtlError(kExitUsage, "--since " + text +
+                                    ": expected a duration before now (90s, 30m, 2h, 7d), a date or time "
+                                    "(2026-12-01, 2026-12-01T10:00, 2026-12-01T10:00:00Z) or Unix ms");
+  };
+  if (text.empty()) throw bad();
+  // A duration: digits and a unit.
+  const char unit = text.back();
+  if (std::string("smhd").find(unit) != std::string::npos && text.size() > 1) {
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, n);
+    if (ec == std::errc() && p == text.data() + text.size() - 1) {
+      const uint64_t per = unit == 's' ? 1000 : unit == 'm' ? 60000 : unit == 'h' ? 3600000 : 86400000;
+      if (n > uint64_t(now_unix_ms()) / per) return 0;
+      return uint64_t(now_unix_ms()) - n * per;
+    }
+  }
+  // Unix ms: digits only (at least 10, so "2026" is not read as ms).
+  if (text.size() >= 10 && text.find_first_not_of("0123456789") == std::string::npos) {
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec == std::errc()) return n;
+  }
+  // A date, a date-time (minutes or seconds), local time or UTC with Z.
+  std::tm tm{};
+  const bool utc = text.back() == 'Z';
+  const std::string t = utc ? text.substr(0, text.size() - 1) : text;
+  const char* formats[] = {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"};
+  for (const char* f : formats) {
+    tm = {};
+    const char* end = strptime(t.c_str(), f, &tm);
+    if (!end || *end) continue;
+    tm.tm_isdst = -1;
+    const std::time_t s = utc ? timegm(&tm) : mktime(&tm);
+    if (s < 0) throw bad();
+    return uint64_t(s) * 1000;
+  }
+  throw bad();
+}
+
 int run_jobs(Client& client, bool json, const JobsOptions& opt) {
   Message req = protocol::make("jobs");
   if (!opt.state.empty()) req["state"] = opt.state;
   if (opt.limit) req["limit"] = opt.limit;
   if (opt.before) req["before"] = opt.before;
+  if (!opt.since.empty()) req["since_ms"] = parse_since(opt.since);
   Message reply = client.call(req);
   const Message& jobs = reply_field(reply, "jobs", Message::value_t::array, "a list");
   std::cout << (json ? to_json_text(jobs) + "\n" : format_jobs(jobs));
@@ -155,31 +141,6 @@ int run_cancel(Client& client, uint64_t job) {
   return kExitOk;
 }
 
-int run_drain(Client& client, bool wait, double timeout_s) {
-  Message reply = client.call(protocol::make("drain"));
-  std::cerr << "zkfarmd at " << client.state_dir() << " is draining: " << reply.value("in_flight", 0)
-            << " partitions in flight\n";
-  if (!wait) return kExitOk;
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
-  uint64_t last = UINT64_MAX;
-  for (;;) {
-    Message st = reply_field(client.call(protocol::make("status")), "status", Message::value_t::object, "a status object");
-    const uint64_t n = protocol::get_u64(st, "in_flight");
-    if (n != last) std::cerr << "in flight: " << n << "\n";
-    last = n;
-    if (n == 0) {
-      std::cout << "drained: no partition in flight\n";
-      return kExitOk;
-    }
-    if (timeout_s >= 0 && clock::now() >= deadline) {
-      std::cerr << "zkfarmctl: still " << n << " partitions in flight after " << timeout_s << " s\n";
-      return kExitTimeout;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-}
-
 int run_resume(Client& client) {
   client.call(protocol::make("resume"));
   std::cout << "zkfarmd at " << client.state_dir() << " takes partitions again\n";
@@ -192,46 +153,10 @@ int run_kill(Client& client) {
   return kExitOk;
 }
 
-int run_restart(Client& client, const std::string& target) {
-  Message req = protocol::make("restart");
-  req["target"] = target;
-  Message reply = client.call(req);
-  std::cout << "rolling restart of " << reply.value("workers", Message::array()).size()
-            << " workers started; follow it with `zkfarmctl status`\n";
-  return kExitOk;
-}
-
-int run_upgrade(Client& client, const std::string& synth, const std::string& gpu) {
-  Message req = protocol::make("upgrade");
-  if (!synth.empty()) req["synth"] = absolute_path(synth);
-  if (!gpu.empty()) req["gpu"] = absolute_path(gpu);
-  Message reply = client.call(req);
-  std::cout << "rolling upgrade of " << reply.value("workers", Message::array()).size()
-            << " workers started; follow it with `zkfarmctl status`\n";
-  return kExitOk;
-}
-
-int run_stop_timeout(Client& client, uint64_t timeout_s) {
-  Message req = protocol::make("stop");
-  req["timeout_s"] = timeout_s;
-  client.call(req);
-  std::cout << "zkfarmd at " << client.state_dir() << " is stopping (in-flight partitions get " << timeout_s << " s)\n";
-  return kExitOk;
-}
-
 int run_result(Client& client, uint64_t job, const std::string& out) {
-  Message req = protocol::make("result");
-  req["job"] = job;
-  req["out"] = absolute_path(out);
-  Message reply = client.call(req);
-  std::cout << "job " << job << ": " << reply.value("written", 0) << " proofs written to " << reply.value("out", out)
-            << "\n";
-  return kExitOk;
-}
-
-int run_stop(Client& client) {
-  client.call(protocol::make("stop"));
-  std::cout << "zkfarmd at " << client.state_dir() << " is stopping\n";
+  const std::string dir = absolute_path(out);
+  const uint64_t n = write_results(client, job, dir);
+  std::cout << "job " << job << ": " << n << " proofs written to " << dir << "\n";
   return kExitOk;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // The verbs of zkfarmctl: each sends its request(s) through a Client, writes
-// its output (results on stdout, diagnostics on stderr) and returns the exit
-// code (ctl/exit_codes.hpp). Errors from the client (CtlError) and malformed
-// reply fields (protocol::ProtocolError) are thrown to main, which prints them.
+// its output (results on stdout, diagnostics and progress on stderr) and
+// returns the exit code (ctl/exit_codes.hpp). Errors from the client
+// (CtlError) and malformed reply fields (protocol::ProtocolError) are thrown
+// to main, which prints them. verbs.cpp: the one-request verbs; waiting.cpp:
+// the verbs that wait (wait, ready, stop/restart/upgrade --wait, drain --wait).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,12 @@ struct SubmitOptions {
   std::string out;                ///< proof folder; empty: $PWD/proofs
 };
 
+/// How long a waiting verb waits: `timeout_s` < 0 means for ever.
+struct WaitLimit {
+  double timeout_s = -1;
+  bool quiet = false;  ///< no progress output at all
+};
+
 /// `wait`: which job and for how long.
 struct WaitOptions {
   uint64_t job = 0;
@@ -30,31 +38,45 @@ struct WaitOptions {
 /// not resolving symlinks; the file need not exist).
 std::string absolute_path(const std::string& path);
 
-/// submit: sends absolute paths, prints the job id alone on stdout.
+/// submit: creates the output folder with the caller's rights, sends
+/// absolute paths, prints the job id alone on stdout.
 int run_submit(Client& client, const SubmitOptions& opt);
 
-/// wait: polls the job every 100 ms; progress on stderr (a bar redrawn in
-/// place on a terminal, a line per change otherwise); 0 done, 1 failed or
-/// cancelled, 4 timeout.
+/// wait: long-polls the job (`job` with wait_ms: the reply comes when it
+/// changes); progress on stderr (a bar redrawn in place on a terminal, a line
+/// per change otherwise); for a job zkfarmd does not deliver, writes its
+/// results into its OUT as the caller (when the caller submitted it). 0 done,
+/// 1 failed or cancelled, 3 zkfarmd stopped before the job ended (it stays
+/// in the journal), 4 timeout.
 int run_wait(Client& client, const WaitOptions& opt);
 
 /// status: tables for people, or the status object as JSON.
 int run_status(Client& client, bool json);
 
-/// jobs: the jobs table, or the list as JSON.
 /// `jobs` filters and paging (docs/protocol.md, request "jobs").
 struct JobsOptions {
   std::string state;     ///< "" or a job state
   unsigned limit = 0;    ///< 0: the supervisor's default (100)
   uint64_t before = 0;   ///< 0: from the newest
+  std::string since;     ///< "" or a time: "2h", "30m", "1d", "2026-12-01", "2026-12-01T10:00[:00][Z]", Unix ms
 };
+/// Unix ms from a --since value (a duration before now, a date or date-time
+/// in local time or with a trailing Z for UTC, or Unix ms); throws CtlError
+/// (exit 2) naming the value when it is none of these.
+uint64_t parse_since(const std::string& text);
+/// jobs: the jobs table, or the list as JSON.
 int run_jobs(Client& client, bool json, const JobsOptions& opt);
 
 /// cancel: drops a job's queued partitions; prints a confirmation.
 int run_cancel(Client& client, uint64_t job);
 
-/// stop: asks the supervisor to stop gracefully; prints a confirmation.
-int run_stop(Client& client);
+/// `stop [--timeout S] [--wait [--wait-timeout S]]`: asks zkfarmd to stop
+/// gracefully (in-flight partitions get `drain_timeout_s` instead of
+/// drain_timeout_ms when given). With wait: shows the stop's progress and
+/// returns when zkfarmd has exited: 0 when it stopped cleanly, 1 when it
+/// reported a failure (GPU memory not released) or died without an answer,
+/// 4 when `limit` passed first.
+int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool wait, const WaitLimit& limit);
 
 /// `drain [--wait] [--timeout S]`: no new partitions start; with --wait, polls
 /// status until no partition is in flight (exit 0) or S seconds pass (exit 4).
@@ -63,16 +85,22 @@ int run_drain(Client& client, bool wait, double timeout_s);
 int run_resume(Client& client);
 /// `kill`: immediate stop (SIGKILL to every worker through its pidfd).
 int run_kill(Client& client);
-/// `restart WORKER|synth|gpu|all`: rolling restart, one worker at a time.
-int run_restart(Client& client, const std::string& target);
-/// `upgrade [--synth PATH] [--gpu PATH]`: rolling restart onto new binaries.
-int run_upgrade(Client& client, const std::string& synth, const std::string& gpu);
-/// `stop --timeout S`: as stop, with in-flight partitions given S seconds.
-int run_stop_timeout(Client& client, uint64_t timeout_s);
+/// `restart WORKER|synth|gpu|all [--wait]` and `upgrade [--synth PATH] [--gpu
+/// PATH] [--wait]`: a rolling replacement, one worker at a time. With wait:
+/// shows its progress and returns when it ends: 0 done, 1 failed (an upgrade
+/// rolled back: the reason on stderr), 3 zkfarmd stopped meanwhile, 4 timeout.
+int run_restart(Client& client, const std::string& target, bool wait, const WaitLimit& limit);
+int run_upgrade(Client& client, const std::string& synth, const std::string& gpu, bool wait, const WaitLimit& limit);
 
-/// `result JOB --out DIR`: the supervisor writes the job's proofs from its
-/// journal into DIR (made absolute here). Exit 0, or 1 if the job is unknown or
-/// not done.
+/// `ready [--wait] [--timeout S]`: 0 when zkfarmd is ready (intake open and
+/// every worker READY, as /readyz), 1 (with why) when it runs but is not,
+/// 3 when none runs. With wait: polls (a zkfarmd still starting, with no
+/// socket yet, is waited for too) until ready (0) or S seconds pass (4).
+int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const WaitLimit& limit);
+
+/// `result JOB --out DIR`: the job's proofs from zkfarmd's journal, written
+/// into DIR (made absolute) by zkfarmctl with the caller's rights. Exit 0, or
+/// 1 if the job is unknown or not done or a file cannot be written.
 int run_result(Client& client, uint64_t job, const std::string& out);
 
 }  // namespace zkfarm::ctl

@@ -35,6 +35,11 @@ class ProveBackend {
   /// a GPU backend throws DeviceError when the upload fails.
   virtual const Zkey& load(const std::string& path) = 0;
 
+  /// Whether load(path) would find the key ready in the backend's cache
+  /// (the same file, unchanged), without loading it: the worker reports it
+  /// with each proof (zkfarm_key_cache_requests_total{cache="worker"}).
+  virtual bool has_key(const std::string& path) const = 0;
+
   /// The proof of one partition from its witness alone: `witness` holds the
   /// key's n_vars canonical values (plain, < r; 32 bytes each, e.g. a farm
   /// slot), which are only read, never written, so the same slot can be

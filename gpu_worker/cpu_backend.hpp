@@ -14,6 +14,7 @@ class CpuBackend final : public ProveBackend {
 
   std::string name() const override { return "cpu"; }
   const Zkey& load(const std::string& path) override;
+  bool has_key(const std::string& path) const override { return keys_.contains(path); }
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override;
 

@@ -25,6 +25,7 @@ class DeviceFaultBackend final : public ProveBackend {
 
   std::string name() const override { return inner_->name(); }
   const Zkey& load(const std::string& path) override { return inner_->load(path); }
+  bool has_key(const std::string& path) const override { return inner_->has_key(path); }
   void pin_host_memory(void* base, size_t bytes) override { inner_->pin_host_memory(base, bytes); }
   void unpin_host_memory(void* base) override { inner_->unpin_host_memory(base); }
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,

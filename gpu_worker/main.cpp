@@ -37,12 +37,15 @@ constexpr const char* kVersion = "0.1.0";
 proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu::ProveBackend& backend) {
   const std::string zkey = proto::get_str(req, "zkey");
   try {
-    return proto::run_step([&] {
+    const bool cached = backend.has_key(zkey);
+    proto::WorkResult r = proto::run_step([&] {
       const Zkey& key = backend.load(zkey);
       Proof proof = backend.prove(key, proto::request_witness(req, arena, key), random_scalar(), random_scalar(),
                                   &proto::abort_flag());
-      return proto::WorkResult{true, {}, proto::encode_proof(proof)};
+      return proto::WorkResult{true, {}, proto::encode_proof(proof), std::nullopt};
     });
+    r.key_cached = cached;
+    return r;
   } catch (const gpu::DeviceError& e) {
     std::fprintf(stderr, "zkfarm-gpu: %s; exiting so that the partition is proved again\n", e.what());
     std::fflush(stderr);

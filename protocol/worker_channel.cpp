@@ -159,6 +159,7 @@ struct WorkerChannel::Impl {
     m["ok"] = r.ok;
     if (!r.ok) m["error"] = r.error;
     if (r.ok && prove) m["proof"] = bin(r.proof);
+    if (prove && r.key_cached) m["key_cached"] = *r.key_cached;
     return m;
   }
 

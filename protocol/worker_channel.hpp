@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -86,8 +87,9 @@ struct WorkResult {
   bool ok = true;
   std::string error;  // one line naming the file and fault when !ok
   std::string proof;  // PROVE only: the 256 bytes of encode_proof(), when ok
+  std::optional<bool> key_cached;  // PROVE only: the key was resident in the worker's cache
 
-  static WorkResult failure(std::string message) { return {false, std::move(message), {}}; }
+  static WorkResult failure(std::string message) { return {false, std::move(message), {}, std::nullopt}; }
 };
 
 /// Runs one SYNTH or PROVE request (the whole decoded message; its "job",

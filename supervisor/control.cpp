@@ -19,6 +19,12 @@ bool admin_only(const std::string& type) {
          type == "upgrade";
 }
 
+// A long-polled `job` is held at most this long, and at most this many
+// replies are held at once (each is one waiting client; control.sock's
+// connection cap bounds them too); past that the reply comes at once.
+constexpr uint64_t kMaxHoldMs = 60000;
+constexpr size_t kMaxHeldReplies = 4096;
+
 json denied(const std::string& type) {
   return {{"ok", false},
           {"error", "permission denied: '" + type +
@@ -40,7 +46,7 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
       return;
     }
     if (type == "result") {
-      start_result(identity, req, *peer, role);  // answered once the files are written (delivery.cpp)
+      start_result(identity, req, *peer, role);  // answered once the proofs are read (delivery.cpp)
       return;
     }
     if (admin_only(type) && role != Role::kAdmin) {
@@ -48,7 +54,8 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
                    type.substr(0, 32) + "'");
       reply = denied(type);
     } else {
-      reply = handle_request(req, *peer, role);
+      reply = handle_request(identity, req, *peer, role);
+      if (reply.is_null()) return;  // held: answered later (answer_held)
     }
   } catch (const protocol::ProtocolError& e) {
     warn_limited(std::string("control: dropped a bad request: ") + e.what());
@@ -76,7 +83,7 @@ void Supervisor::send_reply(const std::string& identity, json reply) {
   }
 }
 
-json Supervisor::handle_request(const json& req, const Peer& peer, Role role) {
+json Supervisor::handle_request(const std::string& identity, const json& req, const Peer& peer, Role role) {
   const std::string type = protocol::type_of(req);
   // A user sees and touches only the jobs it submitted; another's job is "no job".
   const std::optional<uint32_t> owner =
@@ -90,6 +97,18 @@ json Supervisor::handle_request(const json& req, const Peer& peer, Role role) {
   if (type == "job") {
     Job* job = visible(protocol::get_u64(req, "job"));
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(protocol::get_u64(req, "job"))}};
+    // A long poll (`zkfarmctl wait`): with wait_ms, the reply waits until the
+    // job differs from what the client last saw (seen_state, seen_done), the
+    // time passes, or zkfarmd stops; so a waiter hears the job's end even
+    // when zkfarmd stops right after it.
+    const uint64_t wait_ms = req.contains("wait_ms") ? std::min<uint64_t>(protocol::get_u64(req, "wait_ms"), kMaxHoldMs) : 0;
+    if (wait_ms && !job->terminal() && held_.size() < kMaxHeldReplies &&
+        protocol::find_str(req, "seen_state").value_or("") == job_state_name(job->state) &&
+        (req.contains("seen_done") ? protocol::get_u64(req, "seen_done") : UINT64_MAX) == job->count(PartState::kDone)) {
+      held_.push_back({identity, false, job->id, job_state_name(job->state), job->count(PartState::kDone), owner,
+                       now_ms() + int64_t(wait_ms)});
+      return nullptr;  // answered by answer_held
+    }
     return {{"ok", true}, {"job", job_view(*job)}};
   }
   if (type == "cancel") {
@@ -98,6 +117,7 @@ json Supervisor::handle_request(const json& req, const Peer& peer, Role role) {
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
     if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
     free_slots(jobs_.cancel(id, wall_ms()));
+    count_job_end(*job);
     journal_write([this, id, t = job->finished_ms] { journal_.finish_job(id, JobState::kCancelled, "", t); });
     abort_in_flight(id);
     log_->info("job {}: cancelled by uid {}", id, peer.uid);
@@ -106,10 +126,50 @@ json Supervisor::handle_request(const json& req, const Peer& peer, Role role) {
   if (type == "stop") {
     begin_stop("zkfarmctl stop");
     if (req.contains("timeout_s")) drain_deadline_ms_ = now_ms() + int64_t(protocol::get_u64(req, "timeout_s")) * 1000;
-    return {{"ok", true}};
+    // With wait, the reply comes as zkfarmd exits, with its exit code.
+    if (req.contains("wait") && protocol::get_bool(req, "wait") && held_.size() < kMaxHeldReplies) {
+      held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
+      return nullptr;
+    }
+    return {{"ok", true}, {"pid", getpid()}};
   }
   if (admin_only(type)) return lifecycle_request(type, req);
   return {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}};
+}
+
+}  // namespace zkfarm::supervisor
+
+namespace zkfarm::supervisor {
+
+json Supervisor::held_job_reply(const HeldReply& h, bool at_exit) const {
+  const Job* job = jobs_.find(h.job);
+  if (!job || (h.owner && job->owner_uid != *h.owner))  // pruned meanwhile
+    return {{"ok", false}, {"error", "no job " + std::to_string(h.job)}};
+  json reply = {{"ok", true}, {"job", job_view(*job)}};
+  if (at_exit) reply["supervisor"] = "exiting";
+  return reply;
+}
+
+void Supervisor::answer_held(bool at_exit, int exit_code, const std::string& exit_error) {
+  if (held_.empty()) return;
+  const int64_t now = now_ms();
+  std::vector<std::pair<std::string, json>> out;
+  std::erase_if(held_, [&](const HeldReply& h) {
+    if (h.stop) {
+      if (!at_exit) return false;
+      json r = {{"ok", exit_code == 0}, {"exit_code", exit_code}, {"pid", getpid()}};
+      if (exit_code != 0) r["error"] = "zkfarmd stopped with exit code " + std::to_string(exit_code) + ": " + exit_error;
+      out.emplace_back(h.identity, std::move(r));
+      return true;
+    }
+    const Job* job = jobs_.find(h.job);
+    const bool changed = !job || job->terminal() || h.seen_state != job_state_name(job->state) ||
+                         h.seen_done != job->count(PartState::kDone);
+    if (!changed && !at_exit && now < h.deadline_ms) return false;
+    out.emplace_back(h.identity, held_job_reply(h, at_exit));
+    return true;
+  });
+  for (auto& [identity, reply] : out) send_reply(identity, std::move(reply));
 }
 
 }  // namespace zkfarm::supervisor

@@ -56,6 +56,10 @@ std::string write_result(const std::string& out, const Peer& as, uint32_t index,
   }
 }
 
+// Partitions a `result` page looks at, at most (it then holds fewer if their
+// texts would pass half a frame).
+constexpr size_t kResultPageMax = 256;
+
 // One proved partition of `job`, its proof from this instance or the journal.
 struct ToWrite {
   uint32_t index;
@@ -102,6 +106,10 @@ size_t Supervisor::deliver(const Job& job, const std::string& out, const Peer& a
 void Supervisor::publish(const Job& job, uint32_t index) {
   const Partition& p = job.parts.at(index);
   ++deliveries_in_flight_;
+  if (job.client_delivery) {  // zkfarmctl writes it, as the submitter: the proof is journaled
+    on_published({job.id, index}, "");
+    return;
+  }
   delivery_thread_->post([this, ref = PartRef{job.id, index}, out = job.out, as = Peer{job.owner_uid, job.owner_gid, 0},
                           proof = p.proof, public_json = p.public_json] {
     if (int ms = delivery_delay_ms()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -123,11 +131,17 @@ void Supervisor::on_published(const PartRef& ref, const std::string& error) {
   }
   if (!jobs_.mark_delivered(ref, wall_ms())) return;
   if (job->delivery_error.empty()) {
+    count_job_end(*job);
     journal_write([this, id = ref.job, t = job->finished_ms] { journal_.finish_job(id, JobState::kDone, "", t); });
-    log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
+    if (job->client_delivery)
+      log_->info("job {}: done, {} proofs in the journal (the client writes them into {})", ref.job, job->parts.size(),
+                 job->out);
+    else
+      log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
   } else {
     job->state = JobState::kFailed;
     job->error = job->delivery_error;
+    count_job_end(*job);
     journal_write([this, id = ref.job, e = job->error, t = job->finished_ms] {
       journal_.finish_job(id, JobState::kFailed, e, t);
     });
@@ -135,12 +149,13 @@ void Supervisor::on_published(const PartRef& ref, const std::string& error) {
   }
 }
 
-// `zkfarmctl result`: the proofs (this instance's from memory, older ones read
-// from the journal on its thread) written as the requester on the delivery
-// thread; the reply comes when they are all written.
+// `zkfarmctl result` (and `wait` for a job the client delivers): the proofs
+// of a finished job as proof.json and public.json texts, a page at a time, for
+// the client to write with its own rights. This instance's proofs come from
+// memory, older ones from the journal on its thread; nothing is written here.
 void Supervisor::start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role) {
   const uint64_t id = protocol::get_u64(req, "job");
-  const std::string out = protocol::get_str(req, "out");
+  const uint64_t from = req.contains("from") ? protocol::get_u64(req, "from") : 0;
   Job* job = jobs_.find(id);
   if (job && role != Role::kAdmin && job->owner_uid != peer.uid) job = nullptr;  // another's job is "no job"
   if (!job) return send_reply(identity, {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}});
@@ -148,15 +163,15 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
     return send_reply(identity, {{"ok", false},
                                  {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) +
                                                ": not every partition is proved"}});
-  if (out.empty() || out[0] != '/')
-    return send_reply(identity, {{"ok", false}, {"error", "paths must be absolute: " + out}});
+  if (from >= job->parts.size())
+    return send_reply(identity, {{"ok", false}, {"error", "job " + std::to_string(id) + " has " +
+                                                              std::to_string(job->parts.size()) + " partitions"}});
+  // A page: as many partitions as fit in half a frame (a public.json grows
+  // with the circuit's public signals), at least one.
   auto parts = std::make_shared<std::vector<ToWrite>>();
-  for (const auto& p : job->parts) parts->push_back({p.index, p.proof, p.public_json});
-  const size_t total = parts->size();
-  // Written with the requester's own rights: `result --out /etc` by a user
-  // fails as it would for that user.
-  const Peer as{peer.uid, peer.gid, peer.pid};
-  journal_thread_->post([this, identity, id, out, as, parts, total] {
+  for (size_t k = from; k < job->parts.size() && parts->size() < kResultPageMax; ++k)
+    parts->push_back({job->parts[k].index, job->parts[k].proof, job->parts[k].public_json});
+  journal_thread_->post([this, identity, id, parts, total = job->parts.size()] {
     std::string error;
     for (auto& w : *parts) {
       if (!w.proof.empty()) continue;
@@ -169,23 +184,31 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
         if (error.empty()) error = e.what();
       }
     }
-    delivery_thread_->post([this, identity, out, as, parts, total, error]() mutable {
-      size_t n = 0;
-      for (const auto& w : *parts) {
-        std::string e = w.proof.empty() ? "partition " + std::to_string(w.index) + ": no proof in the journal"
-                                        : write_result(out, as, w.index, w.proof, w.public_json, false, cfg_.state_dir);
-        if (e.empty()) {
-          ++n;
-        } else if (error.empty()) {
-          error = e;
-        }
+    nlohmann::json results = nlohmann::json::array();
+    size_t bytes = 0;
+    // The next page starts after what this one holds (null: this was the last).
+    uint64_t next = parts->empty() ? total : parts->back().index + 1;
+    for (const auto& w : *parts) {
+      if (w.proof.empty()) {
+        if (error.empty()) error = "partition " + std::to_string(w.index) + ": no proof in the journal";
+        break;
       }
-      inbox_.post([this, identity, out, n, total, error] {
-        if (n != total)
-          return send_reply(identity, {{"ok", false}, {"error", "wrote " + std::to_string(n) + " of " +
-                                                                    std::to_string(total) + " proofs to " + out + ": " + error}});
-        send_reply(identity, {{"ok", true}, {"written", n}, {"out", out}});
-      });
+      std::string proof_json = proof_to_json(protocol::decode_proof(w.proof));
+      const size_t n = proof_json.size() + w.public_json.size() + 64;
+      if (!results.empty() && bytes + n > protocol::kMaxFrameBytes / 2) {
+        next = w.index;
+        break;
+      }
+      bytes += n;
+      results.push_back({{"partition", w.index}, {"proof", std::move(proof_json)}, {"public", w.public_json}});
+    }
+    inbox_.post([this, identity, id, results = std::move(results), next, total, error]() mutable {
+      if (!error.empty()) return send_reply(identity, {{"ok", false}, {"error", "job " + std::to_string(id) + ": " + error}});
+      send_reply(identity, {{"ok", true},
+                            {"job", id},
+                            {"partitions", total},
+                            {"results", std::move(results)},
+                            {"next", next < total ? nlohmann::json(next) : nlohmann::json(nullptr)}});
     });
   });
 }

@@ -49,6 +49,9 @@ nlohmann::json Job::to_json() const {
   j["zkey"] = zkey_source.empty() ? zkey : zkey_source;  // the client's path; the farm proves its private copy
   if (!zkey_sha256.empty()) j["zkey_sha256"] = zkey_sha256;
   j["out"] = out;
+  // Who writes OUT/k.proof.json and OUT/k.public.json: zkfarmd as the
+  // submitter, or (zkfarmd runs as another user) the client's `wait`/`result`.
+  j["delivery"] = client_delivery ? "client" : "zkfarmd";
   if (!error.empty()) j["error"] = error;
   j["submitted_ms"] = submitted_ms;
   j["finished_ms"] = finished_ms ? nlohmann::json(finished_ms) : nlohmann::json(nullptr);
@@ -89,6 +92,11 @@ void JobTable::restore(Job job) {
 }
 
 Job* JobTable::find(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const Job* JobTable::find(uint64_t id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
 }

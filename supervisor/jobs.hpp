@@ -43,6 +43,7 @@ struct Partition {
   int64_t stage_start_ms = 0;      ///< when the current stage's message went out, then when its worker said STARTED
   int64_t queued_ms = 0;           ///< time it waited inside a worker's queue (SYNTH/PROVE sent → STARTED)
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
+  int64_t queued_since_ms = 0;     ///< monotonic: when it last became queued (queue wait for /metrics)
 };
 
 struct Job {
@@ -59,6 +60,10 @@ struct Job {
   std::string delivery_error;      ///< first failure to write an output file; the job then ends failed
   int64_t submitted_ms = 0, finished_ms = 0;  ///< Unix ms; 0: not finished
   int64_t started_ms = 0;          ///< first partition handed to a worker; 0: not yet
+  /// Its results are written by the client (`zkfarmctl wait`/`result`), not by
+  /// zkfarmd: zkfarmd runs as another user and cannot take the submitter's
+  /// rights, and writes nothing where only the submitter may (docs/security.md).
+  bool client_delivery = false;
   std::vector<Partition> parts;
 
   size_t count(PartState s) const;
@@ -81,6 +86,7 @@ class JobTable {
   /// Puts back a job loaded from the journal as it is (states included).
   void restore(Job job);
   Job* find(uint64_t id);
+  const Job* find(uint64_t id) const;
   Partition* find(const PartRef& ref);
   const std::map<uint64_t, Job>& all() const { return jobs_; }
 

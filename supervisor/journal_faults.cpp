@@ -35,6 +35,7 @@ void Supervisor::run_journal_write(const std::function<void()>& write) {
       return;
     } catch (const JournalError& e) {
       const std::string what = e.what();
+      inbox_.post([this] { ++metrics_.journal_write_errors; });
       if (!e.storage_fault()) {  // a constraint or a bug: retrying cannot help
         inbox_.post([this, what] { log_->error("journal: {}", what); });
         if (faulted) inbox_.post([this] { on_journal_recovered(); });

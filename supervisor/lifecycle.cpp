@@ -86,12 +86,10 @@ void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why, boo
   if (crashed && new_binary_failed) {
     // An upgrade whose new binary does not reach READY: stop the upgrade, put
     // the old binary back on this worker; the others never changed.
-    rolling_error_ = "worker " + w.id + ": new binary " + w.binary + " " + why + " before READY; upgrade stopped, " +
-                     "old binary kept";
-    log_->error("{}", rolling_error_);
+    const std::string bad = w.binary;
     w.binary = rolling_current_->old_binary;
-    rolling_.clear();
-    rolling_current_.reset();
+    end_rolling("worker " + w.id + ": new binary " + bad + " " + why + " before READY; upgrade stopped, old binary " +
+                w.binary + " kept");
     w.restart_at_ms = now;  // at once: this is no crash loop of the old binary
     crashed = false;
   } else if (crashed && no_respawn) {
@@ -154,6 +152,7 @@ void Supervisor::advance_release_waits() {
     }
     if (wait.timed_out()) {
       log_->error("worker {}: {}; the worker is failed until `zkfarmctl restart {}`", id, st.detail, id);
+      ++metrics_.release_timeouts;
       w.failed_reason = "release wait timed out: " + st.detail;
       w.release_wait.reset();
       w.state = WorkerState::kFailed;
@@ -180,9 +179,19 @@ void Supervisor::start_rolling(const std::vector<std::string>& ids, const std::o
     const auto& fresh = w.kind == WorkerKind::kSynth ? synth_binary : gpu_binary;
     rolling_.push_back({id, fresh.value_or(w.binary), w.binary});
   }
-  rolling_what_ = what;
-  rolling_error_.clear();
-  log_->info("{}: {} workers, one at a time", what, ids.size());
+  rolling_op_ = RollingOp{rolling_op_.id + 1, what, "running", "", ids.size(), 0, wall_ms(), 0};
+  log_->info("{} {}: {} workers, one at a time", what, rolling_op_.id, ids.size());
+}
+
+void Supervisor::end_rolling(const std::string& error) {
+  rolling_.clear();
+  rolling_current_.reset();
+  rolling_op_.result = error.empty() ? "done" : "failed";
+  rolling_op_.error = error;
+  rolling_op_.finished_ms = wall_ms();
+  ++metrics_.rolling[{rolling_op_.what, rolling_op_.result}];
+  if (error.empty()) log_->info("{} {}: done, {} workers replaced", rolling_op_.what, rolling_op_.id, rolling_op_.replaced);
+  else log_->error("{} {}: failed: {}", rolling_op_.what, rolling_op_.id, error);
 }
 
 // One step of a rolling restart: the worker takes no new work, finishes its
@@ -195,7 +204,7 @@ void Supervisor::advance_rolling() {
     if (rolling_.empty()) return;
     rolling_current_ = rolling_.front();
     rolling_.pop_front();
-    log_->info("{}: replacing worker {} ({} -> {})", rolling_what_, rolling_current_->worker,
+    log_->info("{}: replacing worker {} ({} -> {})", rolling_op_.what, rolling_current_->worker,
                rolling_current_->old_binary, rolling_current_->binary);
   }
   RollingStep& step = *rolling_current_;
@@ -220,25 +229,22 @@ void Supervisor::advance_rolling() {
     step.started = true;
     start_worker(w);
     if (w.pid == 0) {  // it could not even be executed
-      rolling_error_ = "worker " + w.id + ": cannot start " + w.binary + "; " + rolling_what_ +
-                       " stopped, old binary kept";
-      log_->error("{}", rolling_error_);
+      const std::string bad = w.binary;
       w.binary = step.old_binary;
-      rolling_.clear();
-      rolling_current_.reset();
+      end_rolling("worker " + w.id + ": cannot start " + bad + "; " + rolling_op_.what + " stopped, old binary " +
+                  w.binary + " kept");
       start_worker(w);
     }
     return;
   }
   if (w.state == WorkerState::kIdle || w.state == WorkerState::kBusy) {
-    log_->info("{}: worker {} READY again with version {}", rolling_what_, w.id, w.version);
+    log_->info("{}: worker {} READY again with version {}", rolling_op_.what, w.id, w.version);
     rolling_current_.reset();
-    if (rolling_.empty()) log_->info("{}: done", rolling_what_);
+    ++rolling_op_.replaced;
+    if (rolling_.empty()) end_rolling("");
   } else if (w.state == WorkerState::kFailed) {
-    rolling_error_ = "worker " + w.id + " failed during the " + rolling_what_ + "; the rest was not touched";
-    log_->error("{}", rolling_error_);
-    rolling_.clear();
-    rolling_current_.reset();
+    end_rolling("worker " + w.id + " failed during the " + rolling_op_.what + " (" + w.failed_reason +
+                "); the rest was not touched");
   }
 }
 
@@ -262,7 +268,7 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
   if (type == "restart" || type == "upgrade") {
     if (stopping_) return {{"ok", false}, {"error", "zkfarmd is stopping"}};
     if (rolling_current_ || !rolling_.empty())
-      return {{"ok", false}, {"error", "a rolling " + rolling_what_ + " is in progress (see status)"}};
+      return {{"ok", false}, {"error", "a rolling " + rolling_op_.what + " is in progress (see status)"}};
     std::vector<std::string> ids;
     std::optional<std::string> synth_bin, gpu_bin;
     if (type == "restart") {
@@ -290,7 +296,7 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
       }
     }
     start_rolling(ids, synth_bin, gpu_bin, type);
-    return {{"ok", true}, {"workers", ids}};
+    return {{"ok", true}, {"workers", ids}, {"rolling_id", rolling_op_.id}};
   }
   return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
 }

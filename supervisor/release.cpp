@@ -130,6 +130,11 @@ struct NvmlProcessInfoV2 {
 struct NvmlMemory {
   unsigned long long total, free, used;
 };
+/// nvmlUtilization_t: percent of the last sample period a kernel ran, and memory was read or written.
+struct NvmlUtilization {
+  unsigned int gpu, memory;
+};
+static_assert(sizeof(NvmlUtilization) == 8);
 static_assert(sizeof(NvmlProcessInfoV1) == 16 && sizeof(NvmlProcessInfoV2) == 24 && sizeof(NvmlMemory) == 24);
 }  // namespace
 
@@ -141,6 +146,7 @@ struct NvmlReleaseCheck::Api {
   nvmlReturn_t (*by_index)(unsigned int, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;  // optional
   nvmlReturn_t (*memory)(nvmlDevice_t, NvmlMemory*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, NvmlUtilization*) = nullptr;  // optional
   nvmlReturn_t (*procs_v2)(nvmlDevice_t, unsigned int*, NvmlProcessInfoV2*) = nullptr;  // _v3 or _v2
   nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int*, NvmlProcessInfoV1*) = nullptr;  // unversioned
   const char* (*error_string)(nvmlReturn_t) = nullptr;  // optional
@@ -225,6 +231,7 @@ NvmlReleaseCheck::NvmlReleaseCheck(std::uint64_t tolerance_bytes, const std::str
   a.sym(a.by_index, "nvmlDeviceGetHandleByIndex_v2");
   a.sym(a.by_uuid, "nvmlDeviceGetHandleByUUID");
   a.sym(a.memory, "nvmlDeviceGetMemoryInfo");
+  a.sym(a.utilization, "nvmlDeviceGetUtilizationRates");
   a.sym(a.procs_v2, "nvmlDeviceGetComputeRunningProcesses_v3");
   if (!a.procs_v2) a.sym(a.procs_v2, "nvmlDeviceGetComputeRunningProcesses_v2");
   if (!a.procs_v2) a.sym(a.procs_v1, "nvmlDeviceGetComputeRunningProcesses");
@@ -251,6 +258,17 @@ void NvmlReleaseCheck::baseline(const std::string& device) {
     NvmlMemory mem{};
     if (h && api_->memory(h, &mem) == kNvmlSuccess) baseline_[entry] = mem.free;
   }
+}
+
+std::optional<DeviceUsage> NvmlReleaseCheck::usage(const std::string& device_entry) {
+  std::string err;
+  nvmlDevice_t h = api_->handle(device_entry, err);
+  NvmlMemory mem{};
+  if (!h || api_->memory(h, &mem) != kNvmlSuccess) return std::nullopt;
+  DeviceUsage u{mem.used, mem.total, std::nullopt};
+  NvmlUtilization util{};
+  if (api_->utilization && api_->utilization(h, &util) == kNvmlSuccess) u.utilization = double(util.gpu) / 100.0;
+  return u;
 }
 
 std::optional<std::uint64_t> NvmlReleaseCheck::baseline_bytes(const std::string& device_entry) const {

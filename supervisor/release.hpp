@@ -36,6 +36,13 @@ struct ReleaseStatus {
   std::string detail;
 };
 
+/// One device's memory (bytes) and, where the driver reports it, the share of
+/// the last sample period a kernel ran (0..1; nvmlDeviceGetUtilizationRates).
+struct DeviceUsage {
+  std::uint64_t used_bytes = 0, total_bytes = 0;
+  std::optional<double> utilization;
+};
+
 /// Checks whether a reaped worker's memory has been released.
 ///
 /// check() is called repeatedly (once per supervisor pass, ~50 ms) after the
@@ -63,6 +70,12 @@ class ReleaseCheck {
 
   /// A short name for logs: "nvml", "host", "fake".
   virtual const char* name() const = 0;
+
+  /// What one device entry ("0", "GPU-…") holds now, for /metrics
+  /// (zkfarm_gpu_memory_bytes, zkfarm_gpu_utilization_ratio): nullopt when
+  /// this check cannot read devices (host, fake) or the read fails. Must not
+  /// block (one NVML query each, well under a millisecond on a local GPU).
+  virtual std::optional<DeviceUsage> usage(const std::string& device_entry) { (void)device_entry; return std::nullopt; }
 
   /// NvmlReleaseCheck if libnvidia-ml.so.1 loads and nvmlInit_v2 succeeds,
   /// else HostReleaseCheck. Never throws for a missing driver or GPU.
@@ -126,7 +139,7 @@ class HostReleaseCheck : public ReleaseCheck {
 /// else the unversioned one (v3 and v2 take nvmlProcessInfo_t / _v2_t:
 /// {pid, usedGpuMemory, gpuInstanceId, computeInstanceId}; the unversioned one
 /// takes nvmlProcessInfo_v1_t: {pid, usedGpuMemory}); optionally
-/// nvmlDeviceGetHandleByUUID and nvmlErrorString.
+/// nvmlDeviceGetHandleByUUID, nvmlDeviceGetUtilizationRates and nvmlErrorString.
 class NvmlReleaseCheck : public ReleaseCheck {
  public:
   static constexpr std::uint64_t kDefaultToleranceBytes = 256ull << 20;
@@ -145,6 +158,7 @@ class NvmlReleaseCheck : public ReleaseCheck {
   void baseline(const std::string& device) override;
   ReleaseStatus check(pid_t pid, const std::string& device) override;
   const char* name() const override { return "nvml"; }
+  std::optional<DeviceUsage> usage(const std::string& device_entry) override;
 
   /// The recorded baseline (free bytes) of one device entry ("0", "GPU-…"), if any.
   std::optional<std::uint64_t> baseline_bytes(const std::string& device_entry) const;

@@ -43,18 +43,36 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   s["pid"] = getpid();
   s["state_dir"] = cfg_.state_dir;
   s["state"] = stopping_ ? "stopping" : "running";
+  // What happens to work: open (submits accepted, partitions start),
+  // draining (submits accepted and queued, no partition starts), closed
+  // (stopping: submits refused), refusing (a journal or state-dir fault).
   s["intake"] = stopping_ ? "closed" : draining_ ? "draining" : intake_fault_.empty() ? "open" : "refusing";
   if (!intake_fault_.empty()) s["intake_fault"] = intake_fault_;
+  s["ready"] = ready_.load();
+  s["started_ms"] = started_wall_ms_;
+  s["uptime_s"] = double(now_ms() - started_steady_ms_) / 1000.0;
   s["in_flight"] = in_flight();
+  s["partitions"] = {{"queued", jobs_.count(PartState::kQueued)},
+                     {"synthesizing", jobs_.count(PartState::kSynthesizing)},
+                     {"synthesized", jobs_.count(PartState::kSynthesized)},
+                     {"proving", jobs_.count(PartState::kProving)}};
+  // The current rolling restart/upgrade, or the last one with its result.
   json rolling = nullptr;
-  if (rolling_current_ || !rolling_.empty() || !rolling_error_.empty()) {
-    rolling = {{"what", rolling_what_},
+  if (rolling_op_.id) {
+    rolling = {{"id", rolling_op_.id},
+               {"what", rolling_op_.what},
+               {"result", rolling_op_.result},
                {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
                {"queued", rolling_.size()},
-               {"error", rolling_error_}};
+               {"replaced", rolling_op_.replaced},
+               {"total", rolling_op_.total},
+               {"error", rolling_op_.error},
+               {"started_ms", rolling_op_.started_ms},
+               {"finished_ms", rolling_op_.finished_ms ? json(rolling_op_.finished_ms) : json(nullptr)}};
   }
   s["rolling"] = rolling;
   s["workers"] = json::array();
+  const int64_t now = now_ms();
   for (const auto& [id, w] : workers_) {
     json j;
     j["id"] = id;
@@ -63,16 +81,27 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
     j["state"] = worker_state_name(w.state);
     j["version"] = w.version;
     j["backend"] = w.backend;
+    if (!w.device.empty()) j["device"] = w.device;
     // The one computing (else the first handed out), and how many it holds in all.
     const std::optional<PartRef> shown = w.computing ? w.computing
                                          : w.assigned.empty() ? std::nullopt
                                                               : std::optional<PartRef>(w.assigned.front());
     j["partition"] = shown ? json(std::to_string(shown->job) + "/" + std::to_string(shown->index)) : json(nullptr);
+    j["job"] = shown ? json(shown->job) : json(nullptr);
+    j["partition_index"] = shown ? json(shown->index) : json(nullptr);
     j["held"] = w.assigned.size();
     j["restarts"] = w.restarts;
     j["retiring"] = w.retiring;
     j["binary"] = w.binary;
+    j["uptime_s"] = w.pid > 0 ? json(double(now - w.started_ms) / 1000.0) : json(nullptr);
+    if (rolling_current_ && rolling_current_->worker == id) j["rolling_step"] = rolling_step(w);
+    if (w.state == WorkerState::kExited && w.restart_at_ms)
+      j["restart_in_ms"] = std::max<int64_t>(0, w.restart_at_ms - now);
     if (w.state == WorkerState::kReleasing || !w.release_detail.empty()) j["release"] = w.release_detail;
+    if (w.release_wait)
+      j["release_wait"] = {{"pid", w.release_wait->pid()},
+                           {"elapsed_ms", w.release_wait->elapsed().count()},
+                           {"timeout_ms", w.release_wait->timeout().count()}};
     if (w.state == WorkerState::kFailed) j["failed_reason"] = w.failed_reason;
     s["workers"].push_back(j);
   }
@@ -113,6 +142,18 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   return s;
 }
 
+std::string Supervisor::rolling_step(const Worker& w) const {
+  if (!rolling_current_ || rolling_current_->worker != w.id) return {};
+  const bool fresh = rolling_current_->binary != rolling_current_->old_binary;
+  if (!rolling_current_->started) {
+    if (w.state == WorkerState::kBusy) return "finishing its " + std::to_string(w.assigned.size()) + " partitions";
+    if (w.state == WorkerState::kStopping) return "stopping";
+    if (w.state == WorkerState::kReleasing) return "waiting for its memory to be released";
+    return "about to start " + std::string(fresh ? "the new binary" : "again");
+  }
+  return std::string("waiting for READY from ") + (fresh ? "the new binary" : "the restarted worker");
+}
+
 json Supervisor::jobs_page(const json& req, std::optional<uint32_t> only_owner) const {
   std::optional<JobState> want;
   if (auto st = protocol::find_str(req, "state")) {
@@ -122,8 +163,10 @@ json Supervisor::jobs_page(const json& req, std::optional<uint32_t> only_owner) 
   }
   size_t limit = kJobsPageDefault;
   if (req.contains("limit")) limit = std::min<size_t>(std::max<uint64_t>(protocol::get_u64(req, "limit"), 1), kJobsPageMax);
-  // Newest first; `before` is the cursor (a job id) of the next page.
+  // Newest first; `before` is the cursor (a job id) of the next page;
+  // `since_ms` (Unix ms) leaves out jobs submitted earlier.
   const uint64_t before = req.contains("before") ? protocol::get_u64(req, "before") : UINT64_MAX;
+  const uint64_t since = req.contains("since_ms") ? protocol::get_u64(req, "since_ms") : 0;
   json list = json::array();
   size_t budget = kJobListBudget;
   std::optional<uint64_t> next;
@@ -132,6 +175,8 @@ json Supervisor::jobs_page(const json& req, std::optional<uint32_t> only_owner) 
     if (job.id >= before) continue;
     if (only_owner && job.owner_uid != *only_owner) continue;
     if (want && job.state != *want) continue;
+    // Not `break`: ids follow acceptance, but the wall clock may have jumped back.
+    if (job.submitted_ms < 0 || uint64_t(job.submitted_ms) < since) continue;
     if (list.size() >= limit || !append_bounded(list, job_view(job), budget)) {
       next = list.empty() ? job.id : list.back()["id"].get<uint64_t>();
       break;

@@ -227,6 +227,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     // The private copy is immutable and named by its content: a key checked
     // once (Zkey::open reads every coordinate of it) is not checked again.
     std::optional<KeyFacts> facts = ctx.checked_keys->lookup(sha);
+    out.key_cached = facts.has_value();
     if (!facts) {
       try {
         const Zkey key = Zkey::open(job.zkey);
@@ -256,8 +257,12 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     job.slot_bytes = uint64_t(facts->n_vars) * 32;  // witness_bytes(key): a slot carries the witness
     job.n_public = facts->n_public;
     // The output folder, made now (as the submitter) so a bad --out is refused
-    // at once rather than after the proofs.
-    {
+    // at once rather than after the proofs. When zkfarmd cannot take the
+    // submitter's rights (it runs as another user, not root), it writes
+    // nothing there: the client writes the results (`zkfarmctl wait`,
+    // `result`), so they land only where the submitter may write.
+    job.client_delivery = !Supervisor::can_act_as(peer.uid);
+    if (!job.client_delivery) {
       files::FsCredentials as_peer(peer.uid, peer.gid);
       files::create_dir_safe(job.out, 0755);
     }
@@ -299,12 +304,13 @@ void KeyHashCache::remember(const files::FileIdentity& id, const std::string& sh
 }
 
 void Supervisor::start_submit(const std::string& identity, const json& req, const Peer& peer) {
-  auto refuse = [&](const std::string& why) {
-    ++metrics_.jobs_refused;
+  auto refuse = [&](const std::string& why, RefusedReason reason) {
+    ++metrics_.jobs_refused[refused_reason_name(reason)];
     send_reply(identity, {{"ok", false}, {"error", why}});
   };
-  if (stopping_) return refuse("zkfarmd is draining: not accepting jobs");
-  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_);
+  if (stopping_) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (!intake_fault_.empty())
+    return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
   SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_, copy_pool_};
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
   PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token};
@@ -319,7 +325,8 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
     }
   });
   if (!queued)
-    return refuse("zkfarmd is busy: " + std::to_string(cfg_.submit_queue) + " submits are waiting for their check; retry later");
+    return refuse("zkfarmd is busy: " + std::to_string(cfg_.submit_queue) + " submits are waiting for their check; retry later",
+                  RefusedReason::kBusy);
   pending_submits_.push_back(std::move(pending));
 }
 
@@ -330,7 +337,7 @@ void Supervisor::finish_submits() {
       if (!it->answered && now >= it->deadline_ms) {
         // The client hears "refused" now; the check's thread may still be
         // reading, so the entry stays until it ends and then its copies go.
-        ++metrics_.jobs_refused;
+        ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kTimeout)];
         send_reply(it->identity, {{"ok", false},
                                   {"error", "the check of the job's files took longer than submit_timeout_ms (" +
                                                 std::to_string(cfg_.submit_timeout_ms) + " ms); refused"}});
@@ -357,8 +364,8 @@ void Supervisor::finish_submits() {
 }
 
 void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
-  auto refuse = [&](const std::string& why) {
-    ++metrics_.jobs_refused;
+  auto refuse = [&](const std::string& why, RefusedReason reason = RefusedReason::kInvalid) {
+    ++metrics_.jobs_refused[refused_reason_name(reason)];
     if (c.job) remove_job_inputs(*c.job);
     send_reply(identity, {{"ok", false}, {"error", why}});
   };
@@ -367,10 +374,11 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
     log_->error("{}; intake is closed until it works again", intake_fault_);
     next_journal_retry_ms_ = now_ms() + 1000;
   }
-  if (!c.job) return refuse(c.error);
+  if (c.key_cached) ++metrics_.key_cache[{"submit", *c.key_cached ? "hit" : "miss"}];
+  if (!c.job) return refuse(c.error, c.storage_fault.empty() ? RefusedReason::kInvalid : RefusedReason::kIntakeFault);
   Job& job = *c.job;
-  if (stopping_) return refuse("zkfarmd is draining: not accepting jobs");
-  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_);
+  if (stopping_) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
   if (job.slot_bytes > slots_.capacity()) {
     return refuse(job.zkey_source + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
                   " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)");
@@ -407,7 +415,7 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
       intake_fault_ = "journal write failed: " + error;
       next_journal_retry_ms_ = now_ms() + 1000;
     }
-    ++metrics_.jobs_refused;
+    ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kIntakeFault)];
     remove_job_inputs(*pending);
     return send_reply(identity, {{"ok", false}, {"error", "cannot journal the job: " + error}});
   }
@@ -416,10 +424,13 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   const size_t k = job.parts.size();
   const std::string prio = priority_name(job.priority);
   const uint32_t owner = job.owner_uid;
+  const bool client = job.client_delivery;
   const uint64_t id = jobs_.add(std::move(job));
+  for (auto& p : jobs_.find(id)->parts) p.queued_since_ms = now_ms();
   ++metrics_.jobs_accepted;
-  log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({})", id, owner, k, prio, checked);
-  send_reply(identity, {{"ok", true}, {"job", id}});
+  log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
+             client ? "; results written by the client (zkfarmd cannot act as that user)" : "");
+  send_reply(identity, {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}});
 }
 
 }  // namespace zkfarm::supervisor

@@ -48,6 +48,7 @@ struct SubmitCheck {
   std::string token;          ///< the job's folder under inputs/jobs
   double key_ms = 0, witness_ms = 0;  ///< time to take the key, then the witnesses
   uint64_t witness_bytes = 0;         ///< bytes of witnesses copied
+  std::optional<bool> key_cached;     ///< the key was checked before (CheckedKeys), once it was looked up
 };
 
 /// "This key file, unchanged (files::FileIdentity), has this SHA-256": a key of
@@ -127,6 +128,9 @@ class Supervisor {
   bool healthy() const;
   /// Ready: intake open and every worker READY. Thread-safe.
   bool ready() const { return ready_.load(); }
+  /// Whether zkfarmd can write files with the rights of `uid` (it is root, or
+  /// runs as that user); if not, the client writes that user's results.
+  static bool can_act_as(uint32_t uid);
 
  private:
   void start_worker(Worker& w);
@@ -145,7 +149,8 @@ class Supervisor {
   /// Sends `w` the PROVE of synthesized partition `ref` (dispatch()).
   void send_prove(Worker& w, const PartRef& ref);
   void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  nlohmann::json handle_request(const nlohmann::json& req, const Peer& peer, Role role);
+  /// One control request; a null reply means it is held (answer_held answers it).
+  nlohmann::json handle_request(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
   // submit.cpp: a job's files are checked on a thread of their own (a large key
   // takes seconds), the reply goes out from the loop once the check is done.
   void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
@@ -168,16 +173,19 @@ class Supervisor {
   std::string check_proof(const Job& job, const Partition& p, const std::string& proof_bytes);
   void restore_from_journal();
   void abort_in_flight(uint64_t job);
-  // status_view.cpp: one job as listed; a page of `jobs` (state, limit, before).
+  // status_view.cpp: one job as listed; a page of `jobs` (state, limit, before, since_ms).
   nlohmann::json job_view(const Job& job) const;
+  /// What worker `w` is doing in the rolling operation ("" when not its turn).
+  std::string rolling_step(const Worker& w) const;
   nlohmann::json jobs_page(const nlohmann::json& req, std::optional<uint32_t> only_owner) const;
   // delivery.cpp: proof.json/public.json of proved partitions into `out`, as
   // `as` (its filesystem rights); with only_missing, files already there are
   // left alone. deliver() at start (restored jobs, on the loop's thread
   // before it runs); publish() for a partition just proved (on the delivery
-  // thread; on_published() then, on the loop, may finish the job);
-  // start_result() for `zkfarmctl result` (journal thread reads the proofs,
-  // delivery thread writes them, then the reply).
+  // thread; on_published() then, on the loop, may finish the job; a job
+  // the client delivers is marked at once); start_result() for `zkfarmctl
+  // result` (the journal thread reads a page of proofs; the reply carries
+  // their texts and the client writes them).
   size_t deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing, std::string* error);
   void publish(const Job& job, uint32_t index);
   void on_published(const PartRef& ref, const std::string& error);
@@ -244,7 +252,34 @@ class Supervisor {
   };
   std::deque<RollingStep> rolling_;
   std::optional<RollingStep> rolling_current_;
-  std::string rolling_what_, rolling_error_;
+  /// The last (or current) rolling restart or upgrade, kept once it ends so
+  /// that `status` and `restart|upgrade --wait` see its result.
+  struct RollingOp {
+    uint64_t id = 0;          ///< 1, 2, …: the reply to restart/upgrade names it; 0: none yet
+    std::string what;         ///< "restart" or "upgrade"
+    std::string result;       ///< "running", "done" or "failed"
+    std::string error;        ///< why it failed (the worker, the binary, what was kept)
+    size_t total = 0, replaced = 0;           ///< workers to replace, replaced so far
+    int64_t started_ms = 0, finished_ms = 0;  ///< Unix ms (for people)
+  };
+  RollingOp rolling_op_;
+  /// Ends the rolling operation in progress with `error` ("" = done).
+  void end_rolling(const std::string& error);
+  // Replies held until something changes (a long-polled `job`) or until the
+  // supervisor exits (`stop` with wait). Every one is answered before exit.
+  struct HeldReply {
+    std::string identity;
+    bool stop = false;            ///< a `stop` with wait: answered with the outcome at exit
+    uint64_t job = 0;             ///< a long-polled `job`: answered when it differs from `seen`
+    std::string seen_state;
+    uint64_t seen_done = 0;
+    std::optional<uint32_t> owner;  ///< a user's view (only its own job)
+    int64_t deadline_ms = 0;        ///< monotonic; a job poll is answered then at the latest
+  };
+  std::vector<HeldReply> held_;
+  /// Answers held `job` polls whose job changed or whose deadline passed.
+  void answer_held(bool at_exit, int exit_code, const std::string& exit_error);
+  nlohmann::json held_job_reply(const HeldReply& h, bool at_exit) const;
   int64_t next_watchdog_ms_ = 0;
   uint64_t watchdog_usec_ = 0;
   bool release_failed_ = false;
@@ -268,6 +303,16 @@ class Supervisor {
   mutable std::mutex snapshot_mutex_;
   std::string snapshot_, metrics_text_;
   Metrics metrics_;
+  int64_t started_wall_ms_ = 0, started_steady_ms_ = 0;  ///< when this instance started
+  /// GPU memory and utilization per device entry (NVML), sampled every few
+  /// seconds for /metrics; empty without NVML.
+  std::map<std::string, DeviceUsage> gpu_usage_;
+  int64_t next_gpu_sample_ms_ = 0;
+  void sample_gpu_usage();
+  /// A job that ended in this instance (done, failed, cancelled): counted
+  /// and its latency observed for /metrics.
+  void count_job_end(const Job& job);
+
   std::atomic<int64_t> loop_ms_{0};
   std::atomic<bool> ready_{false};
   int64_t last_render_ms_ = 0;

@@ -287,9 +287,10 @@ TEST(Ctl, StatusJsonAndTables) {
   EXPECT_EQ(r.out, sample_status().dump(1) + "\n");
   EXPECT_EQ(Message::parse(r.out), sample_status());
 
+  // An older supervisor's status (no intake, partitions, uptime): still shown.
   r = run_ctl(base_args(dir) + std::vector<std::string>{"status"}, dir.path);
   EXPECT_EQ(r.rc, 0) << r.err;
-  for (const char* s : {"synth-0", "busy", "3/7", "synth 12, prove 1", "used 4.7 MiB", "free 1019.3 MiB", "1/3"}) {
+  for (const char* s : {"synth-0", "busy", "partition 3/7", "synth 12, prove 1", "4.7 MiB used of 1024.0 MiB", "1/3"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in:\n" << r.out;
   }
 
@@ -299,6 +300,100 @@ TEST(Ctl, StatusJsonAndTables) {
   r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs"}, dir.path);
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("/data/out"), std::string::npos) << r.out;
+}
+
+/// A status as this version's zkfarmd sends it: draining, up 2 h, a worker
+/// proving with one more queued, a GPU worker in its release wait, a failed
+/// upgrade, live and finished jobs.
+Message full_status() {
+  Message s = sample_status();
+  s["intake"] = "draining";
+  s["ready"] = false;
+  s["uptime_s"] = 7380.5;
+  s["in_flight"] = 3;
+  s["partitions"] = {{"queued", 12}, {"synthesizing", 1}, {"synthesized", 1}, {"proving", 1}};
+  s["rolling"] = {{"id", 3},        {"what", "upgrade"}, {"result", "failed"}, {"current", nullptr},
+                  {"queued", 0},    {"replaced", 1},     {"total", 4},         {"finished_ms", 1700000000000ULL},
+                  {"error", "worker gpu-0: new binary /opt/x died (exit code 1) before READY; upgrade stopped"}};
+  s["workers"][0]["job"] = 7;
+  s["workers"][0]["partition_index"] = 3;
+  s["workers"][0]["held"] = 2;
+  s["workers"][0]["uptime_s"] = 65;
+  s["workers"].push_back({{"id", "gpu-0"},
+                          {"kind", "gpu"},
+                          {"pid", 0},
+                          {"state", "releasing"},
+                          {"restarts", 1},
+                          {"release", "GPU 0 still lists pid 99 (2.0 GiB in use)"},
+                          {"release_wait", {{"pid", 99}, {"elapsed_ms", 1200}, {"timeout_ms", 120000}}}});
+  Message done = job_object(6, "done", 3, 3);
+  done["queue_wait_ms"] = 1500;
+  done["total_ms"] = 4250;
+  s["jobs"].push_back(done);
+  s["job_counts"] = {{"running", 1}, {"done", 1}};
+  return s;
+}
+
+TEST(Ctl, StatusTableShowsIntakeUptimeActivityRollingAndUnits) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message&) { return std::vector<std::string>{ok_reply({{"status", full_status()}})}; });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"status"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  for (const char* s : {"up 2h 03m", "draining: submits accepted and queued; no new partition starts", "Ready:       no",
+                        "12 queued, 1 synthesizing, 1 waiting for a GPU worker, 1 proving (3 in flight)",
+                        "4.7 MiB used of 1024.0 MiB (0.5 %)", "upgrade 3: FAILED", "(1 of 4 workers replaced)",
+                        "new binary /opt/x died", "job 7 part 3 (+1 queued)", "1m 05s",
+                        "release wait 1.2 s of 2m 00s: GPU 0 still lists pid 99", "WAIT(s)", "TOTAL(s)", "1.50",
+                        "4.25", "(1 done, 1 running)"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in:\n" << r.out;
+  }
+  // The live job before the finished one.
+  EXPECT_LT(r.out.find("\n7 "), r.out.find("\n6 ")) << r.out;
+}
+
+TEST(Ctl, StatusTableIsBoundedAndNamesJobsForTheRest) {
+  CtlTempDir dir;
+  Message s = full_status();
+  s["jobs"] = Message::array();
+  for (uint64_t i = 100; i > 0; --i) s["jobs"].push_back(job_object(i, i > 60 ? "running" : "done", 0, 1));
+  s["jobs_omitted"] = 7;
+  FakeSupervisor sup(dir.path, [s](const Message&) { return std::vector<std::string>{ok_reply({{"status", s}})}; });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"status"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  // 20 of the 40 live jobs, 5 of the 60 finished ones, 7 the supervisor left out.
+  EXPECT_NE(r.out.find("\n81 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n80 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n56 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n55 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("82 more: zkfarmctl jobs"), std::string::npos) << r.out;
+}
+
+TEST(Ctl, JobsSinceSendsUnixMs) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message&) { return std::vector<std::string>{ok_reply({{"jobs", Message::array()}})}; });
+  const auto now_ms = [] {
+    return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count());
+  };
+  const uint64_t before = now_ms();
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs", "--since", "2h", "--state", "done"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs", "--since", "2026-12-01T10:00:00Z"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs", "--since", "1700000000000"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  const uint64_t two_h = reqs[0]["since_ms"].get<uint64_t>();
+  EXPECT_GE(two_h + 7200000, before);
+  EXPECT_LE(two_h + 7200000, now_ms());
+  EXPECT_EQ(reqs[0]["state"], "done");
+  EXPECT_EQ(reqs[1]["since_ms"], 1796119200000ULL);  // date -u -d 2026-12-01T10:00:00Z +%s
+  EXPECT_EQ(reqs[2]["since_ms"], 1700000000000ULL);
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"jobs", "--since", "yesterday"}, dir.path);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--since yesterday: expected"), std::string::npos) << r.err;
 }
 
 TEST(Ctl, CancelAndStopSendTheirRequests) {
@@ -379,6 +474,174 @@ TEST(Ctl, WaitExits4OnTimeout) {
   EXPECT_EQ(r.rc, 4) << r.err;
   EXPECT_NE(r.err.find("job 3 not finished after 0.4 s"), std::string::npos) << r.err;
   EXPECT_GE(sup.requests().size(), 2u);  // polled more than once
+}
+
+TEST(Ctl, WaitLongPollsWithWhatItSaw) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, advancing_job());
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "7", "-q"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  // The first asks at once; each later one says what it saw, and may be held.
+  EXPECT_FALSE(reqs[0].contains("wait_ms"));
+  for (size_t i = 1; i < reqs.size(); ++i) {
+    EXPECT_GT(reqs[i].value("wait_ms", 0), 0) << reqs[i].dump();
+    EXPECT_EQ(reqs[i]["seen_state"], "running");
+    EXPECT_EQ(reqs[i]["seen_done"], i - 1);
+  }
+}
+
+TEST(Ctl, WaitSaysSoWhenZkfarmdStopsFirst) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message& q) {
+    Message reply{{"job", job_object(q.value("job", 0), "running", 1, 3)}};
+    if (q.contains("wait_ms")) reply["supervisor"] = "exiting";  // held, then answered as zkfarmd exits
+    return std::vector<std::string>{ok_reply(reply)};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "4", "-q"}, dir.path);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_NE(r.err.find("zkfarmd stopped before job 4 ended (running, 1/3 partitions proved); the job is kept in the "
+                       "journal"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Ctl, WaitWritesTheResultsWhenZkfarmdCannotWriteAsTheSubmitter) {
+  CtlTempDir dir;
+  const fs::path out = dir.path / "results";
+  FakeSupervisor sup(dir.path, [out](const Message& q) {
+    if (q["t"] == "job") {
+      Message j = job_object(q.value("job", 0), "done", 2, 2);
+      j["delivery"] = "client";
+      j["owner_uid"] = uint64_t(getuid());
+      j["out"] = out.string();
+      return std::vector<std::string>{ok_reply({{"job", j}})};
+    }
+    Message results = Message::array();
+    for (int k = 0; k < 2; ++k)
+      results.push_back({{"partition", k}, {"proof", "proof " + std::to_string(k)}, {"public", "public " + std::to_string(k)}});
+    return std::vector<std::string>{ok_reply({{"job", 8}, {"partitions", 2}, {"results", results}, {"next", nullptr}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "8", "-q"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 8 done: 2 proofs written to " + out.string() + "\n");
+  EXPECT_EQ(slurp(out / "1.proof.json"), "proof 1");
+  EXPECT_EQ(slurp(out / "0.public.json"), "public 0");
+}
+
+TEST(Ctl, ResultWritesEveryPageAsTheCallerNeverThroughASymlink) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message& q) {
+    const uint64_t from = q.value("from", uint64_t(0));
+    Message results = Message::array();
+    for (uint64_t k = from; k < std::min<uint64_t>(from + 2, 3); ++k)
+      results.push_back({{"partition", k}, {"proof", "p" + std::to_string(k)}, {"public", "x" + std::to_string(k)}});
+    const Message next = from + 2 < 3 ? Message(from + 2) : Message(nullptr);
+    return std::vector<std::string>{ok_reply({{"job", 5}, {"partitions", 3}, {"results", results}, {"next", next}})};
+  });
+  fs::create_directories(dir.path / "out");
+  std::ofstream(dir.path / "victim") << "keep";
+  fs::create_symlink(dir.path / "victim", dir.path / "out" / "1.proof.json");
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"result", "5", "--out", "out"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 5: 3 proofs written to " + (dir.path / "out").string() + "\n");
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(slurp(dir.path / "out" / (std::to_string(k) + ".proof.json")), "p" + std::to_string(k));
+  EXPECT_FALSE(fs::is_symlink(dir.path / "out" / "1.proof.json"));
+  EXPECT_EQ(slurp(dir.path / "victim"), "keep");
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[1]["from"], 2);
+}
+
+TEST(Ctl, StopWaitReportsHowZkfarmdExited) {
+  CtlTempDir dir;
+  std::atomic<int> mode{0};  // 0: clean exit, 1: exit 1, 2: never answers
+  FakeSupervisor sup(dir.path, [&](const Message& q) {
+    if (q["t"] == "status") return std::vector<std::string>{ok_reply({{"status", full_status()}})};
+    EXPECT_EQ(q["wait"], true);
+    if (mode == 0) return std::vector<std::string>{ok_reply({{"exit_code", 0}, {"pid", 4321}})};
+    if (mode == 1) {
+      Message m = protocol::make("reply");
+      m["ok"] = false;
+      m["exit_code"] = 1;
+      m["error"] = "zkfarmd stopped with exit code 1: the memory of a GPU worker was not released within release_timeout";
+      return std::vector<std::string>{protocol::encode(m)};
+    }
+    return std::vector<std::string>{};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("stopped (pid 4321, exit code 0)"), std::string::npos) << r.out;
+  mode = 1;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("not released within release_timeout"), std::string::npos) << r.err;
+  mode = 2;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait", "--wait-timeout", "1"}, dir.path);
+  EXPECT_EQ(r.rc, 4) << r.err;
+  EXPECT_NE(r.err.find("stopping: 3 partitions in flight, 1 workers running; gpu-0 release wait"), std::string::npos)
+      << r.err;  // progress from status meanwhile
+  EXPECT_NE(r.err.find("still stopping after 1 s"), std::string::npos) << r.err;
+}
+
+TEST(Ctl, RestartAndUpgradeWaitFollowTheirOperation) {
+  CtlTempDir dir;
+  auto polls = std::make_shared<std::atomic<int>>(0);
+  std::atomic<bool> fail{false};
+  FakeSupervisor sup(dir.path, [&, polls](const Message& q) {
+    if (q["t"] == "restart" || q["t"] == "upgrade")
+      return std::vector<std::string>{ok_reply({{"workers", {"synth-0", "gpu-0"}}, {"rolling_id", 3}})};
+    Message s = full_status();
+    const int n = (*polls)++;
+    s["rolling"]["what"] = fail ? "upgrade" : "restart";
+    s["rolling"]["result"] = n < 2 ? "running" : fail ? "failed" : "done";
+    s["rolling"]["error"] = fail && n >= 2 ? "worker gpu-0: new binary /opt/x died before READY; old binary kept" : "";
+    if (n == 0) s["rolling"]["id"] = 2;  // an older operation: not ours
+    return std::vector<std::string>{ok_reply({{"status", s}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"restart", "all", "--wait"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("restart 3 done"), std::string::npos) << r.out;
+  *polls = 0;
+  fail = true;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"upgrade", "--gpu", "/opt/x", "--wait"}, dir.path);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("upgrade 3 failed: worker gpu-0: new binary /opt/x died before READY; old binary kept"),
+            std::string::npos)
+      << r.err;
+  // Without --wait: started, exit 0 at once.
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"upgrade", "--gpu", "/opt/x"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("--wait"), std::string::npos) << r.out;
+}
+
+TEST(Ctl, ReadyExitCodes) {
+  CtlTempDir dir;
+  // None running: 3 at once; with --wait, 4 after its timeout.
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"ready"}, dir.path);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"ready", "--wait", "--timeout", "0.3"}, dir.path);
+  EXPECT_EQ(r.rc, 4) << r.err;
+  EXPECT_NE(r.err.find("not ready after 0.3 s"), std::string::npos) << r.err;
+
+  auto polls = std::make_shared<std::atomic<int>>(0);
+  FakeSupervisor sup(dir.path, [polls](const Message&) {
+    Message s = full_status();
+    if ((*polls)++ >= 3) {
+      s["intake"] = "open";
+      s["ready"] = true;
+    }
+    return std::vector<std::string>{ok_reply({{"status", s}})};
+  });
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"ready"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("not ready: drained"), std::string::npos) << r.err;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"ready", "--wait", "--timeout", "10"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "ready\n");
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"ready"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
 }
 
 TEST(Ctl, NoSupervisorExits3) {

@@ -216,6 +216,8 @@ class CudaBackend final : public ProveBackend {
     if (std::erase(pinned_, base)) cudaHostUnregister(base);
   }
 
+  bool has_key(const std::string& path) const override { return keys_->contains(path); }
+
   const Zkey& load(const std::string& path) override {
     const bool resident = keys_->contains(path);
     const auto& entry = keys_->get(path);

@@ -230,7 +230,7 @@ class FarmTest(unittest.TestCase):
         finally:
             shutil.rmtree(d)
 
-    def test_submit_while_stopping_is_refused_as_draining(self):
+    def test_submit_while_stopping_is_refused_as_stopping(self):
         farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:500"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(5)])
         self.assertEqual(code, 0, err)
@@ -238,7 +238,7 @@ class FarmTest(unittest.TestCase):
         ctl(farm.state, "stop")
         code, _, err, _ = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(6)])
         self.assertEqual(code, 1)
-        self.assertIn("draining", err)
+        self.assertIn("zkfarmd is stopping: not accepting jobs", err)
         self.assertEqual(farm.proc.wait(timeout=60), 0)
         ok, text = snarkjs_verify([(os.path.join(FIX, "chain.vkey.json"), f"{out}/0.public.json", f"{out}/0.proof.json")])
         self.assertTrue(ok, text)

@@ -1,0 +1,46 @@
+#include "ctl/results.hpp"
+
+#include "files/file_error.hpp"
+#include "files/safe_write.hpp"
+
+namespace zkfarm::ctl {
+
+using protocol::Message;
+
+uint64_t write_results(Client& client, uint64_t job, const std::string& out) {
+  files::UniqueFd dir;  // made once the first page is there (an unfinished job creates nothing)
+  uint64_t written = 0, from = 0;
+  for (;;) {
+    Message req = protocol::make("result");
+    req["job"] = job;
+    req["from"] = from;
+    Message reply = client.call(req);
+    auto results = reply.find("results");
+    if (results == reply.end() || !results->is_array()) throw MalformedReply("\"results\" is missing or not a list");
+    if (!dir) {
+      try {
+        dir = files::create_dir_safe(out, 0755);
+      } catch (const files::FileError& e) {
+        throw CtlError(kExitFailed, std::string("cannot write the proofs of job ") + std::to_string(job) + ": " + e.what());
+      }
+    }
+    for (const auto& r : *results) {
+      const uint64_t k = protocol::get_u64(r, "partition");
+      const std::string name = std::to_string(k);
+      try {
+        files::write_file_safe(dir.get(), out, name + ".public.json", protocol::get_str(r, "public"), 0644);
+        files::write_file_safe(dir.get(), out, name + ".proof.json", protocol::get_str(r, "proof"), 0644);
+      } catch (const files::FileError& e) {
+        throw CtlError(kExitFailed, std::string("job ") + std::to_string(job) + ": " + e.what() + " (" +
+                                        std::to_string(written) + " partitions written before)");
+      }
+      ++written;
+    }
+    auto next = reply.find("next");
+    if (next == reply.end() || next->is_null()) return written;
+    if (!next->is_number_unsigned() || next->get<uint64_t>() <= from) throw MalformedReply("\"next\" does not advance");
+    from = next->get<uint64_t>();
+  }
+}
+
+}  // namespace zkfarm::ctl

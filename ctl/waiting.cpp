@@ -1,0 +1,364 @@
+// The verbs of zkfarmctl that wait for something to happen in zkfarmd: a job
+// to end (wait), the farm to be ready (ready), a stop to complete, a rolling
+// restart or upgrade to end, in-flight partitions to finish (drain). Each
+// shows progress on stderr (ProgressLine) and ends with an exit code of the
+// one table in ctl/exit_codes.hpp: 0 it happened, 1 it failed (with the
+// reason), 3 zkfarmd is not there or went away, 4 the timeout passed first.
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "ctl/progress.hpp"
+#include "ctl/render.hpp"
+#include "ctl/results.hpp"
+#include "ctl/verbs.hpp"
+
+namespace zkfarm::ctl {
+
+namespace {
+using protocol::Message;
+using protocol::ProtocolError;
+using Clock = std::chrono::steady_clock;
+
+/// A deadline from a timeout in seconds (< 0: none).
+class Deadline {
+ public:
+  explicit Deadline(double timeout_s) : bounded_(timeout_s >= 0), timeout_s_(timeout_s) {
+    if (bounded_) at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  }
+  bool passed() const { return bounded_ && Clock::now() >= at_; }
+  /// Milliseconds left, at most `cap`; `cap` when unbounded.
+  int64_t left_ms(int64_t cap) const {
+    if (!bounded_) return cap;
+    return std::clamp<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count(), 0, cap);
+  }
+  /// -1 when unbounded: for Client::call_waiting.
+  int64_t wait_ms() const { return bounded_ ? left_ms(INT64_MAX) : -1; }
+  double seconds() const { return timeout_s_; }
+
+ private:
+  bool bounded_;
+  double timeout_s_;
+  Clock::time_point at_{};
+};
+
+const Message& object_field(const Message& m, const char* key) {
+  auto it = m.find(key);
+  if (it == m.end() || !it->is_object()) throw ProtocolError(std::string("field \"") + key + "\" is missing or not an object");
+  return *it;
+}
+
+/// The status object, from a Client made for this one call (a watcher
+/// beside a held call, or a poll that must survive zkfarmd coming and going).
+Message status_of(const std::string& state_dir, int timeout_ms) {
+  Client c(state_dir, timeout_ms);
+  return object_field(c.call(protocol::make("status")), "status");
+}
+
+// Why a status is not ready, in words ("" when it is).
+std::string not_ready_reason(const Message& st) {
+  const std::string state = st.value("state", "");
+  const std::string intake = st.value("intake", "");
+  if (state == "stopping") return "zkfarmd is stopping";
+  if (intake == "draining") return "drained (`zkfarmctl resume` takes partitions again)";
+  if (intake == "refusing") return "refusing jobs: " + st.value("intake_fault", std::string("a fault"));
+  std::string waiting;
+  if (auto w = st.find("workers"); w != st.end() && w->is_array()) {
+    for (const auto& worker : *w) {
+      const std::string s = worker.value("state", "");
+      if (s == "idle" || s == "busy") continue;
+      waiting += (waiting.empty() ? "" : ", ") + worker.value("id", std::string("?")) + " " + s;
+    }
+  }
+  if (!waiting.empty()) return "workers not READY: " + waiting;
+  auto r = st.find("ready");
+  if (r != st.end() && r->is_boolean() && !r->get<bool>()) return "not ready";
+  return "";
+}
+
+bool is_ready(const Message& st) {
+  auto r = st.find("ready");
+  if (r != st.end() && r->is_boolean()) return r->get<bool>();
+  return not_ready_reason(st).empty();  // an older zkfarmd: from intake and the workers
+}
+
+// One line on a stop in progress.
+std::string stop_progress(const Message& st) {
+  std::string line = "stopping: " + cell(st, "in_flight") + " partitions in flight";
+  size_t alive = 0;
+  std::string releasing;
+  if (auto w = st.find("workers"); w != st.end() && w->is_array()) {
+    for (const auto& worker : *w) {
+      if (worker.value("pid", 0) > 0) ++alive;
+      if (worker.value("state", "") == "releasing") releasing += "; " + worker.value("id", std::string("?")) + " " + format_worker_activity(worker);
+    }
+  }
+  return line + ", " + std::to_string(alive) + " workers running" + releasing;
+}
+
+}  // namespace
+
+int run_wait(Client& client, const WaitOptions& opt) {
+  const Deadline deadline(opt.timeout_s);
+  ProgressLine progress(opt.quiet);
+  std::string seen_state;
+  uint64_t seen_done = UINT64_MAX, done = 0, total = 0;
+  bool contact = false;
+  const int reply_ms = client.timeout_ms();  // --timeout-ms: how long zkfarmd may take beyond a hold
+  try {
+    for (;;) {
+      // A long poll: zkfarmd answers when the job differs from what was seen,
+      // after wait_ms, or as it exits; so the end of a job is never missed
+      // because zkfarmd stopped right after it.
+      Message req = protocol::make("job");
+      req["job"] = opt.job;
+      // The first request is answered at once (nothing seen yet), so a
+      // supervisor that never answers is found within --timeout-ms.
+      const int64_t hold = contact ? deadline.left_ms(30000) : 0;
+      if (hold > 0) {
+        req["wait_ms"] = hold;
+        req["seen_state"] = seen_state;
+        if (seen_done != UINT64_MAX) req["seen_done"] = seen_done;
+      }
+      const auto asked = Clock::now();
+      client.set_timeout_ms(int(hold) + reply_ms);
+      Message reply = client.call(req);
+      contact = true;
+      const Message& job = object_field(reply, "job");
+      const std::string state = protocol::get_str(job, "state");
+      done = protocol::get_u64(job, "done");
+      total = protocol::get_u64(job, "partitions");
+      if (state != "queued" && state != "running" && state != "done" && state != "failed" && state != "cancelled")
+        throw ProtocolError("unknown job state \"" + state + "\"");
+      progress.show(progress.tty() ? progress_bar(done, total) + (state == "running" ? "" : "  (" + state + ")")
+                                   : "job " + std::to_string(opt.job) + ": " + std::to_string(done) + "/" +
+                                         std::to_string(total) + " partitions (" + state + ")");
+      if (state == "done") {
+        progress.end();
+        const std::string out = protocol::find_str(job, "out").value_or("-");
+        if (protocol::find_str(job, "delivery").value_or("zkfarmd") == "client") {
+          // zkfarmd cannot write as the submitter: the submitter's zkfarmctl does.
+          auto owner = job.find("owner_uid");
+          if (owner != job.end() && owner->is_number_unsigned() && owner->get<uint64_t>() != uint64_t(::getuid())) {
+            std::cout << "job " << opt.job << " done: " << done << " proofs in zkfarmd's journal (uid "
+                      << owner->get<uint64_t>() << " writes them with `zkfarmctl result " << opt.job << " --out DIR`)\n";
+            return kExitOk;
+          }
+          client.set_timeout_ms(60000);
+          const uint64_t n = write_results(client, opt.job, out);
+          std::cout << "job " << opt.job << " done: " << n << " proofs written to " << out << "\n";
+          return kExitOk;
+        }
+        std::cout << "job " << opt.job << " done: " << done << " proofs in " << out << "\n";
+        return kExitOk;
+      }
+      if (state == "failed") {
+        progress.end();
+        std::cerr << "zkfarmctl: job " << opt.job << " failed: " << protocol::find_str(job, "error").value_or("(no error given)")
+                  << "\n";
+        return kExitFailed;
+      }
+      if (state == "cancelled") {
+        progress.end();
+        std::cerr << "zkfarmctl: job " << opt.job << " was cancelled (" << done << "/" << total << " partitions proved)\n";
+        return kExitFailed;
+      }
+      if (protocol::find_str(reply, "supervisor").value_or("") == "exiting") {
+        progress.end();
+        std::cerr << "zkfarmctl: zkfarmd stopped before job " << opt.job << " ended (" << state << ", " << done << "/"
+                  << total << " partitions proved); the job is kept in the journal and goes on when zkfarmd starts again\n";
+        return kExitNoSupervisor;
+      }
+      if (deadline.passed()) {
+        progress.end();
+        std::cerr << "zkfarmctl: job " << opt.job << " not finished after " << opt.timeout_s << " s (" << state << ", "
+                  << done << "/" << total << " partitions)\n";
+        return kExitTimeout;
+      }
+      // An unchanged answer that came at once: a zkfarmd that does not hold
+      // replies (an older version); poll gently instead.
+      if (state == seen_state && done == seen_done && Clock::now() - asked < std::chrono::milliseconds(50))
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(100, deadline.left_ms(100))));
+      seen_state = state;
+      seen_done = done;
+    }
+  } catch (const NoSupervisor& e) {
+    progress.end();
+    if (!contact) throw;
+    std::cerr << "zkfarmctl: zkfarmd went away before job " << opt.job << " ended (" << done << "/" << total
+              << " partitions proved); an accepted job is kept in the journal and goes on when zkfarmd starts again ("
+              << e.what() << ")\n";
+    return kExitNoSupervisor;
+  }
+}
+
+int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool wait, const WaitLimit& limit) {
+  Message req = protocol::make("stop");
+  if (drain_timeout_s) req["timeout_s"] = *drain_timeout_s;
+  if (!wait) {
+    client.call(req);
+    std::cout << "zkfarmd at " << client.state_dir() << " is stopping"
+              << (drain_timeout_s ? " (in-flight partitions get " + std::to_string(*drain_timeout_s) + " s)" : "")
+              << "; `zkfarmctl stop --wait` waits for the end\n";
+    return kExitOk;
+  }
+  req["wait"] = true;  // the reply comes as zkfarmd exits, with its exit code
+  const Deadline deadline(limit.timeout_s);
+  ProgressLine progress(limit.quiet);
+  const std::string dir = client.state_dir();
+  auto show = [&] {
+    try {
+      progress.show(stop_progress(status_of(dir, 2000)));
+    } catch (const CtlError&) {  // exiting: no status any more
+    }
+  };
+  std::optional<Message> reply;
+  try {
+    reply = client.call_waiting(req, deadline.wait_ms(), show, 500);
+  } catch (const NoSupervisor& e) {
+    progress.end();
+    if (std::string(e.what()).find("closed the connection") == std::string::npos) throw;
+    std::cerr << "zkfarmctl: zkfarmd at " << dir << " ended without reporting how its stop went (killed?); see its log\n";
+    return kExitFailed;
+  }
+  progress.end();
+  if (!reply) {
+    std::cerr << "zkfarmctl: zkfarmd at " << dir << " is still stopping after " << deadline.seconds() << " s\n";
+    return kExitTimeout;
+  }
+  std::cout << "zkfarmd at " << dir << " stopped (pid " << reply->value("pid", 0)
+            << ", exit code 0): every worker reaped, its memory released\n";
+  return kExitOk;
+}
+
+int run_drain(Client& client, bool wait, double timeout_s) {
+  Message reply = client.call(protocol::make("drain"));
+  std::cerr << "zkfarmd at " << client.state_dir() << " is draining: " << reply.value("in_flight", 0)
+            << " partitions in flight\n";
+  if (!wait) return kExitOk;
+  const Deadline deadline(timeout_s);
+  ProgressLine progress;
+  for (;;) {
+    const Message st = object_field(client.call(protocol::make("status")), "status");
+    const uint64_t n = protocol::get_u64(st, "in_flight");
+    progress.show("in flight: " + std::to_string(n));
+    if (n == 0) {
+      progress.end();
+      std::cout << "drained: no partition in flight\n";
+      return kExitOk;
+    }
+    if (deadline.passed()) {
+      progress.end();
+      std::cerr << "zkfarmctl: still " << n << " partitions in flight after " << timeout_s << " s\n";
+      return kExitTimeout;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+namespace {
+
+// Follows rolling operation `id` in status until it ends.
+int follow_rolling(Client& client, uint64_t id, const std::string& what, const WaitLimit& limit) {
+  const Deadline deadline(limit.timeout_s);
+  ProgressLine progress(limit.quiet);
+  try {
+    for (;;) {
+      const Message st = object_field(client.call(protocol::make("status")), "status");
+      auto r = st.find("rolling");
+      if (r != st.end() && r->is_object() && r->value("id", uint64_t(0)) == id) {
+        const std::string result = r->value("result", "");
+        std::string line = format_rolling(*r);
+        if (auto cur = r->find("current"); cur != r->end() && cur->is_string()) {
+          if (auto ws = st.find("workers"); ws != st.end() && ws->is_array())
+            for (const auto& w : *ws)
+              if (w.value("id", "") == cur->get<std::string>()) line += ": " + format_worker_activity(w);
+        }
+        progress.show(line);
+        if (result == "done") {
+          progress.end();
+          std::cout << what << " " << id << " done: " << r->value("replaced", 0) << " workers replaced\n";
+          return kExitOk;
+        }
+        if (result == "failed") {
+          progress.end();
+          std::cerr << "zkfarmctl: " << what << " " << id << " failed: " << r->value("error", std::string("?")) << "\n";
+          return kExitFailed;
+        }
+      }
+      if (deadline.passed()) {
+        progress.end();
+        std::cerr << "zkfarmctl: " << what << " " << id << " still running after " << limit.timeout_s << " s\n";
+        return kExitTimeout;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  } catch (const NoSupervisor&) {
+    progress.end();
+    std::cerr << "zkfarmctl: zkfarmd went away before the " << what << " ended\n";
+    return kExitNoSupervisor;
+  }
+}
+
+int started_rolling(Client& client, const Message& reply, const std::string& what, bool wait, const WaitLimit& limit) {
+  const size_t n = reply.value("workers", Message::array()).size();
+  const uint64_t id = reply.value("rolling_id", uint64_t(0));
+  if (!wait || id == 0) {
+    std::cout << "rolling " << what << " of " << n << " workers started; `zkfarmctl " << what
+              << " … --wait` follows it to its end, `zkfarmctl status` shows it\n";
+    return kExitOk;
+  }
+  std::cerr << "rolling " << what << " " << id << " of " << n << " workers started\n";
+  return follow_rolling(client, id, what, limit);
+}
+
+}  // namespace
+
+int run_restart(Client& client, const std::string& target, bool wait, const WaitLimit& limit) {
+  Message req = protocol::make("restart");
+  req["target"] = target;
+  return started_rolling(client, client.call(req), "restart", wait, limit);
+}
+
+int run_upgrade(Client& client, const std::string& synth, const std::string& gpu, bool wait, const WaitLimit& limit) {
+  Message req = protocol::make("upgrade");
+  if (!synth.empty()) req["synth"] = absolute_path(synth);
+  if (!gpu.empty()) req["gpu"] = absolute_path(gpu);
+  return started_rolling(client, client.call(req), "upgrade", wait, limit);
+}
+
+int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const WaitLimit& limit) {
+  const Deadline deadline(limit.timeout_s);
+  ProgressLine progress(limit.quiet || !wait);
+  std::string why;
+  for (;;) {
+    try {
+      const Message st = status_of(state_dir, timeout_ms);
+      if (is_ready(st)) {
+        progress.end();
+        std::cout << "ready\n";
+        return kExitOk;
+      }
+      why = not_ready_reason(st);
+      if (!wait) {
+        std::cerr << "zkfarmctl: not ready: " << why << "\n";
+        return kExitFailed;
+      }
+    } catch (const NoSupervisor& e) {
+      if (!wait) throw;
+      why = e.what();  // not started yet, or starting: keep waiting
+    }
+    progress.show("not ready: " + why);
+    if (deadline.passed()) {
+      progress.end();
+      std::cerr << "zkfarmctl: not ready after " << limit.timeout_s << " s: " << why << "\n";
+      return kExitTimeout;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(100, std::max<int64_t>(1, deadline.left_ms(100)))));
+  }
+}
+
+}  // namespace zkfarm::ctl
