@@ -8,7 +8,7 @@
 #    matrix's device build on the GPU against the CPU (the matrix also for the
 #    2^20 test key below).
 # 3. Every witness of the edge-case circuits (tests/fixtures), of the shared
-#    fixtures ($ZKFARM_FIXTURES, default ../shared/fixtures) and of test keys
+#    fixtures ($ZKFARM_FIXTURES, default tests/fixtures/shared) and of test keys
 #    with domains 2^16 and 2^20 (zkfarm-testkey) is proved by both backends
 #    with one fixed blinding (--test-blinding): proof.json must be byte-identical.
 # 4. OUT/proofs.tar.gz holds each proof, public.json and vkey for --verify.
@@ -42,7 +42,7 @@ if [ -z "$bin" ]; then
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: no answer"
 
-fixtures=${ZKFARM_FIXTURES:-$root/../shared/fixtures}
+fixtures=${ZKFARM_FIXTURES:-$root/tests/fixtures/shared}
 export ZKFARM_SHARED_FIXTURES=$fixtures  # the GPU tests read chain and tiny from there
 echo "== kernels against the CPU (zkfarm_gpu_tests)"
 mkdir -p "$out"

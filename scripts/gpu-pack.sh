@@ -6,7 +6,7 @@
 # Builds in $ZKFARM_GPU_BUILD (default build/) with the CUDA backend on.
 # DIR/bin: the release binaries (CUDA backend built: nvcc must be here);
 # DIR/lib: the shared libraries they use beyond glibc and libstdc++;
-# DIR/fixtures: the shared circom/snarkjs fixtures (../shared/fixtures).
+# DIR/fixtures: the circom/snarkjs fixtures (tests/fixtures/shared).
 # On the GPU machine: ZKFARM_BIN=DIR/bin LD_LIBRARY_PATH=DIR/lib.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +32,6 @@ done
 ldd "$out"/bin/* 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
-fx=${ZKFARM_SHARED_FIXTURES:-$root/../shared/fixtures}
+fx=${ZKFARM_SHARED_FIXTURES:-$root/tests/fixtures/shared}
 cp "$fx"/chain.zkey "$fx"/chain.vkey.json "$fx"/chain.[0-9].wtns "$fx"/tiny.zkey "$fx"/tiny.vkey.json "$fx"/tiny.[0-9].wtns "$out/fixtures/"
 du -sh "$out"

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# zkfarm's main job on real input, in one command: sets up (scripts/setup.sh),
-# starts zkfarmd on a fresh state dir, submits the 10 witnesses of the shared
-# fixture `chain` as one job of 10 partitions, waits for it with a progress bar,
-# verifies all 10 proofs with `snarkjs groth16 verify`, and stops the farm.
-#   scripts/main-job.sh [FIXTURES_DIR]     (default: ../shared/fixtures)
+# zkfarm's main job on real input, in one command: sets up (scripts/setup.sh,
+# building only the farm's programs: no tests, no CUDA kernels), starts zkfarmd
+# on a fresh state dir, submits the 10 witnesses of the circom fixture `chain`
+# (a 1000-step multiplication chain and a Poseidon hash, compiled by circom2,
+# keyed and witnessed by snarkjs: tests/fixtures/shared) as one job of 10
+# partitions, waits for it with a progress bar, verifies all 10 proofs with
+# `snarkjs groth16 verify`, and stops the farm.
+#   scripts/main-job.sh [FIXTURES_DIR]     (default: tests/fixtures/shared)
 # Proofs go to build/main-job/proofs/, the farm's state and log to build/main-job/state/.
 # Exits non-zero if any proof fails to verify or the farm does not stop cleanly.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-fixtures=$(cd "${1:-$root/../shared/fixtures}" && pwd)
-"$root/scripts/setup.sh"
+fixtures=$(cd "${1:-$root/tests/fixtures/shared}" && pwd)
+ZKFARM_BUILD=farm "$root/scripts/setup.sh"
 bin=$root/build/bin
 work=$root/build/main-job
 state=$work/state
@@ -19,10 +22,10 @@ mkdir -p "$work"
 snarkjs() { node "$root/node_modules/snarkjs/build/cli.cjs" "$@"; }
 ctl() { "$bin/zkfarmctl" --state-dir "$state" "$@"; }
 
-"$bin/zkfarmd" --state-dir "$state" --synth-workers 1 2> "$work/zkfarmd.stderr" &
+"$bin/zkfarmd" --state-dir "$state" --synth-workers 1 --arena-mib 256 2> "$work/zkfarmd.stderr" &
 daemon=$!
 trap 'kill -TERM $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+ctl ready --wait --timeout 60
 ctl status
 
 wtns=()
@@ -39,8 +42,8 @@ for k in $(seq 0 9); do
     echo "partition $k: snarkjs groth16 verify: FAILED"; failed=$((failed + 1))
   fi
 done
-ctl stop
 code=0
+ctl stop --wait --wait-timeout 120 || code=$?
 wait $daemon || code=$?
 trap - EXIT
 echo "zkfarmd stopped (exit $code); $((10 - failed)) of 10 proofs verified; proofs in $out"

@@ -2,7 +2,11 @@
 # Sets up a Debian 12 machine for zkfarm and builds it. Idempotent: packages
 # already there are not reinstalled, node_modules is reused while package-lock.json
 # is unchanged, and the build is incremental.
-#   scripts/setup.sh            install what is missing, build into build/
+#   scripts/setup.sh            install what is missing, build everything into build/
+#   ZKFARM_BUILD=farm scripts/setup.sh
+#                               the farm's programs only (zkfarmd, its workers,
+#                               zkfarmctl, zkfarm-prove): no tests, no CUDA kernels
+#                               (the main job runs on the CPU; a few minutes less)
 # Needs root (or sudo) for apt-get. Environment: BUILD_DIR (default build),
 # ZKFARM_SKIP_APT=1 to skip the package step.
 set -euo pipefail
@@ -51,6 +55,13 @@ if [ ! -f "$stamp" ] || ! cmp -s "$root/package-lock.json" "$stamp"; then
 fi
 
 echo "setup: building into $build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# The options are given every time: CMake keeps them in its cache, so a farm-only
+# build must not leave the next full build without its tests or CUDA backend.
+if [ "${ZKFARM_BUILD:-all}" = farm ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_TESTS=OFF -DZKFARM_CUDA=OFF >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target zkfarmd zkfarm-synth zkfarm-gpu zkfarmctl zkfarm-prove
+else
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_TESTS=ON -DZKFARM_CUDA=ON >/dev/null
+  cmake --build "$build" -j"$(nproc)"
+fi
 echo "setup: done"

@@ -140,7 +140,7 @@ class ArenaTest(unittest.TestCase):
         self.assertEqual(arena["bytes"], ARENA_MIB * MIB)
         self.assertEqual((arena["used"], arena["free"], arena["slots"]), (0, ARENA_MIB * MIB, 0))
         code, table, _ = ctl(farm.state, "status")
-        self.assertIn(f"Arena: memfd {label}  {ARENA_MIB}.0 MiB, used 0.0 MiB", table)
+        self.assertIn(f"Arena:       memfd {label}: 0.0 MiB used of {ARENA_MIB}.0 MiB", table)
         # Reserved in full at start: Shmem grew by (about) the arena.
         grown = shmem_bytes() - baseline
         self.assertGreater(grown, ARENA_MIB * MIB - SHMEM_TOLERANCE, f"Shmem grew by {grown} bytes only")

@@ -188,6 +188,32 @@ class OperatorTest(unittest.TestCase):
         farm.stop_and_check(self)
 
 
+class ReadmeTest(unittest.TestCase):
+    def test_readme_farm_snippet_runs_as_pasted(self):
+        # The lines between the farm-snippet markers, run by bash from a folder
+        # that looks like the repository root (build/bin is this build's).
+        with open(os.path.join(SRC, "README.md")) as f:
+            text = f.read()
+        block = text.split("<!-- farm-snippet -->", 1)[1].split("<!-- /farm-snippet -->", 1)[0]
+        lines = block.strip().splitlines()
+        self.assertEqual((lines[0], lines[-1]), ("```sh", "```"))
+        snippet = "\n".join(lines[1:-1])
+        root = tempfile.mkdtemp(prefix="zkfarm-readme-")
+        self.addCleanup(shutil.rmtree, root, True)
+        os.makedirs(os.path.join(root, "build"))
+        os.symlink(BIN, os.path.join(root, "build", "bin"))
+        os.symlink(os.path.join(SRC, "tests"), os.path.join(root, "tests"))
+        p = subprocess.run(["bash", "-euo", "pipefail", "-c", snippet], cwd=root, capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, TMPDIR=root))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("ready", p.stdout)
+        self.assertIn("stopped (pid", p.stdout)
+        out = os.path.join(root, "proofs")
+        verify_dir(self, out, 2)
+        leftover = subprocess.run(["pgrep", "-f", root], capture_output=True, text=True).stdout
+        self.assertEqual(leftover, "", "nothing of the farm is left running")
+
+
 class ServiceUserTest(unittest.TestCase):
     """zkfarmd as a service user beside the local user eve: it cannot take
     eve's rights, so it writes nothing of hers; her zkfarmctl writes her

@@ -16,13 +16,13 @@
 #
 # Run by ctest (tests/monitoring/CMakeLists.txt) with ZKFARM_BIN and
 # ZKFARM_SOURCE_DIR; fixtures from ZKFARM_SHARED_FIXTURES (default
-# $ZKFARM_SOURCE_DIR/../shared/fixtures). Needs promtool (Debian: prometheus)
+# $ZKFARM_SOURCE_DIR/tests/fixtures/shared). Needs promtool (Debian: prometheus)
 # and python3 (standard library only).
 set -euo pipefail
 
 src=${ZKFARM_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${ZKFARM_BIN:-$src/build/bin}
-fix=${ZKFARM_SHARED_FIXTURES:-$src/../shared/fixtures}
+fix=${ZKFARM_SHARED_FIXTURES:-$src/tests/fixtures/shared}
 here=$src/tests/monitoring
 mon=$src/docs/monitoring
 
