@@ -25,6 +25,11 @@ packages=(
   clang libclang-rt-14-dev
   # libfaketime: the wall-clock jump test (tests/farm/test_faults.py).
   faketime
+  # The install checks (tests/install): systemd-analyze verify/security on the
+  # installed unit; file, which CPack's dpkg-shlibdeps step needs for the .deb.
+  systemd file
+  # The monitoring checks (tests/monitoring): promtool, from Prometheus.
+  prometheus
 )
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -41,8 +46,20 @@ if [ -z "${ZKFARM_SKIP_APT:-}" ]; then
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    # Packages such as prometheus start their service on install; setup wants
+    # only their tools (promtool). policy-rc.d exit 101 tells invoke-rc.d and
+    # deb-systemd-invoke not to start anything (Debian policy 9.3.3.1); one an
+    # administrator put there is left alone.
+    policy=/usr/sbin/policy-rc.d
+    made_policy=
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' | sudo_if_needed tee "$policy" >/dev/null
+      sudo_if_needed chmod 755 "$policy"
+      made_policy=1
+    fi
     sudo_if_needed apt-get update -qq
     sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [ -n "$made_policy" ]; then sudo_if_needed rm -f "$policy"; fi
   fi
 fi
 
