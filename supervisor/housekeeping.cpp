@@ -54,6 +54,25 @@ void Supervisor::housekeeping(bool at_start) {
   }
   for (const auto& p : pending_submits_) live_tokens.insert(p.token);
   live_tokens.insert(accepting_tokens_.begin(), accepting_tokens_.end());
+  // Keys and generators the registered circuits use stay; so do the
+  // generators of live jobs (a removed circuit's accepted jobs go on).
+  std::set<std::string> generators;
+  for (const auto& [name, c] : circuits_) {
+    keys.insert(c.zkey_sha256 + ".zkey");
+    generators.insert(c.generator);
+  }
+  for (const auto& [id, job] : jobs_.all())
+    if (!job.terminal() && job.inputs()) generators.insert(fs::path(job.generator).parent_path().filename().string());
+  std::vector<std::string> dead_generators;
+  if (pending_builds_.empty()) {  // a build may be about to use a cached generator
+    std::error_code gec;
+    for (const auto& e : fs::directory_iterator(cfg_.state_dir + "/circuits", gec)) {
+      const std::string name = e.path().filename().string();
+      // HASH folders only: HASH.lock and HASH.building-PID belong to a build.
+      if (name.find('.') == std::string::npos && name.rfind("incoming-", 0) != 0 && !generators.count(name))
+        dead_generators.push_back(e.path().string());
+    }
+  }
   // Folders of jobs that are over, listed now (a submit started later makes a
   // new token, never one of these) and removed on the journal thread:
   // unlinking witnesses of hundreds of MB each is disk work.
@@ -63,12 +82,13 @@ void Supervisor::housekeeping(bool at_start) {
     if (!live_tokens.count(e.path().filename().string())) dead.push_back(e.path().string());
   // Keys: here, and only while no submit is being checked or journaled (one
   // may be about to use a stored key it found by its identity).
-  if (pending_submits_.empty() && accepting_tokens_.empty()) {
+  if (pending_submits_.empty() && accepting_tokens_.empty() && pending_builds_.empty()) {
     for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
       const std::string name = e.path().filename().string();
       if (!keys.count(name)) fs::remove(e.path(), ec);
     }
   }
+  dead.insert(dead.end(), dead_generators.begin(), dead_generators.end());
   journal_thread_->post([this, cutoff, dropped, dead] {
     size_t pruned = 0;
     std::string error;

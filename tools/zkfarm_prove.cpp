@@ -1,14 +1,22 @@
 // zkfarm-prove: one Groth16 proof from a snarkjs proving key and witness, with
-// the argument order of `snarkjs groth16 prove`.
+// the argument order of `snarkjs groth16 prove`; `zkfarm-prove fullprove` from
+// a circom input instead, with the order of `snarkjs groth16 fullprove`: the
+// witness is made first by the circuit's generator (its wasm or its circom
+// --c folder, built once and cached; witgen/), in a process of its own.
 // Every proof is verified (groth16/verify.hpp) before anything is written.
 // Exit codes: 0 proved; 2 bad input or usage (one line on stderr naming the
 // file and the fault; no output file is written), including a proof that does
 // not verify (a witness that does not satisfy the circuit); 1 an internal failure;
 // 3 the CUDA backend was asked for and cannot be used (no device, not built,
 // or a device error).
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -16,10 +24,13 @@
 
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
+#include "files/unique_fd.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
 #include "groth16/verify.hpp"
+#include "witgen/generator_cache.hpp"
+#include "witgen/generator_run.hpp"
 
 namespace {
 
@@ -46,8 +57,10 @@ std::pair<zkfarm::U256, zkfarm::U256> blinding(const std::string& spec) {
   return {*r, *s};
 }
 
-int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,
-        const std::string& public_path, const Options& opt) {
+// Proves `wtns` (already opened; `wtns_name` names it in messages) with the
+// key at `key_path`, verifies, writes both outputs or neither.
+int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
+          const std::string& proof_path, const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
   const auto [r, s] = blinding(opt.blinding);
   gpu::CudaOptions cuda;
@@ -60,7 +73,6 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
     throw gpu::DeviceError(std::string("--backend cuda: ") + e.what());
   }
   const Zkey& key = backend->load(key_path);
-  Wtns wtns = Wtns::open(wtns_path);
   check_witness_matches(key, wtns);
   const VerifyingKey vk = VerifyingKey::from_zkey(key);  // a bad key fails here, before the work
 
@@ -79,7 +91,7 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
     std::fprintf(stderr,
                  "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "
                  "or the backend computed a wrong result\n",
-                 wtns_path.c_str(), check.reason.c_str());
+                 wtns_name.c_str(), check.reason.c_str());
     return kExitBadInput;
   }
 
@@ -93,14 +105,97 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
   return 0;
 }
 
+int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,
+        const std::string& public_path, const Options& opt) {
+  return prove(key_path, zkfarm::Wtns::open(wtns_path), wtns_path, proof_path, public_path, opt);
+}
+
+/// `fullprove` options beyond the prover's.
+struct FullproveOptions {
+  unsigned timeout_ms = 600000;  ///< witness generation
+  unsigned build_jobs = 0;       ///< compilers at once (0: the cores)
+};
+
+// The generator for GENERATOR: a .wasm or a circom --c folder (built once into
+// the user's cache), or an executable built before (used as it is).
+std::string generator_for(const std::string& path, const FullproveOptions& fo) {
+  using namespace zkfarm::witgen;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+    char magic[4] = {};
+    FILE* f = std::fopen(path.c_str(), "rb");
+    const bool wasm = f && std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "\0asm", 4) == 0;
+    if (f) std::fclose(f);
+    if (!wasm) return path;  // a built generator
+  }
+  GeneratorSources src;
+  try {
+    src = sources_at(path);
+  } catch (const BuildError& e) {
+    throw zkfarm::InputError(std::string(e.what()) + " (GENERATOR: a circuit.wasm, a circom --c folder, or a built generator)");
+  }
+  BuildOptions bo;
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  bo.witgen_root = find_witgen_root(n > 0 ? std::filesystem::path(std::string(self, size_t(n))).parent_path().string() : ".");
+  bo.jobs = fo.build_jobs ? fo.build_jobs : std::max(1u, std::thread::hardware_concurrency());
+  const std::string cache = user_generator_cache();
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(cache) / source_hash(src) / "generator", ec))
+    std::fprintf(stderr, "zkfarm-prove: building the %s witness generator of %s (once; kept in %s)\n",
+                 generator_kind_name(src.kind), path.c_str(), cache.c_str());
+  try {
+    return cached_generator(src, cache, bo);
+  } catch (const BuildError& e) {
+    throw zkfarm::InputError(path + ": the witness generator cannot be built: " + e.what());
+  }
+}
+
+int fullprove(const std::string& input, const std::string& generator_path, const std::string& key_path,
+              const std::string& proof_path, const std::string& public_path, const Options& opt,
+              const FullproveOptions& fo) {
+  using namespace zkfarm;
+  const std::string exe = generator_for(generator_path, fo);
+  witgen::GeneratorInfo info;
+  try {
+    info = witgen::generator_info(exe, std::chrono::milliseconds(60000));
+  } catch (const witgen::GenerateError& e) {
+    throw InputError(generator_path + ": " + e.what());
+  }
+  // The input: a regular file, opened without blocking on a FIFO.
+  const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw InputError(input + ": cannot open: " + std::strerror(errno));
+  files::UniqueFd in(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw InputError(input + ": not a regular file");
+  witgen::GenerateOptions go;
+  go.timeout = std::chrono::milliseconds(fo.timeout_ms);
+  files::UniqueFd wtns_fd;
+  try {
+    wtns_fd = witgen::generate_witness(exe, in.get(), info, go);
+  } catch (const witgen::GenerateError& e) {
+    throw InputError(input + ": " + e.what());
+  }
+  const std::string name = input + " (its witness)";
+  Wtns wtns = [&] {
+    try {
+      return Wtns::open("/proc/self/fd/" + std::to_string(wtns_fd.get()));
+    } catch (const InputError& e) {  // the generator's output, named by its input
+      std::string m = e.what();
+      const std::string p = "/proc/self/fd/" + std::to_string(wtns_fd.get());
+      if (auto at = m.find(p); at != std::string::npos) m.replace(at, p.size(), name);
+      throw InputError(m);
+    }
+  }();
+  wtns.path = name;
+  return prove(key_path, wtns, name, proof_path, public_path, opt);
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
-      "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does."};
-  Options opt;
-  std::string key, wtns, proof, pub;
+namespace {
+
+void add_prover_flags(CLI::App& app, Options& opt) {
   app.add_option("--threads", opt.threads, "worker threads (default: all cores)")->check(CLI::Range(0u, 1024u));
   app.add_option("--backend", opt.backend, "auto (cuda when built and a GPU is present), cpu or cuda")
       ->capture_default_str()
@@ -111,23 +206,13 @@ int main(int argc, char** argv) {
   app.add_option("--test-blinding", opt.blinding,
                  "TESTS ONLY, breaks zero knowledge: fixed blinding scalars R,S (decimal) so that two backends' "
                  "proofs can be compared byte for byte");
-  app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
-  app.add_option("WITNESS.wtns", wtns, "witness (snarkjs/circom .wtns)")->required();
-  app.add_option("PROOF.json", proof, "proof output")->required();
-  app.add_option("PUBLIC.json", pub, "public signals output")->required();
   app.set_version_flag("--version", "zkfarm-prove 0.1.0");
+}
+
+template <class F>
+int guarded(F&& f) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zkfarm-prove: %s (see --help)\n", e.what());
-    return kExitBadInput;
-  }
-  try {
-    return run(key, wtns, proof, pub, opt);
+    return f();
   } catch (const zkfarm::InputError& e) {
     std::fprintf(stderr, "zkfarm-prove: %s\n", e.what());
     return kExitBadInput;
@@ -141,4 +226,56 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "zkfarm-prove: internal error: %s\n", e.what());
     return kExitInternal;
   }
+}
+
+int parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "zkfarm-prove: %s (see --help)\n", e.what());
+    return kExitBadInput;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (argc > 1 && std::strcmp(argv[1], "fullprove") == 0) {
+    CLI::App app{
+        "zkfarm-prove fullprove: make the witness from a circom input with the circuit's generator, then prove it.\n"
+        "GENERATOR is the circuit's .wasm (circom --wasm), its circom --c folder (built once with g++/nasm, or\n"
+        "wasm2c and gcc, and kept in $XDG_CACHE_HOME/zkfarm/generators), or a generator built before.\n"
+        "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 fullprove` does.",
+        "zkfarm-prove fullprove"};
+    FullproveOptions fo;
+    std::string input, generator, key, proof, pub;
+    add_prover_flags(app, opt);
+    app.add_option("--timeout-ms", fo.timeout_ms, "witness generation may take this long")->capture_default_str()->check(CLI::Range(1u, 86400000u));
+    app.add_option("--build-jobs", fo.build_jobs, "compilers at once when a generator is built (default: the cores)");
+    app.add_option("INPUT.json", input, "the circuit's input signals (circom/snarkjs input.json)")->required();
+    app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
+    app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
+    app.add_option("PROOF.json", proof, "proof output")->required();
+    app.add_option("PUBLIC.json", pub, "public signals output")->required();
+    if (int code = parse(app, argc - 1, argv + 1); code >= 0) return code;
+    return guarded([&] { return fullprove(input, generator, key, proof, pub, opt, fo); });
+  }
+  CLI::App app{
+      "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
+      "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does.\n"
+      "`zkfarm-prove fullprove --help`: from a circom input.json instead of a witness."};
+  std::string key, wtns, proof, pub;
+  add_prover_flags(app, opt);
+  app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
+  app.add_option("WITNESS.wtns", wtns, "witness (snarkjs/circom .wtns)")->required();
+  app.add_option("PROOF.json", proof, "proof output")->required();
+  app.add_option("PUBLIC.json", pub, "public signals output")->required();
+  if (int code = parse(app, argc, argv); code >= 0) return code;
+  return guarded([&] { return run(key, wtns, proof, pub, opt); });
 }
