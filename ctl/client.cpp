@@ -74,6 +74,17 @@ Client::Client(const std::string& state_dir, int timeout_ms)
     monitor_.connect("inproc://zkfarmctl-monitor");
 }
 
+Client::~Client() {
+  if (monitor_.handle()) {
+    zmq_socket_monitor(sock_.handle(), nullptr, 0);
+    zmq::message_t event;
+    while (monitor_.recv(event, zmq::recv_flags::dontwait)) {
+    }
+  }
+  monitor_.close();
+  sock_.close();
+}
+
 namespace {
 
 // A socket file whose listener is gone (zkfarmd killed) refuses connect(2) at
