@@ -53,7 +53,7 @@ struct Config {
   // Circuits and circom inputs (docs/witness.md).
   unsigned witness_timeout_ms = 600000;     ///< one partition's witness generation may take this long
   uint64_t witness_memory_mib = 0;          ///< a generator's data memory (RLIMIT_DATA), MiB; 0: unbounded
-  uint64_t input_max_bytes = 64ull << 20;   ///< largest input.json taken at submit
+  uint64_t input_max_bytes = 67108864;      ///< largest input.json taken at submit (64 MiB)
   unsigned generator_build_timeout_ms = 1800000;  ///< `circuit add`: building a generator may take this long
   unsigned generator_build_jobs = 0;        ///< compilers at once for a build; 0: the cores
   unsigned generator_builds = 1;            ///< builds at once (each may use generator_build_jobs compilers)

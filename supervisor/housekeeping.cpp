@@ -28,7 +28,7 @@ std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
 void Supervisor::remove_job_inputs(const Job& job) {
   const std::string jobs_dir = cfg_.state_dir + "/inputs/jobs";
   if (job.parts.empty()) return;
-  const std::string token = token_of(job.parts.front().wtns, jobs_dir);
+  const std::string token = token_of(job.parts.front().private_copy(), jobs_dir);
   if (token.empty()) return;
   // Unlinking a job's witnesses (hundreds of MB each) is disk work: not on the loop.
   journal_thread_->post([dir = jobs_dir + "/" + token] {
@@ -50,7 +50,8 @@ void Supervisor::housekeeping(bool at_start) {
   std::set<std::string> live_tokens, keys;
   for (const auto& [id, job] : jobs_.all()) {
     keys.insert(fs::path(job.zkey).filename().string());
-    if (!job.terminal() && !job.parts.empty()) live_tokens.insert(token_of(job.parts.front().wtns, jobs_dir));
+    if (!job.terminal() && !job.parts.empty())
+      live_tokens.insert(token_of(job.parts.front().private_copy(), jobs_dir));
   }
   for (const auto& p : pending_submits_) live_tokens.insert(p.token);
   live_tokens.insert(accepting_tokens_.begin(), accepting_tokens_.end());

@@ -32,6 +32,8 @@ struct Partition {
   std::string wtns;                ///< absolute path of the farm's private copy (inputs/jobs/…/K.wtns); "" for an input
   std::string input;               ///< a job of circom inputs: the private copy of its input (inputs/jobs/…/K.json)
   std::string input_source;        ///< …and the path the client named, for messages
+  /// The farm's private copy of what the client gave: the witness or the input.
+  const std::string& private_copy() const { return wtns.empty() ? input : wtns; }
   std::string public_json;         ///< public.json's text, from the witness at submit
   std::string proof;               ///< the verified 256-byte proof once proved in this instance (else in the journal)
   std::vector<U256> public_values; ///< the public signals (witness 1..nPublic, plain), for verification

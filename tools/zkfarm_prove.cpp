@@ -9,9 +9,6 @@
 // not verify (a witness that does not satisfy the circuit); 1 an internal failure;
 // 3 the CUDA backend was asked for and cannot be used (no device, not built,
 // or a device error).
-#include <fcntl.h>
-#include <limits.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -29,8 +26,7 @@
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
 #include "groth16/verify.hpp"
-#include "witgen/generator_cache.hpp"
-#include "witgen/generator_run.hpp"
+#include "tools/generator_arg.hpp"
 
 namespace {
 
@@ -110,85 +106,29 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
   return prove(key_path, zkfarm::Wtns::open(wtns_path), wtns_path, proof_path, public_path, opt);
 }
 
-/// `fullprove` options beyond the prover's.
-struct FullproveOptions {
-  unsigned timeout_ms = 600000;  ///< witness generation
-  unsigned build_jobs = 0;       ///< compilers at once (0: the cores)
-};
-
-// The generator for GENERATOR: a .wasm or a circom --c folder (built once into
-// the user's cache), or an executable built before (used as it is).
-std::string generator_for(const std::string& path, const FullproveOptions& fo) {
-  using namespace zkfarm::witgen;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
-    char magic[4] = {};
-    FILE* f = std::fopen(path.c_str(), "rb");
-    const bool wasm = f && std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "\0asm", 4) == 0;
-    if (f) std::fclose(f);
-    if (!wasm) return path;  // a built generator
-  }
-  GeneratorSources src;
-  try {
-    src = sources_at(path);
-  } catch (const BuildError& e) {
-    throw zkfarm::InputError(std::string(e.what()) + " (GENERATOR: a circuit.wasm, a circom --c folder, or a built generator)");
-  }
-  BuildOptions bo;
-  char self[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  bo.witgen_root = find_witgen_root(n > 0 ? std::filesystem::path(std::string(self, size_t(n))).parent_path().string() : ".");
-  bo.jobs = fo.build_jobs ? fo.build_jobs : std::max(1u, std::thread::hardware_concurrency());
-  const std::string cache = user_generator_cache();
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::path(cache) / source_hash(src) / "generator", ec))
-    std::fprintf(stderr, "zkfarm-prove: building the %s witness generator of %s (once; kept in %s)\n",
-                 generator_kind_name(src.kind), path.c_str(), cache.c_str());
-  try {
-    return cached_generator(src, cache, bo);
-  } catch (const BuildError& e) {
-    throw zkfarm::InputError(path + ": the witness generator cannot be built: " + e.what());
-  }
-}
-
 int fullprove(const std::string& input, const std::string& generator_path, const std::string& key_path,
               const std::string& proof_path, const std::string& public_path, const Options& opt,
-              const FullproveOptions& fo) {
+              const zkfarm::tools::WitnessOptions& wo) {
   using namespace zkfarm;
-  const std::string exe = generator_for(generator_path, fo);
-  witgen::GeneratorInfo info;
-  try {
-    info = witgen::generator_info(exe, std::chrono::milliseconds(60000));
-  } catch (const witgen::GenerateError& e) {
-    throw InputError(generator_path + ": " + e.what());
-  }
-  // The input: a regular file, opened without blocking on a FIFO.
-  const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw InputError(input + ": cannot open: " + std::strerror(errno));
-  files::UniqueFd in(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw InputError(input + ": not a regular file");
-  witgen::GenerateOptions go;
-  go.timeout = std::chrono::milliseconds(fo.timeout_ms);
-  files::UniqueFd wtns_fd;
-  try {
-    wtns_fd = witgen::generate_witness(exe, in.get(), info, go);
-  } catch (const witgen::GenerateError& e) {
-    throw InputError(input + ": " + e.what());
-  }
+  const std::string exe = tools::generator_for(generator_path, wo);
+  files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
   const std::string name = input + " (its witness)";
-  Wtns wtns = [&] {
-    try {
-      return Wtns::open("/proc/self/fd/" + std::to_string(wtns_fd.get()));
-    } catch (const InputError& e) {  // the generator's output, named by its input
-      std::string m = e.what();
-      const std::string p = "/proc/self/fd/" + std::to_string(wtns_fd.get());
-      if (auto at = m.find(p); at != std::string::npos) m.replace(at, p.size(), name);
-      throw InputError(m);
-    }
-  }();
-  wtns.path = name;
+  Wtns wtns = tools::open_generated(wtns_fd, name);
   return prove(key_path, wtns, name, proof_path, public_path, opt);
+}
+
+// `zkfarm-prove witness GENERATOR INPUT.json WITNESS.wtns`: snarkjs's `wtns
+// calculate`, with any generator kind.
+int witness(const std::string& generator_path, const std::string& input, const std::string& out,
+            const zkfarm::tools::WitnessOptions& wo) {
+  using namespace zkfarm;
+  const std::string exe = tools::generator_for(generator_path, wo);
+  files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
+  std::string bytes;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(wtns_fd.get(), buf, sizeof buf)) > 0;) bytes.append(buf, size_t(n));
+  write_file_atomic(out, bytes);
+  return 0;
 }
 
 }  // namespace
@@ -253,11 +193,10 @@ int main(int argc, char** argv) {
         "wasm2c and gcc, and kept in $XDG_CACHE_HOME/zkfarm/generators), or a generator built before.\n"
         "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 fullprove` does.",
         "zkfarm-prove fullprove"};
-    FullproveOptions fo;
+    zkfarm::tools::WitnessOptions fo;
     std::string input, generator, key, proof, pub;
     add_prover_flags(app, opt);
-    app.add_option("--timeout-ms", fo.timeout_ms, "witness generation may take this long")->capture_default_str()->check(CLI::Range(1u, 86400000u));
-    app.add_option("--build-jobs", fo.build_jobs, "compilers at once when a generator is built (default: the cores)");
+    zkfarm::tools::add_witness_flags(app, fo);
     app.add_option("INPUT.json", input, "the circuit's input signals (circom/snarkjs input.json)")->required();
     app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
     app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
@@ -266,10 +205,26 @@ int main(int argc, char** argv) {
     if (int code = parse(app, argc - 1, argv + 1); code >= 0) return code;
     return guarded([&] { return fullprove(input, generator, key, proof, pub, opt, fo); });
   }
+  if (argc > 1 && std::strcmp(argv[1], "witness") == 0) {
+    CLI::App app{
+        "zkfarm-prove witness: compute a circuit's witness from a circom input, as `snarkjs wtns calculate` does\n"
+        "(byte for byte the same .wtns). GENERATOR as for fullprove.",
+        "zkfarm-prove witness"};
+    zkfarm::tools::WitnessOptions wo;
+    std::string generator, input, out;
+    zkfarm::tools::add_witness_flags(app, wo);
+    app.set_version_flag("--version", "zkfarm-prove 0.1.0");
+    app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
+    app.add_option("INPUT.json", input, "the circuit's input signals")->required();
+    app.add_option("WITNESS.wtns", out, "the witness to write")->required();
+    if (int code = parse(app, argc - 1, argv + 1); code >= 0) return code;
+    return guarded([&] { return witness(generator, input, out, wo); });
+  }
   CLI::App app{
       "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
       "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does.\n"
-      "`zkfarm-prove fullprove --help`: from a circom input.json instead of a witness."};
+      "`zkfarm-prove fullprove --help`: from a circom input.json instead of a witness;\n"
+      "`zkfarm-prove witness --help`: only the witness (snarkjs wtns calculate)."};
   std::string key, wtns, proof, pub;
   add_prover_flags(app, opt);
   app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
