@@ -12,10 +12,12 @@ the other, in one run; every witness is checked byte for byte against
 snarkjs's. Prints witnesses/s and the ratio to snarkjs, and the one-off build
 times of both generators.
 
-    witness_bench.py --bin DIR --src DIR [--blocks 2,35] [--reps 5] [--work DIR]
+    witness_bench.py --bin DIR --src DIR [--blocks 2,35] [--poseidon 127,2028] [--reps 5] [--work DIR]
 
---blocks: SHA-256 blocks per circuit (2: 59k constraints, about 2^16; 35:
-1.04M, about 2^20); --reps: witnesses per tool and circuit.
+--blocks: SHA-256 blocks per circuit (2: 63k constraints, about 2^16; 35:
+1.09M, about 2^20); --poseidon: a chain of that many Poseidon(2) hashes
+(517 constraints each: 127 about 2^16, 2028 about 2^20; empty: none);
+--reps: witnesses per tool and circuit.
 """
 import argparse
 import json
@@ -23,6 +25,7 @@ import os
 import random
 import shutil
 import subprocess
+import tempfile
 import time
 
 
@@ -38,25 +41,42 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--blocks", default="2,35")
+    ap.add_argument("--poseidon", default="")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--work", default=None)
     a = ap.parse_args()
     work = a.work or os.path.join(a.src, "build", "bench-witness")
     os.makedirs(work, exist_ok=True)
+    # Witnesses are written to memory (tmpfs) by every tool alike: the
+    # generation is measured, not the disk (zkfarm-prove fsyncs what it writes).
+    wout = tempfile.mkdtemp(prefix="zkfarm-wbench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     node = os.path.join(a.src, "node_modules")
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
     rows = []
-    for blocks in [int(b) for b in a.blocks.split(",")]:
-        bits = blocks * 512 - 65  # the message bits that pad into exactly `blocks` blocks
-        name = f"sha256_{blocks}b"
+    specs = [("sha", int(b)) for b in a.blocks.split(",") if b] + [("poseidon", int(n)) for n in a.poseidon.split(",") if n]
+    for kind_of, size in specs:
+        if kind_of == "sha":
+            bits = size * 512 - 65  # the message bits that pad into exactly `size` blocks
+            name = f"sha256_{size}b"
+            source = ('pragma circom 2.0.0;\ninclude "circomlib/circuits/sha256/sha256.circom";\n'
+                      "template D(n) { signal input in[n]; signal output out[256];\n"
+                      "  component h = Sha256(n); for (var i = 0; i < n; i++) h.in[i] <== in[i];\n"
+                      "  for (var i = 0; i < 256; i++) out[i] <== h.out[i]; }\n"
+                      f"component main = D({bits});\n")
+            make_input = lambda rng, bits=bits: {"in": [rng.randint(0, 1) for _ in range(bits)]}
+        else:
+            name = f"poseidon_{size}"
+            source = ('pragma circom 2.0.0;\ninclude "circomlib/circuits/poseidon.circom";\n'
+                      "template C(n) { signal input x; signal output out; component h[n]; signal acc[n + 1];\n"
+                      "  acc[0] <== x; for (var i = 0; i < n; i++) { h[i] = Poseidon(2);\n"
+                      "    h[i].inputs[0] <== acc[i]; h[i].inputs[1] <== i; acc[i + 1] <== h[i].out; }\n"
+                      "  out <== acc[n]; }\n"
+                      f"component main = C({size});\n")
+            make_input = lambda rng: {"x": str(rng.randrange(1 << 250))}
         circuit = os.path.join(work, name + ".circom")
         if not os.path.exists(os.path.join(work, name + ".r1cs")):
             with open(circuit, "w") as f:
-                f.write('pragma circom 2.0.0;\ninclude "circomlib/circuits/sha256/sha256.circom";\n'
-                        "template D(n) { signal input in[n]; signal output out[256];\n"
-                        "  component h = Sha256(n); for (var i = 0; i < n; i++) h.in[i] <== in[i];\n"
-                        "  for (var i = 0; i < 256; i++) out[i] <== h.out[i]; }\n"
-                        f"component main = D({bits});\n")
+                f.write(source)
             t0 = time.monotonic()
             # circom2 (WASI) reads includes only below its working directory.
             rel = os.path.relpath(circuit, a.src)
@@ -68,12 +88,12 @@ def main():
         constraints = int(info.split("# of Constraints:")[1].split()[0].replace("\x1b[0m", ""))
         wasm = os.path.join(work, f"{name}_js", f"{name}.wasm")
         cdir = os.path.join(work, f"{name}_cpp")
-        rng = random.Random(blocks)
+        rng = random.Random(size)
         inputs = []
         for k in range(a.reps):
             p = os.path.join(work, f"{name}.{k}.json")
             with open(p, "w") as f:
-                json.dump({"in": [rng.randint(0, 1) for _ in range(bits)]}, f)
+                json.dump(make_input(rng), f)
             inputs.append(p)
         builds = {}
         for kind, gen in (("wasm", wasm), ("native", cdir)):  # one-off builds, timed apart
@@ -95,13 +115,15 @@ def main():
         for tool, cmd in tools.items():
             t0 = time.monotonic()
             for k, i in enumerate(inputs):
-                run(cmd(i, os.path.join(work, f"{tool}.{k}.wtns")), env=env)
+                run(cmd(i, os.path.join(wout, f"{tool}.{k}.wtns")), env=env)
             times[tool] = (time.monotonic() - t0) / len(inputs)
         for k in range(len(inputs)):
-            ref = open(os.path.join(work, f"snarkjs.{k}.wtns"), "rb").read()
+            ref = open(os.path.join(wout, f"snarkjs.{k}.wtns"), "rb").read()
             for tool in ("wasm", "native"):
-                if open(os.path.join(work, f"{tool}.{k}.wtns"), "rb").read() != ref:
+                if open(os.path.join(wout, f"{tool}.{k}.wtns"), "rb").read() != ref:
                     raise SystemExit(f"{name} input {k}: the {tool} witness differs from snarkjs's")
+        shutil.rmtree(wout, ignore_errors=True)
+        wout = tempfile.mkdtemp(prefix="zkfarm-wbench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         rows.append((name, constraints, times, builds))
         print(f"{name}: {constraints} constraints; witnesses identical to snarkjs's ({len(inputs)} inputs)", flush=True)
     print()

@@ -44,6 +44,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${ZKFARM_DOC_FILES}
 install(FILES ${PROJECT_SOURCE_DIR}/witgen/generator_host.hpp ${PROJECT_SOURCE_DIR}/witgen/input_json.hpp
               ${PROJECT_SOURCE_DIR}/witgen/input_json.cpp ${PROJECT_SOURCE_DIR}/witgen/wtns_writer.hpp
               ${PROJECT_SOURCE_DIR}/witgen/native_main.cpp ${PROJECT_SOURCE_DIR}/witgen/wasm_host.cpp
+              ${PROJECT_SOURCE_DIR}/witgen/fr_inline.hpp
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/witgen)
 
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/init/zkfarmd.logrotate

@@ -5,6 +5,7 @@
 // what a refused or abandoned submit left.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "supervisor/supervisor.hpp"
@@ -64,14 +65,19 @@ void Supervisor::housekeeping(bool at_start) {
   }
   for (const auto& [id, job] : jobs_.all())
     if (!job.terminal() && job.inputs()) generators.insert(fs::path(job.generator).parent_path().filename().string());
+  // A build nothing uses is a cache: kept for retention_hours after it was
+  // last built or added (a circuit removed and added again, or a build put
+  // there by hand, is not built again), then removed.
   std::vector<std::string> dead_generators;
   if (pending_builds_.empty()) {  // a build may be about to use a cached generator
     std::error_code gec;
+    const auto keep_since = fs::file_time_type::clock::now() - std::chrono::hours(cfg_.retention_hours);
     for (const auto& e : fs::directory_iterator(cfg_.state_dir + "/circuits", gec)) {
       const std::string name = e.path().filename().string();
       // HASH folders only: HASH.lock and HASH.building-PID belong to a build.
-      if (name.find('.') == std::string::npos && name.rfind("incoming-", 0) != 0 && !generators.count(name))
-        dead_generators.push_back(e.path().string());
+      if (name.find('.') != std::string::npos || name.rfind("incoming-", 0) == 0 || generators.count(name)) continue;
+      std::error_code tec;
+      if (fs::last_write_time(e.path(), tec) < keep_since && !tec) dead_generators.push_back(e.path().string());
     }
   }
   // Folders of jobs that are over, listed now (a submit started later makes a

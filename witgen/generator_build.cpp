@@ -214,7 +214,8 @@ void build_generator(const GeneratorSources& src, const std::string& out, const 
     // NDEBUG stays undefined: circom's generated code reports a failed
     // circuit assertion through assert().
     b.run_all({
-        cxx_step("compiling the circuit (" + cpp + ")", {"-O3", "-I" + src.dir, "-c", s + cpp, "-o", "circuit.o"}),
+        cxx_step("compiling the circuit (" + cpp + ")",
+                 {"-O3", "-I" + src.dir, "-include", root + "/witgen/fr_inline.hpp", "-c", s + cpp, "-o", "circuit.o"}),
         cxx_step("compiling circom's main.cpp", {"-I" + src.dir, "-Dmain=circom_generated_main", "-c", s + "main.cpp", "-o", "circom_main.o"}),
         cxx_step("compiling calcwit.cpp", {"-I" + src.dir, "-c", s + "calcwit.cpp", "-o", "calcwit.o"}),
         cxx_step("compiling fr.cpp", {"-I" + src.dir, "-c", s + "fr.cpp", "-o", "fr.o"}),

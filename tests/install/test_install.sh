@@ -63,7 +63,7 @@ check_tree() {
   for f in README.md LICENSE NOTICE copyright install.md operations.md configuration.md security.md kubernetes.md witness.md; do
     expected+=("$prefix/share/doc/zkfarm/$f")
   done
-  for f in generator_host.hpp input_json.hpp input_json.cpp wtns_writer.hpp native_main.cpp wasm_host.cpp; do
+  for f in generator_host.hpp input_json.hpp input_json.cpp wtns_writer.hpp native_main.cpp wasm_host.cpp fr_inline.hpp; do
     expected+=("$prefix/share/zkfarm/witgen/$f")
   done
   for f in "${expected[@]}"; do
