@@ -204,6 +204,10 @@ std::vector<InputSignal> parse_input(std::string_view text, const std::vector<ui
     doc = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     throw InputFault(std::string("not JSON: ") + e.what());
+  } catch (const json::exception& e) {
+    // out_of_range.406: a number beyond a double (1e400); JSON.parse reads
+    // Infinity there, which no field element is (found by witgen_input_fuzz).
+    throw InputFault(std::string("a number out of range: ") + e.what());
   }
   if (!doc.is_object()) throw InputFault("not a JSON object of input signals");
   const Nat p = Nat::from_le(prime_le);
