@@ -38,6 +38,15 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${ZKFARM_DOC_FILES}
               ${PROJECT_SOURCE_DIR}/packaging/deb/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
+# The witness generator hosts, compiled into each circuit's generator when
+# zkfarmd or zkfarm-prove builds one (docs/witness.md): found as
+# BINDIR/../share/zkfarm/witgen (witgen::find_witgen_root).
+install(FILES ${PROJECT_SOURCE_DIR}/witgen/generator_host.hpp ${PROJECT_SOURCE_DIR}/witgen/input_json.hpp
+              ${PROJECT_SOURCE_DIR}/witgen/input_json.cpp ${PROJECT_SOURCE_DIR}/witgen/wtns_writer.hpp
+              ${PROJECT_SOURCE_DIR}/witgen/native_main.cpp ${PROJECT_SOURCE_DIR}/witgen/wasm_host.cpp
+              ${PROJECT_SOURCE_DIR}/witgen/fr_inline.hpp
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/witgen)
+
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/init/zkfarmd.logrotate
         DESTINATION ${ZKFARM_ETC_DIR}/logrotate.d RENAME zkfarmd)
 
@@ -115,7 +124,9 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # Runtime libraries through dpkg-shlibdeps (dpkg-dev); adduser for postinst.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "logrotate")
+# The compilers and headers a witness generator is built with (circuit add,
+# zkfarm-prove fullprove): without them zkfarm proves witnesses only.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "logrotate, g++, nasm, wabt, libgmp-dev, nlohmann-json3-dev")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/packaging/deb/conffiles

@@ -38,11 +38,20 @@ int main(int argc, char** argv) {
 
   SubmitOptions submit_opt;
   auto* submit = app.add_subcommand("submit", "submit a job; prints its id alone on stdout");
-  submit->add_option("--zkey", submit_opt.zkey, "proving key (.zkey)")->required()->check(non_empty);
-  submit->add_option("--wtns", submit_opt.wtns, "witness files (.wtns), one partition each")
-      ->required()
-      ->expected(1, -1)
-      ->check(non_empty);
+  auto* zkey_opt = submit->add_option("--zkey", submit_opt.zkey, "proving key (.zkey)")->check(non_empty);
+  auto* wtns_opt = submit->add_option("--wtns", submit_opt.wtns, "witness files (.wtns), one partition each")
+                       ->expected(1, -1)
+                       ->check(non_empty);
+  auto* circuit_opt =
+      submit->add_option("--circuit", submit_opt.circuit, "a circuit registered with `circuit add` (with --input)")
+          ->check(non_empty);
+  auto* input_opt = submit->add_option("--input", submit_opt.inputs, "circom input.json files, one partition each")
+                        ->expected(1, -1)
+                        ->check(non_empty);
+  zkey_opt->needs(wtns_opt)->excludes(circuit_opt)->excludes(input_opt);
+  wtns_opt->needs(zkey_opt);
+  circuit_opt->needs(input_opt);
+  input_opt->needs(circuit_opt);
   submit->add_option("--priority", submit_opt.priority, "low, normal, high or critical")
       ->capture_default_str()
       ->check(CLI::IsMember({"low", "normal", "high", "critical"}));
@@ -123,8 +132,29 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   ready->add_flag("-q,--quiet", ready_limit.quiet, "with --wait: no progress output");
 
+  auto* circuit = app.add_subcommand("circuit", "circuits in the farm: add, list, remove (docs/witness.md)");
+  circuit->require_subcommand(1);
+  CircuitAddOptions circuit_add_opt;
+  auto* circuit_add = circuit->add_subcommand("add", "register a circuit: its proving key and witness generator");
+  circuit_add->add_option("name", circuit_add_opt.name, "the circuit's name (letters, digits, . _ -)")->required();
+  circuit_add->add_option("--zkey", circuit_add_opt.zkey, "its proving key (.zkey)")->required()->check(non_empty);
+  auto* wasm_opt = circuit_add->add_option("--wasm", circuit_add_opt.wasm, "its circuit.wasm (circom --wasm)")->check(non_empty);
+  auto* c_opt = circuit_add->add_option("--c", circuit_add_opt.c_dir, "its circom --c folder (admins only: native code)")
+                    ->check(non_empty);
+  wasm_opt->excludes(c_opt);
+  bool circuit_list_json = false;
+  auto* circuit_list = circuit->add_subcommand("list", "the registered circuits");
+  circuit_list->add_flag("--json", circuit_list_json, "as JSON on stdout");
+  std::string circuit_remove_name;
+  auto* circuit_remove = circuit->add_subcommand("remove", "forget a circuit (jobs accepted with it go on)");
+  circuit_remove->add_option("name", circuit_remove_name, "the circuit's name")->required();
+
   try {
     app.parse(argc, argv);
+    if (*submit && submit_opt.wtns.empty() && submit_opt.inputs.empty())
+      throw CLI::ValidationError("submit", "--zkey and --wtns, or --circuit and --input, are required");
+    if (*circuit_add && circuit_add_opt.wasm.empty() && circuit_add_opt.c_dir.empty())
+      throw CLI::ValidationError("circuit add", "--wasm FILE or --c DIR is required");
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
@@ -144,6 +174,9 @@ int main(int argc, char** argv) {
     if (*restart) return run_restart(client, restart_target, rolling_wait, rolling_limit);
     if (*upgrade) return run_upgrade(client, upgrade_synth, upgrade_gpu, rolling_wait, rolling_limit);
     if (*ready) return run_ready(state_dir, timeout_ms, ready_wait, ready_limit);
+    if (*circuit_add) return run_circuit_add(client, circuit_add_opt);
+    if (*circuit_list) return run_circuit_list(client, circuit_list_json);
+    if (*circuit_remove) return run_circuit_remove(client, circuit_remove_name);
     std::cerr << "zkfarmctl: no verb given\n";
     return kExitUsage;
   } catch (const CtlError& e) {

@@ -41,10 +41,17 @@ std::string absolute_path(const std::string& path) { return fs::absolute(path).l
 
 int run_submit(Client& client, const SubmitOptions& opt) {
   Message req = protocol::make("submit");
-  req["zkey"] = absolute_path(opt.zkey);
-  Message wtns = Message::array();
-  for (const auto& w : opt.wtns) wtns.push_back(absolute_path(w));
-  req["wtns"] = wtns;
+  if (!opt.circuit.empty()) {
+    req["circuit"] = opt.circuit;
+    Message inputs = Message::array();
+    for (const auto& i : opt.inputs) inputs.push_back(absolute_path(i));
+    req["inputs"] = inputs;
+  } else {
+    req["zkey"] = absolute_path(opt.zkey);
+    Message wtns = Message::array();
+    for (const auto& w : opt.wtns) wtns.push_back(absolute_path(w));
+    req["wtns"] = wtns;
+  }
   req["priority"] = opt.priority;
   const std::string out =
       opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
@@ -150,6 +157,51 @@ int run_resume(Client& client) {
 int run_kill(Client& client) {
   client.call(protocol::make("kill"));
   std::cout << "zkfarmd at " << client.state_dir() << " is stopping now (workers killed)\n";
+  return kExitOk;
+}
+
+int run_circuit_add(Client& client, const CircuitAddOptions& opt) {
+  Message req = protocol::make("circuit_add");
+  req["name"] = opt.name;
+  req["zkey"] = absolute_path(opt.zkey);
+  if (!opt.wasm.empty()) req["wasm"] = absolute_path(opt.wasm);
+  if (!opt.c_dir.empty()) req["c_dir"] = absolute_path(opt.c_dir);
+  std::cerr << "zkfarmctl: adding circuit " << opt.name << ": zkfarmd copies the files and builds the witness generator "
+            << "(once per content; a large circuit takes minutes)\n";
+  client.set_timeout_ms(std::max(client.timeout_ms(), 30 * 60 * 1000 + 60000));
+  Message reply = client.call(req);
+  const Message& c = reply_field(reply, "circuit", Message::value_t::object, "a circuit");
+  std::cout << "circuit " << cell(c, "name") << " added: " << cell(c, "kind") << " generator "
+            << cell(c, "generator").substr(0, 16) << ", key " << cell(c, "zkey") << " (" << cell(c, "n_vars")
+            << " signals, " << cell(c, "n_public") << " public)\n";
+  return kExitOk;
+}
+
+int run_circuit_list(Client& client, bool json) {
+  Message reply = client.call(protocol::make("circuit_list"));
+  const Message& list = reply_field(reply, "circuits", Message::value_t::array, "a list");
+  if (json) {
+    std::cout << to_json_text(list) << "\n";
+    return kExitOk;
+  }
+  if (list.empty()) {
+    std::cout << "no circuits (zkfarmctl circuit add NAME --zkey KEY --wasm FILE | --c DIR)\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : list)
+    rows.push_back({cell(c, "name"), cell(c, "kind"), cell(c, "n_vars"), cell(c, "n_public"), cell(c, "owner_uid"),
+                    format_time_ms(c.contains("added_ms") ? c["added_ms"] : Message()), cell(c, "zkey"),
+                    cell(c, "source")});
+  std::cout << format_table({"NAME", "KIND", "SIGNALS", "PUBLIC", "OWNER", "ADDED", "KEY", "GENERATOR FROM"}, rows);
+  return kExitOk;
+}
+
+int run_circuit_remove(Client& client, const std::string& name) {
+  Message req = protocol::make("circuit_remove");
+  req["name"] = name;
+  client.call(req);
+  std::cout << "circuit " << name << " removed (jobs accepted with it go on)\n";
   return kExitOk;
 }
 

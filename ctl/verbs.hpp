@@ -13,10 +13,13 @@
 
 namespace zkfarm::ctl {
 
-/// `submit`: the files of a job as given on the command line.
+/// `submit`: the files of a job as given on the command line: a key and
+/// witnesses, or a registered circuit and circom inputs.
 struct SubmitOptions {
   std::string zkey;               ///< proving key (.zkey)
   std::vector<std::string> wtns;  ///< witnesses (.wtns), one partition each
+  std::string circuit;            ///< a circuit registered with `circuit add`
+  std::vector<std::string> inputs;  ///< circom input.json files, one partition each
   std::string priority = "normal";  ///< low, normal, high or critical
   std::string out;                ///< proof folder; empty: $PWD/proofs
 };
@@ -97,6 +100,19 @@ int run_upgrade(Client& client, const std::string& synth, const std::string& gpu
 /// 3 when none runs. With wait: polls (a zkfarmd still starting, with no
 /// socket yet, is waited for too) until ready (0) or S seconds pass (4).
 int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const WaitLimit& limit);
+
+/// `circuit add NAME --zkey KEY (--wasm FILE | --c DIR)`: registers a circuit
+/// (zkfarmd copies the key and the generator's sources, builds the generator
+/// once, checks it against the key); waits for the build, up to 30 minutes
+/// beyond --timeout-ms. Prints what was added.
+struct CircuitAddOptions {
+  std::string name, zkey, wasm, c_dir;
+};
+int run_circuit_add(Client& client, const CircuitAddOptions& opt);
+/// `circuit list [--json]`: the registered circuits.
+int run_circuit_list(Client& client, bool json);
+/// `circuit remove NAME`: forgets it (jobs accepted with it go on).
+int run_circuit_remove(Client& client, const std::string& name);
 
 /// `result JOB --out DIR`: the job's proofs from zkfarmd's journal, written
 /// into DIR (made absolute) by zkfarmctl with the caller's rights. Exit 0, or

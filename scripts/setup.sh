@@ -30,6 +30,9 @@ packages=(
   systemd file
   # The monitoring checks (tests/monitoring): promtool, from Prometheus.
   prometheus
+  # Witness generators built from circom circuits (docs/witness.md): nasm and
+  # GMP for circom --c output, wabt's wasm2c and runtime for circuit.wasm.
+  nasm libgmp-dev wabt
 )
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -53,7 +53,8 @@ void Config::load_toml(const std::string& path) {
       "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
       "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
       "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_copies", "submit_queue", "submit_timeout_ms",
-      "status_finished_jobs"};
+      "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "input_max_bytes",
+      "generator_build_timeout_ms", "generator_build_jobs", "generator_builds"};
   for (auto&& [k, v] : t) {
     if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
   }
@@ -92,6 +93,12 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "submit_queue", submit_queue, 1, 100000);
   read_uint(t, path, "submit_timeout_ms", submit_timeout_ms, 1000, 86400000);
   read_uint(t, path, "status_finished_jobs", status_finished_jobs, 0, 10000);
+  read_uint(t, path, "witness_timeout_ms", witness_timeout_ms, 100, 86400000);
+  read_uint(t, path, "witness_memory_mib", witness_memory_mib, 0, uint64_t(1) << 30);
+  read_uint(t, path, "input_max_bytes", input_max_bytes, 1024, uint64_t(1) << 32);
+  read_uint(t, path, "generator_build_timeout_ms", generator_build_timeout_ms, 1000, 86400000);
+  read_uint(t, path, "generator_build_jobs", generator_build_jobs, 0, 1024);
+  read_uint(t, path, "generator_builds", generator_builds, 1, 64);
 }
 
 void Config::finalize(const std::string& self_dir) {

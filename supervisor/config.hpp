@@ -50,6 +50,13 @@ struct Config {
   unsigned submit_queue = 64;          ///< submits waiting for a check; beyond, refused with "busy"
   unsigned submit_timeout_ms = 600000; ///< a submit whose check takes longer is refused
   unsigned status_finished_jobs = 50;  ///< finished jobs `status` lists (newest first); `jobs` pages through all
+  // Circuits and circom inputs (docs/witness.md).
+  unsigned witness_timeout_ms = 600000;     ///< one partition's witness generation may take this long
+  uint64_t witness_memory_mib = 0;          ///< a generator's data memory (RLIMIT_DATA), MiB; 0: unbounded
+  uint64_t input_max_bytes = 67108864;      ///< largest input.json taken at submit (64 MiB)
+  unsigned generator_build_timeout_ms = 1800000;  ///< `circuit add`: building a generator may take this long
+  unsigned generator_build_jobs = 0;        ///< compilers at once for a build; 0: the cores
+  unsigned generator_builds = 1;            ///< builds at once (each may use generator_build_jobs compilers)
 
   /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the
   /// key and the fault (unknown key, wrong type, out of range, parse error).

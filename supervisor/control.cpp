@@ -49,6 +49,10 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
       start_result(identity, req, *peer, role);  // answered once the proofs are read (delivery.cpp)
       return;
     }
+    if (type == "circuit_add") {
+      start_circuit_add(identity, req, *peer, role);  // answered once the generator is built (circuits.cpp)
+      return;
+    }
     if (admin_only(type) && role != Role::kAdmin) {
       warn_limited("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
                    type.substr(0, 32) + "'");
@@ -133,6 +137,7 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     }
     return {{"ok", true}, {"pid", getpid()}};
   }
+  if (type == "circuit_list" || type == "circuit_remove") return circuit_request(type, req, peer, role);
   if (admin_only(type)) return lifecycle_request(type, req);
   return {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}};
 }

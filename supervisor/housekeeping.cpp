@@ -5,6 +5,7 @@
 // what a refused or abandoned submit left.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "supervisor/supervisor.hpp"
@@ -28,7 +29,7 @@ std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
 void Supervisor::remove_job_inputs(const Job& job) {
   const std::string jobs_dir = cfg_.state_dir + "/inputs/jobs";
   if (job.parts.empty()) return;
-  const std::string token = token_of(job.parts.front().wtns, jobs_dir);
+  const std::string token = token_of(job.parts.front().private_copy(), jobs_dir);
   if (token.empty()) return;
   // Unlinking a job's witnesses (hundreds of MB each) is disk work: not on the loop.
   journal_thread_->post([dir = jobs_dir + "/" + token] {
@@ -50,10 +51,35 @@ void Supervisor::housekeeping(bool at_start) {
   std::set<std::string> live_tokens, keys;
   for (const auto& [id, job] : jobs_.all()) {
     keys.insert(fs::path(job.zkey).filename().string());
-    if (!job.terminal() && !job.parts.empty()) live_tokens.insert(token_of(job.parts.front().wtns, jobs_dir));
+    if (!job.terminal() && !job.parts.empty())
+      live_tokens.insert(token_of(job.parts.front().private_copy(), jobs_dir));
   }
   for (const auto& p : pending_submits_) live_tokens.insert(p.token);
   live_tokens.insert(accepting_tokens_.begin(), accepting_tokens_.end());
+  // Keys and generators the registered circuits use stay; so do the
+  // generators of live jobs (a removed circuit's accepted jobs go on).
+  std::set<std::string> generators;
+  for (const auto& [name, c] : circuits_) {
+    keys.insert(c.zkey_sha256 + ".zkey");
+    generators.insert(c.generator);
+  }
+  for (const auto& [id, job] : jobs_.all())
+    if (!job.terminal() && job.inputs()) generators.insert(fs::path(job.generator).parent_path().filename().string());
+  // A build nothing uses is a cache: kept for retention_hours after it was
+  // last built or added (a circuit removed and added again, or a build put
+  // there by hand, is not built again), then removed.
+  std::vector<std::string> dead_generators;
+  if (pending_builds_.empty()) {  // a build may be about to use a cached generator
+    std::error_code gec;
+    const auto keep_since = fs::file_time_type::clock::now() - std::chrono::hours(cfg_.retention_hours);
+    for (const auto& e : fs::directory_iterator(cfg_.state_dir + "/circuits", gec)) {
+      const std::string name = e.path().filename().string();
+      // HASH folders only: HASH.lock and HASH.building-PID belong to a build.
+      if (name.find('.') != std::string::npos || name.rfind("incoming-", 0) == 0 || generators.count(name)) continue;
+      std::error_code tec;
+      if (fs::last_write_time(e.path(), tec) < keep_since && !tec) dead_generators.push_back(e.path().string());
+    }
+  }
   // Folders of jobs that are over, listed now (a submit started later makes a
   // new token, never one of these) and removed on the journal thread:
   // unlinking witnesses of hundreds of MB each is disk work.
@@ -63,12 +89,13 @@ void Supervisor::housekeeping(bool at_start) {
     if (!live_tokens.count(e.path().filename().string())) dead.push_back(e.path().string());
   // Keys: here, and only while no submit is being checked or journaled (one
   // may be about to use a stored key it found by its identity).
-  if (pending_submits_.empty() && accepting_tokens_.empty()) {
+  if (pending_submits_.empty() && accepting_tokens_.empty() && pending_builds_.empty()) {
     for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
       const std::string name = e.path().filename().string();
       if (!keys.count(name)) fs::remove(e.path(), ec);
     }
   }
+  dead.insert(dead.end(), dead_generators.begin(), dead_generators.end());
   journal_thread_->post([this, cutoff, dropped, dead] {
     size_t pruned = 0;
     std::string error;

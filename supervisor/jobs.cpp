@@ -52,6 +52,7 @@ nlohmann::json Job::to_json() const {
   // Who writes OUT/k.proof.json and OUT/k.public.json: zkfarmd as the
   // submitter, or (zkfarmd runs as another user) the client's `wait`/`result`.
   j["delivery"] = client_delivery ? "client" : "zkfarmd";
+  if (inputs()) j["circuit"] = circuit;
   if (!error.empty()) j["error"] = error;
   j["submitted_ms"] = submitted_ms;
   j["finished_ms"] = finished_ms ? nlohmann::json(finished_ms) : nlohmann::json(nullptr);

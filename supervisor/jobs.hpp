@@ -29,7 +29,11 @@ const char* job_state_name(JobState s);
 
 struct Partition {
   uint32_t index = 0;
-  std::string wtns;                ///< absolute path of the farm's private copy (inputs/jobs/…/K.wtns)
+  std::string wtns;                ///< absolute path of the farm's private copy (inputs/jobs/…/K.wtns); "" for an input
+  std::string input;               ///< a job of circom inputs: the private copy of its input (inputs/jobs/…/K.json)
+  std::string input_source;        ///< …and the path the client named, for messages
+  /// The farm's private copy of what the client gave: the witness or the input.
+  const std::string& private_copy() const { return wtns.empty() ? input : wtns; }
   std::string public_json;         ///< public.json's text, from the witness at submit
   std::string proof;               ///< the verified 256-byte proof once proved in this instance (else in the journal)
   std::vector<U256> public_values; ///< the public signals (witness 1..nPublic, plain), for verification
@@ -64,6 +68,10 @@ struct Job {
   /// zkfarmd: zkfarmd runs as another user and cannot take the submitter's
   /// rights, and writes nothing where only the submitter may (docs/security.md).
   bool client_delivery = false;
+  /// A job of circom inputs (docs/witness.md): the circuit's name and its
+  /// generator (STATE/circuits/HASH/generator); "" for a job of witnesses.
+  std::string circuit, generator;
+  bool inputs() const { return !generator.empty(); }
   std::vector<Partition> parts;
 
   size_t count(PartState s) const;

@@ -58,6 +58,10 @@ CREATE TABLE proofs (
 // job (outputs are written with that user's rights, also after a restart),
 // the key's path as the client named it and its content hash. A job of an
 // older journal has no row: it reads as root's, as it was written then.
+// job_inputs, partition_inputs: a job of circom inputs (docs/witness.md): its
+// circuit and generator, each partition's private input copy and the path the
+// client named (partitions.wtns is '' for them, and public_json is filled in
+// with the proof). circuits: the registered circuits (zkfarmctl circuit add).
 constexpr const char* kAdditions = R"sql(
 CREATE TABLE IF NOT EXISTS meta (
   id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -71,6 +75,31 @@ CREATE TABLE IF NOT EXISTS job_meta (
   owner_gid INTEGER NOT NULL,
   zkey_source TEXT NOT NULL,
   zkey_sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_inputs (
+  job INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  circuit TEXT NOT NULL,
+  generator TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS partition_inputs (
+  job INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  input TEXT NOT NULL,
+  source TEXT NOT NULL,
+  PRIMARY KEY (job, idx),
+  FOREIGN KEY (job, idx) REFERENCES partitions(job, idx) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS circuits (
+  name TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  generator TEXT NOT NULL,
+  zkey_sha256 TEXT NOT NULL,
+  zkey_source TEXT NOT NULL,
+  source TEXT NOT NULL,
+  owner_uid INTEGER NOT NULL,
+  added_ms INTEGER NOT NULL,
+  n_vars INTEGER NOT NULL,
+  n_public INTEGER NOT NULL
 );
 )sql";
 
@@ -286,11 +315,11 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     }
     {
       Stmt s(db_,
-             "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name IN ('meta', 'job_meta')) OR "
-             "(type = 'index' AND name = 'jobs_finished')",
+             "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name IN ('meta', 'job_meta', "
+             "'job_inputs', 'partition_inputs', 'circuits')) OR (type = 'index' AND name = 'jobs_finished')",
              where);
       s.step();
-      schema_current_ = s.i64(0) == 3;
+      schema_current_ = s.i64(0) == 6;
     }
   } catch (...) {
     sqlite3_close_v2(db_);
@@ -442,12 +471,23 @@ uint64_t Journal::add_job(const Job& job) {
       p.step();
       p.reset();
     }
+    if (job.inputs()) {
+      Stmt ji(db_, "INSERT INTO job_inputs (job, circuit, generator) VALUES (?, ?, ?)", where);
+      ji.bind(1, int64_t(id)).bind(2, job.circuit).bind(3, job.generator);
+      ji.step();
+      Stmt pi(db_, "INSERT INTO partition_inputs (job, idx, input, source) VALUES (?, ?, ?, ?)", where);
+      for (uint32_t i = 0; i < job.parts.size(); ++i) {
+        pi.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].input).bind(4, job.parts[i].input_source);
+        pi.step();
+        pi.reset();
+      }
+    }
   });
   return id;
 }
 
 bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
-                        int64_t prove_ms) {
+                        int64_t prove_ms, const std::string& public_json) {
   bool added = false;
   transact("add_proof", [&](const std::string& where) {
     Stmt s(db_,
@@ -457,8 +497,51 @@ bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, 
     s.bind(6, prove_ms);
     s.step();
     added = sqlite3_changes(db_) == 1;
+    if (added && !public_json.empty()) {  // a partition of inputs: its public signals came with its witness
+      Stmt u(db_, "UPDATE partitions SET public_json = ? WHERE job = ? AND idx = ?", where);
+      u.bind(1, public_json).bind(2, int64_t(job)).bind(3, int64_t(index));
+      u.step();
+    }
   });
   return added;
+}
+
+void Journal::put_circuit(const CircuitRecord& c) {
+  transact("put_circuit", [&](const std::string& where) {
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO circuits (name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, "
+           "added_ms, n_vars, n_public) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+           where);
+    s.bind(1, c.name).bind(2, c.kind).bind(3, c.generator).bind(4, c.zkey_sha256).bind(5, c.zkey_source);
+    s.bind(6, c.source).bind(7, int64_t(c.owner_uid)).bind(8, c.added_ms).bind(9, int64_t(c.n_vars));
+    s.bind(10, int64_t(c.n_public));
+    s.step();
+  });
+}
+
+bool Journal::remove_circuit(const std::string& name) {
+  bool removed = false;
+  transact("remove_circuit", [&](const std::string& where) {
+    Stmt s(db_, "DELETE FROM circuits WHERE name = ?", where);
+    s.bind(1, name);
+    s.step();
+    removed = sqlite3_changes(db_) == 1;
+  });
+  return removed;
+}
+
+std::vector<CircuitRecord> Journal::circuits() {
+  std::vector<CircuitRecord> out;
+  statement("circuits", [&](const std::string& where) {
+    Stmt s(db_,
+           "SELECT name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public "
+           "FROM circuits ORDER BY name",
+           where);
+    while (s.step())
+      out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), uint32_t(s.i64(6)), s.i64(7),
+                     uint32_t(s.i64(8)), uint32_t(s.i64(9))});
+  });
+  return out;
 }
 
 void Journal::finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) {
@@ -507,10 +590,20 @@ std::vector<Job> Journal::load() {
         jobs.emplace(j.id, std::move(j));
       }
     }
+    {
+      Stmt s(db_, "SELECT job, circuit, generator FROM job_inputs", where);
+      while (s.step()) {
+        auto it = jobs.find(uint64_t(s.i64(0)));
+        if (it == jobs.end()) continue;
+        it->second.circuit = s.text(1);
+        it->second.generator = s.text(2);
+      }
+    }
     Stmt s(db_,
            "SELECT p.job, p.idx, p.wtns, q.proof IS NOT NULL, coalesce(q.synth_ms, 0), coalesce(q.prove_ms, 0), "
-           "p.public_json "
-           "FROM partitions p LEFT JOIN proofs q ON q.job = p.job AND q.idx = p.idx ORDER BY p.job, p.idx",
+           "p.public_json, coalesce(i.input, ''), coalesce(i.source, '') "
+           "FROM partitions p LEFT JOIN proofs q ON q.job = p.job AND q.idx = p.idx "
+           "LEFT JOIN partition_inputs i ON i.job = p.job AND i.idx = p.idx ORDER BY p.job, p.idx",
            where);
     while (s.step()) {
       auto it = jobs.find(uint64_t(s.i64(0)));
@@ -522,6 +615,8 @@ std::vector<Job> Journal::load() {
       p.synth_ms = s.i64(4);
       p.prove_ms = s.i64(5);
       p.public_json = s.text(6);
+      p.input = s.text(7);
+      p.input_source = s.text(8);
       Job& j = it->second;
       p.state = proved ? PartState::kDone
                 : j.state == JobState::kFailed ? PartState::kFailed

@@ -34,6 +34,21 @@ struct JournaledProof {
   std::string public_json;
 };
 
+/// A circuit registered with `zkfarmctl circuit add` (docs/witness.md): its
+/// witness generator (built under STATE/circuits/GENERATOR/) and its proving
+/// key (STATE/inputs/keys/ZKEY_SHA256.zkey).
+struct CircuitRecord {
+  std::string name;
+  std::string kind;          ///< "wasm" or "native"
+  std::string generator;     ///< the generator's source hash (witgen::source_hash)
+  std::string zkey_sha256;
+  std::string zkey_source;   ///< the key's path as the client named it
+  std::string source;        ///< the wasm or --c folder as the client named it
+  uint32_t owner_uid = 0;    ///< who added it (may remove it; so may admins)
+  int64_t added_ms = 0;      ///< Unix ms
+  uint32_t n_vars = 0, n_public = 0;
+};
+
 /// How the connection is set up, as SQLite reports it (for logs and tests).
 struct JournalDurability {
   std::string journal_mode;  ///< "wal"
@@ -67,12 +82,20 @@ class Journal {
   /// returns. Throws JournalError; then nothing of the job is journaled (but
   /// see the report on an fsync that fails after the commit frame was written).
   uint64_t add_job(const Job& job);
-  /// Journals the 256-byte proof of (job, partition) and its stage times (ms).
-  /// Returns false, changing nothing, if that partition already has a proof.
-  /// Throws JournalError (also when the partition does not exist); then
-  /// nothing changed.
+  /// Journals the 256-byte proof of (job, partition) and its stage times (ms);
+  /// `public_json` non-empty (a partition of circom inputs, whose public
+  /// signals came with its witness) is stored with it as the partition's
+  /// public.json. Returns false, changing nothing, if that partition already
+  /// has a proof. Throws JournalError (also when the partition does not
+  /// exist); then nothing changed.
   bool add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
-                 int64_t prove_ms);
+                 int64_t prove_ms, const std::string& public_json = {});
+  /// Adds or replaces a registered circuit (by name). Throws JournalError.
+  void put_circuit(const CircuitRecord& c);
+  /// Removes circuit `name`; false when there was none. Throws JournalError.
+  bool remove_circuit(const std::string& name);
+  /// Every registered circuit, by name. Read-only; throws JournalError.
+  std::vector<CircuitRecord> circuits();
   /// Records a job's terminal state (done, failed, cancelled) and when it
   /// finished (wall-clock Unix ms). Throws JournalError; then nothing changed.
   void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms);

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include <spdlog/fmt/fmt.h>
@@ -31,6 +32,7 @@
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
 #include "supervisor/supervisor.hpp"
+#include "witgen/input_json.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -41,6 +43,8 @@ namespace {
 
 // A job's partitions at most: each is a file copied and a row journaled.
 constexpr size_t kMaxPartitions = 100000;
+
+}  // namespace
 
 std::string random_token() {
   unsigned char b[12];
@@ -54,6 +58,8 @@ std::string random_token() {
   return t;
 }
 
+namespace {
+
 // Whether `peer` may read a file with stat `st` by its mode bits (owner,
 // group, other; ACLs are not consulted). Used only when zkfarmd is not root
 // and so cannot take the peer's rights (files/fs_credentials.hpp).
@@ -64,9 +70,11 @@ bool mode_allows_read(const struct stat& st, const Peer& peer) {
   return st.st_mode & S_IROTH;
 }
 
+}  // namespace
+
 // Opens a client's input with the client's rights and refuses what is not a
-// regular file (files/input_file.hpp). `what` is "key" or "witness".
-files::UniqueFd open_input(const std::string& path, const Peer& peer) {
+// regular file (files/input_file.hpp).
+files::UniqueFd open_client_file(const std::string& path, const Peer& peer) {
   files::UniqueFd fd;
   {
     files::FsCredentials as_peer(peer.uid, peer.gid);  // a no-op unless zkfarmd is root
@@ -79,6 +87,8 @@ files::UniqueFd open_input(const std::string& path, const Peer& peer) {
   }
   return fd;
 }
+
+namespace {
 
 SubmitCheck refused(std::string why) {
   SubmitCheck c;
@@ -97,7 +107,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 void take_witness(const std::string& path, uint32_t k, const Peer& peer, const std::string& zkey_source,
                   const std::string& zkey, const KeyFacts& key, int dir_fd, const std::string& job_dir,
                   Partition& p, uint64_t& bytes) {
-  files::UniqueFd fd = open_input(path, peer);
+  files::UniqueFd fd = open_client_file(path, peer);
   const std::string name = std::to_string(k) + ".wtns";
   bytes = files::copy_into(fd.get(), path, dir_fd, name, 0400, {}, files::TempMethod::kAuto, files::CopyHash::kNone)
               .bytes;
@@ -118,12 +128,12 @@ void take_witness(const std::string& path, uint32_t k, const Peer& peer, const s
   }
 }
 
-// Takes every witness of a job on `pool` and waits for all of them. The
+// Takes every partition's file of a job on `pool` (`take(k)` copies and
+// checks file k, returning the bytes copied) and waits for all of them. The
 // first failure by index (so the same submit is refused with the same
 // message however the threads ran) is rethrown; after one failure the rest
 // are skipped. Returns the bytes copied.
-uint64_t copy_witnesses(const std::vector<std::string>& paths, const Peer& peer, Job& job, const KeyFacts& key,
-                        int dir_fd, const std::string& job_dir, CheckPool& pool) {
+uint64_t take_all(size_t n, CheckPool& pool, const std::function<uint64_t(size_t)>& take) {
   struct Shared {
     std::mutex m;
     std::condition_variable cv;
@@ -132,14 +142,13 @@ uint64_t copy_witnesses(const std::vector<std::string>& paths, const Peer& peer,
     std::vector<std::exception_ptr> errors;
     std::vector<uint64_t> bytes;
   } st;
-  st.left = paths.size();
-  st.errors.resize(paths.size());
-  st.bytes.resize(paths.size());
+  st.left = n;
+  st.errors.resize(n);
+  st.bytes.resize(n);
   auto one = [&](size_t k) {
     if (!st.failed) {
       try {
-        take_witness(paths[k], uint32_t(k), peer, job.zkey_source, job.zkey, key, dir_fd, job_dir, job.parts[k],
-                     st.bytes[k]);
+        st.bytes[k] = take(k);
       } catch (...) {
         st.errors[k] = std::current_exception();
         st.failed = true;
@@ -148,7 +157,7 @@ uint64_t copy_witnesses(const std::vector<std::string>& paths, const Peer& peer,
     std::lock_guard lock(st.m);
     if (--st.left == 0) st.cv.notify_all();
   };
-  for (size_t k = 0; k < paths.size(); ++k)
+  for (size_t k = 0; k < n; ++k)
     if (!pool.post([&one, k] { one(k); })) one(k);  // a full queue: this thread copies it itself
   {
     std::unique_lock lock(st.m);
@@ -176,6 +185,110 @@ void CheckedKeys::remember(const std::string& sha, const KeyFacts& facts) {
   entries_.emplace_back(sha, facts);
 }
 
+TakenKey take_key(const std::string& source, const Peer& peer, const SubmitContext& ctx) {
+  // One private copy per content (inputs/keys/SHA256.zkey). An unchanged
+  // source (same inode, size, mtime and ctime) is not read again.
+  const auto t_key = std::chrono::steady_clock::now();
+  TakenKey k;
+  files::UniqueFd key_fd = open_client_file(source, peer);
+  const files::FileIdentity ident = files::FileIdentity::of(key_fd.get(), source);
+  std::string sha = ctx.key_hashes->lookup(ident);
+  files::UniqueFd keys_dir = files::open_dir(ctx.inputs_dir + "/keys");
+  if (sha.empty() || !files::exists_nofollow(keys_dir.get(), ctx.inputs_dir + "/keys", sha + ".zkey")) {
+    const std::string incoming = "incoming-" + ctx.token + ".zkey";
+    files::CopyResult c = files::copy_into(key_fd.get(), source, keys_dir.get(), incoming, 0400);
+    sha = c.sha256_hex;
+    if (::renameat(keys_dir.get(), incoming.c_str(), keys_dir.get(), (sha + ".zkey").c_str()) != 0) {
+      const int err = errno;
+      ::unlinkat(keys_dir.get(), incoming.c_str(), 0);
+      throw files::FileError(ctx.inputs_dir + "/keys", err, ctx.inputs_dir + "/keys: cannot store the key: " + std::strerror(err));
+    }
+    ctx.key_hashes->remember(c.source, sha);
+  }
+  key_fd.reset();
+  k.path = ctx.inputs_dir + "/keys/" + sha + ".zkey";
+  k.sha256 = sha;
+  k.facts = stored_key_facts(k.path, source, sha, *ctx.checked_keys, &k.cached);
+  k.ms = ms_since(t_key);
+  return k;
+}
+
+KeyFacts stored_key_facts(const std::string& path, const std::string& source, const std::string& sha,
+                          CheckedKeys& checked, bool* cached) {
+  // The private copy is immutable and named by its content: a key checked
+  // once (Zkey::open reads every coordinate of it) is not checked again.
+  std::optional<KeyFacts> facts = checked.lookup(sha);
+  if (cached) *cached = facts.has_value();
+  if (facts) return *facts;
+  try {
+    const Zkey key = Zkey::open(path);
+    facts = KeyFacts{key.n_vars, key.n_public, std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key))};
+  } catch (const InputError& e) {  // name the client's file, not our copy
+    std::string m = e.what();
+    if (auto at = m.find(path); at != std::string::npos) m.replace(at, path.size(), source);
+    throw InputError(m);
+  }
+  checked.remember(sha, *facts);
+  return *facts;
+}
+
+namespace {
+
+// Absolute paths from a request's list field: 1..kMaxPartitions of them.
+std::vector<std::string> path_list(const json& req, const char* field, const char* what) {
+  if (!req.contains(field) || !req[field].is_array() || req[field].empty())
+    throw InputError(std::string("a job needs at least one ") + what);
+  if (req[field].size() > kMaxPartitions)
+    throw InputError("a job may have at most " + std::to_string(kMaxPartitions) + " " + what + "s");
+  std::vector<std::string> paths;
+  for (const auto& w : req[field]) {
+    if (!w.is_string()) throw protocol::ProtocolError(std::string(field) + " must be a list of paths");
+    paths.push_back(w.get<std::string>());
+    if (paths.back().empty() || paths.back()[0] != '/') throw InputError("paths must be absolute: " + paths.back());
+  }
+  return paths;
+}
+
+// BN254's r as a .wtns header holds it: the prime every input value is below.
+std::vector<uint8_t> scalar_prime_le() {
+  std::vector<uint8_t> p(32);
+  for (int i = 0; i < 32; ++i) p[size_t(i)] = uint8_t(FrParams::kModulus[i / 8] >> (8 * (i % 8)));
+  return p;
+}
+
+// One circom input taken: opened with the submitter's rights, no larger than
+// `max_bytes`, copied into the job's folder as K.json and read back: its
+// values must be field elements (witgen/input_json.hpp); which signals the
+// circuit has is the generator's to say, at synthesis.
+uint64_t take_input(const std::string& path, uint32_t k, const Peer& peer, uint64_t max_bytes, int dir_fd,
+                    const std::string& job_dir, Partition& p) {
+  files::UniqueFd fd = open_client_file(path, peer);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw files::FileError(path, errno, path + ": cannot stat: " + std::strerror(errno));
+  if (uint64_t(st.st_size) > max_bytes)
+    throw InputError(path + ": " + std::to_string(st.st_size) + " bytes, more than input_max_bytes (" +
+                     std::to_string(max_bytes) + ")");
+  const std::string name = std::to_string(k) + ".json";
+  const uint64_t bytes =
+      files::copy_into(fd.get(), path, dir_fd, name, 0400, {}, files::TempMethod::kAuto, files::CopyHash::kNone).bytes;
+  p.input = job_dir + "/" + name;
+  p.input_source = path;
+  std::string text;
+  {
+    std::ifstream in(p.input, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  static const std::vector<uint8_t> prime = scalar_prime_le();
+  try {
+    witgen::parse_input(text, prime);
+  } catch (const witgen::InputFault& e) {
+    throw InputError(path + ": " + e.what());
+  }
+  return bytes;
+}
+
+}  // namespace
+
 // Runs on a CheckPool thread: reads only its arguments and the files they name.
 SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitContext& ctx) {
   SubmitCheck out;
@@ -183,68 +296,47 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
   const std::string job_dir = ctx.inputs_dir + "/jobs/" + ctx.token;
   try {
     Job job;
-    job.zkey_source = protocol::get_str(req, "zkey");
     job.out = protocol::get_str(req, "out");
     job.owner_uid = peer.uid;
     job.owner_gid = peer.gid;
     auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
     if (!prio) return refused("priority must be low, normal, high or critical");
     job.priority = *prio;
-    if (!req.contains("wtns") || !req["wtns"].is_array() || req["wtns"].empty())
-      return refused("a job needs at least one witness");
-    if (req["wtns"].size() > kMaxPartitions)
-      return refused("a job may have at most " + std::to_string(kMaxPartitions) + " witnesses");
-    for (const auto& p : {job.zkey_source, job.out})
-      if (p.empty() || p[0] != '/') return refused("paths must be absolute: " + p);
-    std::vector<std::string> paths;
-    for (const auto& w : req["wtns"]) {
-      if (!w.is_string()) throw protocol::ProtocolError("wtns must be a list of paths");
-      paths.push_back(w.get<std::string>());
-      if (paths.back().empty() || paths.back()[0] != '/') return refused("paths must be absolute: " + paths.back());
-    }
+    if (job.out.empty() || job.out[0] != '/') return refused("paths must be absolute: " + job.out);
+    const bool inputs = req.contains("circuit");
+    const std::vector<std::string> paths = inputs ? path_list(req, "inputs", "input") : path_list(req, "wtns", "witness");
 
-    // The key: one private copy per content (inputs/keys/SHA256.zkey). An
-    // unchanged source (same inode, size, mtime and ctime) is not read again.
-    const auto t_key = std::chrono::steady_clock::now();
-    files::UniqueFd key_fd = open_input(job.zkey_source, peer);
-    const files::FileIdentity ident = files::FileIdentity::of(key_fd.get(), job.zkey_source);
-    std::string sha = ctx.key_hashes->lookup(ident);
-    files::UniqueFd keys_dir = files::open_dir(ctx.inputs_dir + "/keys");
-    if (sha.empty() || !files::exists_nofollow(keys_dir.get(), ctx.inputs_dir + "/keys", sha + ".zkey")) {
-      const std::string incoming = "incoming-" + ctx.token + ".zkey";
-      files::CopyResult c = files::copy_into(key_fd.get(), job.zkey_source, keys_dir.get(), incoming, 0400);
-      sha = c.sha256_hex;
-      if (::renameat(keys_dir.get(), incoming.c_str(), keys_dir.get(), (sha + ".zkey").c_str()) != 0) {
-        const int err = errno;
-        ::unlinkat(keys_dir.get(), incoming.c_str(), 0);
-        throw files::FileError(ctx.inputs_dir + "/keys", err, ctx.inputs_dir + "/keys: cannot store the key: " + std::strerror(err));
-      }
-      ctx.key_hashes->remember(c.source, sha);
+    // The key: a circuit's (registered with it), or the one the client names.
+    KeyFacts facts;
+    if (inputs) {
+      if (!ctx.circuit)
+        return refused("no circuit '" + protocol::get_str(req, "circuit").substr(0, 64) +
+                       "' (zkfarmctl circuit list; circuit add registers one)");
+      const auto t_key = std::chrono::steady_clock::now();
+      job.circuit = ctx.circuit->record.name;
+      job.generator = ctx.circuit->generator;
+      job.zkey = ctx.circuit->zkey;
+      job.zkey_sha256 = ctx.circuit->record.zkey_sha256;
+      job.zkey_source = ctx.circuit->record.zkey_source;
+      bool cached = false;
+      facts = stored_key_facts(job.zkey, job.zkey_source, job.zkey_sha256, *ctx.checked_keys, &cached);
+      out.key_cached = cached;
+      out.key_ms = ms_since(t_key);
+    } else {
+      job.zkey_source = protocol::get_str(req, "zkey");
+      if (job.zkey_source.empty() || job.zkey_source[0] != '/') return refused("paths must be absolute: " + job.zkey_source);
+      TakenKey k = take_key(job.zkey_source, peer, ctx);
+      job.zkey = k.path;
+      job.zkey_sha256 = k.sha256;
+      facts = k.facts;
+      out.key_cached = k.cached;
+      out.key_ms = k.ms;
     }
-    key_fd.reset();
-    job.zkey = ctx.inputs_dir + "/keys/" + sha + ".zkey";
-    job.zkey_sha256 = sha;
-    // The private copy is immutable and named by its content: a key checked
-    // once (Zkey::open reads every coordinate of it) is not checked again.
-    std::optional<KeyFacts> facts = ctx.checked_keys->lookup(sha);
-    out.key_cached = facts.has_value();
-    if (!facts) {
-      try {
-        const Zkey key = Zkey::open(job.zkey);
-        facts = KeyFacts{key.n_vars, key.n_public, std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key))};
-      } catch (const InputError& e) {  // name the client's file, not our copy
-        std::string m = e.what();
-        if (auto at = m.find(job.zkey); at != std::string::npos) m.replace(at, job.zkey.size(), job.zkey_source);
-        return refused(m);
-      }
-      ctx.checked_keys->remember(sha, *facts);
-    }
-    out.vk = facts->vk;
-    out.key_ms = ms_since(t_key);
+    out.vk = facts.vk;
 
-    // The witnesses: copied and checked on the copy pool, several at once and
-    // in the order jobs were submitted (first submitted, first accepted), into
-    // this job's own folder.
+    // The witnesses or inputs: copied and checked on the copy pool, several
+    // at once and in the order jobs were submitted (first submitted, first
+    // accepted), into this job's own folder.
     const auto t_wtns = std::chrono::steady_clock::now();
     if (::mkdir(job_dir.c_str(), 0700) != 0) {
       const int err = errno;
@@ -252,10 +344,21 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     }
     files::UniqueFd dir = files::open_dir(job_dir);
     job.parts.resize(paths.size());
-    out.witness_bytes = copy_witnesses(paths, peer, job, *facts, dir.get(), job_dir, *ctx.copy_pool);
+    if (inputs) {
+      out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, [&](size_t k) {
+        return take_input(paths[k], uint32_t(k), peer, ctx.input_max_bytes, dir.get(), job_dir, job.parts[k]);
+      });
+    } else {
+      out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, [&](size_t k) {
+        uint64_t bytes = 0;
+        take_witness(paths[k], uint32_t(k), peer, job.zkey_source, job.zkey, facts, dir.get(), job_dir, job.parts[k],
+                     bytes);
+        return bytes;
+      });
+    }
     out.witness_ms = ms_since(t_wtns);
-    job.slot_bytes = uint64_t(facts->n_vars) * 32;  // witness_bytes(key): a slot carries the witness
-    job.n_public = facts->n_public;
+    job.slot_bytes = uint64_t(facts.n_vars) * 32;  // witness_bytes(key): a slot carries the witness
+    job.n_public = facts.n_public;
     // The output folder, made now (as the submitter) so a bad --out is refused
     // at once rather than after the proofs. When zkfarmd cannot take the
     // submitter's rights (it runs as another user, not root), it writes
@@ -312,6 +415,8 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
   if (!intake_fault_.empty())
     return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
   SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_, copy_pool_};
+  if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuit_for_submit(*name);
+  ctx.input_max_bytes = cfg_.input_max_bytes;
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
   PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token};
   const bool queued = submit_pool_->post([promise, req, peer, ctx] {

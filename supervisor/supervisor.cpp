@@ -19,6 +19,8 @@
 #include "protocol/worker_channel.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/process.hpp"
+#include "witgen/generator_build.hpp"
+#include "witgen/subprocess.hpp"
 
 #include <systemd/sd-daemon.h>
 
@@ -176,12 +178,24 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
     ::chmod(path.c_str(), 0700);
   }
+  // Built witness generators, by content hash (circuits.cpp).
+  {
+    const std::string path = cfg_.state_dir + "/circuits";
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+      throw std::runtime_error(path + " is not a folder of zkfarmd's user");
+  }
+  witgen_root_ = witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string());
+  build_pool_ = std::make_unique<CheckPool>(cfg_.generator_builds, 16);
   submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
   // Room for every witness of the submits being checked (each job at most 100000).
   copy_pool_ = std::make_shared<CheckPool>(cfg_.submit_copies, size_t(cfg_.submit_checks) * 100000);
   journal_thread_ = std::make_unique<SerialWorker>("zkfarmd-journal");
   delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
   restore_from_journal();
+  load_circuits();
   housekeeping(true);
   log_->info("zkfarmd {} pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
              getpid(), cfg_.state_dir, arena_.kind(), arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
@@ -319,6 +333,7 @@ int Supervisor::run() {
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
     retry_intake();
     finish_submits();
+    finish_circuit_adds();
     housekeeping(false);
     check_deadlines();
     advance_release_waits();
@@ -392,7 +407,16 @@ void Supervisor::pump_worker_output() {
 void Supervisor::reap_children() {
   for (;;) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    pid_t pid;
+    {
+      // A child a thread runs (a compiler building a witness generator:
+      // witgen/subprocess.hpp) is that thread's to reap; peek first.
+      std::lock_guard<std::mutex> lock(witgen::ChildRegistry::mutex());
+      siginfo_t si{};
+      if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return;
+      if (witgen::ChildRegistry::owns(si.si_pid)) return;  // reaped by its thread within 50 ms
+      pid = ::waitpid(si.si_pid, &status, WNOHANG);
+    }
     if (pid <= 0) return;
     std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
                                         : std::string("signal ") + strsignal(WTERMSIG(status));
@@ -576,6 +600,9 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
   if (synth) {
     p->synth_ms = now_ms() - p->stage_start_ms;
     p->state = PartState::kSynthesized;
+    // A witness made from circom inputs: its public signals (values 1..nPublic)
+    // are in the slot now; public.json and the verification read them there.
+    if (job->inputs() && p->slot) take_public_signals(*job, *p);
     log_->debug("job {} partition {}: synthesized by {}", ref.job, ref.index, w.id);
   } else {
     p->prove_ms = now_ms() - p->stage_start_ms;
@@ -627,8 +654,9 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   // anything; a second proof of the same partition (re-proved after a crash)
   // is refused. A journal fault keeps the write for later and goes on: the
   // proof is verified, so publishing it before it is journaled is safe.
-  journal_write([this, ref, proof_bytes, proved = wall_ms(), synth = p->synth_ms, prove = p->prove_ms] {
-    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, proved, synth, prove))
+  journal_write([this, ref, proof_bytes, proved = wall_ms(), synth = p->synth_ms, prove = p->prove_ms,
+                 pub = job->inputs() ? p->public_json : std::string()] {
+    if (!journal_.add_proof(ref.job, ref.index, proof_bytes, proved, synth, prove, pub))
       inbox_.post([this, ref] {
         log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
       });
@@ -730,7 +758,15 @@ void Supervisor::dispatch() {
     m["offset"] = slot->offset;
     m["size"] = slot->size;
     m["zkey"] = job->zkey;
-    m["wtns"] = p->wtns;
+    if (job->inputs()) {  // circom inputs: the synthesis worker runs the circuit's generator
+      m["generator"] = job->generator;
+      m["input"] = p->input;
+      m["input_name"] = p->input_source;
+      m["witness_timeout_ms"] = cfg_.witness_timeout_ms;
+      m["witness_memory_mib"] = cfg_.witness_memory_mib;
+    } else {
+      m["wtns"] = p->wtns;
+    }
     send_to_worker(w, m);
     w.assigned.push_back(*ref);
     w.state = WorkerState::kBusy;

@@ -84,6 +84,14 @@ class CheckedKeys {
   std::vector<std::pair<std::string, KeyFacts>> entries_;
 };
 
+/// A registered circuit as a submit of inputs needs it (looked up on the
+/// loop when the submit starts, so the check reads no shared table).
+struct CircuitForSubmit {
+  CircuitRecord record;
+  std::string generator;  ///< its generator's executable (STATE/circuits/HASH/generator)
+  std::string zkey;       ///< its key's private copy (STATE/inputs/keys/SHA256.zkey)
+};
+
 struct SubmitContext {
   std::string inputs_dir;
   std::string token;
@@ -91,7 +99,64 @@ struct SubmitContext {
   std::shared_ptr<CheckedKeys> checked_keys;
   /// Witness copies of every submit, submit_copies at once, first submitted first.
   std::shared_ptr<CheckPool> copy_pool;
+  /// A submit of inputs: the circuit it names (nullopt when there is none by that name).
+  std::optional<CircuitForSubmit> circuit;
+  uint64_t input_max_bytes = 64ull << 20;
 };
+
+/// A proving key taken from a client's file (take_key): its private copy
+/// (STATE/inputs/keys/SHA256.zkey), the hash, what a submit needs of it.
+struct TakenKey {
+  std::string path, sha256;
+  KeyFacts facts;
+  bool cached = false;  ///< checked before (CheckedKeys)
+  double ms = 0;        ///< time taken
+};
+
+/// A random 96-bit name in hex (folders of submits and circuit builds).
+std::string random_token();
+
+/// Opens a file a client names, with the client's rights (files/fs_credentials:
+/// when zkfarmd is root; otherwise the file's mode bits must let the client
+/// read it), refusing anything but a regular file without blocking. Throws
+/// files::FileError naming `path`.
+files::UniqueFd open_client_file(const std::string& path, const Peer& peer);
+
+/// What `circuit add` made on a build thread (circuits.cpp): the circuit, or why not.
+struct CircuitBuild {
+  std::optional<CircuitRecord> circuit;
+  std::string error;
+  std::shared_ptr<const VerifyingKey> vk;
+};
+
+/// Where and how `circuit add` builds generators.
+struct CircuitBuildContext {
+  std::string circuits_dir;  ///< STATE/circuits: HASH/generator, by content hash
+  std::string witgen_root;   ///< the generator hosts' sources (witgen::find_witgen_root)
+  unsigned jobs = 1;         ///< compilers at once
+  std::chrono::milliseconds timeout{0};
+};
+
+/// `circuit add` on a build thread: takes the key and the generator sources
+/// with `peer`'s rights, builds (or finds) the generator, checks it against
+/// the key. Never throws.
+CircuitBuild build_circuit(const nlohmann::json& req, const Peer& peer, const SubmitContext& ctx,
+                           const CircuitBuildContext& bc);
+
+/// A circuit as `circuit list` and `circuit add` answer it (docs/protocol.md).
+nlohmann::json circuit_json(const CircuitRecord& c);
+
+/// Opens `source` with `peer`'s rights, stores its content once under
+/// ctx.inputs_dir/keys (not read again while the file is unchanged), and
+/// checks it (stored_key_facts). Throws InputError naming `source` for a bad
+/// key, files::FileError for a file that cannot be taken.
+TakenKey take_key(const std::string& source, const Peer& peer, const SubmitContext& ctx);
+
+/// What a submit needs of the stored key at `path` (content `sha`): from
+/// `checked` if it was checked before (then *cached = true), else by a full
+/// Zkey::open, remembered. Throws InputError naming `source` (the client's name).
+KeyFacts stored_key_facts(const std::string& path, const std::string& source, const std::string& sha,
+                          CheckedKeys& checked, bool* cached = nullptr);
 
 /// Checks a submit request on a CheckPool thread (submit.cpp): opens the
 /// client's files with `peer`'s rights, copies them into the state dir by
@@ -148,7 +213,17 @@ class Supervisor {
   void on_worker_started(Worker& w, const nlohmann::json& msg);
   /// Sends `w` the PROVE of synthesized partition `ref` (dispatch()).
   void send_prove(Worker& w, const PartRef& ref);
+  /// A partition of circom inputs just synthesized: its public signals from
+  /// the witness in its slot, as public.json and for verification.
+  void take_public_signals(const Job& job, Partition& p);
   void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
+  // circuits.cpp: the registered circuits (zkfarmctl circuit add/list/remove).
+  void load_circuits();
+  void start_circuit_add(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
+  void finish_circuit_adds();
+  nlohmann::json circuit_request(const std::string& type, const nlohmann::json& req, const Peer& peer, Role role);
+  std::optional<CircuitForSubmit> circuit_for_submit(const std::string& name) const;
+  std::string generator_path(const std::string& hash) const;  ///< STATE/circuits/HASH/generator
   /// One control request; a null reply means it is held (answer_held answers it).
   nlohmann::json handle_request(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
   // submit.cpp: a job's files are checked on a thread of their own (a large key
@@ -298,6 +373,17 @@ class Supervisor {
   std::map<std::string, std::shared_ptr<const VerifyingKey>> verifying_keys_;  ///< by key SHA-256
   int64_t next_housekeeping_ms_ = 0;
   std::vector<PendingSubmit> pending_submits_;
+  std::map<std::string, CircuitRecord> circuits_;  ///< by name (journaled)
+  std::unique_ptr<CheckPool> build_pool_;          ///< generator builds, generator_builds at once
+  struct PendingBuild {
+    std::string identity;
+    std::future<CircuitBuild> result;
+    std::string name;
+    uint32_t owner_uid = 0;
+  };
+  std::vector<PendingBuild> pending_builds_;
+  std::set<std::string> building_;  ///< names whose add is in progress
+  std::string witgen_root_;         ///< the generator hosts' sources
   int64_t drain_deadline_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
   mutable std::mutex snapshot_mutex_;

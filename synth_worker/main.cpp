@@ -1,14 +1,21 @@
 // zkfarm-synth: the witness worker. Started by zkfarmd; connects to its
 // workers socket, says READY, and answers each SYNTH by reading the
-// partition's .wtns, checking it against its key (prime, count, every value
-// canonical) and writing its values into the named arena slot (SYNTH_DONE).
+// partition's .wtns -- or, for a job of circom inputs, by running the
+// circuit's witness generator on the input in a process of its own
+// (witgen/generator_run.hpp: a failed assertion, a crash or an endless loop
+// fails this partition only) -- checking the witness against its key (prime,
+// count, every value canonical) and writing its values into the named arena
+// slot (SYNTH_DONE).
 // Synthesis proper (a = A·w, b = B·w, c = a∘b) runs in the GPU worker, next to
 // the prove step: docs/decisions.md, "What runs where".
 // Protocol: docs/protocol.md. Exit codes: protocol/worker_channel.hpp
 //   0 SHUTDOWN or SIGTERM; 1 internal error; 2 bad usage or ZKFARM_FAULT;
 //   3 cannot attach the arena or connect (do not respawn);
 //   4 supervisor lost (heartbeat timeout, parent died).
+#include <fcntl.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <variant>
@@ -20,6 +27,7 @@
 #include "protocol/worker_main.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
+#include "witgen/generator_run.hpp"
 
 namespace {
 
@@ -28,13 +36,49 @@ namespace proto = zkfarm::protocol;
 
 constexpr const char* kVersion = "0.1.0";
 
-// One SYNTH: fields offset, size, zkey, wtns (ProtocolError when missing).
+// The witness of a partition of circom inputs: the generator run on the
+// input (fields generator, input, input_name, witness_timeout_ms,
+// witness_memory_mib), into a memfd; InputError naming the client's input
+// file for anything the input or the circuit did wrong.
+Wtns generate(const proto::Message& req, const Zkey& key) {
+  const std::string generator = proto::get_str(req, "generator");
+  const std::string input = proto::get_str(req, "input");
+  const std::string name = proto::find_str(req, "input_name").value_or(input);
+  files::UniqueFd in(::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in) throw InputError(name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
+  witgen::GeneratorInfo info;
+  info.n8 = 32;
+  info.witness_size = key.n_vars;
+  witgen::GenerateOptions opt;
+  opt.timeout = std::chrono::milliseconds(req.value("witness_timeout_ms", uint64_t(600000)));
+  opt.memory_bytes = req.value("witness_memory_mib", uint64_t(0)) << 20;
+  opt.cancel = &proto::abort_flag();
+  files::UniqueFd out;
+  try {
+    out = witgen::generate_witness(generator, in.get(), info, opt);
+  } catch (const witgen::GenerateError& e) {
+    if (proto::abort_flag().load()) throw Cancelled();
+    throw InputError(name + ": " + e.what());
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(out.get());
+  try {
+    Wtns w = Wtns::open(path);  // maps it: the memfd may close now
+    w.path = name + " (its witness)";
+    return w;
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    if (auto at = m.find(path); at != std::string::npos) m.replace(at, path.size(), name + " (its witness)");
+    throw InputError(m);
+  }
+}
+
+// One SYNTH: fields offset, size, zkey, and wtns or a generator and its input
+// (ProtocolError when missing).
 proto::WorkResult synth(const proto::Message& req, const shm::Arena& arena, KeyCache<std::monostate>& keys) {
   const std::string zkey = proto::get_str(req, "zkey");
-  const std::string wtns_path = proto::get_str(req, "wtns");
   return proto::run_step([&] {
     const Zkey& key = *keys.get(zkey).key;
-    Wtns wtns = Wtns::open(wtns_path);
+    Wtns wtns = req.contains("generator") ? generate(req, key) : Wtns::open(proto::get_str(req, "wtns"));
     check_witness_matches(key, wtns);
     if (proto::abort_flag().load()) throw Cancelled();
     std::memcpy(proto::request_witness(req, arena, key), wtns.values.data(), witness_bytes(key));

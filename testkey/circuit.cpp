@@ -1,5 +1,10 @@
 #include "testkey/circuit.hpp"
 
+#include <cstring>
+
+#include "groth16/errors.hpp"
+#include "groth16/r1cs.hpp"
+
 #include "testkey/random.hpp"
 
 namespace zkfarm::testkey {
@@ -103,6 +108,38 @@ std::vector<Fr> Circuit::witness(std::mt19937_64& rng) const {
     }
   }
   return w;
+}
+
+}  // namespace zkfarm::testkey
+
+namespace zkfarm::testkey {
+
+Circuit circuit_from_r1cs(const std::string& path) {
+  const R1cs r1cs = R1cs::open(path);
+  U256 r;
+  for (int i = 0; i < 4; ++i) r[size_t(i)] = FrParams::kModulus[i];
+  if (r1cs.n8 != 32 || r1cs.prime != r)
+    throw InputError(path + ": the circuit is not over BN254's scalar field (compile it with circom -p bn128)");
+  Circuit c;
+  c.n_public = r1cs.n_pub_out + r1cs.n_pub_in;
+  c.n_private_inputs = r1cs.n_prv_in;
+  c.signals.assign(r1cs.n_wires, SignalDef{SignalDef::kInput, 0});
+  c.signals[0].kind = SignalDef::kOne;
+  c.constraints.reserve(r1cs.n_constraints);
+  auto terms = [](const LinearCombination& lc) {
+    std::vector<Term> out(lc.size());
+    for (uint32_t i = 0; i < lc.size(); ++i) {
+      const R1csTerm t = lc.term(i);
+      U256 v;  // canonical in the file (open() checked it is below r)
+      std::memcpy(v.data(), t.coeff.data(), 32);
+      out[i] = {t.wire, Fr::from_u256(v)};
+    }
+    return out;
+  };
+  r1cs.for_each_constraint([&](uint32_t, const R1csConstraint& k) {
+    c.constraints.push_back({terms(k.a), terms(k.b), terms(k.c)});
+  });
+  return c;
 }
 
 }  // namespace zkfarm::testkey

@@ -45,6 +45,14 @@ struct Circuit {
 /// (every public input appears in some constraint when n_constraints allows).
 Circuit make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed);
 
+/// The circuit of a circom .r1cs (any circuit, e.g. circomlib's SHA-256), for
+/// a key of it: constraints as they are, nPublic = public outputs + public
+/// inputs (snarkjs's count), nVars = the r1cs's wires. `signals` are only
+/// counted (SignalDef kInput each): witness() cannot be used, the circuit's
+/// own generator makes witnesses. Throws InputError (a bad file, a prime
+/// other than BN254's r).
+Circuit circuit_from_r1cs(const std::string& path);
+
 /// Σ coef·w[signal] over a linear combination.
 Fr eval(const std::vector<Term>& lc, const std::vector<Fr>& w);
 

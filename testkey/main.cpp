@@ -1,5 +1,8 @@
 // zkfarm-testkey: large, valid Groth16 test keys without a powers-of-tau ceremony.
 //   zkfarm-testkey --constraints N --public P --out PREFIX [--seed S] [--witnesses K] [--threads T]
+//   zkfarm-testkey --r1cs CIRCUIT.r1cs --out PREFIX [--seed S] [--threads T]
+//     (a key for a real circuit, e.g. circomlib's SHA-256: PREFIX.zkey and
+//     PREFIX.vkey.json only; the circuit's own generator makes witnesses)
 // Writes PREFIX.r1cs, PREFIX.zkey, PREFIX.vkey.json, PREFIX.wtns and, with
 // --witnesses K, PREFIX.1.wtns … PREFIX.K.wtns for the same key.
 // INSECURE: the toxic waste is drawn here and could be kept; for tests and
@@ -23,7 +26,10 @@ int main(int argc, char** argv) {
   unsigned threads = 0;
   std::string prefix;
   std::optional<uint64_t> seed;
-  app.add_option("--constraints", constraints, "number of constraints N")->required()->check(CLI::Range(1u, (1u << 27) - 1024));
+  std::string r1cs;
+  auto* n_opt = app.add_option("--constraints", constraints, "number of constraints N")->check(CLI::Range(1u, (1u << 27) - 1024));
+  auto* r1cs_opt = app.add_option("--r1cs", r1cs, "a key for this circom circuit instead (writes .zkey and .vkey.json)");
+  n_opt->excludes(r1cs_opt);
   app.add_option("--public", pub, "public inputs P (default 1)")->check(CLI::Range(0u, 1u << 20));
   app.add_option("--out", prefix, "output prefix: PREFIX.r1cs, .zkey, .vkey.json, .wtns")->required();
   app.add_option("--seed", seed, "seed for the circuit, the witnesses and the toxic waste (default: random)");
@@ -32,6 +38,7 @@ int main(int argc, char** argv) {
   app.footer("Exit codes: 0 written, 1 I/O error, 2 usage.");
   try {
     app.parse(argc, argv);
+    if (constraints == 0 && r1cs.empty()) throw CLI::ValidationError("--constraints N or --r1cs FILE is required");
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
@@ -43,6 +50,16 @@ int main(int argc, char** argv) {
   };
   try {
     ThreadPool pool(threads);
+    if (!r1cs.empty()) {
+      const Circuit c = circuit_from_r1cs(r1cs);
+      lap("circuit read");
+      std::mt19937_64 trng(seed ? s ^ 0x70c1cULL : random_scalar()[1]);
+      write_zkey(c, ToxicWaste::draw(trng), prefix + ".zkey", prefix + ".vkey.json", pool);
+      lap("proving key");
+      std::printf("%s.zkey: %zu constraints, %u public, nVars %u (INSECURE test key for %s)\n", prefix.c_str(),
+                  c.constraints.size(), c.n_public, c.n_vars(), r1cs.c_str());
+      return 0;
+    }
     Circuit c = make_circuit(constraints, pub, s);
     std::mt19937_64 wrng(s ^ 0x5eedULL);
     write_r1cs(c, prefix + ".r1cs");

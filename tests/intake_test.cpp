@@ -83,7 +83,7 @@ struct Intake {
   SubmitCheck submit(const std::string& zkey, const std::vector<std::string>& wtns, const std::string& token) {
     json req = {{"zkey", zkey}, {"wtns", wtns}, {"out", dir / ("out-" + token)}};
     return check_submission(req, Peer{::geteuid(), ::getegid(), ::getpid()},
-                            SubmitContext{dir / "inputs", token, hashes, keys, copies});
+                            SubmitContext{dir / "inputs", token, hashes, keys, copies, std::nullopt});
   }
 };
 

@@ -1,5 +1,8 @@
 // zkfarm-prove: one Groth16 proof from a snarkjs proving key and witness, with
-// the argument order of `snarkjs groth16 prove`.
+// the argument order of `snarkjs groth16 prove`; `zkfarm-prove fullprove` from
+// a circom input instead, with the order of `snarkjs groth16 fullprove`: the
+// witness is made first by the circuit's generator (its wasm or its circom
+// --c folder, built once and cached; witgen/), in a process of its own.
 // Every proof is verified (groth16/verify.hpp) before anything is written.
 // Exit codes: 0 proved; 2 bad input or usage (one line on stderr naming the
 // file and the fault; no output file is written), including a proof that does
@@ -9,6 +12,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -16,10 +21,12 @@
 
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
+#include "files/unique_fd.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
 #include "groth16/verify.hpp"
+#include "tools/generator_arg.hpp"
 
 namespace {
 
@@ -46,8 +53,10 @@ std::pair<zkfarm::U256, zkfarm::U256> blinding(const std::string& spec) {
   return {*r, *s};
 }
 
-int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,
-        const std::string& public_path, const Options& opt) {
+// Proves `wtns` (already opened; `wtns_name` names it in messages) with the
+// key at `key_path`, verifies, writes both outputs or neither.
+int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
+          const std::string& proof_path, const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
   const auto [r, s] = blinding(opt.blinding);
   gpu::CudaOptions cuda;
@@ -60,7 +69,6 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
     throw gpu::DeviceError(std::string("--backend cuda: ") + e.what());
   }
   const Zkey& key = backend->load(key_path);
-  Wtns wtns = Wtns::open(wtns_path);
   check_witness_matches(key, wtns);
   const VerifyingKey vk = VerifyingKey::from_zkey(key);  // a bad key fails here, before the work
 
@@ -79,7 +87,7 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
     std::fprintf(stderr,
                  "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "
                  "or the backend computed a wrong result\n",
-                 wtns_path.c_str(), check.reason.c_str());
+                 wtns_name.c_str(), check.reason.c_str());
     return kExitBadInput;
   }
 
@@ -93,14 +101,41 @@ int run(const std::string& key_path, const std::string& wtns_path, const std::st
   return 0;
 }
 
+int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,
+        const std::string& public_path, const Options& opt) {
+  return prove(key_path, zkfarm::Wtns::open(wtns_path), wtns_path, proof_path, public_path, opt);
+}
+
+int fullprove(const std::string& input, const std::string& generator_path, const std::string& key_path,
+              const std::string& proof_path, const std::string& public_path, const Options& opt,
+              const zkfarm::tools::WitnessOptions& wo) {
+  using namespace zkfarm;
+  const std::string exe = tools::generator_for(generator_path, wo);
+  files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
+  const std::string name = input + " (its witness)";
+  Wtns wtns = tools::open_generated(wtns_fd, name);
+  return prove(key_path, wtns, name, proof_path, public_path, opt);
+}
+
+// `zkfarm-prove witness GENERATOR INPUT.json WITNESS.wtns`: snarkjs's `wtns
+// calculate`, with any generator kind.
+int witness(const std::string& generator_path, const std::string& input, const std::string& out,
+            const zkfarm::tools::WitnessOptions& wo) {
+  using namespace zkfarm;
+  const std::string exe = tools::generator_for(generator_path, wo);
+  files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
+  std::string bytes;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(wtns_fd.get(), buf, sizeof buf)) > 0;) bytes.append(buf, size_t(n));
+  write_file_atomic(out, bytes);
+  return 0;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
-      "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does."};
-  Options opt;
-  std::string key, wtns, proof, pub;
+namespace {
+
+void add_prover_flags(CLI::App& app, Options& opt) {
   app.add_option("--threads", opt.threads, "worker threads (default: all cores)")->check(CLI::Range(0u, 1024u));
   app.add_option("--backend", opt.backend, "auto (cuda when built and a GPU is present), cpu or cuda")
       ->capture_default_str()
@@ -111,23 +146,13 @@ int main(int argc, char** argv) {
   app.add_option("--test-blinding", opt.blinding,
                  "TESTS ONLY, breaks zero knowledge: fixed blinding scalars R,S (decimal) so that two backends' "
                  "proofs can be compared byte for byte");
-  app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
-  app.add_option("WITNESS.wtns", wtns, "witness (snarkjs/circom .wtns)")->required();
-  app.add_option("PROOF.json", proof, "proof output")->required();
-  app.add_option("PUBLIC.json", pub, "public signals output")->required();
   app.set_version_flag("--version", "zkfarm-prove 0.1.0");
+}
+
+template <class F>
+int guarded(F&& f) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zkfarm-prove: %s (see --help)\n", e.what());
-    return kExitBadInput;
-  }
-  try {
-    return run(key, wtns, proof, pub, opt);
+    return f();
   } catch (const zkfarm::InputError& e) {
     std::fprintf(stderr, "zkfarm-prove: %s\n", e.what());
     return kExitBadInput;
@@ -141,4 +166,71 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "zkfarm-prove: internal error: %s\n", e.what());
     return kExitInternal;
   }
+}
+
+int parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "zkfarm-prove: %s (see --help)\n", e.what());
+    return kExitBadInput;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (argc > 1 && std::strcmp(argv[1], "fullprove") == 0) {
+    CLI::App app{
+        "zkfarm-prove fullprove: make the witness from a circom input with the circuit's generator, then prove it.\n"
+        "GENERATOR is the circuit's .wasm (circom --wasm), its circom --c folder (built once with g++/nasm, or\n"
+        "wasm2c and gcc, and kept in $XDG_CACHE_HOME/zkfarm/generators), or a generator built before.\n"
+        "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 fullprove` does.",
+        "zkfarm-prove fullprove"};
+    zkfarm::tools::WitnessOptions fo;
+    std::string input, generator, key, proof, pub;
+    add_prover_flags(app, opt);
+    zkfarm::tools::add_witness_flags(app, fo);
+    app.add_option("INPUT.json", input, "the circuit's input signals (circom/snarkjs input.json)")->required();
+    app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
+    app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
+    app.add_option("PROOF.json", proof, "proof output")->required();
+    app.add_option("PUBLIC.json", pub, "public signals output")->required();
+    if (int code = parse(app, argc - 1, argv + 1); code >= 0) return code;
+    return guarded([&] { return fullprove(input, generator, key, proof, pub, opt, fo); });
+  }
+  if (argc > 1 && std::strcmp(argv[1], "witness") == 0) {
+    CLI::App app{
+        "zkfarm-prove witness: compute a circuit's witness from a circom input, as `snarkjs wtns calculate` does\n"
+        "(byte for byte the same .wtns). GENERATOR as for fullprove.",
+        "zkfarm-prove witness"};
+    zkfarm::tools::WitnessOptions wo;
+    std::string generator, input, out;
+    zkfarm::tools::add_witness_flags(app, wo);
+    app.set_version_flag("--version", "zkfarm-prove 0.1.0");
+    app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
+    app.add_option("INPUT.json", input, "the circuit's input signals")->required();
+    app.add_option("WITNESS.wtns", out, "the witness to write")->required();
+    if (int code = parse(app, argc - 1, argv + 1); code >= 0) return code;
+    return guarded([&] { return witness(generator, input, out, wo); });
+  }
+  CLI::App app{
+      "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
+      "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does.\n"
+      "`zkfarm-prove fullprove --help`: from a circom input.json instead of a witness;\n"
+      "`zkfarm-prove witness --help`: only the witness (snarkjs wtns calculate)."};
+  std::string key, wtns, proof, pub;
+  add_prover_flags(app, opt);
+  app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
+  app.add_option("WITNESS.wtns", wtns, "witness (snarkjs/circom .wtns)")->required();
+  app.add_option("PROOF.json", proof, "proof output")->required();
+  app.add_option("PUBLIC.json", pub, "public signals output")->required();
+  if (int code = parse(app, argc, argv); code >= 0) return code;
+  return guarded([&] { return run(key, wtns, proof, pub, opt); });
 }

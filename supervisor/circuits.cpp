@@ -1,0 +1,284 @@
+// Circuits in the farm (docs/witness.md): `zkfarmctl circuit add NAME --zkey
+// KEY (--wasm W | --c DIR)` takes the key and the circuit's witness generator
+// sources by content (with the requester's rights, as a submit does), builds
+// the generator once per content hash under STATE/circuits/HASH/, checks that
+// generator and key are of one circuit (the prime, and the witness size
+// against nVars), and journals the name. `circuit list`, `circuit remove`.
+// A submit of inputs names a circuit; its job keeps the generator's and the
+// key's paths, so removing the circuit later changes no accepted job.
+//
+// Who may add: a wasm generator runs inside wasm's sandbox (bounds-checked
+// memory, no calls but its four imports), so any control user may add one; a
+// --c circuit is native code run with zkfarmd's user's rights, so adding one
+// is an admin's action, like an upgrade (docs/security.md).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "files/file_error.hpp"
+#include "files/fs_credentials.hpp"
+#include "files/input_file.hpp"
+#include "files/safe_write.hpp"
+#include "groth16/decimal.hpp"
+#include "groth16/errors.hpp"
+#include "protocol/messages.hpp"
+#include "supervisor/supervisor.hpp"
+#include "witgen/generator_cache.hpp"
+#include "witgen/generator_run.hpp"
+
+namespace zkfarm::supervisor {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// At most this many files and bytes in a --c folder (a big circuit's .cpp is
+// tens of MB, its .dat as much).
+constexpr size_t kMaxSourceFiles = 64;
+constexpr uint64_t kMaxSourceBytes = uint64_t(8) << 30;
+
+bool valid_name(const std::string& n) {
+  if (n.empty() || n.size() > 64 || n[0] == '.' || n[0] == '-') return false;
+  for (char c : n)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+  return true;
+}
+
+// BN254's r in decimal: what a generator's --info must say.
+std::string scalar_prime_decimal() {
+  U256 r;
+  for (int i = 0; i < 4; ++i) r[size_t(i)] = FrParams::kModulus[i];
+  return to_decimal(r);
+}
+
+}  // namespace
+
+json circuit_json(const CircuitRecord& c) {
+  return {{"name", c.name},
+          {"kind", c.kind},
+          {"generator", c.generator},
+          {"zkey_sha256", c.zkey_sha256},
+          {"zkey", c.zkey_source},
+          {"source", c.source},
+          {"owner_uid", c.owner_uid},
+          {"added_ms", c.added_ms},
+          {"n_vars", c.n_vars},
+          {"n_public", c.n_public}};
+}
+
+// On a build-pool thread: everything of `circuit add` that touches files and
+// compilers. Never throws; the error names the client's file and the fault.
+CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContext& ctx, const CircuitBuildContext& bc) {
+  CircuitBuild out;
+  const std::string incoming = bc.circuits_dir + "/incoming-" + ctx.token;
+  std::error_code ec;
+  try {
+    CircuitRecord c;
+    c.name = protocol::get_str(req, "name");
+    c.zkey_source = protocol::get_str(req, "zkey");
+    const auto wasm = protocol::find_str(req, "wasm");
+    const auto cdir = protocol::find_str(req, "c_dir");
+    c.source = wasm ? *wasm : cdir.value_or("");
+    for (const auto& p : {c.zkey_source, c.source})
+      if (p.empty() || p[0] != '/') throw InputError("paths must be absolute: " + p);
+    const TakenKey key = take_key(c.zkey_source, peer, ctx);
+    c.zkey_sha256 = key.sha256;
+    c.n_vars = key.facts.n_vars;
+    c.n_public = key.facts.n_public;
+    out.vk = key.facts.vk;
+
+    // The generator's sources, copied (with the requester's rights) into a
+    // folder of zkfarmd's own: only the copies are hashed, built and kept.
+    if (::mkdir(incoming.c_str(), 0700) != 0 && errno != EEXIST)
+      throw files::FileError(incoming, errno, "cannot create " + incoming + ": " + std::strerror(errno));
+    files::UniqueFd in_dir = files::open_dir(incoming);
+    witgen::GeneratorSources src;
+    src.dir = incoming;
+    if (wasm) {
+      files::UniqueFd fd = open_client_file(*wasm, peer);
+      files::copy_into(fd.get(), *wasm, in_dir.get(), "circuit.wasm", 0400, {}, files::TempMethod::kAuto,
+                       files::CopyHash::kNone);
+      src.kind = witgen::GeneratorKind::kWasm;
+      src.files = {"circuit.wasm"};
+      c.kind = "wasm";
+    } else {
+      std::vector<std::string> names;
+      {
+        files::FsCredentials as_peer(peer.uid, peer.gid);  // list it as the requester
+        for (const auto& e : fs::directory_iterator(*cdir))
+          if (e.is_regular_file()) names.push_back(e.path().filename().string());
+      }
+      try {
+        src.files = witgen::native_source_files(names);
+      } catch (const witgen::BuildError& e) {
+        throw InputError(*cdir + ": " + e.what());
+      }
+      if (src.files.size() > kMaxSourceFiles)
+        throw InputError(*cdir + ": " + std::to_string(src.files.size()) + " source files, more than " +
+                         std::to_string(kMaxSourceFiles));
+      uint64_t total = 0;
+      for (const auto& f : src.files) {
+        files::UniqueFd fd = open_client_file(*cdir + "/" + f, peer);
+        total += files::copy_into(fd.get(), *cdir + "/" + f, in_dir.get(), f, 0400, {}, files::TempMethod::kAuto,
+                                  files::CopyHash::kNone)
+                     .bytes;
+        if (total > kMaxSourceBytes) throw InputError(*cdir + ": more than 8 GiB of sources");
+      }
+      src.kind = witgen::GeneratorKind::kNative;
+      c.kind = "native";
+    }
+    c.generator = witgen::source_hash(src);
+    witgen::BuildOptions bo;
+    bo.witgen_root = bc.witgen_root;
+    bo.jobs = bc.jobs;
+    bo.timeout = bc.timeout;
+    const std::string exe = witgen::cached_generator(src, bc.circuits_dir, bo);
+    // Used now: housekeeping keeps an unused build for retention_hours from here.
+    fs::last_write_time(fs::path(exe).parent_path(), fs::file_time_type::clock::now(), ec);
+    const witgen::GeneratorInfo info = witgen::generator_info(exe, std::chrono::milliseconds(60000));
+    if (info.prime != scalar_prime_decimal() || info.n8 != 32)
+      throw InputError(c.source + ": the circuit is over another field (prime " + info.prime.substr(0, 20) +
+                       "…), the key over BN254's r (zkfarm proves bn128 circuits)");
+    if (info.witness_size != c.n_vars)
+      throw InputError(c.source + ": the circuit has " + std::to_string(info.witness_size) + " signals, " +
+                       c.zkey_source + " was made for " + std::to_string(c.n_vars) +
+                       " (nVars): they are not of one circuit");
+    out.circuit = std::move(c);
+  } catch (const InputError& e) {
+    out.error = e.what();
+  } catch (const files::FileError& e) {
+    out.error = e.what();
+  } catch (const witgen::BuildError& e) {
+    out.error = std::string("the witness generator cannot be built: ") + e.what();
+  } catch (const witgen::GenerateError& e) {
+    out.error = std::string("the built generator does not answer: ") + e.what();
+  } catch (const protocol::ProtocolError& e) {
+    out.error = std::string("bad request: ") + e.what();
+  } catch (const std::exception& e) {
+    out.error = std::string("cannot add the circuit: ") + e.what();
+  }
+  fs::remove_all(incoming, ec);
+  return out;
+}
+
+std::optional<CircuitForSubmit> Supervisor::circuit_for_submit(const std::string& name) const {
+  auto it = circuits_.find(name);
+  if (it == circuits_.end()) return std::nullopt;
+  return CircuitForSubmit{it->second, generator_path(it->second.generator),
+                          cfg_.state_dir + "/inputs/keys/" + it->second.zkey_sha256 + ".zkey"};
+}
+
+std::string Supervisor::generator_path(const std::string& hash) const {
+  return cfg_.state_dir + "/circuits/" + hash + "/generator";
+}
+
+void Supervisor::load_circuits() {
+  for (auto& c : journal_.circuits()) circuits_.emplace(c.name, std::move(c));
+  if (!circuits_.empty()) log_->info("journal: {} circuits registered", circuits_.size());
+}
+
+void Supervisor::start_circuit_add(const std::string& identity, const json& req, const Peer& peer, Role role) {
+  auto refuse = [&](const std::string& why) { send_reply(identity, {{"ok", false}, {"error", why}}); };
+  const std::string name = protocol::get_str(req, "name");
+  if (!valid_name(name))
+    return refuse("circuit names are 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-'");
+  const bool native = req.contains("c_dir");
+  if (native == req.contains("wasm")) return refuse("circuit add needs --wasm FILE or --c DIR (one of them)");
+  if (native && role != Role::kAdmin)
+    return refuse("permission denied: a --c circuit is native code that runs with zkfarmd's rights; adding one is "
+                  "for root, zkfarmd's user and members of admin_group (a --wasm circuit runs sandboxed: anyone "
+                  "may add it)");
+  if (auto it = circuits_.find(name); it != circuits_.end() && role != Role::kAdmin && it->second.owner_uid != peer.uid)
+    return refuse("circuit " + name + " exists and is uid " + std::to_string(it->second.owner_uid) + "'s");
+  if (building_.count(name)) return refuse("circuit " + name + " is being added already");
+  if (stopping_) return refuse("zkfarmd is stopping");
+  SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_, copy_pool_};
+  CircuitBuildContext bc{cfg_.state_dir + "/circuits", witgen_root_,
+                         cfg_.generator_build_jobs ? cfg_.generator_build_jobs
+                                                   : std::max(1u, std::thread::hardware_concurrency()),
+                         std::chrono::milliseconds(cfg_.generator_build_timeout_ms)};
+  auto promise = std::make_shared<std::promise<CircuitBuild>>();
+  PendingBuild pending{identity, promise->get_future(), name, peer.uid};
+  const bool queued = build_pool_->post([promise, req, peer, ctx, bc] {
+    try {
+      promise->set_value(build_circuit(req, peer, ctx, bc));
+    } catch (...) {
+      try {
+        promise->set_exception(std::current_exception());
+      } catch (...) {
+      }
+    }
+  });
+  if (!queued) return refuse("zkfarmd is busy: too many circuits are being built; retry later");
+  building_.insert(name);
+  log_->info("circuit {}: uid {} adds it ({} generator); building", name, peer.uid, native ? "native" : "wasm");
+  pending_builds_.push_back(std::move(pending));
+}
+
+void Supervisor::finish_circuit_adds() {
+  for (auto it = pending_builds_.begin(); it != pending_builds_.end();) {
+    if (it->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    CircuitBuild b;
+    try {
+      b = it->result.get();
+    } catch (const std::exception& e) {
+      b.error = std::string("cannot add the circuit: ") + e.what();
+    }
+    const std::string identity = it->identity, name = it->name;
+    const uint32_t owner = it->owner_uid;
+    it = pending_builds_.erase(it);
+    building_.erase(name);
+    if (!b.circuit) {
+      log_->warn("circuit {}: not added: {}", name, b.error);
+      send_reply(identity, {{"ok", false}, {"error", "circuit " + name + ": " + b.error}});
+      continue;
+    }
+    auto record = std::make_shared<CircuitRecord>(*b.circuit);
+    record->added_ms = wall_ms();
+    record->owner_uid = owner;
+    if (b.vk) verifying_keys_[record->zkey_sha256] = b.vk;
+    journal_thread_->post([this, identity, record] {
+      std::string error;
+      try {
+        journal_.put_circuit(*record);
+      } catch (const JournalError& e) {
+        error = e.what();
+      }
+      inbox_.post([this, identity, record, error] {
+        if (!error.empty())
+          return send_reply(identity, {{"ok", false}, {"error", "cannot journal the circuit: " + error}});
+        circuits_[record->name] = *record;
+        log_->info("circuit {}: added ({} generator {}, key {}, {} signals, {} public)", record->name, record->kind,
+                   record->generator.substr(0, 16), record->zkey_sha256.substr(0, 16), record->n_vars,
+                   record->n_public);
+        send_reply(identity, {{"ok", true}, {"circuit", circuit_json(*record)}});
+      });
+    });
+  }
+}
+
+json Supervisor::circuit_request(const std::string& type, const json& req, const Peer& peer, Role role) {
+  if (type == "circuit_list") {
+    json list = json::array();
+    for (const auto& [name, c] : circuits_) list.push_back(circuit_json(c));
+    return {{"ok", true}, {"circuits", list}};
+  }
+  // circuit_remove
+  const std::string name = protocol::get_str(req, "name");
+  auto it = circuits_.find(name);
+  if (it == circuits_.end()) return {{"ok", false}, {"error", "no circuit '" + name.substr(0, 64) + "'"}};
+  if (role != Role::kAdmin && it->second.owner_uid != peer.uid)
+    return {{"ok", false}, {"error", "permission denied: circuit " + name + " is uid " +
+                                         std::to_string(it->second.owner_uid) + "'s (its owner or an admin may remove it)"}};
+  circuits_.erase(it);
+  journal_write([this, name] { journal_.remove_circuit(name); });
+  log_->info("circuit {}: removed by uid {} (accepted jobs of it go on)", name, peer.uid);
+  return {{"ok", true}};
+}
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,316 @@
+"""Witness generation from circom inputs (issue 14), with real circomlib
+circuits compiled here by circom2 (npm): Poseidon, a depth-8 Poseidon Merkle
+inclusion proof, SHA-256 of a one-block message, and a circuit whose generator
+can fail (an assertion, an endless loop). For both generator kinds (the
+circuit's wasm through wasm2c, its circom --c folder):
+
+- witnesses byte for byte those of `snarkjs wtns calculate`;
+- `zkfarm-prove fullprove` proofs verified by snarkjs, public.json equal to
+  `snarkjs groth16 fullprove`'s;
+- every bad input of the issue: exit 2, a message naming the input file and
+  the fault, no proof file;
+- the farm: circuits added, jobs of inputs proved and verified, a bad input
+  failing its job with that message, a job surviving a SIGKILL of zkfarmd
+  after its input files are gone, each partition proved once.
+
+Run by ctest (tests/witgen/CMakeLists.txt) with ZKFARM_BIN, ZKFARM_SOURCE_DIR
+and ZKFARM_SHARED_FIXTURES in the environment.
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.environ["ZKFARM_SOURCE_DIR"], "tests", "farm"))
+from test_farm import BIN, SRC, Farm, ctl, snarkjs_verify  # noqa: E402
+from test_journal import become_subreaper  # noqa: E402
+
+CIRCUITS = os.path.join(SRC, "tests", "witgen", "circuits")
+NODE = os.path.join(SRC, "node_modules")
+P = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+WORK = None  # the module's folder: compiled circuits, keys, inputs
+
+
+def run(cmd, check=True, timeout=600, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}: {p.stdout}{p.stderr}")
+    return p
+
+
+def snarkjs(*args, check=True):
+    return run(["node", os.path.join(NODE, "snarkjs", "build", "cli.cjs"), *args], check=check, cwd=WORK)
+
+
+def prove_tool(*args, env=None, timeout=600):
+    e = dict(os.environ, XDG_CACHE_HOME=os.path.join(WORK, "cache"))
+    e.update(env or {})
+    return run([os.path.join(BIN, "zkfarm-prove"), *args], check=False, env=e, timeout=timeout)
+
+
+def circ(name, part=""):
+    """A compiled circuit's files: r1cs, its wasm, its --c folder, key, vkey."""
+    return {"r1cs": f"{WORK}/{name}.r1cs", "wasm": f"{WORK}/{name}_js/{name}.wasm", "c": f"{WORK}/{name}_cpp",
+            "zkey": f"{WORK}/{name}.zkey", "vkey": f"{WORK}/{name}.vkey.json"}[part] if part else name
+
+
+def write_json(name, obj):
+    path = os.path.join(WORK, name)
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    return path
+
+
+def setUpModule():
+    global WORK
+    become_subreaper()
+    WORK = tempfile.mkdtemp(prefix="zkfarm-witgen-")
+    os.chmod(WORK, 0o755)
+    for name in ("poseidon3", "merkle8", "merkle8_root", "sha256_440", "checks"):
+        # circom2 (WASI) reads includes only below its working directory.
+        run(["node", os.path.join(NODE, "circom2", "cli.js"), os.path.join("tests", "witgen", "circuits", name + ".circom"),
+             "--r1cs", "--wasm", "--c", "-o", WORK, "-l", "node_modules"], cwd=SRC)
+        if name != "merkle8_root":
+            run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", circ(name, "r1cs"), "--out", os.path.join(WORK, name),
+                 "--seed", "7"])
+    rng = random.Random(14)
+    write_json("poseidon3.0.json", {"in": ["1", "2", "3"]})
+    # Every way snarkjs reads a value: a number, decimal, hex, negative.
+    write_json("poseidon3.1.json", {"in": [42, "0x1f", "-5"]})
+    write_json("sha256_440.0.json", {"in": [rng.randint(0, 1) for _ in range(440)]})
+    for k in range(4):
+        inp = {"leaf": str(rng.randrange(P)), "pathElements": [str(rng.randrange(P)) for _ in range(8)],
+               "pathIndices": [rng.randint(0, 1) for _ in range(8)]}
+        root_in = write_json(f"merkle8_root.{k}.json", inp)
+        snarkjs("wtns", "calculate", circ("merkle8_root", "wasm"), root_in, f"{WORK}/root.wtns")
+        snarkjs("wtns", "export", "json", f"{WORK}/root.wtns", f"{WORK}/root.json")
+        with open(f"{WORK}/root.json") as f:
+            inp["root"] = json.load(f)[1]  # the output: witness value 1
+        write_json(f"merkle8.{k}.json", inp)
+    write_json("checks.0.json", {"a": 3, "b": [1, 2], "loop": 0})
+
+
+def tearDownModule():
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+GOOD = [("poseidon3", 0), ("poseidon3", 1), ("merkle8", 0), ("merkle8", 1), ("sha256_440", 0), ("checks", 0)]
+
+
+class OneShotTest(unittest.TestCase):
+    def test_witnesses_are_byte_for_byte_snarkjs_for_both_generator_kinds(self):
+        for name, k in GOOD:
+            inp = f"{WORK}/{name}.{k}.json"
+            snarkjs("wtns", "calculate", circ(name, "wasm"), inp, f"{WORK}/ref.wtns")
+            with open(f"{WORK}/ref.wtns", "rb") as f:
+                ref = f.read()
+            for kind in ("wasm", "c"):
+                out = f"{WORK}/{name}.{k}.{kind}.wtns"
+                p = prove_tool("witness", circ(name, kind), inp, out)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(out, "rb") as f:
+                    self.assertEqual(f.read(), ref, f"{name} input {k}: the {kind} witness differs from snarkjs's")
+
+    def test_fullprove_proofs_verify_and_public_json_is_snarkjs_fullproves(self):
+        for name, k in GOOD:
+            inp = f"{WORK}/{name}.{k}.json"
+            snarkjs("groth16", "fullprove", inp, circ(name, "wasm"), circ(name, "zkey"), f"{WORK}/sp.json",
+                    f"{WORK}/spub.json")
+            with open(f"{WORK}/spub.json") as f:
+                ref_public = f.read()
+            triples = []
+            for kind in ("wasm", "c"):
+                proof, pub = f"{WORK}/{name}.{k}.{kind}.proof.json", f"{WORK}/{name}.{k}.{kind}.public.json"
+                p = prove_tool("fullprove", inp, circ(name, kind), circ(name, "zkey"), proof, pub)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                with open(pub) as f:
+                    self.assertEqual(f.read(), ref_public, f"{name} {kind}: public.json differs from snarkjs fullprove's")
+                triples.append((circ(name, "vkey"), pub, proof))
+            ok, text = snarkjs_verify(triples)
+            self.assertTrue(ok, text)
+
+    def test_bad_inputs_exit_2_naming_the_file_and_the_fault_and_write_nothing(self):
+        cases = [
+            ({"a": 3, "loop": 0}, "a signal is missing"),
+            ({"a": 3, "b": [1, 2], "loop": 0, "z": 1}, "signal z is not an input of the circuit"),
+            ({"a": str(P), "b": [1, 2], "loop": 0}, "not a field element"),
+            ({"a": "-" + str(P), "b": [1, 2], "loop": 0}, "not a field element"),
+            ({"a": 3, "b": [1, 2, 3], "loop": 0}, "signal b has 3 values, the circuit's has 2"),
+            ({"a": 1.5, "b": [1, 2], "loop": 0}, "not an integer"),
+            ({"a": True, "b": [1, 2], "loop": 0}, "not a field element (a boolean)"),
+            ({"a": "12a", "b": [1, 2], "loop": 0}, "not a number"),
+            ({"a": 2 ** 60, "b": [1, 2], "loop": 0}, "beyond 2^53"),
+            ({"a": 7, "b": [1, 2], "loop": 0}, "Assert Failed"),
+        ]
+        for kind in ("wasm", "c"):
+            for obj, want in cases:
+                inp = write_json("bad.json", obj)
+                proof, pub = f"{WORK}/bad.proof.json", f"{WORK}/bad.public.json"
+                p = prove_tool("fullprove", inp, circ("checks", kind), circ("checks", "zkey"), proof, pub)
+                self.assertEqual(p.returncode, 2, f"{kind} {obj}: {p.stderr}")
+                self.assertIn(inp, p.stderr, f"{kind} {obj}: the message names the input file")
+                # circom's C++ says it its own way: "Failed assert in template/function Checks line 8"
+                alt = "Failed assert" if want == "Assert Failed" and kind == "c" else want
+                self.assertIn(alt, p.stderr, f"{kind} {obj}")
+                self.assertFalse(os.path.exists(proof) or os.path.exists(pub), "no output for a bad input")
+        # Not JSON at all, and a file that is not there.
+        with open(f"{WORK}/bad.json", "w") as f:
+            f.write("{\"a\": [1,")
+        p = prove_tool("fullprove", f"{WORK}/bad.json", circ("checks", "wasm"), circ("checks", "zkey"), "/tmp/x", "/tmp/y")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("not JSON", p.stderr)
+        p = prove_tool("fullprove", f"{WORK}/none.json", circ("checks", "wasm"), circ("checks", "zkey"), "/tmp/x", "/tmp/y")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("none.json: cannot open", p.stderr)
+
+    def test_a_hanging_generator_times_out_and_a_crashing_one_is_named(self):
+        inp = write_json("loop.json", {"a": 3, "b": [1, 2], "loop": 1})
+        for kind in ("wasm", "c"):
+            t0 = time.monotonic()
+            p = prove_tool("fullprove", "--timeout-ms", "1500", inp, circ("checks", kind), circ("checks", "zkey"),
+                           f"{WORK}/l.proof.json", f"{WORK}/l.public.json")
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(inp + ": witness generation timed out after 1500 ms", p.stderr)
+            self.assertFalse(os.path.exists(f"{WORK}/l.proof.json"))
+        # A generator that crashes (a built one is any executable with --info).
+        info = json.dumps({"kind": "native", "prime": str(P), "n8": 32, "witness_size": 6, "input_count": 4})
+        crash = os.path.join(WORK, "crashing-generator")
+        with open(crash, "w") as f:
+            f.write(f"#!/bin/sh\n[ \"$1\" = --info ] && {{ echo '{info}'; exit 0; }}\nkill -SEGV $$\n")
+        os.chmod(crash, 0o755)
+        p = prove_tool("fullprove", f"{WORK}/checks.0.json", crash, circ("checks", "zkey"), f"{WORK}/c.proof.json",
+                       f"{WORK}/c.public.json")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("checks.0.json: the generator crashed (killed by signal 11", p.stderr)
+
+    def test_a_generator_of_another_circuit_is_refused_by_the_key(self):
+        p = prove_tool("fullprove", f"{WORK}/poseidon3.0.json", circ("poseidon3", "wasm"), circ("merkle8", "zkey"),
+                       f"{WORK}/m.proof.json", f"{WORK}/m.public.json")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("values, key expects nVars", p.stderr)
+
+
+def journal_proofs(state):
+    """{(job, partition): number of proofs} from the journal, read-only."""
+    db = sqlite3.connect(f"file:{state}/journal.sqlite?mode=ro", uri=True)
+    try:
+        return {(j, i): n for j, i, n in db.execute("SELECT job, idx, count(*) FROM proofs GROUP BY job, idx")}
+    finally:
+        db.close()
+
+
+class FarmTest(unittest.TestCase):
+    def setUp(self):
+        self.farms = []
+
+    def tearDown(self):
+        for f in self.farms:
+            f.close()
+
+    def farm(self, *extra, env=None, state=None):
+        f = Farm("--synth-workers", "2", *extra, env=env, state=state)
+        self.farms.append(f)
+        return f
+
+    def add(self, farm, name, circuit, kind):
+        code, out, err = ctl(farm.state, "circuit", "add", name, "--zkey", circ(circuit, "zkey"),
+                             "--wasm" if kind == "wasm" else "--c", circ(circuit, kind), check=False, timeout=900)
+        self.assertEqual(code, 0, err + farm.output())
+        return out
+
+    def test_jobs_of_inputs_for_both_generator_kinds_verify_and_bad_inputs_fail_their_job(self):
+        farm = self.farm()
+        self.assertIn("wasm generator", self.add(farm, "hash", "poseidon3", "wasm"))
+        self.assertIn("native generator", self.add(farm, "tree", "merkle8", "c"))
+        self.add(farm, "checks", "checks", "wasm")
+        listed = {c["name"]: c for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}
+        self.assertEqual(set(listed), {"hash", "tree", "checks"})
+        self.assertEqual(listed["tree"]["kind"], "native")
+        jobs = []
+        for name, circuit, inputs in (("hash", "poseidon3", [0, 1]), ("tree", "merkle8", [0, 1, 2, 3])):
+            out = os.path.join(farm.dir, "out-" + name)
+            code, job, err = ctl(farm.state, "submit", "--circuit", name, "--input",
+                                 *[f"{WORK}/{circuit}.{k}.json" for k in inputs], "--out", out, check=False)
+            self.assertEqual(code, 0, err)
+            jobs.append((job.strip(), circuit, inputs, out))
+        # A bad input of a third job: that job fails, naming the file; the others are untouched.
+        bad = write_json("farm-bad.json", {"a": 7, "b": [1, 2], "loop": 0})
+        code, bad_job, err = ctl(farm.state, "submit", "--circuit", "checks", "--input", bad, "--out",
+                                 os.path.join(farm.dir, "out-bad"), check=False)
+        self.assertEqual(code, 0, err)
+        code, _, err = ctl(farm.state, "wait", bad_job.strip(), "--timeout", "300", check=False)
+        self.assertEqual(code, 1)
+        self.assertIn(bad + ": the circuit failed: ", err)
+        self.assertIn("Assert Failed. Error in template Checks_0 line: 11", err)  # circom's words, with the line
+        for job, circuit, inputs, out in jobs:
+            code, _, err = ctl(farm.state, "wait", job, "--timeout", "300", check=False)
+            self.assertEqual(code, 0, err + farm.output())
+            ok, text = snarkjs_verify([(circ(circuit, "vkey"), f"{out}/{i}.public.json", f"{out}/{i}.proof.json")
+                                       for i in range(len(inputs))])
+            self.assertTrue(ok, text)
+            for i, k in enumerate(inputs):  # public.json from the generated witness: snarkjs fullprove's
+                snarkjs("groth16", "fullprove", f"{WORK}/{circuit}.{k}.json", circ(circuit, "wasm"),
+                        circ(circuit, "zkey"), f"{WORK}/fp.json", f"{WORK}/fpub.json")
+                with open(f"{WORK}/fpub.json") as a, open(f"{out}/{i}.public.json") as b:
+                    self.assertEqual(a.read(), b.read())
+        # An input refused at submit: its value is not a field element.
+        code, _, err = ctl(farm.state, "submit", "--circuit", "hash", "--input",
+                           write_json("farm-nan.json", {"in": ["1", "x", "3"]}), "--out", farm.dir, check=False)
+        self.assertEqual(code, 1)
+        self.assertIn("farm-nan.json: signal in value 1", err)
+        # A key of another circuit: the circuit is refused at add.
+        code, _, err = ctl(farm.state, "circuit", "add", "mixed", "--zkey", circ("merkle8", "zkey"), "--wasm",
+                           circ("poseidon3", "wasm"), check=False, timeout=900)
+        self.assertEqual(code, 1)
+        self.assertIn("not of one circuit", err)
+        self.assertEqual(ctl(farm.state, "circuit", "remove", "hash")[0], 0)
+        code, _, err = ctl(farm.state, "submit", "--circuit", "hash", "--input", f"{WORK}/poseidon3.0.json",
+                           check=False)
+        self.assertEqual(code, 1)
+        self.assertIn("no circuit 'hash'", err)
+        farm.stop_and_check(self)
+
+    def test_a_job_of_inputs_survives_sigkill_after_its_input_files_are_gone(self):
+        farm = self.farm(env={"ZKFARM_FAULT": "slow_ms:300"})
+        self.add(farm, "tree", "merkle8", "wasm")
+        mine = tempfile.mkdtemp(prefix="zkfarm-inputs-", dir=WORK)
+        inputs = []
+        for k in range(6):
+            shutil.copy(f"{WORK}/merkle8.{k % 4}.json", f"{mine}/{k}.json")
+            inputs.append(f"{mine}/{k}.json")
+        out = os.path.join(farm.dir, "out")
+        code, job, err = ctl(farm.state, "submit", "--circuit", "tree", "--input", *inputs, "--out", out, check=False)
+        self.assertEqual(code, 0, err)
+        job = job.strip()
+        shutil.rmtree(mine)  # accepted: the farm keeps its own copies
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            st = {str(j["id"]): j for j in farm.status()["jobs"]}[job]
+            if st["done"] >= 1:
+                break
+            time.sleep(0.05)
+        farm.proc.send_signal(signal.SIGKILL)
+        farm.proc.wait()
+        again = self.farm(state=farm.state)
+        self.add(again, "tree", "merkle8", "wasm")  # idempotent: the same circuit again
+        code, _, err = ctl(again.state, "wait", job, "--timeout", "300", check=False)
+        self.assertEqual(code, 0, err + again.output())
+        ok, text = snarkjs_verify([(circ("merkle8", "vkey"), f"{out}/{k}.public.json", f"{out}/{k}.proof.json")
+                                   for k in range(6)])
+        self.assertTrue(ok, text)
+        proofs = journal_proofs(again.state)
+        self.assertEqual({i: proofs.get((int(job), i)) for i in range(6)}, {i: 1 for i in range(6)},
+                         "each partition proved exactly once")
+        again.stop_and_check(self)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,96 @@
+#include "tools/generator_arg.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "groth16/errors.hpp"
+#include "witgen/generator_cache.hpp"
+#include "witgen/generator_run.hpp"
+
+namespace zkfarm::tools {
+
+void add_witness_flags(CLI::App& app, WitnessOptions& wo) {
+  app.add_option("--timeout-ms", wo.timeout_ms, "witness generation may take this long")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 86400000u));
+  app.add_option("--build-jobs", wo.build_jobs, "compilers at once when a generator is built (default: the cores)");
+}
+
+std::string generator_for(const std::string& path, const WitnessOptions& wo) {
+  using namespace witgen;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+    char magic[4] = {};
+    FILE* f = std::fopen(path.c_str(), "rb");
+    const bool wasm = f && std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "\0asm", 4) == 0;
+    if (f) std::fclose(f);
+    if (!wasm) return path;  // a built generator
+  }
+  GeneratorSources src;
+  try {
+    src = sources_at(path);
+  } catch (const BuildError& e) {
+    throw InputError(std::string(e.what()) + " (GENERATOR: a circuit.wasm, a circom --c folder, or a built generator)");
+  }
+  BuildOptions bo;
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  bo.witgen_root =
+      find_witgen_root(n > 0 ? std::filesystem::path(std::string(self, size_t(n))).parent_path().string() : ".");
+  bo.jobs = wo.build_jobs ? wo.build_jobs : std::max(1u, std::thread::hardware_concurrency());
+  try {
+    const std::string cache = user_generator_cache();
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::path(cache) / source_hash(src) / "generator", ec))
+      std::fprintf(stderr, "zkfarm-prove: building the %s witness generator of %s (once; kept in %s)\n",
+                   generator_kind_name(src.kind), path.c_str(), cache.c_str());
+    return cached_generator(src, cache, bo);
+  } catch (const BuildError& e) {
+    throw InputError(path + ": the witness generator cannot be built: " + e.what());
+  }
+}
+
+files::UniqueFd witness_from_input(const std::string& exe, const std::string& generator_path, const std::string& input,
+                                   const WitnessOptions& wo) {
+  witgen::GeneratorInfo info;
+  try {
+    info = witgen::generator_info(exe, std::chrono::milliseconds(60000));
+  } catch (const witgen::GenerateError& e) {
+    throw InputError(generator_path + ": " + e.what());
+  }
+  // The input: a regular file, opened without blocking on a FIFO.
+  const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw InputError(input + ": cannot open: " + std::strerror(errno));
+  files::UniqueFd in(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw InputError(input + ": not a regular file");
+  witgen::GenerateOptions go;
+  go.timeout = std::chrono::milliseconds(wo.timeout_ms);
+  try {
+    return witgen::generate_witness(exe, in.get(), info, go);
+  } catch (const witgen::GenerateError& e) {
+    throw InputError(input + ": " + e.what());
+  }
+}
+
+Wtns open_generated(const files::UniqueFd& fd, const std::string& name) {
+  const std::string p = "/proc/self/fd/" + std::to_string(fd.get());
+  try {
+    Wtns w = Wtns::open(p);
+    w.path = name;
+    return w;
+  } catch (const InputError& e) {  // the generator's output, named by its input
+    std::string m = e.what();
+    if (auto at = m.find(p); at != std::string::npos) m.replace(at, p.size(), name);
+    throw InputError(m);
+  }
+}
+
+}  // namespace zkfarm::tools

@@ -1,0 +1,60 @@
+#pragma once
+// A circom input file (input.json) read the way snarkjs's `wtns calculate`
+// reads it, but strictly: every value must be a field element, written so
+// that it cannot change meaning on its way in. Used by both witness
+// generator hosts (wasm_host.cpp, native_main.cpp), so a circuit's inputs
+// are judged the same way whichever generator runs it.
+//
+// Format (circom_runtime's witness_calculator.js and snarkjs's
+// unstringifyBigInts): a JSON object; each key names an input signal of the
+// main component (`in`, `a.b` for a bus field); its value is one value or an
+// array of them, nested arrays flattened in order. A value is
+//   - a JSON integer of at most 2^53 in magnitude (JavaScript's exact range;
+//     larger numbers lose digits in JSON.parse, so they must be strings), or
+//     a JSON number with no fraction (3.0);
+//   - a string: decimal with an optional '-', or 0x/0X (hex), 0o/0O (octal),
+//     0b/0B (binary) digits, no spaces, at least one digit;
+// and its magnitude must be below the prime p. A negative v becomes p - |v|
+// (snarkjs's normalize()). What snarkjs would also take but zkfarm refuses,
+// naming the signal and the value: fractions, booleans (true would be 1),
+// null, nested objects, the empty string (snarkjs: 0), and values of p or
+// more (snarkjs reduces them mod p: an input that silently wraps is almost
+// always a bug).
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zkfarm::witgen {
+
+/// A fault of the input file: what() names the signal and the fault, never
+/// more than 80 characters of the offending value.
+struct InputFault : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One input signal of the file: its name, circom's 64-bit FNV-1a hash of the
+/// name (the key of the circuit's input hash map), and its values, each as
+/// n8 little-endian bytes of the canonical residue in [0, p).
+struct InputSignal {
+  std::string name;
+  uint64_t hash = 0;
+  std::vector<std::vector<uint8_t>> values;
+};
+
+/// circom's FNV-1a 64 of a signal name (calcwit.cpp's fnv1a, utils.js's fnvHash).
+uint64_t fnv1a(std::string_view s);
+
+/// Parses `text` (the whole input file) against prime `prime_le` (n8 bytes,
+/// little-endian, as a .wtns header holds it). Signals come in the file's
+/// order. Throws InputFault: not JSON (with the byte offset), nested deeper
+/// than 64 levels, not an object, an empty key, a value that is not a field
+/// element (which one, and why).
+std::vector<InputSignal> parse_input(std::string_view text, const std::vector<uint8_t>& prime_le);
+
+/// The decimal digits of a little-endian byte string (for messages and for
+/// circom's Fr_str2element).
+std::string to_decimal(const std::vector<uint8_t>& le);
+
+}  // namespace zkfarm::witgen
