@@ -33,6 +33,10 @@ packages=(
   # Witness generators built from circom circuits (docs/witness.md): nasm and
   # GMP for circom --c output, wabt's wasm2c and runtime for circuit.wasm.
   nasm libgmp-dev wabt
+  # The shared queue of several hosts (docs/cluster.md): libpq to build; the
+  # server and psql for the tests, which start clusters of their own (the
+  # package's cluster "main" is made but, as below, not started).
+  libpq-dev postgresql-15
 )
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -175,7 +175,7 @@ std::string Supervisor::generator_path(const std::string& hash) const {
 }
 
 void Supervisor::load_circuits() {
-  for (auto& c : journal_.circuits()) circuits_.emplace(c.name, std::move(c));
+  for (auto& c : ledger_->circuits()) circuits_.emplace(c.name, std::move(c));
   if (!circuits_.empty()) log_->info("journal: {} circuits registered", circuits_.size());
 }
 
@@ -194,7 +194,7 @@ void Supervisor::start_circuit_add(const std::string& identity, const json& req,
     return refuse("circuit " + name + " exists and is uid " + std::to_string(it->second.owner_uid) + "'s");
   if (building_.count(name)) return refuse("circuit " + name + " is being added already");
   if (stopping_) return refuse("zkfarmd is stopping");
-  SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_, copy_pool_};
+  SubmitContext ctx = submit_context();
   CircuitBuildContext bc{cfg_.state_dir + "/circuits", witgen_root_,
                          cfg_.generator_build_jobs ? cfg_.generator_build_jobs
                                                    : std::max(1u, std::thread::hardware_concurrency()),
@@ -245,7 +245,7 @@ void Supervisor::finish_circuit_adds() {
     journal_thread_->post([this, identity, record] {
       std::string error;
       try {
-        journal_.put_circuit(*record);
+        ledger_->put_circuit(*record);
       } catch (const JournalError& e) {
         error = e.what();
       }
@@ -276,7 +276,7 @@ json Supervisor::circuit_request(const std::string& type, const json& req, const
     return {{"ok", false}, {"error", "permission denied: circuit " + name + " is uid " +
                                          std::to_string(it->second.owner_uid) + "'s (its owner or an admin may remove it)"}};
   circuits_.erase(it);
-  journal_write([this, name] { journal_.remove_circuit(name); });
+  journal_write([this, name] { ledger_->remove_circuit(name); });
   log_->info("circuit {}: removed by uid {} (accepted jobs of it go on)", name, peer.uid);
   return {{"ok", true}};
 }

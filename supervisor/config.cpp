@@ -1,5 +1,7 @@
 #include "supervisor/config.hpp"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -54,7 +56,8 @@ void Config::load_toml(const std::string& path) {
       "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
       "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_copies", "submit_queue", "submit_timeout_ms",
       "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "input_max_bytes",
-      "generator_build_timeout_ms", "generator_build_jobs", "generator_builds"};
+      "generator_build_timeout_ms", "generator_build_jobs", "generator_builds", "queue_url", "host_id", "shared_dir",
+      "lease_seconds", "claim_poll_ms"};
   for (auto&& [k, v] : t) {
     if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
   }
@@ -99,6 +102,11 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "generator_build_timeout_ms", generator_build_timeout_ms, 1000, 86400000);
   read_uint(t, path, "generator_build_jobs", generator_build_jobs, 0, 1024);
   read_uint(t, path, "generator_builds", generator_builds, 1, 64);
+  read_str(t, path, "queue_url", queue_url);
+  read_str(t, path, "host_id", host_id);
+  read_str(t, path, "shared_dir", shared_dir);
+  read_uint(t, path, "lease_seconds", lease_seconds, 3, 3600);
+  read_uint(t, path, "claim_poll_ms", claim_poll_ms, 50, 600000);
 }
 
 void Config::finalize(const std::string& self_dir) {
@@ -112,6 +120,16 @@ void Config::finalize(const std::string& self_dir) {
     throw ConfigError("heartbeat_timeout_ms must be larger than heartbeat_ms");
   if (restart_backoff_max_ms < restart_backoff_ms)
     throw ConfigError("restart_backoff_max_ms must be at least restart_backoff_ms");
+  if (!queue_url.empty()) {
+    if (shared_dir.empty() || shared_dir[0] != '/')
+      throw ConfigError("queue_url needs shared_dir: the absolute path of a folder every host mounts (docs/cluster.md)");
+    if (host_id.empty()) {
+      char name[256] = {};
+      ::gethostname(name, sizeof name - 1);
+      host_id = std::string(name) + ":" + std::filesystem::absolute(state_dir).lexically_normal().string();
+    }
+    if (host_id.size() > 200) throw ConfigError("host_id: longer than 200 bytes");
+  }
   static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
   if (!levels.count(log_level)) throw ConfigError("log_level: '" + log_level + "' is not one of trace, debug, info, warn, error");
 }

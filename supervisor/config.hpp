@@ -57,6 +57,12 @@ struct Config {
   unsigned generator_build_timeout_ms = 1800000;  ///< `circuit add`: building a generator may take this long
   unsigned generator_build_jobs = 0;        ///< compilers at once for a build; 0: the cores
   unsigned generator_builds = 1;            ///< builds at once (each may use generator_build_jobs compilers)
+  // Several hosts, one queue (docs/cluster.md).
+  std::string queue_url;               ///< PostgreSQL connection (postgresql://…); empty: SQLite under the state dir
+  std::string host_id;                 ///< this host's name in the queue; default: hostname + ":" + state dir
+  std::string shared_dir;              ///< with queue_url: a folder every host mounts (keys, witness copies, generators)
+  unsigned lease_seconds = 30;         ///< a claim's lease; renewed every third of it while the host works
+  unsigned claim_poll_ms = 2000;       ///< an idle host asks the queue this often (NOTIFY wakes it sooner)
 
   /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the
   /// key and the fault (unknown key, wrong type, out of range, parse error).

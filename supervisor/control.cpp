@@ -92,14 +92,14 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
   // A user sees and touches only the jobs it submitted; another's job is "no job".
   const std::optional<uint32_t> owner =
       role == Role::kAdmin ? std::nullopt : std::optional<uint32_t>(uint32_t(peer.uid));
-  auto visible = [&](uint64_t id) -> Job* {
-    Job* job = jobs_.find(id);
+  auto visible = [&](uint64_t id) -> const Job* {
+    const Job* job = jobs_.find(id);
     return job && (!owner || job->owner_uid == *owner) ? job : nullptr;
   };
   if (type == "status") return {{"ok", true}, {"status", status(owner)}};
   if (type == "jobs") return jobs_page(req, owner);
   if (type == "job") {
-    Job* job = visible(protocol::get_u64(req, "job"));
+    const Job* job = visible(protocol::get_u64(req, "job"));
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(protocol::get_u64(req, "job"))}};
     // A long poll (`zkfarmctl wait`): with wait_ms, the reply waits until the
     // job differs from what the client last saw (seen_state, seen_done), the
@@ -108,8 +108,8 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     const uint64_t wait_ms = req.contains("wait_ms") ? std::min<uint64_t>(protocol::get_u64(req, "wait_ms"), kMaxHoldMs) : 0;
     if (wait_ms && !job->terminal() && held_.size() < kMaxHeldReplies &&
         protocol::find_str(req, "seen_state").value_or("") == job_state_name(job->state) &&
-        (req.contains("seen_done") ? protocol::get_u64(req, "seen_done") : UINT64_MAX) == job->count(PartState::kDone)) {
-      held_.push_back({identity, false, job->id, job_state_name(job->state), job->count(PartState::kDone), owner,
+        (req.contains("seen_done") ? protocol::get_u64(req, "seen_done") : UINT64_MAX) == job->done_count()) {
+      held_.push_back({identity, false, job->id, job_state_name(job->state), job->done_count(), owner,
                        now_ms() + int64_t(wait_ms)});
       return nullptr;  // answered by answer_held
     }
@@ -117,12 +117,12 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
   }
   if (type == "cancel") {
     const uint64_t id = protocol::get_u64(req, "job");
-    Job* job = visible(id);
+    const Job* job = visible(id);
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
     if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
     free_slots(jobs_.cancel(id, wall_ms()));
     count_job_end(*job);
-    journal_write([this, id, t = job->finished_ms] { journal_.finish_job(id, JobState::kCancelled, "", t); });
+    journal_write([this, id, t = job->finished_ms] { ledger_->finish_job(id, JobState::kCancelled, "", t); });
     abort_in_flight(id);
     log_->info("job {}: cancelled by uid {}", id, peer.uid);
     return {{"ok", true}};
@@ -169,7 +169,7 @@ void Supervisor::answer_held(bool at_exit, int exit_code, const std::string& exi
     }
     const Job* job = jobs_.find(h.job);
     const bool changed = !job || job->terminal() || h.seen_state != job_state_name(job->state) ||
-                         h.seen_done != job->count(PartState::kDone);
+                         h.seen_done != job->done_count();
     if (!changed && !at_exit && now < h.deadline_ms) return false;
     out.emplace_back(h.identity, held_job_reply(h, at_exit));
     return true;

@@ -85,7 +85,7 @@ size_t Supervisor::deliver(const Job& job, const std::string& out, const Peer& a
     if (p.state != PartState::kDone) continue;
     std::string proof = p.proof, public_json = p.public_json, e;
     if (proof.empty()) {  // proved by an earlier instance: the journal has it
-      if (auto jp = journal_.proof(job.id, p.index)) {
+      if (auto jp = ledger_->proof(job.id, p.index)) {
         proof = jp->proof;
         public_json = jp->public_json;
       } else {
@@ -120,33 +120,27 @@ void Supervisor::publish(const Job& job, uint32_t index) {
 
 void Supervisor::on_published(const PartRef& ref, const std::string& error) {
   --deliveries_in_flight_;
-  Job* job = jobs_.find(ref.job);
+  const Job* job = jobs_.find(ref.job);
   if (!job) return;
+  std::string why;
   if (!error.empty()) {
     log_->error("job {} partition {}: cannot write the result into {}: {}", ref.job, ref.index, job->out, error);
-    if (job->delivery_error.empty())
-      job->delivery_error = "partition " + std::to_string(ref.index) + " was proved, but its result cannot be written: " +
-                            error + "; every proof is kept in the journal (`zkfarmctl result " + std::to_string(ref.job) +
-                            " --out DIR` writes them elsewhere)";
+    why = "partition " + std::to_string(ref.index) + " was proved, but its result cannot be written: " + error +
+          "; every proof is kept in the journal (`zkfarmctl result " + std::to_string(ref.job) +
+          " --out DIR` writes them elsewhere)";
   }
-  if (!jobs_.mark_delivered(ref, wall_ms())) return;
-  if (job->delivery_error.empty()) {
-    count_job_end(*job);
-    journal_write([this, id = ref.job, t = job->finished_ms] { journal_.finish_job(id, JobState::kDone, "", t); });
-    if (job->client_delivery)
-      log_->info("job {}: done, {} proofs in the journal (the client writes them into {})", ref.job, job->parts.size(),
-                 job->out);
-    else
-      log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
-  } else {
-    job->state = JobState::kFailed;
-    job->error = job->delivery_error;
-    count_job_end(*job);
-    journal_write([this, id = ref.job, e = job->error, t = job->finished_ms] {
-      journal_.finish_job(id, JobState::kFailed, e, t);
-    });
+  if (!jobs_.mark_delivered(ref, wall_ms(), why)) return;
+  count_job_end(*job);
+  journal_write([this, id = ref.job, st = job->state, e = job->error, t = job->finished_ms] {
+    ledger_->finish_job(id, st, e, t);
+  });
+  if (job->state == JobState::kFailed)
     log_->error("job {}: failed: {}", ref.job, job->error);
-  }
+  else if (job->client_delivery)
+    log_->info("job {}: done, {} proofs in the journal (the client writes them into {})", ref.job, job->parts.size(),
+               job->out);
+  else
+    log_->info("job {}: done, {} proofs in {}", ref.job, job->parts.size(), job->out);
 }
 
 // `zkfarmctl result` (and `wait` for a job the client delivers): the proofs
@@ -156,10 +150,10 @@ void Supervisor::on_published(const PartRef& ref, const std::string& error) {
 void Supervisor::start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role) {
   const uint64_t id = protocol::get_u64(req, "job");
   const uint64_t from = req.contains("from") ? protocol::get_u64(req, "from") : 0;
-  Job* job = jobs_.find(id);
+  const Job* job = jobs_.find(id);
   if (job && role != Role::kAdmin && job->owner_uid != peer.uid) job = nullptr;  // another's job is "no job"
   if (!job) return send_reply(identity, {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}});
-  if (job->count(PartState::kDone) != job->parts.size())
+  if (job->done_count() != job->parts.size())
     return send_reply(identity, {{"ok", false},
                                  {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) +
                                                ": not every partition is proved"}});
@@ -170,13 +164,15 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
   // with the circuit's public signals), at least one.
   auto parts = std::make_shared<std::vector<ToWrite>>();
   for (size_t k = from; k < job->parts.size() && parts->size() < kResultPageMax; ++k)
-    parts->push_back({job->parts[k].index, job->parts[k].proof, job->parts[k].public_json});
+    // A shared queue's proofs are read from the queue (this host may hold none of them).
+    parts->push_back({job->parts[k].index, job->shared ? std::string() : job->parts[k].proof,
+                      job->parts[k].public_json});
   journal_thread_->post([this, identity, id, parts, total = job->parts.size()] {
     std::string error;
     for (auto& w : *parts) {
       if (!w.proof.empty()) continue;
       try {
-        if (auto jp = journal_.proof(id, w.index)) {
+        if (auto jp = ledger_->proof(id, w.index)) {
           w.proof = jp->proof;
           w.public_json = jp->public_json;
         }

@@ -100,7 +100,7 @@ void Supervisor::housekeeping(bool at_start) {
     size_t pruned = 0;
     std::string error;
     try {
-      pruned = journal_.prune(cutoff);
+      pruned = ledger_->prune(cutoff);
     } catch (const JournalError& e) {
       error = e.what();
     }

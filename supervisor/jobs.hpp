@@ -21,8 +21,11 @@ const char* priority_name(Priority p);
 
 /// A partition's life: queued → synthesizing → synthesized → proving → done.
 /// A worker's death sends synthesizing/proving back to queued (the prove step
-/// works in place, so its slot must be synthesized again).
-enum class PartState { kQueued, kSynthesizing, kSynthesized, kProving, kDone, kFailed, kCancelled };
+/// works in place, so its slot must be synthesized again). A job of a shared
+/// queue (PostgreSQL, docs/cluster.md) has its partitions `elsewhere` until
+/// this host claims one (then queued, held under a lease) and again when the
+/// lease ends without a proof from this host.
+enum class PartState { kQueued, kSynthesizing, kSynthesized, kProving, kDone, kFailed, kCancelled, kElsewhere };
 
 enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };
 const char* job_state_name(JobState s);
@@ -32,6 +35,7 @@ struct Partition {
   std::string wtns;                ///< absolute path of the farm's private copy (inputs/jobs/…/K.wtns); "" for an input
   std::string input;               ///< a job of circom inputs: the private copy of its input (inputs/jobs/…/K.json)
   std::string input_source;        ///< …and the path the client named, for messages
+  std::string wtns_sha256;         ///< a shared queue: the witness copy's SHA-256 (hex), checked before use
   /// The farm's private copy of what the client gave: the witness or the input.
   const std::string& private_copy() const { return wtns.empty() ? input : wtns; }
   std::string public_json;         ///< public.json's text, from the witness at submit
@@ -48,6 +52,11 @@ struct Partition {
   int64_t queued_ms = 0;           ///< time it waited inside a worker's queue (SYNTH/PROVE sent → STARTED)
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
   int64_t queued_since_ms = 0;     ///< monotonic: when it last became queued (queue wait for /metrics)
+  /// A shared queue: the lease this host holds it under (its fencing token;
+  /// 0 = none, or lost while a worker still has it) and, monotonic, until
+  /// when that lease is good by this host's own count (renewals extend it).
+  uint64_t lease = 0;
+  int64_t lease_until_ms = 0;
 };
 
 struct Job {
@@ -72,9 +81,23 @@ struct Job {
   /// generator (STATE/circuits/HASH/generator); "" for a job of witnesses.
   std::string circuit, generator;
   bool inputs() const { return !generator.empty(); }
+  /// The folder of its input copies (STATE/inputs/jobs/TOKEN; a shared
+  /// queue's SHARED/jobs/TOKEN); "" when unknown (a restored job: derived
+  /// from its partitions' paths).
+  std::string files_dir;
+  /// A shared queue: the host that took its submit.
+  std::string submitted_host;
   std::vector<Partition> parts;
+  /// A job of a shared queue (docs/cluster.md): its row is the truth and
+  /// this host mirrors it; progress as the queue counts it (every host's proofs).
+  bool shared = false;
+  uint32_t shared_done = 0;
+  uint64_t shared_attempts = 0;
+  int64_t shared_synth_ms = 0, shared_prove_ms = 0;
 
   size_t count(PartState s) const;
+  /// Partitions proved: this host's count, or the shared queue's.
+  size_t done_count() const { return shared ? shared_done : count(PartState::kDone); }
   bool terminal() const { return state == JobState::kDone || state == JobState::kFailed || state == JobState::kCancelled; }
   /// The job object of docs/protocol.md.
   nlohmann::json to_json() const;
@@ -86,16 +109,19 @@ struct PartRef {
   uint32_t index;
 };
 
+/// The job table: the one owner of Job and Partition state once a job is in
+/// it. Every change goes through a transition below (the supervisor reads
+/// through const pointers), so each rule is in one place and unit-tested.
+/// Times: `now` is monotonic ms (steady clock), `wall` Unix ms.
 class JobTable {
  public:
-  /// Adds a job with all partitions queued, with the id job.id if nonzero (the
-  /// journal's), else the next free one; returns the id.
-  uint64_t add(Job job);
-  /// Puts back a job loaded from the journal as it is (states included).
+  /// Adds a job with all partitions queued (queued since `now`), with the id
+  /// job.id if nonzero (the ledger's), else the next free one; returns the id.
+  uint64_t add(Job job, int64_t now = 0);
+  /// Puts back a job loaded from the ledger as it is (states included).
   void restore(Job job);
-  Job* find(uint64_t id);
   const Job* find(uint64_t id) const;
-  Partition* find(const PartRef& ref);
+  const Partition* find(const PartRef& ref) const;
   const std::map<uint64_t, Job>& all() const { return jobs_; }
 
   /// The first partition in state `s` by dispatch order: highest priority, then
@@ -104,24 +130,86 @@ class JobTable {
   /// Partitions in state `s` over all live jobs.
   size_t count(PartState s) const;
 
-  /// Marks a partition done (proved, verified); its files are written next.
-  void mark_done(const PartRef& ref);
-  /// Marks a done partition's files written (or their write failed: the job
-  /// holds the error); the job becomes done when every partition is done and
-  /// delivered. Returns true if this finished the job (never for a job that
-  /// already ended: failed or cancelled meanwhile).
-  bool mark_delivered(const PartRef& ref, int64_t now_ms);
+  // -- A partition's way through the pipeline (design.md §3).
+  /// queued → synthesizing in `slot` by `worker`: an attempt. Returns true
+  /// when it is the job's first partition to start (started_ms = wall; the
+  /// job becomes running).
+  bool start_synthesis(const PartRef& ref, const shm::Slot& slot, const std::string& worker, int64_t now, int64_t wall);
+  /// The worker said STARTED: the time in its queue ends, compute time begins.
+  void worker_started(const PartRef& ref, int64_t now);
+  /// synthesizing → synthesized (its witness is in its slot).
+  void synthesized(const PartRef& ref, int64_t now);
+  /// A partition of circom inputs: public.json and the public values, read
+  /// from the witness its synthesis made.
+  void set_public_signals(const PartRef& ref, std::string public_json, std::vector<U256> values);
+  /// synthesized → proving by `worker`.
+  void start_proving(const PartRef& ref, const std::string& worker, int64_t now);
+  /// The prove step answered (its time, whatever the proof is worth).
+  void proving_ended(const PartRef& ref, int64_t now);
+  /// Back to the GPU queue in the same slot, renewed (a new generation): the
+  /// witness is intact (a GPU worker died holding it, or its proof is proved
+  /// again after a device fault).
+  void reprove_in_slot(const PartRef& ref, const shm::Slot& renewed);
+  /// Back to the queue from wherever it was in flight; returns its slot for
+  /// the caller to free. For a partition of a job that ended meanwhile, it
+  /// takes the job's end instead (failed or cancelled).
+  std::optional<shm::Slot> back_to_queue(const PartRef& ref, int64_t now);
+  /// A worker's death counted against it; returns the count so far.
+  unsigned count_crash(const PartRef& ref);
+  /// A proof of it that did not verify; returns the count so far.
+  unsigned count_verify_failure(const PartRef& ref);
+  /// The partition fails (the caller fails its job); returns its slot to free.
+  std::optional<shm::Slot> fail_partition(const PartRef& ref);
+  /// Marks a partition done with its verified 256-byte proof; its files are
+  /// written next.
+  void mark_done(const PartRef& ref, std::string proof = {});
+  /// Marks a done partition's files written, or their write failed (`error`,
+  /// the job then ends failed with it); the job becomes done when every
+  /// partition is done and delivered. Returns true if this ended the job
+  /// (never for a job that already ended: failed or cancelled meanwhile).
+  bool mark_delivered(const PartRef& ref, int64_t wall, const std::string& error = {});
   /// Fails the job: its queued and synthesized partitions become failed; the
   /// caller frees their slots (returned) first.
-  std::vector<shm::Slot> fail(uint64_t id, const std::string& error, int64_t now_ms);
+  std::vector<shm::Slot> fail(uint64_t id, const std::string& error, int64_t wall);
   /// Cancels the job likewise. Partitions in a worker's hands keep their slot
   /// until the worker answers (the answer is then dropped).
-  std::vector<shm::Slot> cancel(uint64_t id, int64_t now_ms);
+  std::vector<shm::Slot> cancel(uint64_t id, int64_t wall);
   /// Forgets terminal jobs that finished before `cutoff_ms` (wall clock);
   /// returns how many.
   size_t prune(int64_t cutoff_ms);
 
+  // -- A shared queue (docs/cluster.md): the jobs are mirrored from the
+  // queue's rows; only the partitions this host holds a lease on move here.
+  /// Adds or updates a job from its row (`row.shared`; parts sized k): header
+  /// and progress; an ended row ends the job here (its queued and
+  /// synthesized partitions with it: their slots are returned to free).
+  /// Returns the slots to free.
+  std::vector<shm::Slot> mirror(const Job& row);
+  /// elsewhere → queued: this host holds it under `lease` until `until`
+  /// (monotonic), with its files at `wtns` or `input` (local copies) and, for
+  /// a witness, its public signals.
+  /// False when the job is unknown or ended, or the partition not elsewhere.
+  bool hold(const PartRef& ref, uint64_t lease, int64_t until, const std::string& wtns, const std::string& input,
+            const std::string& input_name, std::string public_json, std::vector<U256> public_values, int64_t now);
+  /// Renewed leases: good until `until` (monotonic).
+  void renewed(const std::vector<uint64_t>& leases, int64_t until);
+  /// The lease on `ref` is gone (expired, taken over, its job ended, or its
+  /// proof refused): a partition not in a worker's hands (queued,
+  /// synthesized, or proved here but not stored) is elsewhere again, its slot
+  /// returned to free; one in a worker's hands keeps its slot until the
+  /// answer, which is then dropped (lease 0).
+  std::optional<shm::Slot> lose_lease(const PartRef& ref);
+  /// The partition's proof is stored under its lease: the lease is spent.
+  void lease_spent(const PartRef& ref);
+  /// Leases held on partitions still queued here (not started): a drain or
+  /// stop hands them back. Each becomes elsewhere.
+  std::vector<uint64_t> release_queued();
+  /// Every lease this host holds on a partition not yet proved here (ref and token).
+  std::vector<std::pair<PartRef, uint64_t>> leases() const;
+
  private:
+  Job* find_mut(uint64_t id);
+  Partition* find_mut(const PartRef& ref);
   std::vector<shm::Slot> end_job(Job& job, JobState state, PartState part_state, int64_t now_ms);
   std::map<uint64_t, Job> jobs_;
   uint64_t next_id_ = 1;

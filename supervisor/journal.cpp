@@ -486,9 +486,11 @@ uint64_t Journal::add_job(const Job& job) {
   return id;
 }
 
-bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
-                        int64_t prove_ms, const std::string& public_json) {
+ProofStored Journal::add_proof(uint64_t job, uint32_t index, const ProofRecord& rec) {
   bool added = false;
+  const std::string& proof = rec.proof;
+  const std::string& public_json = rec.public_json;
+  const int64_t proved_ms = rec.proved_ms, synth_ms = rec.synth_ms, prove_ms = rec.prove_ms;
   transact("add_proof", [&](const std::string& where) {
     Stmt s(db_,
            "INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms) VALUES (?, ?, ?, ?, ?, ?)",
@@ -503,7 +505,7 @@ bool Journal::add_proof(uint64_t job, uint32_t index, const std::string& proof, 
       u.step();
     }
   });
-  return added;
+  return added ? ProofStored::kStored : ProofStored::kDuplicate;
 }
 
 void Journal::put_circuit(const CircuitRecord& c) {

@@ -22,32 +22,11 @@
 
 #include "supervisor/jobs.hpp"
 #include "supervisor/journal_error.hpp"
+#include "supervisor/ledger.hpp"
 
 struct sqlite3;
 
 namespace zkfarm::supervisor {
-
-/// A journaled proof: the 256 proof bytes (protocol/proof_codec.hpp) and the
-/// text of public.json.
-struct JournaledProof {
-  std::string proof;
-  std::string public_json;
-};
-
-/// A circuit registered with `zkfarmctl circuit add` (docs/witness.md): its
-/// witness generator (built under STATE/circuits/GENERATOR/) and its proving
-/// key (STATE/inputs/keys/ZKEY_SHA256.zkey).
-struct CircuitRecord {
-  std::string name;
-  std::string kind;          ///< "wasm" or "native"
-  std::string generator;     ///< the generator's source hash (witgen::source_hash)
-  std::string zkey_sha256;
-  std::string zkey_source;   ///< the key's path as the client named it
-  std::string source;        ///< the wasm or --c folder as the client named it
-  uint32_t owner_uid = 0;    ///< who added it (may remove it; so may admins)
-  int64_t added_ms = 0;      ///< Unix ms
-  uint32_t n_vars = 0, n_public = 0;
-};
 
 /// How the connection is set up, as SQLite reports it (for logs and tests).
 struct JournalDurability {
@@ -61,7 +40,8 @@ struct JournalOptions {
   std::string vfs;
 };
 
-class Journal {
+/// The SQLite ledger (ledger.hpp) of a single-host farm.
+class Journal : public Ledger {
  public:
   /// Opens the journal at `path`, creating it when absent. Before SQLite sees
   /// the files, `path`-wal is checked (check_wal); then the main file's
@@ -81,49 +61,51 @@ class Journal {
   /// transaction and returns the id it was given. Durable (fsynced) when this
   /// returns. Throws JournalError; then nothing of the job is journaled (but
   /// see the report on an fsync that fails after the commit frame was written).
-  uint64_t add_job(const Job& job);
+  uint64_t add_job(const Job& job) override;
   /// Journals the 256-byte proof of (job, partition) and its stage times (ms);
-  /// `public_json` non-empty (a partition of circom inputs, whose public
+  /// a non-empty public_json (a partition of circom inputs, whose public
   /// signals came with its witness) is stored with it as the partition's
-  /// public.json. Returns false, changing nothing, if that partition already
-  /// has a proof. Throws JournalError (also when the partition does not
+  /// public.json. kDuplicate, changing nothing, if that partition already
+  /// has a proof (the (job, partition) primary key); never kFenced (no claims
+  /// on one host). Throws JournalError (also when the partition does not
   /// exist); then nothing changed.
-  bool add_proof(uint64_t job, uint32_t index, const std::string& proof, int64_t proved_ms, int64_t synth_ms,
-                 int64_t prove_ms, const std::string& public_json = {});
+  ProofStored add_proof(uint64_t job, uint32_t index, const ProofRecord& proof) override;
   /// Adds or replaces a registered circuit (by name). Throws JournalError.
-  void put_circuit(const CircuitRecord& c);
+  void put_circuit(const CircuitRecord& c) override;
   /// Removes circuit `name`; false when there was none. Throws JournalError.
-  bool remove_circuit(const std::string& name);
+  bool remove_circuit(const std::string& name) override;
   /// Every registered circuit, by name. Read-only; throws JournalError.
-  std::vector<CircuitRecord> circuits();
+  std::vector<CircuitRecord> circuits() override;
   /// Records a job's terminal state (done, failed, cancelled) and when it
   /// finished (wall-clock Unix ms). Throws JournalError; then nothing changed.
-  void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms);
+  void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) override;
   /// Records when a job's first partition went to a worker (Unix ms; kept if
   /// already set). Throws JournalError; then nothing changed.
-  void set_started(uint64_t job, int64_t started_ms);
+  void set_started(uint64_t job, int64_t started_ms) override;
   /// Every journaled job, oldest first; a partition with a proof comes back
   /// done, every other one queued (what was in flight is proved again).
   /// Read-only: works on a full disk. Throws JournalError on a read fault.
   std::vector<Job> load();
   /// The journaled proof of (job, partition), if any. Read-only; throws
   /// JournalError on a read fault.
-  std::optional<JournaledProof> proof(uint64_t job, uint32_t index);
+  std::optional<JournaledProof> proof(uint64_t job, uint32_t index) override;
   /// Deletes jobs that finished (done, failed, cancelled) before `cutoff_ms`
   /// (Unix ms), with their partitions and proofs, in one transaction. Returns
   /// how many jobs went. Cheap when nothing is due: an index on finished_ms,
   /// and a transaction that changes nothing writes nothing. Throws
   /// JournalError; then nothing was deleted.
-  size_t prune(int64_t cutoff_ms);
+  size_t prune(int64_t cutoff_ms) override;
 
   /// Whether a write commits now: runs the clean-up a failed write left
   /// pending (a TRUNCATE checkpoint of the WAL) and a real one-row write (the
   /// `meta` table's probe counter) in its own fsynced transaction. Never
   /// throws; false records the fault in last_error(). One fsync or more: call
   /// it while writes are failing (every few seconds), not per job.
-  bool writable();
+  bool writable() override;
   /// The message of the last fault of any call ("" once a write succeeds).
-  const std::string& last_error() const { return last_error_; }
+  const std::string& last_error() const override { return last_error_; }
+  const char* kind() const override { return "sqlite"; }
+  std::string where() const override { return path_; }
   /// The connection's journal mode and synchronous level, read from SQLite.
   JournalDurability durability();
   /// Caps the main file at `pages` pages (PRAGMA max_page_count; SQLite keeps

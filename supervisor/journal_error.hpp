@@ -1,6 +1,7 @@
 #pragma once
-// The one error type of the journal (supervisor/journal.*) and of the WAL check
-// that runs before it opens (supervisor/wal_check.*).
+// The one error type of the ledgers (supervisor/ledger.hpp: the SQLite
+// journal, the PostgreSQL queue) and of the WAL check that runs before the
+// journal opens (supervisor/wal_check.*).
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,13 @@ class JournalError : public std::runtime_error {
  public:
   explicit JournalError(const std::string& what, int sqlite_code = 0)
       : std::runtime_error(what), sqlite_code_(sqlite_code) {}
+  /// A fault of a store that is not SQLite (the PostgreSQL queue): `storage`
+  /// says whether it is storage_fault() (the server is unreachable or restarting).
+  static JournalError of_store(const std::string& what, bool storage) {
+    JournalError e(what);
+    e.storage_ = storage;
+    return e;
+  }
   int sqlite_code() const { return sqlite_code_; }
   /// True when the storage failed rather than the request: a full disk, an
   /// I/O error, a read-only file or filesystem, a lock held elsewhere, no
@@ -22,6 +30,7 @@ class JournalError : public std::runtime_error {
   /// any other fault (a constraint, a value too big, a damaged file) will
   /// fail again the same way.
   bool storage_fault() const {
+    if (storage_) return true;
     switch (sqlite_code_ & 0xff) {
       case 5:   // SQLITE_BUSY
       case 6:   // SQLITE_LOCKED
@@ -39,6 +48,7 @@ class JournalError : public std::runtime_error {
 
  private:
   int sqlite_code_;
+  bool storage_ = false;
 };
 
 }  // namespace zkfarm::supervisor

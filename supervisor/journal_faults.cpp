@@ -55,7 +55,7 @@ void Supervisor::run_journal_write(const std::function<void()>& write) {
       for (int64_t waited = 0; waited < kJournalRetryMs && !journal_giving_up_; waited += 50)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (journal_giving_up_) break;  // one last try of the write itself
-      if (!journal_.writable()) continue;
+      if (!ledger_->writable()) continue;
       try {
         const std::string dir = cfg_.state_dir + "/inputs";
         files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
@@ -93,8 +93,8 @@ void Supervisor::retry_intake() {
   intake_probe_in_flight_ = true;
   journal_thread_->post([this] {
     std::string fault;
-    if (!journal_.writable()) {
-      fault = "journal write failed: " + journal_.last_error();
+    if (!ledger_->writable()) {
+      fault = "journal write failed: " + ledger_->last_error();
     } else {
       try {
         const std::string dir = cfg_.state_dir + "/inputs";

@@ -1,7 +1,7 @@
-// The supervisor's lifecycle duties (design.md §4): what happens after a
-// worker exits (crash bookkeeping, flapping, the wait for its memory to be
-// released), drain and resume, rolling restarts and upgrades, the cleanup of a
-// dead predecessor's workers, and the init system's notifications.
+// The supervisor's lifecycle duties (design.md §4): stop and drain, resume,
+// rolling restarts and upgrades, and the init system's notifications. The
+// workers' own lives (exits, respawns, flapping, release waits) are the
+// worker table's (worker_table.hpp).
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -23,159 +23,43 @@ size_t Supervisor::in_flight() const {
          jobs_.count(PartState::kProving);
 }
 
-void Supervisor::record_children() {
-  std::vector<ChildRecord> records;
-  for (const auto& [id, w] : workers_) {
-    if (w.pid <= 0) continue;
-    if (auto start = process_start_time(w.pid)) records.push_back({w.pid, *start, id});
-  }
-  try {
-    write_child_records(cfg_.state_dir + "/children", records);
-  } catch (const std::exception& e) {
-    log_->warn("cannot record the workers' pids: {}", e.what());
-  }
+void Supervisor::begin_stop(const std::string& reason) {
+  if (stopping_) return;
+  stopping_ = true;
+  if (rolling_op_.result == "running") end_rolling("zkfarmd is stopping (" + reason + ")");
+  notify("STOPPING=1\nSTATUS=stopping: " + reason);
+  release_queued_claims("stopping: " + reason);
+  drain_deadline_ms_ = now_ms() + cfg_.drain_timeout_ms;
+  log_->info("stopping ({}): intake closed, letting in-flight partitions finish (drain_timeout {} ms)", reason,
+             cfg_.drain_timeout_ms);
 }
 
-// A predecessor killed with SIGKILL may leave workers behind for a moment (their
-// death signal is on its way) or, if one ignored it, for good. Only processes
-// whose pid AND start time match the record are ours; a pid reused by another
-// process is left alone.
-void Supervisor::clean_stale_children() {
-  const std::string path = cfg_.state_dir + "/children";
-  auto records = read_child_records(path);
-  if (records.empty()) return;
-  for (const auto& line : kill_stale_children(records, 2000)) log_->warn("start-up cleanup: {}", line);
-  std::filesystem::remove(path);
-}
-
-void Supervisor::kill_all_workers(const std::string& why) {
-  for (auto& [id, w] : workers_) {
-    if (w.pid <= 0) continue;
-    log_->warn("worker {}: SIGKILL ({})", id, why);
-    signal_worker(w, SIGKILL);
-    w.kill_sent = true;
-  }
-}
-
-// Called once a worker's process has been reaped. A crash (not asked for by the
-// operator or a stop) counts towards flapping; a GPU worker's replacement waits
-// until its memory is released.
-void Supervisor::after_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn) {
+// One step of a stop; true when it is complete (every worker reaped).
+bool Supervisor::advance_stop() {
   const int64_t now = now_ms();
-  if (w.pidfd >= 0) ::close(w.pidfd);
-  w.pidfd = -1;
-  if (w.output) {  // its last words (often the reason it died) before the verdict
-    w.output->close(now, [&](std::string_view line) { log_->info("[{}] {}", w.id, line); });
+  const bool in_flight = jobs_.count(PartState::kSynthesizing) + jobs_.count(PartState::kSynthesized) +
+                             jobs_.count(PartState::kProving) > 0;
+  bool workers_alive = false, releasing = false;
+  for (auto& [id, w] : workers_->all()) {
+    workers_alive |= w.pid > 0;
+    releasing |= w.state == WorkerState::kReleasing;  // the exit waits for their memory too
   }
-  const pid_t old_pid = w.pid;
-  w.pid = 0;
-  // Every partition it held goes back. A crash counts (max_attempts, poison
-  // partitions) against the one it was computing; when its STARTED never
-  // arrived, against all it held, as nothing tells which one killed it.
-  for (const PartRef& ref : w.assigned) {
-    const bool culprit = !w.computing || (w.computing->job == ref.job && w.computing->index == ref.index);
-    requeue(ref, "worker " + w.id + " " + why, crashed && culprit);
-  }
-  w.assigned.clear();
-  w.computing.reset();
-  w.state = WorkerState::kExited;
-  record_children();
-
-  const bool new_binary_failed = rolling_current_ && rolling_current_->worker == w.id && rolling_current_->started &&
-                                 rolling_current_->binary != rolling_current_->old_binary;
-  if (crashed && new_binary_failed) {
-    // An upgrade whose new binary does not reach READY: stop the upgrade, put
-    // the old binary back on this worker; the others never changed.
-    const std::string bad = w.binary;
-    w.binary = rolling_current_->old_binary;
-    end_rolling("worker " + w.id + ": new binary " + bad + " " + why + " before READY; upgrade stopped, old binary " +
-                w.binary + " kept");
-    w.restart_at_ms = now;  // at once: this is no crash loop of the old binary
-    crashed = false;
-  } else if (crashed && no_respawn) {
-    // Retired, not restarted: its own exit code says a restart cannot help.
-    w.failed_reason = why + ": the worker cannot start in this environment (do not respawn)" +
-                      (w.output && !w.output->last_line().empty() ? "; its last line: " + w.output->last_line() : "") +
-                      "; fix the cause, then `zkfarmctl restart " + w.id + "`";
-    log_->error("worker {}: {}", w.id, w.failed_reason);
-    ++metrics_.restarts[{worker_kind_name(w.kind), "no_respawn"}];
-    w.state = WorkerState::kFailed;
-    w.restart_at_ms = 0;
-  } else if (crashed) {
-    ++w.restarts;
-    ++metrics_.restarts[{worker_kind_name(w.kind), w.kill_sent ? w.kill_reason : std::string("crash")}];
-    w.crashes.push_back(now);
-    std::erase_if(w.crashes, [&](int64_t t) { return now - t > int64_t(cfg_.flap_window_ms); });
-    if (w.crashes.size() > cfg_.flap_max_crashes) {
-      w.failed_reason = std::to_string(w.crashes.size()) + " crashes within " + std::to_string(cfg_.flap_window_ms) +
-                        " ms (flapping); last: " + why;
-      log_->error("worker {}: failed (flapping): {}; not restarted until `zkfarmctl restart {}`", w.id,
-                  w.failed_reason, w.id);
-      w.state = WorkerState::kFailed;
-      w.restart_at_ms = 0;
-    } else {
-      log_->error("worker {}: {}; restarting in {} ms", w.id, why, w.backoff_ms);
-      w.restart_at_ms = now + w.backoff_ms;
-      w.backoff_ms = std::min(w.backoff_ms * 2, cfg_.restart_backoff_max_ms);
+  if (!shutdown_sent_ && (!in_flight || now >= drain_deadline_ms_ || !workers_alive)) {
+    if (in_flight) log_->warn("drain_timeout passed with partitions in flight; stopping the workers anyway");
+    for (auto& [id, w] : workers_->all()) {
+      if (w.pid <= 0) continue;
+      workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::make(protocol::kShutdown)); }, now);
     }
-  } else {
-    log_->info("worker {}: exited ({})", w.id, why);
+    shutdown_sent_ = true;
   }
-  w.kill_sent = false;
-  if (w.kind == WorkerKind::kGpu && old_pid > 0) {
-    const WorkerState after = w.state;  // exited or failed once released
-    w.state = WorkerState::kReleasing;
-    w.release_wait = std::make_shared<ReleaseWait>(*release_check_, old_pid, w.device,
-                                                   std::chrono::milliseconds(cfg_.release_timeout_ms));
-    w.release_detail = "waiting for pid " + std::to_string(old_pid) + "'s memory";
-    w.release_logged_ms = now;
-    w.after_release = after;
-    log_->info("worker {}: waiting until the memory of pid {} is released (release_timeout {} ms)", w.id, old_pid,
-               cfg_.release_timeout_ms);
-  }
+  return shutdown_sent_ && !workers_alive && !releasing;
 }
 
-void Supervisor::advance_release_waits() {
-  const int64_t now = now_ms();
-  for (auto& [id, w] : workers_) {
-    if (w.state != WorkerState::kReleasing || !w.release_wait) continue;
-    ReleaseWait& wait = *w.release_wait;
-    ReleaseStatus st = wait.poll();
-    w.release_detail = st.detail;
-    if (wait.released()) {
-      log_->info("worker {}: memory of pid {} released after {} ms", id, wait.pid(), wait.elapsed().count());
-      w.release_detail.clear();
-      w.release_wait.reset();
-      w.state = w.after_release;
-      if (w.restart_at_ms && w.restart_at_ms < now) w.restart_at_ms = now;
-      continue;
-    }
-    if (wait.timed_out()) {
-      log_->error("worker {}: {}; the worker is failed until `zkfarmctl restart {}`", id, st.detail, id);
-      ++metrics_.release_timeouts;
-      w.failed_reason = "release wait timed out: " + st.detail;
-      w.release_wait.reset();
-      w.state = WorkerState::kFailed;
-      w.restart_at_ms = 0;
-      release_failed_ = true;
-      continue;
-    }
-    if (now - w.release_logged_ms >= 5000) {  // progress in the log every 5 s; status has every poll's
-      log_->info("worker {}: release wait: {}", id, st.detail);
-      w.release_logged_ms = now;
-    }
-    if (stopping_) {
-      // Tell systemd the stop is still progressing (TimeoutStopSec covers the rest).
-      sd_notifyf(0, "EXTEND_TIMEOUT_USEC=%llu\nSTATUS=waiting for GPU memory of pid %d to be released",
-                 (unsigned long long)(2 * 1000 * 1000), int(wait.pid()));
-    }
-  }
-}
 
 void Supervisor::start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
                                const std::optional<std::string>& gpu_binary, const std::string& what) {
   for (const auto& id : ids) {
-    Worker& w = workers_.at(id);
+    Worker& w = *workers_->find(id);
     const auto& fresh = w.kind == WorkerKind::kSynth ? synth_binary : gpu_binary;
     rolling_.push_back({id, fresh.value_or(w.binary), w.binary});
   }
@@ -208,15 +92,13 @@ void Supervisor::advance_rolling() {
                rolling_current_->old_binary, rolling_current_->binary);
   }
   RollingStep& step = *rolling_current_;
-  Worker& w = workers_.at(step.worker);
+  Worker& w = *workers_->find(step.worker);
   if (!step.started) {
     if (w.pid > 0) {  // running: retire it first
       w.retiring = true;
-      if (w.state == WorkerState::kIdle) {  // its partition is done: ask it to exit
-        send_to_worker(w, protocol::make(protocol::kShutdown));
-        w.state = WorkerState::kStopping;
-        w.stop_deadline_ms = now_ms() + cfg_.stop_timeout_ms;
-      }
+      if (w.state == WorkerState::kIdle)  // its partition is done: ask it to exit
+        workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::make(protocol::kShutdown)); },
+                              now_ms());
       return;
     }
     if (w.state == WorkerState::kReleasing || w.state == WorkerState::kStopping) return;
@@ -227,13 +109,13 @@ void Supervisor::advance_rolling() {
     w.backoff_ms = cfg_.restart_backoff_ms;
     w.restart_at_ms = 0;
     step.started = true;
-    start_worker(w);
+    workers_->start(w, now_ms());
     if (w.pid == 0) {  // it could not even be executed
       const std::string bad = w.binary;
       w.binary = step.old_binary;
       end_rolling("worker " + w.id + ": cannot start " + bad + "; " + rolling_op_.what + " stopped, old binary " +
                   w.binary + " kept");
-      start_worker(w);
+      workers_->start(w, now_ms());
     }
     return;
   }
@@ -251,6 +133,7 @@ void Supervisor::advance_rolling() {
 json Supervisor::lifecycle_request(const std::string& type, const json& req) {
   if (type == "drain") {
     draining_ = true;
+    release_queued_claims("drain");
     log_->info("drain: no new partitions start; {} in flight", in_flight());
     return {{"ok", true}, {"in_flight", in_flight()}};
   }
@@ -262,7 +145,7 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
   if (type == "kill") {
     begin_stop("zkfarmctl kill");
     drain_deadline_ms_ = 0;
-    kill_all_workers("zkfarmctl kill");
+    workers_->kill_all("zkfarmctl kill");
     return {{"ok", true}};
   }
   if (type == "restart" || type == "upgrade") {
@@ -273,7 +156,7 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
     std::optional<std::string> synth_bin, gpu_bin;
     if (type == "restart") {
       const std::string target = protocol::get_str(req, "target");
-      for (const auto& [id, w] : workers_) {
+      for (const auto& [id, w] : workers_->all()) {
         if (target == "all" || target == id || target == worker_kind_name(w.kind)) ids.push_back(id);
       }
       if (ids.empty()) return {{"ok", false}, {"error", "no worker '" + target + "' (a worker id, synth, gpu or all)"}};
@@ -291,7 +174,7 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
           return {{"ok", false}, {"error", std::string("refused: ") + e.what()}};
         }
       }
-      for (const auto& [id, w] : workers_) {
+      for (const auto& [id, w] : workers_->all()) {
         if ((w.kind == WorkerKind::kSynth && synth_bin) || (w.kind == WorkerKind::kGpu && gpu_bin)) ids.push_back(id);
       }
     }
@@ -307,22 +190,19 @@ void Supervisor::notify(const std::string& state) { sd_notify(0, state.c_str());
 void Supervisor::notify_progress() {
   const int64_t now = now_ms();
   if (!notified_ready_ && !stopping_) {
-    bool all = !workers_.empty();
-    for (const auto& [id, w] : workers_) all &= w.state == WorkerState::kIdle || w.state == WorkerState::kBusy;
-    if (all) {
+    if (workers_->size() > 0 && workers_->ready() == workers_->size()) {
       notified_ready_ = true;
-      notify("READY=1\nSTATUS=all " + std::to_string(workers_.size()) + " workers ready");
-      log_->info("all {} workers READY", workers_.size());
+      notify("READY=1\nSTATUS=all " + std::to_string(workers_->size()) + " workers ready");
+      log_->info("all {} workers READY", workers_->size());
     }
   }
   if (watchdog_usec_ && now >= next_watchdog_ms_) {
     notify("WATCHDOG=1");
     next_watchdog_ms_ = now + int64_t(watchdog_usec_ / 2000);
   }
-  size_t ready = 0;
-  for (const auto& [id, w] : workers_) ready += w.state == WorkerState::kIdle || w.state == WorkerState::kBusy;
+  const size_t ready = workers_->ready();
   std::string line = std::string(stopping_ ? "stopping" : draining_ ? "draining" : "running") + ": " +
-                     std::to_string(ready) + "/" + std::to_string(workers_.size()) + " workers ready, " +
+                     std::to_string(ready) + "/" + std::to_string(workers_->size()) + " workers ready, " +
                      std::to_string(in_flight()) + " partitions in flight, " +
                      std::to_string(jobs_.count(PartState::kQueued)) + " queued";
   if (line != last_status_line_) {

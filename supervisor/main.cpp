@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
   app.add_option("--synth-binary", synth_binary, "path of zkfarm-synth");
   app.add_option("--gpu-binary", gpu_binary, "path of zkfarm-gpu");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  std::optional<std::string> queue_url, host_id, shared_dir;
+  app.add_option("--queue", queue_url, "a PostgreSQL queue shared with other hosts (postgresql://…; docs/cluster.md)");
+  app.add_option("--host-id", host_id, "this host's name in the shared queue (default: hostname:state dir)");
+  app.add_option("--shared-dir", shared_dir, "with --queue: a folder every host mounts");
   app.set_version_flag("--version", "zkfarmd 0.1.0");
   try {
     app.parse(argc, argv);
@@ -134,6 +138,9 @@ int main(int argc, char** argv) {
     if (synth_binary) cfg.synth_binary = *synth_binary;
     if (gpu_binary) cfg.gpu_binary = *gpu_binary;
     if (log_level) cfg.log_level = *log_level;
+    if (queue_url) cfg.queue_url = *queue_url;
+    if (host_id) cfg.host_id = *host_id;
+    if (shared_dir) cfg.shared_dir = *shared_dir;
     cfg.state_dir = std::filesystem::absolute(cfg.state_dir).lexically_normal().string();
     cfg.finalize(self_dir());
   } catch (const ConfigError& e) {

@@ -46,8 +46,10 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   // What happens to work: open (submits accepted, partitions start),
   // draining (submits accepted and queued, no partition starts), closed
   // (stopping: submits refused), refusing (a journal or state-dir fault).
-  s["intake"] = stopping_ ? "closed" : draining_ ? "draining" : intake_fault_.empty() ? "open" : "refusing";
-  if (!intake_fault_.empty()) s["intake_fault"] = intake_fault_;
+  const std::string fault =
+      !intake_fault_.empty() ? intake_fault_ : pg_ && !cluster_.reachable ? "the queue is unreachable: " + cluster_.fault : "";
+  s["intake"] = stopping_ ? "closed" : draining_ ? "draining" : fault.empty() ? "open" : "refusing";
+  if (!fault.empty()) s["intake_fault"] = fault;
   s["ready"] = ready_.load();
   s["started_ms"] = started_wall_ms_;
   s["uptime_s"] = double(now_ms() - started_steady_ms_) / 1000.0;
@@ -73,7 +75,7 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   s["rolling"] = rolling;
   s["workers"] = json::array();
   const int64_t now = now_ms();
-  for (const auto& [id, w] : workers_) {
+  for (const auto& [id, w] : workers_->all()) {
     json j;
     j["id"] = id;
     j["kind"] = worker_kind_name(w.kind);
@@ -106,6 +108,8 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
     s["workers"].push_back(j);
   }
   s["queue"] = {{"synth", jobs_.count(PartState::kQueued)}, {"prove", jobs_.count(PartState::kSynthesized)}};
+  // A shared queue: the hosts, the queue's counts, what this host holds.
+  s["cluster"] = cluster_status();
   s["arena"] = {{"kind", arena_.kind()},
                 {"name", arena_.name()},
                 {"bytes", slots_.capacity()},

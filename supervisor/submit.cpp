@@ -106,11 +106,14 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // Throws what the caller turns into the job's refusal.
 void take_witness(const std::string& path, uint32_t k, const Peer& peer, const std::string& zkey_source,
                   const std::string& zkey, const KeyFacts& key, int dir_fd, const std::string& job_dir,
-                  Partition& p, uint64_t& bytes) {
+                  Partition& p, uint64_t& bytes, bool hash) {
   files::UniqueFd fd = open_client_file(path, peer);
   const std::string name = std::to_string(k) + ".wtns";
-  bytes = files::copy_into(fd.get(), path, dir_fd, name, 0400, {}, files::TempMethod::kAuto, files::CopyHash::kNone)
-              .bytes;
+  // Hashed only for a shared queue, whose hosts check the copy by it.
+  files::CopyResult c = files::copy_into(fd.get(), path, dir_fd, name, 0400, {}, files::TempMethod::kAuto,
+                                         hash ? files::CopyHash::kSha256 : files::CopyHash::kNone);
+  bytes = c.bytes;
+  p.wtns_sha256 = c.sha256_hex;
   p.wtns = job_dir + "/" + name;
   try {
     Wtns wtns = Wtns::open(p.wtns);
@@ -352,7 +355,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, [&](size_t k) {
         uint64_t bytes = 0;
         take_witness(paths[k], uint32_t(k), peer, job.zkey_source, job.zkey, facts, dir.get(), job_dir, job.parts[k],
-                     bytes);
+                     bytes, ctx.shared);
         return bytes;
       });
     }
@@ -364,7 +367,9 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     // submitter's rights (it runs as another user, not root), it writes
     // nothing there: the client writes the results (`zkfarmctl wait`,
     // `result`), so they land only where the submitter may write.
-    job.client_delivery = !Supervisor::can_act_as(peer.uid);
+    job.files_dir = job_dir;
+    // A shared queue's results are written by clients on whichever host they ask.
+    job.client_delivery = ctx.shared || !Supervisor::can_act_as(peer.uid);
     if (!job.client_delivery) {
       files::FsCredentials as_peer(peer.uid, peer.gid);
       files::create_dir_safe(job.out, 0755);
@@ -406,6 +411,14 @@ void KeyHashCache::remember(const files::FileIdentity& id, const std::string& sh
   entries_.emplace_back(id, sha);
 }
 
+SubmitContext Supervisor::submit_context() {
+  SubmitContext ctx{pg_ ? cfg_.shared_dir : cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_,
+                    copy_pool_, std::nullopt};
+  ctx.input_max_bytes = cfg_.input_max_bytes;
+  ctx.shared = pg_ != nullptr;
+  return ctx;
+}
+
 void Supervisor::start_submit(const std::string& identity, const json& req, const Peer& peer) {
   auto refuse = [&](const std::string& why, RefusedReason reason) {
     ++metrics_.jobs_refused[refused_reason_name(reason)];
@@ -414,7 +427,9 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
   if (stopping_) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
   if (!intake_fault_.empty())
     return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
-  SubmitContext ctx{cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_, copy_pool_};
+  if (pg_ && !cluster_.reachable)
+    return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
+  SubmitContext ctx = submit_context();
   if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuit_for_submit(*name);
   ctx.input_max_bytes = cfg_.input_max_bytes;
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
@@ -499,7 +514,7 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
     std::string error;
     bool storage = false;
     try {
-      pending->id = journal_.add_job(*pending);
+      pending->id = ledger_->add_job(*pending);
     } catch (const JournalError& e) {
       error = e.what();
       storage = e.storage_fault();
@@ -530,8 +545,18 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   const std::string prio = priority_name(job.priority);
   const uint32_t owner = job.owner_uid;
   const bool client = job.client_delivery;
-  const uint64_t id = jobs_.add(std::move(job));
-  for (auto& p : jobs_.find(id)->parts) p.queued_since_ms = now_ms();
+  uint64_t id = job.id;
+  if (pg_) {
+    // Mirrored like every job of the queue; its partitions are claimed from
+    // the queue by whichever host has room (this one included).
+    job.shared = true;
+    job.submitted_host = cfg_.host_id;
+    job.zkey = cfg_.state_dir + "/inputs/keys/" + job.zkey_sha256 + ".zkey";
+    free_slots(jobs_.mirror(job));
+    cluster_.woken = true;
+  } else {
+    id = jobs_.add(std::move(job), now_ms());
+  }
   ++metrics_.jobs_accepted;
   log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
              client ? "; results written by the client (zkfarmd cannot act as that user)" : "");

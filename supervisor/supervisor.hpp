@@ -21,12 +21,17 @@
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/jobs.hpp"
+#include "supervisor/key_cache.hpp"
 #include "supervisor/journal.hpp"
+#include "supervisor/claim_prep.hpp"
+#include "supervisor/pg_listener.hpp"
+#include "supervisor/pg_queue.hpp"
 #include "supervisor/listener_cap.hpp"
 #include "supervisor/log_limiter.hpp"
 #include "supervisor/metrics.hpp"
 #include "supervisor/peer.hpp"
 #include "supervisor/release.hpp"
+#include "supervisor/worker_table.hpp"
 
 #include <deque>
 #include <set>
@@ -51,39 +56,6 @@ struct SubmitCheck {
   std::optional<bool> key_cached;     ///< the key was checked before (CheckedKeys), once it was looked up
 };
 
-/// "This key file, unchanged (files::FileIdentity), has this SHA-256": a key of
-/// tens of GB submitted again is not read again. Thread-safe; the newest 256.
-class KeyHashCache {
- public:
-  std::string lookup(const files::FileIdentity& id) const;  ///< "" when unknown
-  void remember(const files::FileIdentity& id, const std::string& sha);
-
- private:
-  mutable std::mutex m_;
-  std::vector<std::pair<files::FileIdentity, std::string>> entries_;
-};
-
-/// What a submit's check needs besides the request: where inputs are kept
-/// (STATE/inputs), the job's own folder name under inputs/jobs, the cache.
-/// What a submit needs of a key it has checked: kept by the key's SHA-256,
-/// whose private copy (inputs/keys/SHA256.zkey, zkfarmd's, read-only) never
-/// changes, so the next job of that key skips Zkey::open's full check.
-struct KeyFacts {
-  uint32_t n_vars = 0, n_public = 0;
-  std::shared_ptr<const VerifyingKey> vk;
-};
-
-/// Keys checked at submit, by SHA-256 (hex); the 64 most recent. Thread-safe.
-class CheckedKeys {
- public:
-  std::optional<KeyFacts> lookup(const std::string& sha) const;
-  void remember(const std::string& sha, const KeyFacts& facts);
-
- private:
-  mutable std::mutex m_;
-  std::vector<std::pair<std::string, KeyFacts>> entries_;
-};
-
 /// A registered circuit as a submit of inputs needs it (looked up on the
 /// loop when the submit starts, so the check reads no shared table).
 struct CircuitForSubmit {
@@ -92,6 +64,9 @@ struct CircuitForSubmit {
   std::string zkey;       ///< its key's private copy (STATE/inputs/keys/SHA256.zkey)
 };
 
+/// What a submit's check needs besides the request: where inputs are kept
+/// (STATE/inputs, or a shared queue's shared dir), the job's own folder name
+/// under inputs/jobs, the caches.
 struct SubmitContext {
   std::string inputs_dir;
   std::string token;
@@ -102,6 +77,9 @@ struct SubmitContext {
   /// A submit of inputs: the circuit it names (nullopt when there is none by that name).
   std::optional<CircuitForSubmit> circuit;
   uint64_t input_max_bytes = 64ull << 20;
+  /// A shared queue: witness copies are hashed (their SHA-256 goes in the
+  /// queue, and every host checks it before use).
+  bool shared = false;
 };
 
 /// A proving key taken from a client's file (take_key): its private copy
@@ -198,14 +176,17 @@ class Supervisor {
   static bool can_act_as(uint32_t uid);
 
  private:
-  void start_worker(Worker& w);
   void handle_signals();
   /// A warning a client can cause at will (a bad frame, a bad request): at most
   /// a few lines a second, with a count of the rest (bad_frames_).
   void warn_limited(const std::string& line);
   /// SIGHUP/SIGUSR1: every ReopenableFileSink of the logger reopens its file.
   void reopen_logs(const char* why);
+  /// Reaps exited workers (the worker table's exit handler) and handles each exit.
   void reap_children();
+  /// A worker's process is gone: what it held goes back (requeue), a failed
+  /// upgrade puts the old binary back, then the worker table decides its respawn.
+  void on_worker_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn);
   /// Passes the workers' output lines to the log, each with its worker's id.
   void pump_worker_output();
   void on_worker_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
@@ -215,7 +196,7 @@ class Supervisor {
   void send_prove(Worker& w, const PartRef& ref);
   /// A partition of circom inputs just synthesized: its public signals from
   /// the witness in its slot, as public.json and for verification.
-  void take_public_signals(const Job& job, Partition& p);
+  void take_public_signals(const Job& job, const Partition& p);
   void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
   // circuits.cpp: the registered circuits (zkfarmctl circuit add/list/remove).
   void load_circuits();
@@ -229,6 +210,8 @@ class Supervisor {
   // submit.cpp: a job's files are checked on a thread of their own (a large key
   // takes seconds), the reply goes out from the loop once the check is done.
   void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
+  /// Where a submit's (or circuit add's) copies go, and the caches it uses.
+  SubmitContext submit_context();
   void finish_submits();
   void accept_checked(const std::string& identity, SubmitCheck c);
   // housekeeping.cpp: hourly pruning of the journal past retention_hours, and
@@ -242,6 +225,7 @@ class Supervisor {
   void requeue(const PartRef& ref, const std::string& why, bool crashed = false);
   void fail_job(uint64_t job, const std::string& error);
   void free_slots(const std::vector<shm::Slot>& slots);
+  void free_slot(const std::optional<shm::Slot>& slot);
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
   // verification.cpp: "" when the 256-byte proof verifies against the job's
   // verification key and the partition's public signals, else why not.
@@ -280,17 +264,11 @@ class Supervisor {
                      const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
                      const std::string& checked, const std::string& error, bool storage_fault);
   void begin_stop(const std::string& reason);
-  // lifecycle.cpp: drain, rolling restarts and upgrades, release waits,
-  // flapping, stale children, sd_notify.
+  // lifecycle.cpp: stop and drain, rolling restarts and upgrades, sd_notify.
   nlohmann::json lifecycle_request(const std::string& type, const nlohmann::json& req);
-  void kill_all_workers(const std::string& why);
-  void after_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn = false);
-  void advance_release_waits();
   void advance_rolling();
   void start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
                      const std::optional<std::string>& gpu_binary, const std::string& what);
-  void record_children();
-  void clean_stale_children();
   void notify(const std::string& state);
   void notify_progress();
   size_t in_flight() const;
@@ -305,7 +283,11 @@ class Supervisor {
 
   Config cfg_;
   std::shared_ptr<spdlog::logger> log_;
-  Journal journal_;
+  /// The ledger (ledger.hpp): the SQLite journal of this host, or the
+  /// PostgreSQL queue several hosts share; used on journal_thread_ only.
+  std::unique_ptr<Ledger> ledger_;
+  Journal* sqlite_ = nullptr;  ///< ledger_ when it is the SQLite journal
+  PgQueue* pg_ = nullptr;      ///< ledger_ when it is a shared queue (cluster.cpp)
   zmq::context_t ctx_;
   zmq::socket_t workers_sock_, control_sock_;
   std::unique_ptr<ListenerCap> workers_cap_, control_cap_;  // connection caps (listener_cap.hpp)
@@ -315,7 +297,7 @@ class Supervisor {
   shm::Arena arena_;
   shm::SlotAllocator slots_;
   JobTable jobs_;
-  std::map<std::string, Worker> workers_;  // by id
+  std::unique_ptr<WorkerTable> workers_;  // every worker by id, and their lives
   bool stopping_ = false, shutdown_sent_ = false, draining_ = false, notified_ready_ = false;
   std::unique_ptr<ReleaseCheck> release_check_;
   // A rolling restart or upgrade: workers replaced one at a time.
@@ -357,7 +339,6 @@ class Supervisor {
   nlohmann::json held_job_reply(const HeldReply& h, bool at_exit) const;
   int64_t next_watchdog_ms_ = 0;
   uint64_t watchdog_usec_ = 0;
-  bool release_failed_ = false;
   std::string last_status_line_;
   struct PendingSubmit {
     std::string identity;                  ///< the client to answer
@@ -395,6 +376,43 @@ class Supervisor {
   std::map<std::string, DeviceUsage> gpu_usage_;
   int64_t next_gpu_sample_ms_ = 0;
   void sample_gpu_usage();
+  // cluster.cpp: a shared queue (docs/cluster.md). Every call to the queue
+  // runs on journal_thread_ in order; what comes back is applied on the loop.
+  void cluster_tick();                       ///< one pass: sync, renew, expire, claim, view
+  void apply_changes(Changes changes);       ///< the queue's changed job rows → the mirror
+  void on_claimed(std::vector<ClaimedPartition> claims);
+  void on_prepared(PreparedClaim prepared);
+  void on_renewed(const std::vector<uint64_t>& sent, const std::vector<uint64_t>& held, int64_t sent_ms);
+  /// A lease this host held is gone: drop the partition (abort it in a worker).
+  void drop_lease(const PartRef& ref, const std::string& why);
+  /// Hands back the leases of partitions not yet started (drain, stop).
+  void release_queued_claims(const std::string& why);
+  /// Stores a verified proof under its lease (or drops it: its lease is over).
+  void store_shared_proof(const PartRef& ref, ProofRecord rec);
+  nlohmann::json cluster_status() const;
+  ClaimDirs claim_dirs() const;
+  struct Cluster {
+    std::string snapshot;              ///< the change feed's cursor (PgQueue::changes_since)
+    bool synced = false;               ///< the first sync is done (every job mirrored)
+    bool sync_in_flight = false, claim_in_flight = false, renew_in_flight = false, expire_in_flight = false,
+         view_in_flight = false;
+    int64_t next_sync_ms = 0, next_claim_ms = 0, next_renew_ms = 0, next_expire_ms = 0, next_view_ms = 0;
+    int64_t claim_paused_until_ms = 0;  ///< after a host fault of the shared mount
+    size_t preparing = 0;              ///< claims being made ready (claim_prep.hpp)
+    std::atomic<bool> woken{false};    ///< a NOTIFY arrived (set by the listener's thread)
+    bool reachable = true;             ///< the last call reached the queue
+    std::string fault;                 ///< why not, while unreachable
+    int64_t unreachable_since_ms = 0;  ///< Unix ms
+    ClusterView view;                  ///< hosts and counts, every few seconds
+    int64_t view_wall_ms = 0;
+    uint64_t stored = 0, fenced = 0, released = 0, lost = 0;  ///< proofs stored / dropped; leases released / lost
+  };
+  Cluster cluster_;
+  std::unique_ptr<CheckPool> prep_pool_;     ///< claim preparation (hash checks, copies)
+  std::unique_ptr<PgListener> listener_;     ///< LISTEN zkfarm
+  void queue_call_failed(const std::string& what);
+  void queue_call_worked();
+
   /// A job that ended in this instance (done, failed, cancelled): counted
   /// and its latency observed for /metrics.
   void count_job_end(const Job& job);

@@ -68,12 +68,12 @@ namespace zkfarm::supervisor {
 // The witness of a partition of circom inputs was made by its synthesis
 // worker; the supervisor reads values 1..nPublic from the slot (its own
 // arena) rather than trusting a copy in the worker's answer.
-void Supervisor::take_public_signals(const Job& job, Partition& p) {
+void Supervisor::take_public_signals(const Job& job, const Partition& p) {
   const uint64_t bytes = (uint64_t(job.n_public) + 1) * 32;
   const auto* w = reinterpret_cast<const U256*>(arena_.at(p.slot->offset, bytes));
   std::vector<U256> pub(w, w + job.n_public + 1);
-  p.public_json = public_to_json(pub.data(), job.n_public);
-  p.public_values.assign(pub.begin() + 1, pub.end());
+  jobs_.set_public_signals({job.id, p.index}, public_to_json(pub.data(), job.n_public),
+                           std::vector<U256>(pub.begin() + 1, pub.end()));
 }
 
 }  // namespace zkfarm::supervisor

@@ -28,6 +28,16 @@
 namespace zkfarm::supervisor {
 namespace {
 
+// A proof record of `proof` with its times (ms).
+ProofRecord rec(const std::string& proof, int64_t proved_ms, int64_t synth_ms, int64_t prove_ms) {
+  ProofRecord r;
+  r.proof = proof;
+  r.proved_ms = proved_ms;
+  r.synth_ms = synth_ms;
+  r.prove_ms = prove_ms;
+  return r;
+}
+
 using test::read_file;
 using test::TempDir;
 
@@ -129,10 +139,10 @@ TEST(Journal, RoundTripOfJobsProofsAndStates) {
     b = j.add_job(make_job(8, 1));
     EXPECT_EQ(b, a + 1);
     const std::string proof(256, '\x5a');
-    EXPECT_TRUE(j.add_proof(a, 1, proof, 1'700'000'000'500, 40, 90));
-    EXPECT_FALSE(j.add_proof(a, 1, std::string(256, '\x01'), 1'700'000'000'600, 1, 1));  // once only
+    EXPECT_TRUE(j.add_proof(a, 1, rec(proof, 1'700'000'000'500, 40, 90)) == ProofStored::kStored);
+    EXPECT_EQ(j.add_proof(a, 1, rec(std::string(256, '\x01'), 1'700'000'000'600, 1, 1)), ProofStored::kDuplicate);  // once only
     try {
-      j.add_proof(a, 9, proof, 1, 1, 1);
+      j.add_proof(a, 9, rec(proof, 1, 1, 1));
       FAIL() << "a proof of a partition that does not exist was journaled";
     } catch (const JournalError& e) {  // a fault of the request: retrying cannot help
       EXPECT_EQ(e.sqlite_code() & 0xff, SQLITE_CONSTRAINT) << e.what();
@@ -578,10 +588,10 @@ TEST(Journal, IoErrorsAreErrorsAndTheJournalRecovers) {
 
     g_fail_sync = true;  // the commit frame is written, its fsync fails
     EXPECT_THROW(j.add_job(make_job(5)), JournalError);
-    EXPECT_THROW(j.add_proof(1, 0, std::string(256, 'p'), 1, 1, 1), JournalError);
+    EXPECT_THROW(j.add_proof(1, 0, rec(std::string(256, 'p'), 1, 1, 1)), JournalError);
     g_fail_sync = false;
     EXPECT_TRUE(j.writable()) << j.last_error();
-    EXPECT_TRUE(j.add_proof(1, 0, std::string(256, 'p'), 1, 1, 1));  // the replay of the failed write
+    EXPECT_TRUE(j.add_proof(1, 0, rec(std::string(256, 'p'), 1, 1, 1)) == ProofStored::kStored);  // the replay of the failed write
     acknowledged.insert(j.add_job(make_job(6)));
     EXPECT_EQ(ids_of(j.load()), acknowledged);
   }
@@ -660,7 +670,7 @@ TEST(Journal, PruneDeletesFinishedJobsByTheIndex) {
     Journal j(db);
     const uint64_t old_done = j.add_job(make_job(1, 2)), old_cancelled = j.add_job(make_job(2, 1));
     const uint64_t recent = j.add_job(make_job(3, 1)), running = j.add_job(make_job(4, 1));
-    ASSERT_TRUE(j.add_proof(old_done, 0, std::string(256, 'a'), 1, 1, 1));
+    ASSERT_TRUE(j.add_proof(old_done, 0, rec(std::string(256, 'a'), 1, 1, 1)) == ProofStored::kStored);
     j.finish_job(old_done, JobState::kDone, "", 1'000);
     j.finish_job(old_cancelled, JobState::kCancelled, "", 2'000);
     j.finish_job(recent, JobState::kFailed, "x", 9'000);

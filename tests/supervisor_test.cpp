@@ -30,7 +30,7 @@ TEST(JobTable, OrderIsPriorityThenOldestJobThenLowestPartition) {
   std::vector<std::pair<uint64_t, uint32_t>> order;
   while (auto ref = t.next(PartState::kQueued)) {
     order.emplace_back(ref->job, ref->index);
-    t.find(*ref)->state = PartState::kSynthesizing;
+    t.start_synthesis(*ref, shm::Slot{}, "synth-0", 0, 0);
   }
   std::vector<std::pair<uint64_t, uint32_t>> expect = {{c, 0}, {c, 1}, {a, 0}, {a, 1}, {a, 2}, {b, 0}, {b, 1}, {d, 0}};
   EXPECT_EQ(order, expect);
@@ -55,6 +55,70 @@ TEST(JobTable, DoneWhenAllPartitionsAreProvedAndDeliveredAndCancelSkipsTheJob) {
   EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
   EXPECT_FALSE(t.next(PartState::kQueued).has_value());
   EXPECT_EQ(t.find(b)->to_json()["state"], "cancelled");
+}
+
+TEST(JobTable, TransitionsCarryAPartitionThroughThePipelineAndBack) {
+  JobTable t;
+  const uint64_t a = t.add(make_job(Priority::kNormal, 2), /*now=*/100);
+  EXPECT_EQ(t.find({a, 0})->queued_since_ms, 100);
+  shm::Slot slot{};
+  slot.id = 7;
+  EXPECT_TRUE(t.start_synthesis({a, 0}, slot, "synth-0", 200, 5000)) << "the job's first start";
+  EXPECT_FALSE(t.start_synthesis({a, 1}, slot, "synth-1", 210, 6000));
+  EXPECT_EQ(t.find(a)->state, JobState::kRunning);
+  EXPECT_EQ(t.find(a)->started_ms, 5000);
+  t.worker_started({a, 0}, 250);
+  EXPECT_EQ(t.find({a, 0})->queued_ms, 50);
+  t.synthesized({a, 0}, 400);
+  EXPECT_EQ(t.find({a, 0})->synth_ms, 150);
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesized);
+  EXPECT_EQ(t.next(PartState::kSynthesized)->index, 0u);
+  t.start_proving({a, 0}, "gpu-0", 500);
+  EXPECT_EQ(t.find({a, 0})->worker, "gpu-0");
+  // A dead GPU worker: back to the GPU queue in its slot, renewed.
+  shm::Slot renewed = slot;
+  renewed.generation = 2;
+  t.reprove_in_slot({a, 0}, renewed);
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesized);
+  EXPECT_EQ(t.find({a, 0})->slot->generation, 2u);
+  // A dead synthesis worker: back to the queue, its slot handed back to free.
+  auto freed = t.back_to_queue({a, 1}, 700);
+  ASSERT_TRUE(freed.has_value());
+  EXPECT_EQ(freed->id, 7u);
+  EXPECT_EQ(t.find({a, 1})->state, PartState::kQueued);
+  EXPECT_EQ(t.find({a, 1})->queued_since_ms, 700);
+  EXPECT_EQ(t.count_crash({a, 1}), 1u);
+  EXPECT_EQ(t.count_crash({a, 1}), 2u);
+  // Proved, verified, delivered: done.
+  t.start_proving({a, 0}, "gpu-0", 800);
+  t.proving_ended({a, 0}, 900);
+  EXPECT_EQ(t.find({a, 0})->prove_ms, 100);
+  t.mark_done({a, 0}, std::string(256, 'p'));
+  EXPECT_EQ(t.find({a, 0})->proof.size(), 256u);
+  EXPECT_FALSE(t.find({a, 0})->slot.has_value());
+  // The other partition's result cannot be written: the job ends failed with that error.
+  t.start_synthesis({a, 1}, slot, "synth-0", 1000, 7000);
+  t.synthesized({a, 1}, 1100);
+  t.start_proving({a, 1}, "gpu-0", 1200);
+  t.mark_done({a, 1});
+  EXPECT_FALSE(t.mark_delivered({a, 1}, 8000, "disk full"));
+  EXPECT_TRUE(t.mark_delivered({a, 0}, 9000));
+  EXPECT_EQ(t.find(a)->state, JobState::kFailed);
+  EXPECT_EQ(t.find(a)->error, "disk full");
+  EXPECT_EQ(t.find(a)->finished_ms, 9000);
+}
+
+TEST(JobTable, APartitionOfAnEndedJobTakesTheJobsEndInsteadOfTheQueue) {
+  JobTable t;
+  const uint64_t a = t.add(make_job(Priority::kNormal, 2));
+  shm::Slot slot{};
+  t.start_synthesis({a, 0}, slot, "synth-0", 0, 0);
+  t.cancel(a, 10);
+  EXPECT_EQ(t.find({a, 1})->state, PartState::kCancelled) << "queued partitions end with the job";
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesizing) << "in a worker's hands until it answers";
+  EXPECT_TRUE(t.back_to_queue({a, 0}, 20).has_value());
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kCancelled);
+  EXPECT_FALSE(t.next(PartState::kQueued).has_value());
 }
 
 TEST(SlotAllocator, BudgetGenerationsAndCoalescing) {

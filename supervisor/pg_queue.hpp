@@ -1,0 +1,215 @@
+#pragma once
+// The PostgreSQL ledger (ledger.hpp): one queue that several zkfarmd hosts
+// share (docs/cluster.md). Each host registers itself (host_id, heartbeat,
+// version, devices); a partition is claimed into a lease (a fencing token
+// from a sequence, an expiry in the database's clock) with
+// SELECT … FOR UPDATE SKIP LOCKED, renewed while the host works on it; an
+// expired lease puts the partition back in the queue (its attempts counted,
+// max_attempts of them, then it fails with its last error); a proof is stored
+// only while its lease is current, so a host presumed dead cannot add a
+// second one, and each partition has exactly one proof (the proofs table's
+// primary key says so too). Every change stamps a row with the next value of
+// the writing transaction's id, so a host follows the queue by asking what changed since the
+// last snapshot it saw (changes_since); NOTIFY zkfarm wakes idle hosts.
+//
+// The schema is versioned (pg_schema.hpp): a host migrates an older one under
+// an advisory lock at start and refuses one whose readers must be newer.
+//
+// Through libpq (Debian's libpq-dev). One connection, used from one thread;
+// it is made again after a fault, with backoff (reconnect_wait()). Every
+// call throws JournalError naming the database (URL without its password),
+// the operation and PostgreSQL's message; storage_fault() is true for
+// connection faults (the server is restarting or unreachable), when the
+// same call later may work.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "supervisor/ledger.hpp"
+
+struct pg_conn;
+
+namespace zkfarm::supervisor {
+
+struct PgOptions {
+  std::string url;            ///< a libpq connection string or postgresql:// URI
+  std::string host_id;        ///< this host's name in the queue (unique per zkfarmd)
+  std::string version;        ///< zkfarmd's version (hosts table, status)
+  std::string devices;        ///< what this host proves on ("cpu", "gpu 0,1"), for status
+  unsigned lease_seconds = 30;
+  unsigned max_attempts = 3;  ///< claims of one partition before it fails
+  /// Registers the host and releases the leases a previous run of this
+  /// host_id left (its partitions go back at once, attempts kept). A
+  /// benchmark's connections that only claim may leave it on.
+  bool register_host = true;
+};
+
+/// A lease on a partition: whoever holds the token may store its proof until
+/// the lease expires or is taken back.
+struct Lease {
+  uint64_t job = 0;
+  uint32_t index = 0;
+  uint64_t token = 0;     ///< the fencing token (a sequence value, never reused)
+  uint32_t attempts = 0;  ///< claims of this partition so far, this one included
+};
+
+/// A partition claimed: its lease and what the host needs to prove it.
+struct ClaimedPartition {
+  Lease lease;
+  std::string wtns;         ///< a job of witnesses: its copy, relative to the shared dir
+  std::string wtns_sha256;  ///< …and that copy's SHA-256 (hex), checked before use
+  std::string input;        ///< a job of inputs: input.json's bytes
+  std::string input_name;   ///< …and the name the client gave it
+};
+
+/// One host as the hosts table has it.
+struct HostRow {
+  std::string host_id, version, devices, state;  ///< state: running, draining, stopping, stopped
+  int64_t pid = 0;
+  double heartbeat_age_s = 0;  ///< seconds since its last heartbeat, in the database's clock
+  bool alive = false;          ///< a heartbeat within 3 leases' time
+  uint64_t leases = 0;         ///< partitions it holds now
+};
+
+/// The queue as every host sees it (status).
+struct ClusterView {
+  std::vector<HostRow> hosts;
+  uint64_t queued = 0, leased = 0, done = 0, failed = 0;  ///< partitions of live jobs, by state
+  uint64_t live_jobs = 0;
+  int schema = 0;
+};
+
+/// A job's row as changes_since reports it: the header fields of a Job
+/// (parts sized k, each kElsewhere; shared progress in shared_*).
+struct JobRow {
+  Job job;
+  std::string submitted_host;
+};
+
+/// Jobs whose rows changed between two snapshots of the database.
+struct Changes {
+  std::vector<JobRow> jobs;
+  std::string snapshot;  ///< the cursor to pass next time
+};
+
+/// What a store of a proof under a lease did to its job.
+struct CompleteResult {
+  ProofStored stored = ProofStored::kFenced;
+  bool job_done = false;  ///< this was the job's last proof
+  std::string why;        ///< for kFenced: what the database says of the partition now
+};
+
+class PgQueue : public Ledger {
+ public:
+  /// Connects, migrates the schema (pg_schema.hpp) and, with
+  /// opt.register_host, registers this host. Throws JournalError (a
+  /// database it cannot reach, a schema of a newer zkfarm).
+  explicit PgQueue(PgOptions opt);
+  ~PgQueue() override;
+  PgQueue(const PgQueue&) = delete;
+  PgQueue& operator=(const PgQueue&) = delete;
+
+  const char* kind() const override { return "postgresql"; }
+  std::string where() const override { return safe_url_; }
+
+  /// Inserts the job and its partitions (queued; a job of inputs with each
+  /// input.json's bytes, read from p.input) and NOTIFYs. p.wtns is stored
+  /// relative to `shared_dir` (passed at construction through set_shared_dir).
+  uint64_t add_job(const Job& job) override;
+  /// Stores the proof under proof.lease_token (complete()).
+  ProofStored add_proof(uint64_t job, uint32_t index, const ProofRecord& proof) override;
+  void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) override;
+  void set_started(uint64_t job, int64_t started_ms) override;
+  std::optional<JournaledProof> proof(uint64_t job, uint32_t index) override;
+  size_t prune(int64_t cutoff_ms) override;
+  void put_circuit(const CircuitRecord& c) override;
+  bool remove_circuit(const std::string& name) override;
+  std::vector<CircuitRecord> circuits() override;
+  bool writable() override;
+  const std::string& last_error() const override { return last_error_; }
+
+  /// The shared dir (a folder every host mounts) that witness paths are relative to.
+  void set_shared_dir(const std::string& dir) { shared_dir_ = dir; }
+
+  // -- Claims and leases (docs/cluster.md).
+  /// Claims up to `n` queued partitions (highest priority, oldest job, lowest
+  /// index first; SKIP LOCKED, so hosts claiming at once never wait on each
+  /// other) into leases of lease_seconds; their jobs become running.
+  std::vector<ClaimedPartition> claim(unsigned n);
+  /// Stores the proof of a leased partition if `proof.lease_token` is still
+  /// its current, unexpired lease; the job is done with its last proof.
+  /// Committed without waiting for the server's disk flush
+  /// (synchronous_commit off, as claims and renewals): a server crash may
+  /// forget the last few, whose partitions are then proved again (never
+  /// twice stored, never a job lost: add_job and job ends wait for the flush).
+  CompleteResult complete(uint64_t job, uint32_t index, const ProofRecord& proof);
+  /// Extends the leases of `tokens` this host holds and records a heartbeat
+  /// with this host's `state`; returns the tokens still held (a lease that
+  /// expired, was taken over or whose job ended is not renewed: the host
+  /// drops that partition).
+  std::vector<uint64_t> renew(const std::vector<uint64_t>& tokens, const std::string& state);
+  /// Hands leases back at once (a drain or stop): queued again, the attempt
+  /// not counted. Returns how many were released.
+  size_t release(const std::vector<uint64_t>& tokens);
+  /// Gives a lease back because its partition could not be made ready here
+  /// (its shared file is missing or does not match its hash): queued again
+  /// with `error` as its last error, the claim counted (max_attempts of
+  /// them, then it fails with that error).
+  bool give_back(uint64_t token, const std::string& error);
+  /// Expired leases: back to the queue, or failed (and their job with them)
+  /// once max_attempts claims were spent; so do queued partitions whose
+  /// claims are spent (given back). Returns how many partitions moved.
+  size_t expire_leases();
+  /// Brings the jobs' rows up to date with their partitions (proofs done,
+  /// claims, stage times: what status shows) and ends a job whose every
+  /// partition is done (two last proofs stored at once may both miss it).
+  /// At most once a second over all hosts (a gate row in zkfarm_meta); true
+  /// when this call did it. `now_ms`: Unix ms.
+  bool sweep(int64_t now_ms);
+  /// Fails a leased partition (a bad input, a proof that does not verify, a
+  /// poison partition) and its job, if `token` is still its lease.
+  bool fail_partition(uint64_t job, uint32_t index, uint64_t token, const std::string& error);
+  /// Cancels a job that has not ended; false if it had (or does not exist).
+  bool cancel_job(uint64_t job);
+  /// Jobs whose rows were committed after `snapshot` (a pg_snapshot as text,
+  /// "" for every job): every change is seen exactly once or superseded by a
+  /// later one, however late its transaction committed.
+  Changes changes_since(const std::string& snapshot);
+  /// Hosts and queue counts.
+  ClusterView cluster();
+  /// Marks this host stopped (a clean exit).
+  void deregister();
+  /// The next time a reconnect may be tried (after a fault, with backoff
+  /// from 250 ms doubling to 8 s); steady clock.
+  std::chrono::steady_clock::time_point reconnect_after() const { return reconnect_after_; }
+  /// Whether the last call reached the database.
+  bool reachable() const { return reachable_; }
+
+  const PgOptions& options() const { return opt_; }
+
+ private:
+  class Result;
+  std::string relative(const std::string& path) const;  ///< a path under the shared dir, relative to it
+  void connect();
+  void ensure_connected(const char* op);
+  Result exec(const char* op, const std::string& sql, const std::vector<std::optional<std::string>>& params = {},
+              const std::vector<bool>& binary = {});
+  void fault(const char* op, const std::string& message, bool connection);
+
+  PgOptions opt_;
+  std::string safe_url_;
+  std::string shared_dir_;
+  pg_conn* conn_ = nullptr;
+  bool reachable_ = false;
+  std::chrono::milliseconds backoff_{250};
+  std::chrono::steady_clock::time_point reconnect_after_{};
+  std::string last_error_;
+};
+
+/// `url` with any password (password=… or user:PASS@) replaced by "***", for logs.
+std::string redact_pg_url(const std::string& url);
+
+}  // namespace zkfarm::supervisor

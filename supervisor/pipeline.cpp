@@ -1,0 +1,323 @@
+// A partition's way through the farm, as the loop drives it (design.md §3):
+// dispatch() hands queued partitions to idle synthesis workers (a slot of the
+// arena each), synthesized ones to GPU workers; the workers' answers move
+// them on (on_worker_started, on_worker_done), a proof is verified before it
+// is journaled and published (finish_partition); a worker's exit sends what it
+// held back (on_worker_exit, requeue). Every state change is a JobTable
+// transition (jobs.hpp); every time is monotonic except the journaled ones.
+#include "groth16/proof_json.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/proof_codec.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace zkfarm::supervisor {
+
+using nlohmann::json;
+
+namespace {
+bool same_part(const PartRef& a, const PartRef& b) { return a.job == b.job && a.index == b.index; }
+}  // namespace
+
+void Supervisor::free_slot(const std::optional<shm::Slot>& slot) {
+  if (slot) slots_.free(slot->id);
+}
+
+void Supervisor::free_slots(const std::vector<shm::Slot>& slots) {
+  for (const auto& s : slots) slots_.free(s.id);
+}
+
+void Supervisor::on_worker_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn) {
+  // Every partition it held goes back. A crash counts (max_attempts, poison
+  // partitions) against the one it was computing; when its STARTED never
+  // arrived, against all it held, as nothing tells which one killed it.
+  for (const PartRef& ref : w.assigned) {
+    const bool culprit = !w.computing || same_part(*w.computing, ref);
+    requeue(ref, "worker " + w.id + " " + why, crashed && culprit);
+  }
+  // An upgrade whose new binary does not reach READY: the upgrade stops and
+  // the old binary goes back on this worker at once (no crash of the old
+  // one); the other workers never changed.
+  const bool new_binary_failed = crashed && rolling_current_ && rolling_current_->worker == w.id &&
+                                 rolling_current_->started && rolling_current_->binary != rolling_current_->old_binary;
+  if (new_binary_failed) {
+    const std::string bad = w.binary;
+    w.binary = rolling_current_->old_binary;
+    end_rolling("worker " + w.id + ": new binary " + bad + " " + why + " before READY; upgrade stopped, old binary " +
+                w.binary + " kept");
+  }
+  workers_->after_exit(w, crashed && !new_binary_failed, why, no_respawn, new_binary_failed, now_ms());
+}
+
+void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashed) {
+  const Partition* p = jobs_.find(ref);
+  const Job* job = jobs_.find(ref.job);
+  if (!p || !job) return;
+  if (crashed && !job->terminal() && jobs_.count_crash(ref) >= cfg_.max_attempts) {
+    // A poison partition: its input takes down whichever worker gets it. It
+    // fails (and with it its job) instead of crashing the farm's workers forever.
+    free_slot(jobs_.fail_partition(ref));
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": its worker died " + std::to_string(p->crashes) +
+                          " times (max_attempts " + std::to_string(cfg_.max_attempts) + "); last: " + why);
+    return;
+  }
+  // A GPU worker only reads its slots: the witness is intact, so the partition
+  // goes back to the GPU queue in the same slot under a new generation (a
+  // late answer about the old one is stale), never through synthesis again.
+  if (p->state == PartState::kProving && p->slot && !job->terminal()) {
+    if (auto renewed = slots_.renew(p->slot->id)) {
+      jobs_.reprove_in_slot(ref, *renewed);
+      ++metrics_.partitions_requeued_intact;
+      log_->warn("job {} partition {}: back to the GPU queue, its witness kept in slot {} ({})", ref.job, ref.index,
+                 renewed->id, why);
+      return;
+    }
+  }
+  const bool in_flight = p->state == PartState::kSynthesizing || p->state == PartState::kProving;
+  // The slot's generation is bumped as it is freed, so a late answer about it is stale.
+  free_slot(jobs_.back_to_queue(ref, now_ms()));
+  if (in_flight && !job->terminal()) log_->warn("job {} partition {}: back to the queue ({})", ref.job, ref.index, why);
+}
+
+void Supervisor::on_worker_started(Worker& w, const json& msg) {
+  const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
+  if (!slots_.is_current(protocol::get_u32(msg, "slot"), protocol::get_u64(msg, "generation")) ||
+      std::none_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); }))
+    return;  // stale: withdrawn or renewed meanwhile
+  w.computing = ref;
+  jobs_.worker_started(ref, now_ms());
+}
+
+void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
+  const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
+  const uint32_t slot = protocol::get_u32(msg, "slot");
+  const uint64_t generation = protocol::get_u64(msg, "generation");
+  auto held = std::find_if(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); });
+  if (!slots_.is_current(slot, generation) || held == w.assigned.end()) {
+    log_->warn("worker {}: ignored a stale answer for job {} partition {} (slot {} generation {})", w.id, ref.job,
+               ref.index, slot, generation);
+    return;
+  }
+  w.assigned.erase(held);
+  if (w.computing && same_part(*w.computing, ref)) w.computing.reset();
+  if (w.assigned.empty() && w.state == WorkerState::kBusy) w.state = WorkerState::kIdle;
+  const Partition* p = jobs_.find(ref);
+  const Job* job = jobs_.find(ref.job);
+  if (!p || !job) return;
+  if (job->terminal() || (job->shared && !p->lease)) {
+    // Cancelled or failed meanwhile, or (a shared queue) its lease was
+    // dropped: the work is dropped, the slot freed.
+    free_slot(jobs_.back_to_queue(ref, now_ms()));
+    return;
+  }
+  if (!protocol::get_bool(msg, "ok")) {
+    std::string error = protocol::find_str(msg, "error").value_or("unknown error");
+    log_->error("job {} partition {}: {} failed in {}: {}", ref.job, ref.index, synth ? "synthesis" : "proving",
+                w.id, error);
+    ++metrics_.partitions_failed;
+    free_slot(jobs_.fail_partition(ref));
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + error);
+    return;
+  }
+  w.backoff_ms = cfg_.restart_backoff_ms;  // a worker that delivers is healthy again
+  if (synth) {
+    jobs_.synthesized(ref, now_ms());
+    // A witness made from circom inputs: its public signals (values 1..nPublic)
+    // are in the slot now; public.json and the verification read them there.
+    if (job->inputs() && p->slot) take_public_signals(*job, *p);
+    log_->debug("job {} partition {}: synthesized by {}", ref.job, ref.index, w.id);
+  } else {
+    jobs_.proving_ended(ref, now_ms());
+    if (msg.contains("key_cached") && msg["key_cached"].is_boolean())
+      ++metrics_.key_cache[{"worker", msg["key_cached"].get<bool>() ? "hit" : "miss"}];
+    finish_partition(w, ref, protocol::get_bin(msg, "proof"));
+  }
+}
+
+void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::string& proof_bytes) {
+  const Job* job = jobs_.find(ref.job);
+  const Partition* p = jobs_.find(ref);
+  // Nothing is journaled or published before it verifies against the key's
+  // verification data taken at submit (verification.cpp): not a wrong result
+  // of a faulty device, not a witness that does not satisfy its circuit.
+  const std::string bad = check_proof(*job, *p, proof_bytes);
+  if (!bad.empty()) {
+    const unsigned failures = jobs_.count_verify_failure(ref);
+    ++metrics_.proofs_rejected;
+    const bool device = w.backend != "cpu";
+    if (device) ++metrics_.device_faults;
+    log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index, w.id,
+                w.backend, bad, device ? " (counted as a device fault)" : "");
+    if (device && failures < 2) {  // a device fault may not repeat: prove it once more
+      // from the same witness (the worker never writes its slot), under a new generation
+      if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
+        jobs_.reprove_in_slot(ref, *renewed);
+      } else {
+        free_slot(jobs_.back_to_queue(ref, now_ms()));
+      }
+      return;
+    }
+    free_slot(jobs_.fail_partition(ref));
+    fail_job(ref.job, "partition " + std::to_string(ref.index) +
+                          ": the proof does not verify: the witness does not satisfy the circuit, or the " +
+                          (device ? "device" : "prover") + " computed a wrong result (" + bad + ")");
+    return;
+  }
+  ProofRecord rec;
+  rec.proof = proof_bytes;
+  rec.proved_ms = wall_ms();
+  rec.synth_ms = p->synth_ms;
+  rec.prove_ms = p->prove_ms;
+  if (job->inputs()) rec.public_json = p->public_json;
+  ++metrics_.partitions_proved;
+  metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
+  metrics_.proving.observe(double(p->prove_ms) / 1000.0);
+  if (job->shared) {
+    // A shared queue: stored only under the lease this host holds (the
+    // queue refuses it otherwise); the job ends by its row, and clients
+    // write the results (`zkfarmctl wait` or `result` on any host).
+    if (!p->lease) {
+      log_->warn("job {} partition {}: proved by {}, but its lease was dropped meanwhile; not stored", ref.job,
+                 ref.index, w.id);
+      free_slot(jobs_.back_to_queue(ref, now_ms()));
+      return;
+    }
+    rec.lease_token = p->lease;
+    log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
+               ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
+    free_slot(p->slot);
+    jobs_.mark_done(ref, proof_bytes);
+    store_shared_proof(ref, std::move(rec));
+    return;
+  }
+  // Journal first, on the journal thread: once it commits the proof survives
+  // anything; a second proof of the same partition (re-proved after a crash)
+  // is refused. A journal fault keeps the write for later and goes on: the
+  // proof is verified, so publishing it before it is journaled is safe.
+  journal_write([this, ref, rec] {
+    if (ledger_->add_proof(ref.job, ref.index, rec) == ProofStored::kDuplicate)
+      inbox_.post([this, ref] {
+        log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
+      });
+  });
+  free_slot(p->slot);
+  log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
+             ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
+  jobs_.mark_done(ref, proof_bytes);
+  publish(*job, ref.index);  // the job is done once its files are written (on_published)
+}
+
+void Supervisor::fail_job(uint64_t id, const std::string& error) {
+  const Job* before = jobs_.find(id);
+  const bool was_live = before && !before->terminal();
+  free_slots(jobs_.fail(id, error.substr(0, 2000), wall_ms()));
+  if (const Job* job = jobs_.find(id)) {
+    if (was_live) count_job_end(*job);
+    journal_write([this, id, e = job->error, t = job->finished_ms] { ledger_->finish_job(id, JobState::kFailed, e, t); });
+  }
+  log_->error("job {}: failed: {}", id, error.substr(0, 2000));
+}
+
+void Supervisor::dispatch() {
+  for (auto& [id, w] : workers_->all()) {
+    if (w.kind != WorkerKind::kSynth || w.state != WorkerState::kIdle || w.retiring) continue;
+    if (stopping_ || draining_) continue;  // in-flight work finishes, none starts
+    auto ref = jobs_.next(PartState::kQueued);
+    if (!ref) break;
+    const Job* job = jobs_.find(ref->job);
+    const Partition* p = jobs_.find(*ref);
+    auto slot = slots_.allocate(job->slot_bytes);
+    if (!slot) break;  // the memory budget is spent: the partition waits for a slot
+    const int64_t queued_since = p->queued_since_ms;
+    if (jobs_.start_synthesis(*ref, *slot, w.id, now_ms(), wall_ms()))
+      journal_write([this, id = job->id, t = job->started_ms] { ledger_->set_started(id, t); });
+    if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
+    json m = protocol::make(protocol::kSynth);
+    m["job"] = ref->job;
+    m["partition"] = ref->index;
+    m["slot"] = slot->id;
+    m["generation"] = slot->generation;
+    m["offset"] = slot->offset;
+    m["size"] = slot->size;
+    m["zkey"] = job->zkey;
+    if (job->inputs()) {  // circom inputs: the synthesis worker runs the circuit's generator
+      m["generator"] = job->generator;
+      m["input"] = p->input;
+      m["input_name"] = p->input_source;
+      m["witness_timeout_ms"] = cfg_.witness_timeout_ms;
+      m["witness_memory_mib"] = cfg_.witness_memory_mib;
+    } else {
+      m["wtns"] = p->wtns;
+    }
+    send_to_worker(w, m);
+    w.assigned.push_back(*ref);
+    w.state = WorkerState::kBusy;
+  }
+  // GPU workers: each holds up to gpu_queue_depth partitions, so the next is
+  // already there when one finishes (no round trip between two proofs). The
+  // least loaded worker is filled first.
+  auto gpu_ready = [](const Worker& w) {
+    return w.kind == WorkerKind::kGpu && !w.retiring &&
+           (w.state == WorkerState::kIdle || w.state == WorkerState::kBusy);
+  };
+  for (size_t depth = 1; depth <= cfg_.gpu_queue_depth; ++depth) {
+    for (auto& [id, w] : workers_->all()) {
+      if (!gpu_ready(w) || w.assigned.size() >= depth) continue;
+      auto ref = jobs_.next(PartState::kSynthesized);
+      if (!ref) return;
+      send_prove(w, *ref);
+    }
+  }
+  // A partition of higher priority than everything a worker holds may go one
+  // beyond the depth: the worker takes it next, so it overtakes what is only
+  // queued there (never what is computing).
+  for (auto& [id, w] : workers_->all()) {
+    if (!gpu_ready(w) || w.assigned.size() != cfg_.gpu_queue_depth) continue;
+    auto ref = jobs_.next(PartState::kSynthesized);
+    if (!ref) return;
+    const Priority top = jobs_.find(ref->job)->priority;
+    const bool overtakes = std::all_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) {
+      const Job* held = jobs_.find(r.job);
+      return held && held->priority < top;
+    });
+    if (overtakes) send_prove(w, *ref);
+  }
+}
+
+void Supervisor::send_prove(Worker& w, const PartRef& ref) {
+  const Job* job = jobs_.find(ref.job);
+  const Partition* p = jobs_.find(ref);
+  jobs_.start_proving(ref, w.id, now_ms());
+  json m = protocol::make(protocol::kProve);
+  m["job"] = ref.job;
+  m["partition"] = ref.index;
+  m["slot"] = p->slot->id;
+  m["generation"] = p->slot->generation;
+  m["offset"] = p->slot->offset;
+  m["size"] = p->slot->size;
+  m["zkey"] = job->zkey;
+  m["priority"] = int(job->priority);
+  send_to_worker(w, m);
+  w.assigned.push_back(ref);
+  w.state = WorkerState::kBusy;
+}
+
+// Tells the workers busy with `job`'s partitions to abandon them (ABORT); each
+// answers ok:false at its next stage boundary and the slot is freed then, never
+// while a worker may still write into it.
+void Supervisor::abort_in_flight(uint64_t job) {
+  for (auto& [id, w] : workers_->all()) {
+    for (const PartRef& ref : w.assigned) {
+      if (ref.job != job) continue;
+      const Partition* p = jobs_.find(ref);
+      if (!p || !p->slot) continue;
+      json m = protocol::make(protocol::kAbort);
+      m["job"] = job;
+      m["partition"] = p->index;
+      m["slot"] = p->slot->id;
+      m["generation"] = p->slot->generation;
+      send_to_worker(w, m);
+    }
+  }
+}
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,333 @@
+// The PostgreSQL queue (supervisor/pg_queue.hpp) against a real server: the
+// CTest fixture `pg_cluster` starts one (tests/cluster/pg_cluster.py: initdb,
+// its own port) and names its URL in ZKFARM_TEST_PG_URL_FILE. Each test gets
+// a database of its own. Leases here are short (1–2 s) so that expiry is
+// seen; every wait is for a state, bounded only to fail instead of hang.
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "supervisor/pg_queue.hpp"
+#include "supervisor/pg_schema.hpp"
+
+using namespace zkfarm::supervisor;
+
+namespace {
+
+std::string base_url() {
+  const char* f = std::getenv("ZKFARM_TEST_PG_URL_FILE");
+  if (!f) return {};
+  std::ifstream in(f);
+  std::string url;
+  std::getline(in, url);
+  return url;
+}
+
+// Runs one statement on `url` (test set-up); fails the test on an error.
+void sql(const std::string& url, const std::string& stmt) {
+  PGconn* c = PQconnectdb(url.c_str());
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQexec(c, stmt.c_str());
+  const auto st = PQresultStatus(r);
+  EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << stmt << ": " << PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(c);
+}
+
+// One value of a query on `url`.
+std::string value(const std::string& url, const std::string& query) {
+  PGconn* c = PQconnectdb(url.c_str());
+  PGresult* r = PQexec(c, query.c_str());
+  std::string v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? PQgetvalue(r, 0, 0) : "?";
+  PQclear(r);
+  PQfinish(c);
+  return v;
+}
+
+class PgQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string base = base_url();
+    if (base.empty()) GTEST_FAIL() << "ZKFARM_TEST_PG_URL_FILE is not set: run through ctest (fixture pg_cluster)";
+    std::random_device rd;
+    db_ = "t" + std::to_string(rd()) + std::to_string(rd());
+    sql(base, "CREATE DATABASE " + db_);
+    url_ = base.substr(0, base.rfind('/') + 1) + db_;
+  }
+
+  std::unique_ptr<PgQueue> queue(const std::string& host, unsigned lease_seconds = 30, unsigned max_attempts = 3) {
+    PgOptions o;
+    o.url = url_;
+    o.host_id = host;
+    o.version = "test";
+    o.lease_seconds = lease_seconds;
+    o.max_attempts = max_attempts;
+    auto q = std::make_unique<PgQueue>(o);
+    q->set_shared_dir("/shared");
+    return q;
+  }
+
+  // A job of `k` witness partitions at `priority`.
+  static Job job(uint32_t k, Priority priority = Priority::kNormal) {
+    Job j;
+    j.priority = priority;
+    j.zkey_sha256 = std::string(64, 'a');
+    j.zkey_source = "/keys/k.zkey";
+    j.out = "/out";
+    j.n_public = 1;
+    j.slot_bytes = 64;
+    j.submitted_ms = 1;
+    j.files_dir = "/shared/jobs/tok";
+    j.parts.resize(k);
+    for (uint32_t i = 0; i < k; ++i) {
+      j.parts[i].wtns = "/shared/jobs/tok/" + std::to_string(i) + ".wtns";
+      j.parts[i].wtns_sha256 = std::string(64, 'b');
+      j.parts[i].public_json = "[\"1\"]";
+    }
+    return j;
+  }
+
+  static ProofRecord proof(uint64_t token, char fill = 'p') {
+    ProofRecord r;
+    r.proof = std::string(256, fill);
+    r.proved_ms = 5;
+    r.lease_token = token;
+    return r;
+  }
+
+  std::string url_, db_;
+};
+
+TEST_F(PgQueueTest, SchemaIsCreatedOnceAndVersioned) {
+  auto q = queue("h1");
+  EXPECT_EQ(value(url_, "SELECT value FROM zkfarm_meta WHERE key = 'schema_version'"), std::to_string(kPgSchemaVersion));
+  EXPECT_EQ(value(url_, "SELECT value FROM zkfarm_meta WHERE key = 'min_reader_version'"), "1");
+  auto again = queue("h2");  // a second host finds it current
+  EXPECT_EQ(value(url_, "SELECT count(*) FROM zkfarm_hosts"), "2");
+  EXPECT_EQ(value(url_, "SELECT p.relname FROM pg_class p WHERE p.relname = 'zkfarm_partitions_queue'"),
+            "zkfarm_partitions_queue");
+}
+
+TEST_F(PgQueueTest, AHostOfTheNextSchemaSharesTheQueueUnlessItsReadersMustBeNewer) {
+  { auto q = queue("h1"); }
+  // A newer zkfarm migrated additively (min_reader stays): this host goes on.
+  sql(url_, "UPDATE zkfarm_meta SET value = '" + std::to_string(kPgSchemaVersion + 1) +
+                "' WHERE key = 'schema_version'");
+  EXPECT_NO_THROW(queue("h1"));
+  // One that needs newer readers: refused, with the fix named.
+  sql(url_, "UPDATE zkfarm_meta SET value = '" + std::to_string(kPgSchemaVersion + 1) +
+                "' WHERE key = 'min_reader_version'");
+  try {
+    queue("h1");
+    FAIL() << "an older host started on a schema that refuses it";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find("upgrade this host"), std::string::npos) << e.what();
+    EXPECT_FALSE(e.storage_fault());
+  }
+  EXPECT_EQ(pg_schema_verdict(1, 1, 1), "");
+  EXPECT_EQ(pg_schema_verdict(2, 1, 1), "");  // older database: migrated
+  EXPECT_NE(pg_schema_verdict(1, 3, 2), "");
+}
+
+TEST_F(PgQueueTest, ClaimsFollowPriorityThenJobThenPartitionAndCarryTheFiles) {
+  auto q = queue("h1");
+  const uint64_t a = q->add_job(job(2, Priority::kNormal));
+  const uint64_t b = q->add_job(job(2, Priority::kHigh));
+  auto c = q->claim(3);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].lease.job, b);
+  EXPECT_EQ(c[0].lease.index, 0u);
+  EXPECT_EQ(c[1].lease.job, b);
+  EXPECT_EQ(c[2].lease.job, a);
+  EXPECT_EQ(c[2].lease.index, 0u);
+  EXPECT_EQ(c[2].wtns, "jobs/tok/0.wtns") << "stored relative to the shared dir";
+  EXPECT_EQ(c[2].wtns_sha256, std::string(64, 'b'));
+  EXPECT_EQ(c[0].lease.attempts, 1u);
+  std::set<uint64_t> tokens;
+  for (const auto& x : c) tokens.insert(x.lease.token);
+  EXPECT_EQ(tokens.size(), 3u) << "every lease has its own fencing token";
+  EXPECT_EQ(q->claim(5).size(), 1u);
+  EXPECT_TRUE(q->claim(5).empty());
+}
+
+TEST_F(PgQueueTest, ConcurrentHostsNeverClaimThePartitionTwice) {
+  { auto q = queue("setup"); for (int i = 0; i < 20; ++i) q->add_job(job(25)); }
+  std::mutex m;
+  std::map<std::pair<uint64_t, uint32_t>, int> seen;
+  std::vector<std::thread> hosts;
+  for (int h = 0; h < 8; ++h) {
+    hosts.emplace_back([&, h] {
+      auto q = queue("host" + std::to_string(h));
+      for (;;) {
+        auto c = q->claim(3);
+        if (c.empty()) return;
+        std::lock_guard<std::mutex> lock(m);
+        for (const auto& x : c) ++seen[{x.lease.job, x.lease.index}];
+      }
+    });
+  }
+  for (auto& t : hosts) t.join();
+  EXPECT_EQ(seen.size(), 500u);
+  for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << "job " << k.first << " partition " << k.second;
+}
+
+TEST_F(PgQueueTest, AProofIsStoredOnlyUnderTheCurrentLeaseAndOnlyOnce) {
+  auto h1 = queue("h1", 1), h2 = queue("h2", 1);
+  const uint64_t id = h1->add_job(job(2));
+  auto c1 = h1->claim(1);
+  ASSERT_EQ(c1.size(), 1u);
+  // h1 goes quiet: its lease expires, the partition goes back, h2 takes it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  EXPECT_TRUE(h1->renew({c1[0].lease.token}, "running").empty()) << "an expired lease is not renewed";
+  EXPECT_GE(h2->expire_leases(), 1u);
+  auto c2 = h2->claim(1);
+  ASSERT_EQ(c2.size(), 1u);
+  EXPECT_EQ(c2[0].lease.index, c1[0].lease.index);
+  EXPECT_EQ(c2[0].lease.attempts, 2u);
+  // The late answer of h1 (presumed dead) is refused; h2's is stored.
+  CompleteResult late = h1->complete(id, c1[0].lease.index, proof(c1[0].lease.token, 'x'));
+  EXPECT_EQ(late.stored, ProofStored::kFenced);
+  EXPECT_NE(late.why.find("taken over by h2"), std::string::npos) << late.why;
+  CompleteResult ok = h2->complete(id, c2[0].lease.index, proof(c2[0].lease.token, 'y'));
+  EXPECT_EQ(ok.stored, ProofStored::kStored);
+  EXPECT_FALSE(ok.job_done);
+  EXPECT_EQ(h1->complete(id, c1[0].lease.index, proof(c1[0].lease.token, 'x')).stored, ProofStored::kDuplicate);
+  EXPECT_EQ(value(url_, "SELECT count(*) FROM zkfarm_proofs"), "1");
+  EXPECT_EQ(h1->proof(id, c1[0].lease.index)->proof, std::string(256, 'y'));
+  // The other partition; the job is done with its last proof.
+  auto c3 = h1->claim(1);
+  ASSERT_EQ(c3.size(), 1u);
+  CompleteResult last = h1->complete(id, c3[0].lease.index, proof(c3[0].lease.token));
+  EXPECT_TRUE(last.job_done);
+  EXPECT_EQ(value(url_, "SELECT state || ' ' || done FROM zkfarm_jobs WHERE id = " + std::to_string(id)), "done 2");
+}
+
+TEST_F(PgQueueTest, RenewKeepsALeaseAliveAndReleaseGivesItBackUncounted) {
+  auto q = queue("h1", 2);
+  const uint64_t id = q->add_job(job(2));
+  auto c = q->claim(2);
+  ASSERT_EQ(c.size(), 2u);
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    EXPECT_EQ(q->renew({c[0].lease.token, c[1].lease.token}, "running").size(), 2u);
+  }
+  EXPECT_EQ(q->expire_leases(), 0u) << "renewed leases do not expire";
+  EXPECT_EQ(q->release({c[1].lease.token}), 1u);
+  auto again = q->claim(5);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].lease.index, c[1].lease.index);
+  EXPECT_EQ(again[0].lease.attempts, 1u) << "a release does not count as an attempt";
+  EXPECT_EQ(q->complete(id, c[1].lease.index, proof(c[1].lease.token)).stored, ProofStored::kFenced)
+      << "the released lease's token is dead";
+}
+
+TEST_F(PgQueueTest, APartitionWhoseLeasesKeepExpiringFailsItsJobAfterMaxAttempts) {
+  auto q = queue("h1", 1, 2);
+  const uint64_t id = q->add_job(job(2));
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    auto c = q->claim(1);
+    ASSERT_EQ(c.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(c[0].lease.index, 0u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    q->expire_leases();
+  }
+  EXPECT_EQ(value(url_, "SELECT state FROM zkfarm_jobs WHERE id = " + std::to_string(id)), "failed");
+  const std::string error = value(url_, "SELECT error FROM zkfarm_jobs WHERE id = " + std::to_string(id));
+  EXPECT_NE(error.find("partition 0: claimed 2 times without a proof"), std::string::npos) << error;
+  EXPECT_NE(error.find("lease of host h1 expired"), std::string::npos) << error;
+  EXPECT_TRUE(q->claim(5).empty()) << "a failed job's partitions are not claimed";
+}
+
+TEST_F(PgQueueTest, GivenBackPartitionsCountTheirAttemptsAndFailWithTheReason) {
+  auto q = queue("h1", 30, 2);
+  const uint64_t id = q->add_job(job(1));
+  for (int i = 0; i < 2; ++i) {
+    auto c = q->claim(1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_TRUE(q->give_back(c[0].lease.token, "jobs/tok/0.wtns: its SHA-256 does not match"));
+  }
+  EXPECT_TRUE(q->claim(1).empty());
+  q->expire_leases();
+  EXPECT_EQ(value(url_, "SELECT state FROM zkfarm_jobs WHERE id = " + std::to_string(id)), "failed");
+  EXPECT_NE(value(url_, "SELECT error FROM zkfarm_jobs").find("SHA-256 does not match"), std::string::npos);
+}
+
+TEST_F(PgQueueTest, ACancelEndsEveryLeaseOfTheJob) {
+  auto q = queue("h1");
+  const uint64_t id = q->add_job(job(3));
+  auto c = q->claim(2);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_TRUE(q->cancel_job(id));
+  EXPECT_FALSE(q->cancel_job(id)) << "already ended";
+  EXPECT_TRUE(q->renew({c[0].lease.token, c[1].lease.token}, "running").empty());
+  EXPECT_EQ(q->complete(id, c[0].lease.index, proof(c[0].lease.token)).stored, ProofStored::kFenced);
+  EXPECT_TRUE(q->claim(5).empty());
+  EXPECT_EQ(value(url_, "SELECT count(*) FROM zkfarm_partitions WHERE state = 'cancelled'"), "3");
+}
+
+TEST_F(PgQueueTest, AHostThatRestartsHandsBackWhatItsLastRunHeld) {
+  {
+    auto q = queue("h1");
+    q->add_job(job(2));
+    EXPECT_EQ(q->claim(2).size(), 2u);
+  }  // "killed": nothing released
+  auto q = queue("h1");  // the same host_id starts again
+  auto c = q->claim(5);
+  EXPECT_EQ(c.size(), 2u) << "back in the queue at once, not after the lease";
+  EXPECT_EQ(c[0].lease.attempts, 2u) << "the attempt stays counted (it may be what killed the host)";
+}
+
+TEST_F(PgQueueTest, TheChangeFeedMissesNoJobWhoseTransactionCommittedLate) {
+  auto reader = queue("reader");
+  Changes first = reader->changes_since("");
+  EXPECT_TRUE(first.jobs.empty());
+  // A transaction takes its id, then waits, while another commits after it.
+  PGconn* slow = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(slow), CONNECTION_OK);
+  auto writer = queue("writer");
+  const uint64_t a = writer->add_job(job(1));
+  const uint64_t b = writer->add_job(job(1));
+  PQclear(PQexec(slow, "BEGIN"));
+  PQclear(PQexec(slow, ("UPDATE zkfarm_jobs SET error = 'late', txid = pg_current_xact_id() WHERE id = " +
+                        std::to_string(a)).c_str()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  writer->cancel_job(b);  // commits first, though it started later
+  Changes mid = reader->changes_since(first.snapshot);
+  std::set<uint64_t> ids;
+  for (const auto& r : mid.jobs) ids.insert(r.job.id);
+  EXPECT_TRUE(ids.count(b));
+  PQclear(PQexec(slow, "COMMIT"));
+  PQfinish(slow);
+  Changes after = reader->changes_since(mid.snapshot);
+  bool saw_late = false;
+  for (const auto& r : after.jobs) saw_late |= r.job.id == a && r.job.error == "late";
+  EXPECT_TRUE(saw_late) << "the update committed after the snapshot was seen next time";
+  EXPECT_TRUE(reader->changes_since(after.snapshot).jobs.empty()) << "and only once";
+}
+
+TEST(PgQueueFaults, AQueueThatCannotBeReachedIsAStorageFaultNamingItWithoutThePassword) {
+  PgOptions o;
+  o.url = "postgresql://zkfarm:s3cret@127.0.0.1:1/zkfarm?connect_timeout=2";
+  o.host_id = "h";
+  try {
+    PgQueue q(o);
+    FAIL() << "connected to port 1";
+  } catch (const JournalError& e) {
+    EXPECT_TRUE(e.storage_fault());
+    EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(redact_pg_url("postgresql://u:pw@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(redact_pg_url("host=h password=pw dbname=d"), "host=h password=*** dbname=d");
+  EXPECT_EQ(redact_pg_url("postgresql://h/db?password=pw"), "postgresql://h/db?password=***");
+}
+
+}  // namespace
