@@ -1,6 +1,6 @@
-// The control API: requests from zkfarmctl on control.sock, each checked
-// against who sent it (peer.hpp: the kernel's credentials of the connection)
-// before it runs. docs/protocol.md lists the requests; docs/security.md says
+// The control API: requests from zkfarmctl (control_channel.hpp brings their
+// frames), each checked against who sent it (peer.hpp: the kernel's
+// credentials of the connection) before it runs. docs/protocol.md lists the requests; docs/security.md says
 // who may make which.
 #include <unistd.h>
 
@@ -69,22 +69,7 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
 }
 
 void Supervisor::send_reply(const std::string& identity, json reply) {
-  reply["v"] = protocol::kProtocolVersion;
-  reply["t"] = "REPLY";
-  std::string body = protocol::encode(reply);
-  if (body.size() > protocol::kMaxFrameBytes) {  // the views are bounded; this is the last guard
-    log_->error("control: a reply of {} bytes would pass the frame limit; answered with an error", body.size());
-    body = protocol::encode({{"v", protocol::kProtocolVersion},
-                             {"t", "REPLY"},
-                             {"ok", false},
-                             {"error", "the reply would be too large; use `zkfarmctl jobs` with --limit"}});
-  }
-  std::array<zmq::const_buffer, 3> frames = {zmq::buffer(identity), zmq::const_buffer(), zmq::buffer(body)};
-  try {
-    zmq::send_multipart(control_sock_, frames, zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    warn_limited(std::string("control: reply not sent: ") + e.what());
-  }
+  control_->reply(identity, std::move(reply), [this](const std::string& line) { warn_limited(line); });
 }
 
 json Supervisor::handle_request(const std::string& identity, const json& req, const Peer& peer, Role role) {
@@ -97,7 +82,7 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     return job && (!owner || job->owner_uid == *owner) ? job : nullptr;
   };
   if (type == "status") return {{"ok", true}, {"status", status(owner)}};
-  if (type == "jobs") return jobs_page(req, owner);
+  if (type == "jobs") return jobs_page(jobs_, req, owner);
   if (type == "job") {
     const Job* job = visible(protocol::get_u64(req, "job"));
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(protocol::get_u64(req, "job"))}};
@@ -113,7 +98,7 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
                        now_ms() + int64_t(wait_ms)});
       return nullptr;  // answered by answer_held
     }
-    return {{"ok", true}, {"job", job_view(*job)}};
+    return {{"ok", true}, {"job", job_json(*job)}};
   }
   if (type == "cancel") {
     const uint64_t id = protocol::get_u64(req, "job");
@@ -150,7 +135,7 @@ json Supervisor::held_job_reply(const HeldReply& h, bool at_exit) const {
   const Job* job = jobs_.find(h.job);
   if (!job || (h.owner && job->owner_uid != *h.owner))  // pruned meanwhile
     return {{"ok", false}, {"error", "no job " + std::to_string(h.job)}};
-  json reply = {{"ok", true}, {"job", job_view(*job)}};
+  json reply = {{"ok", true}, {"job", job_json(*job)}};
   if (at_exit) reply["supervisor"] = "exiting";
   return reply;
 }

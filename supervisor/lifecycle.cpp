@@ -130,6 +130,18 @@ void Supervisor::advance_rolling() {
   }
 }
 
+std::string Supervisor::rolling_step(const Worker& w) const {
+  if (!rolling_current_ || rolling_current_->worker != w.id) return {};
+  const bool fresh = rolling_current_->binary != rolling_current_->old_binary;
+  if (!rolling_current_->started) {
+    if (w.state == WorkerState::kBusy) return "finishing its " + std::to_string(w.assigned.size()) + " partitions";
+    if (w.state == WorkerState::kStopping) return "stopping";
+    if (w.state == WorkerState::kReleasing) return "waiting for its memory to be released";
+    return "about to start " + std::string(fresh ? "the new binary" : "again");
+  }
+  return std::string("waiting for READY from ") + (fresh ? "the new binary" : "the restarted worker");
+}
+
 json Supervisor::lifecycle_request(const std::string& type, const json& req) {
   if (type == "drain") {
     draining_ = true;

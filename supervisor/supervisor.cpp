@@ -126,7 +126,6 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       ledger_(open_ledger(cfg_)),
       ctx_(1),
       workers_sock_(ctx_, zmq::socket_type::router),
-      control_sock_(ctx_, zmq::socket_type::router),
       arena_([&] {
         // Versions before the memfd arena made a named segment, which outlived
         // a SIGKILLed instance. We hold the state lock, so one of this name is
@@ -149,16 +148,12 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   if (sigfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 
   workers_path_ = ipc_path(cfg_.state_dir, "workers.sock");
-  control_path_ = ipc_path(cfg_.state_dir, "control.sock");
-  for (const auto& p : {workers_path_, control_path_}) ::unlink(p.c_str());  // stale, under our lock
+  ::unlink(workers_path_.c_str());  // stale, under our lock
   workers_endpoint_ = "ipc://" + workers_path_;
   workers_sock_.set(zmq::sockopt::linger, 0);
-  control_sock_.set(zmq::sockopt::linger, 0);
   workers_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
-  control_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
   // A connection that never finishes ZeroMQ's greeting is closed soon.
   workers_sock_.set(zmq::sockopt::handshake_ivl, 5000);
-  control_sock_.set(zmq::sockopt::handshake_ivl, 5000);
   // workers.sock: only zkfarmd's own user (its workers) may connect; control.sock:
   // that user and control_group (docs/security.md). The process umask (077)
   // keeps each socket file private from its bind until these run.
@@ -173,12 +168,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                                                "workers.sock", log_, [](const std::string& path) {
                                                  ::chmod(path.c_str(), 0600);
                                                });
-  control_cap_ = std::make_unique<ListenerCap>(
-      ctx_, control_sock_, control_path_, cfg_.control_max_connections, "control.sock", log_,
-      [control_gid](const std::string& path) {
-        if (control_gid && ::chown(path.c_str(), uid_t(-1), *control_gid) != 0) return;  // stays 0600: no group access
-        ::chmod(path.c_str(), 0660);
-      });
+  control_ = std::make_unique<ControlChannel>(ctx_, ipc_path(cfg_.state_dir, "control.sock"), control_gid,
+                                              cfg_.control_max_connections, log_);
 
   release_check_ = FakeReleaseCheck::from_env();
   if (!release_check_) release_check_ = ReleaseCheck::make_default();
@@ -244,10 +235,8 @@ Supervisor::~Supervisor() {
   workers_sock_.close();
   // Replies sent at exit (answer_held) get up to a second to leave; the
   // context's destruction waits for them, then for nothing.
-  control_sock_.set(zmq::sockopt::linger, 1000);
-  control_sock_.close();
+  control_.reset();
   ::unlink(workers_path_.c_str());
-  ::unlink(control_path_.c_str());
 }
 
 int64_t Supervisor::now_ms() const {
@@ -301,7 +290,7 @@ int Supervisor::run() {
   update_snapshot();
   for (;;) {
     std::vector<zmq::pollitem_t> items = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
-                                          {control_sock_.handle(), 0, ZMQ_POLLIN, 0},
+                                          control_->pollitem(),
                                           {nullptr, sigfd_, ZMQ_POLLIN, 0},
                                           {nullptr, inbox_.fd(), ZMQ_POLLIN, 0}};
     for (const auto& [id, w] : workers_->all())
@@ -311,7 +300,7 @@ int Supervisor::run() {
     inbox_.run();  // what the journal and delivery threads finished
     pump_worker_output();
     workers_cap_->poll(now_ms());
-    control_cap_->poll(now_ms());
+    control_->poll_cap(now_ms());
     reap_children();
     // Drain what is readable now; each frame is bounded, so this stays short.
     for (int i = 0; i < 256; ++i) {
@@ -324,16 +313,8 @@ int Supervisor::run() {
       }
       on_worker_frame(parts[0].to_string(), parts[1].to_string(), peer_of(parts[1]));
     }
-    for (int i = 0; i < 64; ++i) {
-      std::vector<zmq::message_t> parts;
-      auto got = zmq::recv_multipart(control_sock_, std::back_inserter(parts), zmq::recv_flags::dontwait);
-      if (!got) break;
-      if (parts.size() != 3 || parts[1].size() != 0) {
-        warn_limited("dropped a control message of " + std::to_string(parts.size()) + " frames");
-        continue;
-      }
-      on_control_frame(parts[0].to_string(), parts[2].to_string(), peer_of(parts[2]));
-    }
+    for (auto& r : control_->receive(64, [this](const std::string& line) { warn_limited(line); }))
+      on_control_frame(r.identity, r.body, r.peer);
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
     retry_intake();
     finish_submits();
@@ -454,6 +435,50 @@ void Supervisor::update_snapshot() {
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   snapshot_ = std::move(s);
   metrics_text_ = std::move(m);
+}
+
+json Supervisor::status(std::optional<uint32_t> only_owner) const {
+  FarmView v{jobs_, *workers_};
+  v.version = kZkfarmVersion;
+  v.state_dir = cfg_.state_dir;
+  v.pid = ::getpid();
+  v.stopping = stopping_;
+  v.draining = draining_;
+  v.ready = ready_.load();
+  v.intake_fault = !intake_fault_.empty()            ? intake_fault_
+                   : pg_ && !cluster_.reachable     ? "the queue is unreachable: " + cluster_.fault
+                                                    : "";
+  v.started_ms = started_wall_ms_;
+  v.uptime_s = double(now_ms() - started_steady_ms_) / 1000.0;
+  v.now_ms = now_ms();
+  // The current rolling restart/upgrade, or the last one with its result.
+  if (rolling_op_.id) {
+    v.rolling = {{"id", rolling_op_.id},
+                 {"what", rolling_op_.what},
+                 {"result", rolling_op_.result},
+                 {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
+                 {"queued", rolling_.size()},
+                 {"replaced", rolling_op_.replaced},
+                 {"total", rolling_op_.total},
+                 {"error", rolling_op_.error},
+                 {"started_ms", rolling_op_.started_ms},
+                 {"finished_ms", rolling_op_.finished_ms ? json(rolling_op_.finished_ms) : json(nullptr)}};
+  }
+  if (rolling_current_) {
+    v.rolling_worker = rolling_current_->worker;
+    if (const Worker* w = workers_->find(rolling_current_->worker)) v.rolling_step = rolling_step(*w);
+  }
+  v.arena = {{"kind", arena_.kind()},
+             {"name", arena_.name()},
+             {"bytes", slots_.capacity()},
+             {"used", slots_.used()},
+             {"free", slots_.capacity() - slots_.used()},
+             {"slots", slots_.slots_in_use()}};
+  v.connections = {{"control", control_ ? control_->open_connections() : 0},
+                   {"control_sheds", control_ ? control_->sheds() : 0}};
+  v.cluster = cluster_status();
+  v.status_finished_jobs = cfg_.status_finished_jobs;
+  return status_json(v, only_owner);
 }
 
 std::string Supervisor::metrics_snapshot() const {

@@ -20,6 +20,7 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
+#include "supervisor/control_channel.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/key_cache.hpp"
 #include "supervisor/journal.hpp"
@@ -31,6 +32,7 @@
 #include "supervisor/metrics.hpp"
 #include "supervisor/peer.hpp"
 #include "supervisor/release.hpp"
+#include "supervisor/status_view.hpp"
 #include "supervisor/worker_table.hpp"
 
 #include <deque>
@@ -160,7 +162,7 @@ class Supervisor {
   int run();
 
   /// The status object of docs/protocol.md (also served at GET /status),
-  /// bounded in size (status_view.cpp). With `only_owner`, the job lists and
+  /// bounded in size: a FarmView of this loop rendered by status_view.hpp. With `only_owner`, the job lists and
   /// counts cover that uid's jobs only (a non-admin peer's view).
   nlohmann::json status(std::optional<uint32_t> only_owner = std::nullopt) const;
   /// A copy of the latest status, safe to read from another thread (HTTP).
@@ -232,11 +234,8 @@ class Supervisor {
   std::string check_proof(const Job& job, const Partition& p, const std::string& proof_bytes);
   void restore_from_journal();
   void abort_in_flight(uint64_t job);
-  // status_view.cpp: one job as listed; a page of `jobs` (state, limit, before, since_ms).
-  nlohmann::json job_view(const Job& job) const;
   /// What worker `w` is doing in the rolling operation ("" when not its turn).
   std::string rolling_step(const Worker& w) const;
-  nlohmann::json jobs_page(const nlohmann::json& req, std::optional<uint32_t> only_owner) const;
   // delivery.cpp: proof.json/public.json of proved partitions into `out`, as
   // `as` (its filesystem rights); with only_missing, files already there are
   // left alone. deliver() at start (restored jobs, on the loop's thread
@@ -289,10 +288,11 @@ class Supervisor {
   Journal* sqlite_ = nullptr;  ///< ledger_ when it is the SQLite journal
   PgQueue* pg_ = nullptr;      ///< ledger_ when it is a shared queue (cluster.cpp)
   zmq::context_t ctx_;
-  zmq::socket_t workers_sock_, control_sock_;
-  std::unique_ptr<ListenerCap> workers_cap_, control_cap_;  // connection caps (listener_cap.hpp)
+  zmq::socket_t workers_sock_;
+  std::unique_ptr<ListenerCap> workers_cap_;  // workers.sock's connection cap (listener_cap.hpp)
+  std::unique_ptr<ControlChannel> control_;   // control.sock (control_channel.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
-  std::string workers_endpoint_, control_path_, workers_path_;
+  std::string workers_endpoint_, workers_path_;
   int sigfd_ = -1;
   shm::Arena arena_;
   shm::SlotAllocator slots_;
