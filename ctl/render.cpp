@@ -225,6 +225,32 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
   }
   line("Arena:       ", arena_line + ", " + cell(arena, "slots") + " slots");
   line("Rolling:     ", format_rolling(field(status, "rolling")));
+  // A shared queue (docs/cluster.md): its state, the hosts on it.
+  const json& cluster = field(status, "cluster");
+  if (cluster.is_object()) {
+    const bool reachable = !field(cluster, "reachable").is_boolean() || field(cluster, "reachable").get<bool>();
+    line("Queue:       ", cell(cluster, "queue") + (reachable ? "" : "  UNREACHABLE: " + cell(cluster, "fault")));
+    const json& qp = field(cluster, "partitions");
+    line("             ", cell(qp, "queued") + " queued, " + cell(qp, "leased") + " leased, " + cell(qp, "done") +
+                              " done in " + cell(cluster, "live_jobs") + " live jobs; this host (" +
+                              cell(cluster, "host_id") + ") holds " + cell(cluster, "held_here") + ", lease " +
+                              cell(cluster, "lease_seconds") + " s");
+    out += "\nHosts\n";
+    std::vector<std::vector<std::string>> rows;
+    const json& hosts = field(cluster, "hosts");
+    if (hosts.is_array()) {
+      for (const auto& h : hosts) {
+        char age[32] = "-";
+        if (field(h, "heartbeat_age_s").is_number())
+          std::snprintf(age, sizeof age, "%.0f s ago", field(h, "heartbeat_age_s").get<double>());
+        const bool alive = field(h, "alive").is_boolean() && field(h, "alive").get<bool>();
+        rows.push_back({cell(h, "host_id"), alive ? "yes" : "NO", cell(h, "state"), age, cell(h, "leases"),
+                        cell(h, "version"), cell(h, "devices")});
+      }
+    }
+    out += rows.empty() ? "no hosts seen yet\n"
+                        : format_table({"HOST", "ALIVE", "STATE", "HEARTBEAT", "LEASES", "VERSION", "DEVICES"}, rows);
+  }
 
   out += "\nWorkers\n";
   const json& workers = field(status, "workers");

@@ -70,10 +70,18 @@ int run_submit(Client& client, const SubmitOptions& opt) {
   Message reply = client.call(req);
   const uint64_t job = protocol::get_u64(reply, "job");
   std::cout << job << "\n";
-  if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client")
-    std::cerr << "zkfarmctl: zkfarmd runs as another user and does not write into " << out
-              << "; `zkfarmctl wait " << job << "` writes the proofs there when the job is done (or `zkfarmctl result "
-              << job << " --out DIR` later)\n";
+  if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client") {
+    // Why: a farm of several hosts keeps proofs in its queue; a lone zkfarmd
+    // running as another user may not write where the submitter may.
+    if (protocol::find_str(reply, "delivery_reason").value_or("") == "queue")
+      std::cerr << "zkfarmctl: the farm keeps the proofs in its shared queue; `zkfarmctl wait " << job
+                << "` (on any of its hosts) writes them into " << out << " when the job is done (or `zkfarmctl result "
+                << job << " --out DIR` later)\n";
+    else
+      std::cerr << "zkfarmctl: zkfarmd runs as another user and does not write into " << out << "; `zkfarmctl wait "
+                << job << "` writes the proofs there when the job is done (or `zkfarmctl result " << job
+                << " --out DIR` later)\n";
+  }
   return kExitOk;
 }
 

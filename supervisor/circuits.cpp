@@ -68,6 +68,24 @@ json circuit_json(const CircuitRecord& c) {
           {"n_public", c.n_public}};
 }
 
+// Copies a built generator's file into SHARED/generators/SHA256 (once: a
+// file of that name holds those bytes) and returns the hash.
+static std::string publish_generator_file(const std::string& path, const std::string& shared_dir) {
+  const std::string dir = shared_dir + "/generators";
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw files::FileError(dir, errno, dir + ": cannot create: " + std::strerror(errno));
+  files::UniqueFd src = files::open_regular_file(path);
+  files::UniqueFd d = files::open_dir(dir);
+  const std::string incoming = "incoming-" + random_token();
+  const files::CopyResult c = files::copy_into(src.get(), path, d.get(), incoming, 0500);
+  if (::renameat(d.get(), incoming.c_str(), d.get(), c.sha256_hex.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(d.get(), incoming.c_str(), 0);
+    throw files::FileError(dir, err, dir + ": cannot store a generator: " + std::strerror(err));
+  }
+  return c.sha256_hex;
+}
+
 // On a build-pool thread: everything of `circuit add` that touches files and
 // compilers. Never throws; the error names the client's file and the fault.
 CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContext& ctx, const CircuitBuildContext& bc) {
@@ -145,6 +163,12 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
       throw InputError(c.source + ": the circuit has " + std::to_string(info.witness_size) + " signals, " +
                        c.zkey_source + " was made for " + std::to_string(c.n_vars) +
                        " (nVars): they are not of one circuit");
+    if (!bc.shared_dir.empty()) {
+      // Every host of the queue fetches this build to run jobs of the
+      // circuit (claim_prep.cpp), checking it by these hashes.
+      c.exe_sha256 = publish_generator_file(exe, bc.shared_dir);
+      if (fs::exists(exe + ".dat")) c.dat_sha256 = publish_generator_file(exe + ".dat", bc.shared_dir);
+    }
     out.circuit = std::move(c);
   } catch (const InputError& e) {
     out.error = e.what();
@@ -166,8 +190,10 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
 std::optional<CircuitForSubmit> Supervisor::circuit_for_submit(const std::string& name) const {
   auto it = circuits_.find(name);
   if (it == circuits_.end()) return std::nullopt;
+  // A shared queue keeps circuits' keys in the shared dir (where circuit add put them).
   return CircuitForSubmit{it->second, generator_path(it->second.generator),
-                          cfg_.state_dir + "/inputs/keys/" + it->second.zkey_sha256 + ".zkey"};
+                          (pg_ ? cfg_.shared_dir + "/keys/" : cfg_.state_dir + "/inputs/keys/") +
+                              it->second.zkey_sha256 + ".zkey"};
 }
 
 std::string Supervisor::generator_path(const std::string& hash) const {
@@ -198,7 +224,7 @@ void Supervisor::start_circuit_add(const std::string& identity, const json& req,
   CircuitBuildContext bc{cfg_.state_dir + "/circuits", witgen_root_,
                          cfg_.generator_build_jobs ? cfg_.generator_build_jobs
                                                    : std::max(1u, std::thread::hardware_concurrency()),
-                         std::chrono::milliseconds(cfg_.generator_build_timeout_ms)};
+                         std::chrono::milliseconds(cfg_.generator_build_timeout_ms), pg_ ? cfg_.shared_dir : ""};
   auto promise = std::make_shared<std::promise<CircuitBuild>>();
   PendingBuild pending{identity, promise->get_future(), name, peer.uid};
   const bool queued = build_pool_->post([promise, req, peer, ctx, bc] {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "files/input_file.hpp"
 #include "files/file_error.hpp"
@@ -16,6 +17,8 @@
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -56,11 +59,11 @@ files::UniqueFd open_shared(const std::string& shared_dir, const std::string& re
 // Copies shared/REL into `dir` as `name`, checking its SHA-256; a mismatch
 // removes the copy and throws InputError naming the shared file.
 void copy_checked(const std::string& shared_dir, const std::string& rel, const std::string& want_sha,
-                  const std::string& dir, const std::string& name) {
+                  const std::string& dir, const std::string& name, mode_t mode = 0400) {
   files::UniqueFd src = open_shared(shared_dir, rel);
   files::UniqueFd d = files::open_dir(dir);
   const std::string path = shared_dir + "/" + rel;
-  files::CopyResult c = files::copy_into(src.get(), path, d.get(), name, 0400);
+  files::CopyResult c = files::copy_into(src.get(), path, d.get(), name, mode);
   if (c.sha256_hex != want_sha) {
     ::unlinkat(d.get(), name.c_str(), 0);
     throw InputError(path + ": its SHA-256 is " + c.sha256_hex + ", not " + want_sha +
@@ -70,8 +73,12 @@ void copy_checked(const std::string& shared_dir, const std::string& rel, const s
 
 }  // namespace
 
+bool is_sha256(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_sha256, const ClaimDirs& dirs,
-                            CheckedKeys& checked) {
+                            CheckedKeys& checked, const GeneratorFiles& generator) {
   PreparedClaim out;
   out.claim = c;
   out.zkey_sha256 = zkey_sha256;
@@ -92,6 +99,20 @@ PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_s
     }
     out.zkey = dirs.keys_dir + "/" + key_name;
     out.key = stored_key_facts(out.zkey, dirs.shared_dir + "/keys/" + key_name, zkey_sha256, checked);
+    if (!generator.path.empty() && !files::exists_nofollow(fs::path(generator.path).parent_path().string(),
+                                                          "generator")) {
+      // A job of inputs whose circuit was built on another host: its build,
+      // by the hashes in the job's row, into STATE/circuits/HASH/.
+      if (!is_sha256(generator.exe_sha256) || (!generator.dat_sha256.empty() && !is_sha256(generator.dat_sha256)))
+        throw InputError("the queue names no generator build for " + generator.path +
+                         " (its circuit was added on a host without a shared queue?)");
+      const std::string dir = fs::path(generator.path).parent_path().string();
+      if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+        throw files::FileError(dir, errno, dir + ": cannot create: " + std::strerror(errno));
+      if (!generator.dat_sha256.empty())
+        copy_checked(dirs.shared_dir, "generators/" + generator.dat_sha256, generator.dat_sha256, dir, "generator.dat");
+      copy_checked(dirs.shared_dir, "generators/" + generator.exe_sha256, generator.exe_sha256, dir, "generator", 0500);
+    }
     if (!c.input_name.empty() || !c.input.empty()) {
       // circom inputs: their bytes came with the claim.
       files::write_file_safe(dirs.claims_dir, token + ".json", c.input, 0400);

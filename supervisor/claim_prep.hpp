@@ -22,6 +22,16 @@ struct ClaimDirs {
   std::string claims_dir;  ///< STATE/inputs/claims: TOKEN.wtns, TOKEN.json
 };
 
+/// True for 64 lowercase hex digits (a SHA-256 as the queue names files by).
+bool is_sha256(const std::string& s);
+
+/// A circuit's generator build for a job of inputs: where this host keeps it
+/// (STATE/circuits/HASH/generator) and the SHA-256s of its files in SHARED/generators.
+struct GeneratorFiles {
+  std::string path;
+  std::string exe_sha256, dat_sha256;  ///< SHARED/generators/SHA256 ("" dat: none)
+};
+
 /// A claim made ready, or why not.
 struct PreparedClaim {
   ClaimedPartition claim;
@@ -41,9 +51,10 @@ struct PreparedClaim {
 
 /// Copies and checks what `c` needs: the key (SHA-256 `zkey_sha256`, once per
 /// host: kept under keys_dir by its hash), the witness (c.wtns, checked
-/// against c.wtns_sha256) or the input (c.input's bytes). Never throws.
+/// against c.wtns_sha256) or the input (c.input's bytes) and, for a job of
+/// inputs, the generator (fetched once per host). Never throws.
 PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_sha256, const ClaimDirs& dirs,
-                            CheckedKeys& checked);
+                            CheckedKeys& checked, const GeneratorFiles& generator = {});
 
 /// Removes the private copies of a claim that ended here (its lease token).
 void remove_claim_files(const ClaimDirs& dirs, uint64_t token);

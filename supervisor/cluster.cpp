@@ -30,6 +30,7 @@ using nlohmann::json;
 namespace {
 constexpr int64_t kSyncMs = 1000;      // the mirror's poll (NOTIFY makes it sooner)
 constexpr int64_t kViewMs = 3000;      // hosts and counts for status
+constexpr int64_t kCircuitsMs = 5000;  // the circuits table (NOTIFY 'circuit' makes it sooner)
 constexpr int64_t kHostFaultPauseMs = 30000;  // no claims after this host's shared mount failed
 }  // namespace
 
@@ -62,14 +63,23 @@ void Supervisor::cluster_tick() {
   if (!cluster_.sync_in_flight && (woken || now >= cluster_.next_sync_ms)) {
     cluster_.sync_in_flight = true;
     cluster_.next_sync_ms = now + kSyncMs;
-    journal_thread_->post([this, since = cluster_.snapshot, wall = wall_ms()] {
+    // Circuits: added or removed on any host (NOTIFY 'circuit'), else every few seconds.
+    const bool circuits = cluster_.circuits_changed.exchange(false) || now >= cluster_.next_circuits_ms;
+    if (circuits) cluster_.next_circuits_ms = now + kCircuitsMs;
+    journal_thread_->post([this, since = cluster_.snapshot, wall = wall_ms(), circuits] {
       try {
         pg_->sweep(wall);  // progress of every job, once a second over all hosts
         Changes c = pg_->changes_since(since);
-        inbox_.post([this, c = std::move(c)]() mutable {
+        std::optional<std::vector<CircuitRecord>> cs;
+        if (circuits) cs = pg_->circuits();
+        inbox_.post([this, c = std::move(c), cs = std::move(cs)]() mutable {
           cluster_.sync_in_flight = false;
           queue_call_worked();
           apply_changes(std::move(c));
+          if (cs) {
+            circuits_.clear();
+            for (auto& r : *cs) circuits_.emplace(r.name, std::move(r));
+          }
         });
       } catch (const std::exception& e) {
         inbox_.post([this, what = std::string(e.what())] {
@@ -191,6 +201,16 @@ void Supervisor::apply_changes(Changes changes) {
   cluster_.snapshot = std::move(changes.snapshot);
   for (JobRow& row : changes.jobs) {
     Job& j = row.job;
+    // Names from the queue become paths here: only hashes pass (a row
+    // written by hand, or by a hostile client of the database, cannot point
+    // a path outside this host's state dir).
+    const bool plain_generator =
+        j.generator.empty() || (j.generator.size() <= 128 &&
+                                j.generator.find_first_not_of("0123456789abcdef") == std::string::npos);
+    if (!is_sha256(j.zkey_sha256) || !plain_generator) {
+      log_->error("queue: job {} names its key or generator by something that is not a hash; left alone", j.id);
+      continue;
+    }
     // Where this host keeps (or will keep) the job's files.
     j.zkey = cfg_.state_dir + "/inputs/keys/" + j.zkey_sha256 + ".zkey";
     if (!j.generator.empty()) j.generator = generator_path(j.generator);
@@ -229,8 +249,10 @@ void Supervisor::on_claimed(std::vector<ClaimedPartition> claims) {
       continue;
     }
     ++cluster_.preparing;
-    const bool queued = prep_pool_->post([this, c, sha = job->zkey_sha256, dirs = claim_dirs(), keys = checked_keys_] {
-      PreparedClaim p = prepare_claim(c, sha, dirs, *keys);
+    GeneratorFiles gen;
+    if (job->inputs()) gen = {job->generator, job->generator_exe_sha256, job->generator_dat_sha256};
+    const bool queued = prep_pool_->post([this, c, sha = job->zkey_sha256, dirs = claim_dirs(), keys = checked_keys_, gen] {
+      PreparedClaim p = prepare_claim(c, sha, dirs, *keys, gen);
       inbox_.post([this, p = std::move(p)]() mutable { on_prepared(std::move(p)); });
     });
     if (!queued) {

@@ -27,6 +27,13 @@ std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
 }  // namespace
 
 void Supervisor::remove_job_inputs(const Job& job) {
+  if (pg_ && job.files_dir.rfind(cfg_.shared_dir + "/jobs/", 0) == 0) {  // a refused submit's shared copies
+    journal_thread_->post([dir = job.files_dir] {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    });
+    return;
+  }
   const std::string jobs_dir = cfg_.state_dir + "/inputs/jobs";
   if (job.parts.empty()) return;
   const std::string token = token_of(job.parts.front().private_copy(), jobs_dir);
@@ -95,7 +102,45 @@ void Supervisor::housekeeping(bool at_start) {
       if (!keys.count(name)) fs::remove(e.path(), ec);
     }
   }
+  // A shared queue's keys: any host may submit with one at any time (and
+  // touches it when it does: take_key), so only keys no retained job or
+  // circuit uses and untouched for an hour go.
+  if (pg_ && cluster_.synced) {
+    const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+    for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/keys", ec)) {
+      std::error_code tec;
+      if (keys.count(e.path().filename().string()) || fs::last_write_time(e.path(), tec) > old || tec) continue;
+      dead.push_back(e.path().string());
+    }
+  }
   dead.insert(dead.end(), dead_generators.begin(), dead_generators.end());
+  if (pg_) {
+    // A shared queue: this host's private copies of claims it no longer
+    // holds, and (any host may) the shared copies of jobs that are over.
+    // A folder younger than an hour is left alone: its submit (on any host)
+    // may not be in the queue yet.
+    std::set<std::string> held;
+    for (const auto& [ref, token] : jobs_.leases()) held.insert(std::to_string(token));
+    if (cluster_.preparing == 0) {
+      for (const auto& e : fs::directory_iterator(cfg_.state_dir + "/inputs/claims", ec)) {
+        const std::string stem = e.path().stem().string();
+        if (!held.count(stem)) dead.push_back(e.path().string());
+      }
+    }
+    if (cluster_.synced) {
+      std::set<std::string> live;
+      for (const auto& [id, job] : jobs_.all())
+        if (!job.terminal()) live.insert(job.files_dir);
+      for (const auto& p : pending_submits_) live.insert(cfg_.shared_dir + "/jobs/" + p.token);
+      for (const auto& t : accepting_tokens_) live.insert(cfg_.shared_dir + "/jobs/" + t);
+      const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+      for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/jobs", ec)) {
+        std::error_code tec;
+        if (live.count(e.path().string()) || fs::last_write_time(e.path(), tec) > old || tec) continue;
+        dead.push_back(e.path().string());
+      }
+    }
+  }
   journal_thread_->post([this, cutoff, dropped, dead] {
     size_t pruned = 0;
     std::string error;

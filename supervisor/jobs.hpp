@@ -87,6 +87,9 @@ struct Job {
   std::string files_dir;
   /// A shared queue: the host that took its submit.
   std::string submitted_host;
+  /// A shared queue's job of inputs: its generator's files by SHA-256
+  /// (SHARED/generators/SHA256), fetched by a host that has no build of it.
+  std::string generator_exe_sha256, generator_dat_sha256;
   std::vector<Partition> parts;
   /// A job of a shared queue (docs/cluster.md): its row is the truth and
   /// this host mirrors it; progress as the queue counts it (every host's proofs).

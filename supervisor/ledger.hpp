@@ -43,6 +43,9 @@ struct CircuitRecord {
   uint32_t owner_uid = 0;    ///< who added it (may remove it; so may admins)
   int64_t added_ms = 0;      ///< Unix ms
   uint32_t n_vars = 0, n_public = 0;
+  /// A shared queue: the built generator's files as every host fetches them
+  /// (SHARED/generators/SHA256), by their SHA-256; "" on one host.
+  std::string exe_sha256, dat_sha256;
 };
 
 /// A proof to store: what add_proof records besides the partition.

@@ -218,6 +218,14 @@ PgQueue::Result PgQueue::exec(const char* op, const std::string& sql,
   throw std::logic_error("unreachable");
 }
 
+std::string PgQueue::generator_name(const std::string& generator) {
+  // STATE/circuits/HASH/generator → HASH: each host has its own state dir.
+  const size_t slash = generator.rfind('/');
+  if (slash == std::string::npos || slash == 0) return generator;
+  const size_t before = generator.rfind('/', slash - 1);
+  return generator.substr(before == std::string::npos ? 0 : before + 1, slash - (before == std::string::npos ? 0 : before + 1));
+}
+
 std::string PgQueue::relative(const std::string& path) const {
   if (!shared_dir_.empty() && path.rfind(shared_dir_ + "/", 0) == 0) return path.substr(shared_dir_.size() + 1);
   return path;
@@ -230,12 +238,14 @@ uint64_t PgQueue::add_job(const Job& job) {
     exec("add_job", "SET LOCAL synchronous_commit = on");
     Result r = exec("add_job",
                     "INSERT INTO zkfarm_jobs (priority, zkey_sha256, zkey_source, out_dir, owner_uid, owner_gid, "
-                    "submitted_host, n_public, slot_bytes, circuit, generator, k, submitted_ms, files) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+                    "submitted_host, n_public, slot_bytes, circuit, generator, k, submitted_ms, files, generator_exe, "
+                    "generator_dat) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) "
+                    "RETURNING id",
                     {std::to_string(int(job.priority)), job.zkey_sha256, job.zkey_source, job.out,
                      std::to_string(job.owner_uid), std::to_string(job.owner_gid), opt_.host_id,
-                     std::to_string(job.n_public), std::to_string(job.slot_bytes), job.circuit, job.generator,
-                     std::to_string(job.parts.size()), std::to_string(job.submitted_ms), relative(job.files_dir)});
+                     std::to_string(job.n_public), std::to_string(job.slot_bytes), job.circuit, generator_name(job.generator),
+                     std::to_string(job.parts.size()), std::to_string(job.submitted_ms), relative(job.files_dir),
+                     job.generator_exe_sha256, job.generator_dat_sha256});
     const uint64_t id = r.u64(0, 0);
     // Witness partitions go in batches of 1000 rows (one statement each, from
     // arrays); a partition of inputs goes alone with its bytes.
@@ -528,24 +538,31 @@ size_t PgQueue::prune(int64_t cutoff_ms) {
 
 void PgQueue::put_circuit(const CircuitRecord& c) {
   exec("put_circuit",
-       "INSERT INTO zkfarm_circuits (name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, "
-       "n_vars, n_public) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO UPDATE SET "
+       "WITH u AS (INSERT INTO zkfarm_circuits (name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, "
+       "added_ms, n_vars, n_public, exe_sha256, dat_sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+       "ON CONFLICT (name) DO UPDATE SET "
        "kind = EXCLUDED.kind, generator = EXCLUDED.generator, zkey_sha256 = EXCLUDED.zkey_sha256, "
        "zkey_source = EXCLUDED.zkey_source, source = EXCLUDED.source, owner_uid = EXCLUDED.owner_uid, "
-       "added_ms = EXCLUDED.added_ms, n_vars = EXCLUDED.n_vars, n_public = EXCLUDED.n_public",
+       "added_ms = EXCLUDED.added_ms, n_vars = EXCLUDED.n_vars, n_public = EXCLUDED.n_public, "
+       "exe_sha256 = EXCLUDED.exe_sha256, dat_sha256 = EXCLUDED.dat_sha256 RETURNING 1) "
+       "SELECT count(*), pg_notify('zkfarm', 'circuit') FROM u",
        {c.name, c.kind, c.generator, c.zkey_sha256, c.zkey_source, c.source, std::to_string(c.owner_uid),
-        std::to_string(c.added_ms), std::to_string(c.n_vars), std::to_string(c.n_public)});
+        std::to_string(c.added_ms), std::to_string(c.n_vars), std::to_string(c.n_public), c.exe_sha256,
+        c.dat_sha256});
 }
 
 bool PgQueue::remove_circuit(const std::string& name) {
-  Result r = exec("remove_circuit", "DELETE FROM zkfarm_circuits WHERE name = $1 RETURNING 1", {name});
-  return r.rows() > 0;
+  Result r = exec("remove_circuit",
+                  "WITH d AS (DELETE FROM zkfarm_circuits WHERE name = $1 RETURNING 1) "
+                  "SELECT count(*), pg_notify('zkfarm', 'circuit') FROM d",
+                  {name});
+  return r.u64(0, 0) > 0;
 }
 
 std::vector<CircuitRecord> PgQueue::circuits() {
   Result r = exec("circuits",
-                  "SELECT name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public "
-                  "FROM zkfarm_circuits ORDER BY name");
+                  "SELECT name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public, "
+                  "exe_sha256, dat_sha256 FROM zkfarm_circuits ORDER BY name");
   std::vector<CircuitRecord> out;
   for (int i = 0; i < r.rows(); ++i) {
     CircuitRecord c;
@@ -559,6 +576,8 @@ std::vector<CircuitRecord> PgQueue::circuits() {
     c.added_ms = r.i64(i, 7);
     c.n_vars = uint32_t(r.u64(i, 8));
     c.n_public = uint32_t(r.u64(i, 9));
+    c.exe_sha256 = r.text(i, 10);
+    c.dat_sha256 = r.text(i, 11);
     out.push_back(std::move(c));
   }
   return out;
@@ -579,7 +598,7 @@ Changes PgQueue::changes_since(const std::string& since) {
   static const std::string cols =
       "SELECT id, priority, zkey_sha256, zkey_source, out_dir, owner_uid, owner_gid, submitted_host, n_public, "
       "slot_bytes, circuit, generator, k, done, attempts, synth_ms, prove_ms, state, error, submitted_ms, started_ms, "
-      "finished_ms, files FROM zkfarm_jobs ";
+      "finished_ms, files, generator_exe, generator_dat FROM zkfarm_jobs ";
   // Rows of transactions older than the last snapshot's xmin were all visible
   // in it: the index on txid bounds the scan to recent ones.
   Result r = since.empty()
@@ -622,6 +641,8 @@ Changes PgQueue::changes_since(const std::string& since) {
     j.finished_ms = r.i64(i, 21);
     if (!r.text(i, 22).empty()) j.files_dir = shared_dir_ + "/" + r.text(i, 22);
     j.submitted_host = row.submitted_host;
+    j.generator_exe_sha256 = r.text(i, 23);
+    j.generator_dat_sha256 = r.text(i, 24);
     j.client_delivery = true;
     out.jobs.push_back(std::move(row));
   }

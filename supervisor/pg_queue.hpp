@@ -193,6 +193,7 @@ class PgQueue : public Ledger {
  private:
   class Result;
   std::string relative(const std::string& path) const;  ///< a path under the shared dir, relative to it
+  static std::string generator_name(const std::string& generator);  ///< a build's folder name (its source hash)
   void connect();
   void ensure_connected(const char* op);
   Result exec(const char* op, const std::string& sql, const std::vector<std::optional<std::string>>& params = {},

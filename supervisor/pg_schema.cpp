@@ -42,6 +42,8 @@ CREATE TABLE zkfarm_jobs (
   slot_bytes bigint NOT NULL,
   circuit text NOT NULL DEFAULT '',
   generator text NOT NULL DEFAULT '',
+  generator_exe text NOT NULL DEFAULT '',
+  generator_dat text NOT NULL DEFAULT '',
   k integer NOT NULL,
   done integer NOT NULL DEFAULT 0,
   attempts bigint NOT NULL DEFAULT 0,
@@ -104,7 +106,9 @@ CREATE TABLE zkfarm_circuits (
   owner_uid bigint NOT NULL,
   added_ms bigint NOT NULL,
   n_vars bigint NOT NULL,
-  n_public bigint NOT NULL
+  n_public bigint NOT NULL,
+  exe_sha256 text NOT NULL DEFAULT '',
+  dat_sha256 text NOT NULL DEFAULT ''
 );
 INSERT INTO zkfarm_meta (key, value) VALUES ('swept_ms', '0')
 )SQL";

@@ -207,6 +207,10 @@ TakenKey take_key(const std::string& source, const Peer& peer, const SubmitConte
       throw files::FileError(ctx.inputs_dir + "/keys", err, ctx.inputs_dir + "/keys: cannot store the key: " + std::strerror(err));
     }
     ctx.key_hashes->remember(c.source, sha);
+  } else {
+    // Used again: its mtime says so (housekeeping keeps keys used within the
+    // hour; a shared queue's other hosts clean the shared copies by it).
+    ::utimensat(keys_dir.get(), (sha + ".zkey").c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
   }
   key_fd.reset();
   k.path = ctx.inputs_dir + "/keys/" + sha + ".zkey";
@@ -318,6 +322,8 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       const auto t_key = std::chrono::steady_clock::now();
       job.circuit = ctx.circuit->record.name;
       job.generator = ctx.circuit->generator;
+      job.generator_exe_sha256 = ctx.circuit->record.exe_sha256;
+      job.generator_dat_sha256 = ctx.circuit->record.dat_sha256;
       job.zkey = ctx.circuit->zkey;
       job.zkey_sha256 = ctx.circuit->record.zkey_sha256;
       job.zkey_source = ctx.circuit->record.zkey_source;
@@ -559,8 +565,11 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   }
   ++metrics_.jobs_accepted;
   log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
-             client ? "; results written by the client (zkfarmd cannot act as that user)" : "");
-  send_reply(identity, {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}});
+             !client ? "" : pg_ ? "; into the shared queue, results written by clients"
+                                : "; results written by the client (zkfarmd cannot act as that user)");
+  json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
+  if (client) reply["delivery_reason"] = pg_ ? "queue" : "user";
+  send_reply(identity, reply);
 }
 
 }  // namespace zkfarm::supervisor

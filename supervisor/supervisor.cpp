@@ -210,7 +210,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   if (pg_) {
     check_shared_dir(cfg_.shared_dir);
     prep_pool_ = std::make_unique<CheckPool>(2, 1024);
-    listener_ = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string&) {
+    listener_ = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
+      if (payload == "circuit" || payload == "connected") cluster_.circuits_changed = true;
       cluster_.woken = true;
       inbox_.post([] {});  // wakes the loop's poll
     });

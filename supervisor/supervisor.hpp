@@ -115,6 +115,9 @@ struct CircuitBuildContext {
   std::string witgen_root;   ///< the generator hosts' sources (witgen::find_witgen_root)
   unsigned jobs = 1;         ///< compilers at once
   std::chrono::milliseconds timeout{0};
+  /// A shared queue's shared dir: the build is published under
+  /// SHARED/generators by the SHA-256 of each file ("" on one host).
+  std::string shared_dir;
 };
 
 /// `circuit add` on a build thread: takes the key and the generator sources
@@ -400,6 +403,8 @@ class Supervisor {
     int64_t claim_paused_until_ms = 0;  ///< after a host fault of the shared mount
     size_t preparing = 0;              ///< claims being made ready (claim_prep.hpp)
     std::atomic<bool> woken{false};    ///< a NOTIFY arrived (set by the listener's thread)
+    std::atomic<bool> circuits_changed{false};  ///< …a NOTIFY 'circuit'
+    int64_t next_circuits_ms = 0;
     bool reachable = true;             ///< the last call reached the queue
     std::string fault;                 ///< why not, while unreachable
     int64_t unreachable_since_ms = 0;  ///< Unix ms

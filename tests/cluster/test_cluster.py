@@ -4,11 +4,15 @@ processes: a PostgreSQL server of the test's own (pg_cluster.py), three hosts
 chain fixture submitted across them; one host is SIGKILLed while it holds
 leases, PostgreSQL is restarted once mid-run; every proof is checked by
 snarkjs and counted: one per partition. A second test freezes a host past its
-lease (a host cut off) and checks that what it proves then is dropped.
+lease (a host cut off) and checks that what it proves then is dropped. A
+third adds a circuit on one host and runs its jobs of inputs on another, which
+fetches the generator build from the shared dir by its hashes (and refuses a
+tampered one).
 
 Run by ctest (tests/cluster/CMakeLists.txt) with ZKFARM_BIN, ZKFARM_SOURCE_DIR
 and ZKFARM_SHARED_FIXTURES in the environment.
 """
+import hashlib
 import json
 import os
 import re
@@ -79,11 +83,13 @@ class Host:
         """SIGKILL to zkfarmd and its workers (its process group), as a host that dies would."""
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
+        self.out.close()
 
     def stop(self):
         if self.proc.poll() is None:
             ctl(self.state, "stop", "--wait", check=False, timeout=120)
             self.proc.wait(timeout=60)
+        self.out.close()
 
 
 def wait_for(what, pred, timeout=300, step=0.2):
@@ -243,6 +249,66 @@ class ClusterTest(unittest.TestCase):
         self.check_results(b, [job], {job: 2}, {job: [0, 1]})
         for h in (a, b):
             h.stop()
+
+    def test_a_circuit_added_on_one_host_runs_its_jobs_of_inputs_on_another(self):
+        # poseidon3 compiled by circom2, its key by zkfarm-testkey.
+        work = os.path.join(self.root, "circuit")
+        os.makedirs(work)
+        node = os.path.join(SRC, "node_modules")
+        subprocess.run(["node", os.path.join(node, "circom2", "cli.js"),
+                        os.path.join("tests", "witgen", "circuits", "poseidon3.circom"), "--r1cs", "--wasm", "-o", work,
+                        "-l", "node_modules"], cwd=SRC, check=True, capture_output=True, timeout=600)
+        subprocess.run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", os.path.join(work, "poseidon3.r1cs"), "--out",
+                        os.path.join(work, "poseidon3"), "--seed", "7"], check=True, capture_output=True, timeout=600)
+        inputs = []
+        for k, values in enumerate((["1", "2", "3"], [42, "0x1f", "-5"])):
+            inputs.append(os.path.join(work, f"in{k}.json"))
+            with open(inputs[-1], "w") as f:
+                json.dump({"in": values}, f)
+        a = Host(self.root, "a", self.url, self.shared)
+        self.hosts = [a]
+        ctl(a.state, "circuit", "add", "hash", "--zkey", os.path.join(work, "poseidon3.zkey"), "--wasm",
+            os.path.join(work, "poseidon3_js", "poseidon3.wasm"), timeout=900)
+        a.stop()
+        # b never built it: it sees the circuit in the queue, and fetches the
+        # build from the shared dir by its hashes when it claims a partition.
+        b = Host(self.root, "b", self.url, self.shared)
+        self.hosts.append(b)
+        listed = wait_for("b to see the circuit", lambda: json.loads(ctl(b.state, "circuit", "list", "--json").stdout),
+                          timeout=30)
+        self.assertEqual([c["name"] for c in listed], ["hash"])
+        out = os.path.join(self.root, "out-hash")
+        job = ctl(b.state, "submit", "--circuit", "hash", "--input", *inputs, "--out", out).stdout.split()[0]
+        ctl(b.state, "wait", job, "--timeout", "300", timeout=400)
+        ok, text = snarkjs_verify([(os.path.join(work, "poseidon3.vkey.json"), f"{out}/{i}.public.json",
+                                    f"{out}/{i}.proof.json") for i in range(2)])
+        self.assertTrue(ok, text)
+        built = os.path.join(b.state, "circuits")
+        copies = [os.path.join(built, d, "generator") for d in os.listdir(built)]
+        self.assertEqual(len(copies), 1)
+        with open(copies[0], "rb") as f:
+            self.assertIn(hashlib.sha256(f.read()).hexdigest(), os.listdir(os.path.join(self.shared, "generators")))
+        self.assertEqual(psql(self.url, "SELECT count(*) FROM zkfarm_proofs WHERE host = 'b'"), "2")
+        # A build on the shared dir that was changed: its hash no longer
+        # matches, so a host refuses it (the job fails naming the file).
+        gen = [f for f in os.listdir(os.path.join(self.shared, "generators")) if not f.startswith("incoming")]
+        self.assertTrue(gen)
+        b.stop()
+        for f in gen:
+            path = os.path.join(self.shared, "generators", f)
+            os.chmod(path, 0o700)
+            with open(path, "ab") as w:
+                w.write(b"tampered")
+        c = Host(self.root, "c", self.url, self.shared)
+        self.hosts.append(c)
+        wait_for("c to see the circuit", lambda: json.loads(ctl(c.state, "circuit", "list", "--json").stdout),
+                 timeout=30)
+        job = ctl(c.state, "submit", "--circuit", "hash", "--input", inputs[0], "--out",
+                  os.path.join(self.root, "out-bad")).stdout.split()[0]
+        p = ctl(c.state, "wait", job, "--timeout", "300", check=False, timeout=400)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("SHA-256", p.stderr)
+        c.stop()
 
 
 if __name__ == "__main__":
