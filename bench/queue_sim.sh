@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 hosts=${1:-100}
 seconds=${2:-20}
 shift $(( $# > 2 ? 2 : $# ))
-sim="$root/build/bin/zkfarm-queue-sim"
+sim=${ZKFARM_QUEUE_SIM:-$root/build/bin/zkfarm-queue-sim}
 [ -x "$sim" ] || cmake --build "$root/build" --target zkfarm-queue-sim -j"$(nproc)" >/dev/null
 dir=$(mktemp -d /tmp/zkfarm-queue-sim.XXXXXX)
 trap 'python3 "$root/tests/cluster/pg_cluster.py" stop "$dir/pg" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT

@@ -337,24 +337,30 @@ std::vector<ClaimedPartition> PgQueue::claim(unsigned n) {
 
 CompleteResult PgQueue::complete(uint64_t job, uint32_t index, const ProofRecord& proof) {
   // One statement: the partition is done only under its current, unexpired
-  // lease; only then is the proof inserted and the job's count advanced (the
-  // job is done with its last proof, and the hosts hear it).
+  // lease; only then is the proof inserted. The job's row is not touched per
+  // proof (with 100 hosts on one job it would be a hot row every complete
+  // waits on: docs/scaling.md): the sweep counts progress once a second, and
+  // the job ends here when no other partition is left (the statement sees the
+  // others as of its start, so two last proofs at once both leave it to the
+  // sweep, a second later). The hosts hear a job's end by NOTIFY.
   Result r = exec("complete",
                   "WITH p AS (UPDATE zkfarm_partitions SET state = 'done', lease_token = NULL, lease_host = NULL, "
-                  "  lease_expires = NULL, proved_by = $5, "
+                  "  lease_expires = NULL, proved_by = $5, synth_ms = $8, prove_ms = $9, "
                   "  public_json = CASE WHEN $6 = '' THEN public_json ELSE $6 END "
                   "  WHERE job_id = $1 AND idx = $2 AND lease_token = $3 AND state = 'leased' AND lease_expires > now() "
                   "  RETURNING job_id, idx, public_json, attempts), "
                   "ins AS (INSERT INTO zkfarm_proofs (job_id, idx, proof, public_json, proved_ms, host, lease_token) "
                   "  SELECT job_id, idx, $4, public_json, $7, $5, $3 FROM p RETURNING job_id), "
-                  "j AS (UPDATE zkfarm_jobs SET done = done + 1, attempts = attempts + (SELECT attempts FROM p), "
-                  "  synth_ms = synth_ms + $8, "
-                  "  prove_ms = prove_ms + $9, txid = pg_current_xact_id(), "
-                  "  state = CASE WHEN done + 1 >= k THEN 'done' ELSE state END, "
-                  "  finished_ms = CASE WHEN done + 1 >= k THEN $7 ELSE finished_ms END "
-                  "  WHERE id = (SELECT job_id FROM ins) AND state IN ('queued', 'running') RETURNING state) "
+                  // Another unfinished partition: one probe of zkfarm_partitions_unfinished.
+                  "j AS (UPDATE zkfarm_jobs SET done = k, txid = pg_current_xact_id(), state = 'done', finished_ms = $7, "
+                  "  attempts = (SELECT sum(attempts) FROM zkfarm_partitions WHERE job_id = $1), "
+                  "  synth_ms = $8 + (SELECT coalesce(sum(synth_ms), 0) FROM zkfarm_partitions WHERE job_id = $1 AND idx <> $2), "
+                  "  prove_ms = $9 + (SELECT coalesce(sum(prove_ms), 0) FROM zkfarm_partitions WHERE job_id = $1 AND idx <> $2) "
+                  "  WHERE id = (SELECT job_id FROM ins) AND state IN ('queued', 'running') AND NOT EXISTS "
+                  "  (SELECT 1 FROM zkfarm_partitions q WHERE q.job_id = $1 AND q.idx <> $2 AND q.state <> 'done') "
+                  "  RETURNING state) "
                   "SELECT (SELECT count(*) FROM ins), (SELECT state FROM j), "
-                  "  (SELECT count(*) FROM (SELECT pg_notify('zkfarm', 'job') FROM j WHERE state = 'done') n)",
+                  "  (SELECT count(*) FROM (SELECT pg_notify('zkfarm', 'job') FROM j) n)",
                   {std::to_string(job), std::to_string(index), std::to_string(proof.lease_token), proof.proof,
                    opt_.host_id, proof.public_json, std::to_string(proof.proved_ms), std::to_string(proof.synth_ms),
                    std::to_string(proof.prove_ms)},

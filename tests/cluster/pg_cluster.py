@@ -23,6 +23,8 @@ import time
 
 
 def pg_bin():
+    if os.environ.get("ZKFARM_PG_BIN"):  # a relocated copy (scripts/pg-pack.sh), on a machine without Debian's
+        return os.environ["ZKFARM_PG_BIN"]
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not found:
         raise SystemExit("pg_cluster: no /usr/lib/postgresql/*/bin/initdb (scripts/setup.sh installs postgresql-15)")
@@ -47,8 +49,11 @@ class PgCluster:
     def _run(self, *args, check=True, password=None):
         cmd = list(args)
         if self.as_user:
-            cmd = ["setpriv", "--reuid", self.as_user, "--regid", "nogroup", "--clear-groups", "--"] + cmd
+            gid = str(pwd.getpwnam(self.as_user).pw_gid)  # nogroup on Debian; other systems name it otherwise
+            cmd = ["setpriv", "--reuid", self.as_user, "--regid", gid, "--clear-groups", "--"] + cmd
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+        if os.environ.get("LD_LIBRARY_PATH"):  # a relocated copy's libraries
+            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
         if password:
             env["PGPASSWORD"] = password
         return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,

@@ -210,6 +210,39 @@ TEST_F(PgQueueTest, AProofIsStoredOnlyUnderTheCurrentLeaseAndOnlyOnce) {
   EXPECT_EQ(value(url_, "SELECT state || ' ' || done FROM zkfarm_jobs WHERE id = " + std::to_string(id)), "done 2");
 }
 
+TEST_F(PgQueueTest, ProgressIsSweptOnceASecondAndTheLastProofEndsTheJobWithItsSums) {
+  auto h = queue("h");
+  const uint64_t id = h->add_job(job(3));
+  auto c = h->claim(3);
+  ASSERT_EQ(c.size(), 3u);
+  auto timed = [](uint64_t token) {
+    ProofRecord r = proof(token);
+    r.synth_ms = 10;
+    r.prove_ms = 20;
+    return r;
+  };
+  const std::string row = "SELECT state || ' ' || done || ' ' || synth_ms || ' ' || prove_ms FROM zkfarm_jobs WHERE id = " +
+                          std::to_string(id);
+  EXPECT_TRUE(h->complete(id, c[0].lease.index, timed(c[0].lease.token)).stored == ProofStored::kStored);
+  EXPECT_TRUE(h->complete(id, c[1].lease.index, timed(c[1].lease.token)).stored == ProofStored::kStored);
+  EXPECT_EQ(value(url_, row), "running 0 0 0") << "a proof does not touch the job's row";
+  EXPECT_TRUE(h->sweep(10000));
+  EXPECT_FALSE(h->sweep(10500)) << "one sweep a second, over all hosts";
+  EXPECT_EQ(value(url_, row), "running 2 20 40");
+  CompleteResult last = h->complete(id, c[2].lease.index, timed(c[2].lease.token));
+  EXPECT_TRUE(last.job_done);
+  EXPECT_EQ(value(url_, row), "done 3 30 60");
+  // Two last proofs committed at once each see the other unfinished and
+  // leave the job's end to the sweep (made here by hand): it ends the job.
+  const uint64_t id2 = h->add_job(job(2));
+  sql(url_, "UPDATE zkfarm_partitions SET state = 'done', synth_ms = 1, prove_ms = 2 WHERE job_id = " +
+                std::to_string(id2));
+  EXPECT_TRUE(h->sweep(20000));
+  EXPECT_EQ(value(url_, "SELECT state || ' ' || done || ' ' || finished_ms FROM zkfarm_jobs WHERE id = " +
+                            std::to_string(id2)),
+            "done 2 20000");
+}
+
 TEST_F(PgQueueTest, RenewKeepsALeaseAliveAndReleaseGivesItBackUncounted) {
   auto q = queue("h1", 2);
   const uint64_t id = q->add_job(job(2));
