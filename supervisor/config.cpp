@@ -1,8 +1,10 @@
 #include "supervisor/config.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <thread>
 #include <toml++/toml.h>
@@ -39,6 +41,13 @@ void read_bool(const toml::table& t, const std::string& file, const char* key, b
 }
 
 }  // namespace
+
+bool pg_url_has_password(const std::string& url) {
+  // URI form postgresql://user:PASSWORD@…, keyword form password=… (libpq's
+  // two forms of a connection string).
+  static const std::regex uri(R"(^postgres(?:ql)?://[^:/@]*:[^@]*@)"), keyword(R"((^|[\s&?])password=)");
+  return std::regex_search(url, uri) || std::regex_search(url, keyword);
+}
 
 void Config::load_toml(const std::string& path) {
   toml::table t;
@@ -103,6 +112,14 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "generator_build_jobs", generator_build_jobs, 0, 1024);
   read_uint(t, path, "generator_builds", generator_builds, 1, 64);
   read_str(t, path, "queue_url", queue_url);
+  if (pg_url_has_password(queue_url)) {
+    // The queue's password opens every job and proof of the farm.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077))
+      throw ConfigError(path + ": queue_url holds a password and the file is readable by others (mode " +
+                        std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                        std::to_string(st.st_mode & 7) + "); chmod 600 it, or keep the password in ~/.pgpass");
+  }
   read_str(t, path, "host_id", host_id);
   read_str(t, path, "shared_dir", shared_dir);
   read_uint(t, path, "lease_seconds", lease_seconds, 3, 3600);

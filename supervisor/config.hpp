@@ -72,4 +72,9 @@ struct Config {
   void finalize(const std::string& self_dir);
 };
 
+/// Whether a libpq connection string (URI or keyword form) carries a
+/// password: such a URL may not come from the command line (every local user
+/// reads it in the process list) nor from a config file others may read.
+bool pg_url_has_password(const std::string& url);
+
 }  // namespace zkfarm::supervisor

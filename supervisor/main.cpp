@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
     if (synth_binary) cfg.synth_binary = *synth_binary;
     if (gpu_binary) cfg.gpu_binary = *gpu_binary;
     if (log_level) cfg.log_level = *log_level;
+    if (queue_url && pg_url_has_password(*queue_url))
+      throw ConfigError("--queue: the URL holds a password, which every local user reads in the process list; "
+                        "keep it in ~/.pgpass (or PGPASSFILE), or in queue_url of a config file of mode 0600");
     if (queue_url) cfg.queue_url = *queue_url;
     if (host_id) cfg.host_id = *host_id;
     if (shared_dir) cfg.shared_dir = *shared_dir;

@@ -1,5 +1,6 @@
 // The supervisor's pieces on their own: dispatch order, slot allocation and
 // generations, the arena's header checks, configuration errors.
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -192,6 +193,31 @@ TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
   expect_error("arena_mib = \"lots\"\n", "arena_mib: expected an integer");
   expect_error("heartbeat_ms = 1\n", "heartbeat_ms: 1 is out of range");
   expect_error("synth_workers = [\n", "line");
+  std::filesystem::remove(path);
+}
+
+TEST(Config, AQueuePasswordIsTakenOnlyFromAFileOthersCannotRead) {
+  EXPECT_TRUE(pg_url_has_password("postgresql://zkfarm:s3cret@db:5432/zkfarm"));
+  EXPECT_TRUE(pg_url_has_password("postgres://u:@db/zkfarm"));
+  EXPECT_TRUE(pg_url_has_password("host=db dbname=zkfarm password=s3cret"));
+  EXPECT_TRUE(pg_url_has_password("postgresql://db/zkfarm?user=u&password=s3cret"));
+  EXPECT_FALSE(pg_url_has_password("postgresql://zkfarm@db:5432/zkfarm"));
+  EXPECT_FALSE(pg_url_has_password("host=db dbname=zkfarm user=zkfarm"));
+  EXPECT_FALSE(pg_url_has_password("postgresql://[::1]:5432/zkfarm"));
+  const std::string path = write_temp("queue_url = \"postgresql://zkfarm:s3cret@db/zkfarm\"\n");
+  ::chmod(path.c_str(), 0644);
+  Config c;
+  try {
+    c.load_toml(path);
+    FAIL() << "a password in a file others may read was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": queue_url holds a password"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mode 644"), std::string::npos) << e.what();
+  }
+  ::chmod(path.c_str(), 0600);
+  Config d;
+  d.load_toml(path);
+  EXPECT_EQ(d.queue_url, "postgresql://zkfarm:s3cret@db/zkfarm");
   std::filesystem::remove(path);
 }
 
