@@ -140,7 +140,9 @@ class PgQueue : public Ledger {
   /// other) into leases of lease_seconds; their jobs become running.
   std::vector<ClaimedPartition> claim(unsigned n);
   /// Stores the proof of a leased partition if `proof.lease_token` is still
-  /// its current, unexpired lease; the job is done with its last proof.
+  /// its current, unexpired lease; the job is done with its last proof. The
+  /// job's row is not touched otherwise (a hot row under many hosts): its
+  /// progress is the sweep's.
   /// Committed without waiting for the server's disk flush
   /// (synchronous_commit off, as claims and renewals): a server crash may
   /// forget the last few, whose partitions are then proved again (never
