@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "supervisor/pg_schema.hpp"
@@ -472,6 +473,14 @@ bool PgQueue::sweep(int64_t now_ms) {
        "  AND (j.done <> s.done OR j.attempts <> s.attempts) RETURNING j.state) "
        "SELECT count(*) FROM (SELECT pg_notify('zkfarm', 'job') FROM u WHERE state = 'done') n",
        {std::to_string(now_ms)});
+  // The queue's counts for every host's status view, so that 100 hosts do not
+  // each count the live partitions every few seconds: "queued leased done failed".
+  exec("sweep",
+       "INSERT INTO zkfarm_meta (key, value) SELECT 'counts', concat_ws(' ', "
+       "  count(*) FILTER (WHERE p.state = 'queued'), count(*) FILTER (WHERE p.state = 'leased'), "
+       "  count(*) FILTER (WHERE p.state = 'done'), count(*) FILTER (WHERE p.state = 'failed')) "
+       "FROM zkfarm_partitions p JOIN zkfarm_jobs j ON j.id = p.job_id WHERE j.state IN ('queued', 'running') "
+       "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value");
   return true;
 }
 
@@ -674,16 +683,11 @@ ClusterView PgQueue::cluster() {
     row.leases = h.u64(i, 6);
     v.hosts.push_back(std::move(row));
   }
-  Result q = exec("cluster",
-                  "SELECT p.state, count(*) FROM zkfarm_partitions p JOIN zkfarm_jobs j ON j.id = p.job_id "
-                  "WHERE j.state IN ('queued', 'running') GROUP BY p.state");
-  for (int i = 0; i < q.rows(); ++i) {
-    const std::string s = q.text(i, 0);
-    const uint64_t n = q.u64(i, 1);
-    if (s == "queued") v.queued = n;
-    else if (s == "leased") v.leased = n;
-    else if (s == "done") v.done = n;
-    else if (s == "failed") v.failed = n;
+  // Partitions by state: the last sweep's counts (at most a second old).
+  Result q = exec("cluster", "SELECT value FROM zkfarm_meta WHERE key = 'counts'");
+  if (q.rows()) {
+    std::istringstream in(q.text(0, 0));
+    in >> v.queued >> v.leased >> v.done >> v.failed;
   }
   Result j = exec("cluster", "SELECT count(*) FROM zkfarm_jobs WHERE state IN ('queued', 'running')");
   v.live_jobs = j.u64(0, 0);

@@ -167,7 +167,8 @@ class PgQueue : public Ledger {
   size_t expire_leases();
   /// Brings the jobs' rows up to date with their partitions (proofs done,
   /// claims, stage times: what status shows) and ends a job whose every
-  /// partition is done (two last proofs stored at once may both miss it).
+  /// partition is done (two last proofs stored at once may both miss it),
+  /// and stores the live partitions' counts by state for cluster().
   /// At most once a second over all hosts (a gate row in zkfarm_meta); true
   /// when this call did it. `now_ms`: Unix ms.
   bool sweep(int64_t now_ms);
@@ -180,7 +181,8 @@ class PgQueue : public Ledger {
   /// "" for every job): every change is seen exactly once or superseded by a
   /// later one, however late its transaction committed.
   Changes changes_since(const std::string& snapshot);
-  /// Hosts and queue counts.
+  /// Hosts (with the leases each holds now) and the queue's partition counts
+  /// as of the last sweep (at most about a second old).
   ClusterView cluster();
   /// Marks this host stopped (a clean exit).
   void deregister();

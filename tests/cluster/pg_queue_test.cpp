@@ -229,6 +229,16 @@ TEST_F(PgQueueTest, ProgressIsSweptOnceASecondAndTheLastProofEndsTheJobWithItsSu
   EXPECT_TRUE(h->sweep(10000));
   EXPECT_FALSE(h->sweep(10500)) << "one sweep a second, over all hosts";
   EXPECT_EQ(value(url_, row), "running 2 20 40");
+  // Every host's status view reads the sweep's counts.
+  ClusterView v = h->cluster();
+  EXPECT_EQ(v.done, 2u);
+  EXPECT_EQ(v.leased, 1u);
+  EXPECT_EQ(v.queued, 0u);
+  EXPECT_EQ(v.live_jobs, 1u);
+  ASSERT_EQ(v.hosts.size(), 1u);
+  EXPECT_EQ(v.hosts[0].host_id, "h");
+  EXPECT_EQ(v.hosts[0].leases, 1u);
+  EXPECT_TRUE(v.hosts[0].alive);
   CompleteResult last = h->complete(id, c[2].lease.index, timed(c[2].lease.token));
   EXPECT_TRUE(last.job_done);
   EXPECT_EQ(value(url_, row), "done 3 30 60");
