@@ -132,7 +132,12 @@ PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_s
     }
   } catch (const files::FileError& e) {
     out.error = e.what();
-    out.host_fault = host_errno(e.code()) || e.path().rfind(dirs.shared_dir, 0) != 0;
+    // This host's fault (the claim goes back uncounted, claims pause): its
+    // mount failing, a path outside the shared dir, or a missing file while
+    // the queue's marker is missing too — the shared folder is not mounted
+    // here, and every file would look missing.
+    out.host_fault = host_errno(e.code()) || e.path().rfind(dirs.shared_dir, 0) != 0 ||
+                     (e.code() == ENOENT && !files::exists_nofollow(dirs.shared_dir, kSharedMarker));
   } catch (const std::exception& e) {
     out.error = e.what();
   }

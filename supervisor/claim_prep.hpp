@@ -22,6 +22,12 @@ struct ClaimDirs {
   std::string claims_dir;  ///< STATE/inputs/claims: TOKEN.wtns, TOKEN.json
 };
 
+/// The file in the shared dir that names the queue it belongs to (its
+/// `queue_id` in zkfarm_meta): written by the host that started the queue,
+/// checked by every host at start (an empty mount point, or another queue's
+/// folder, is refused) and when a shared file is missing.
+inline constexpr const char* kSharedMarker = ".zkfarm-queue";
+
 /// True for 64 lowercase hex digits (a SHA-256 as the queue names files by).
 bool is_sha256(const std::string& s);
 

@@ -199,6 +199,7 @@ void Supervisor::cluster_tick() {
 void Supervisor::apply_changes(Changes changes) {
   if (changes.snapshot.empty()) return;
   cluster_.snapshot = std::move(changes.snapshot);
+  cluster_.last_sync_ms = now_ms();
   for (JobRow& row : changes.jobs) {
     Job& j = row.job;
     // Names from the queue become paths here: only hashes pass (a row
@@ -208,7 +209,19 @@ void Supervisor::apply_changes(Changes changes) {
         j.generator.empty() || (j.generator.size() <= 128 &&
                                 j.generator.find_first_not_of("0123456789abcdef") == std::string::npos);
     if (!is_sha256(j.zkey_sha256) || !plain_generator) {
-      log_->error("queue: job {} names its key or generator by something that is not a hash; left alone", j.id);
+      // No host can prove it: fail it in the queue (else hosts would claim
+      // and hand back its partitions forever).
+      if (!j.terminal()) {
+        log_->error("queue: job {} names its key or generator by something that is not a hash; failing it", j.id);
+        journal_thread_->post([this, id = j.id] {
+          try {
+            pg_->finish_job(id, JobState::kFailed, "the job's row names its key or generator by something that is "
+                                                   "not a SHA-256 (written by hand?)", 0);
+          } catch (const std::exception& e) {
+            inbox_.post([this, what = std::string(e.what())] { queue_call_failed(what); });
+          }
+        });
+      }
       continue;
     }
     // Where this host keeps (or will keep) the job's files.
@@ -238,14 +251,16 @@ void Supervisor::on_claimed(std::vector<ClaimedPartition> claims) {
     const Job* job = jobs_.find(c.lease.job);
     if (!job) {
       // Claimed before this host mirrored its job (the sync runs every
-      // second): give it back and let the next claim take it.
+      // second), or a job this host cannot mirror: give it back, sync, and
+      // claim again only after a pause (never a claim/release spin).
       journal_thread_->post([this, t = c.lease.token] {
         try {
           pg_->release({t});
         } catch (const std::exception&) {
         }
       });
-      cluster_.woken = true;
+      cluster_.next_sync_ms = 0;
+      cluster_.claim_paused_until_ms = std::max(cluster_.claim_paused_until_ms, now_ms() + 1000);
       continue;
     }
     ++cluster_.preparing;

@@ -138,14 +138,23 @@ void Config::finalize(const std::string& self_dir) {
   if (restart_backoff_max_ms < restart_backoff_ms)
     throw ConfigError("restart_backoff_max_ms must be at least restart_backoff_ms");
   if (!queue_url.empty()) {
-    if (shared_dir.empty() || shared_dir[0] != '/')
+    if (shared_dir.empty())
       throw ConfigError("queue_url needs shared_dir: the absolute path of a folder every host mounts (docs/cluster.md)");
+    if (shared_dir[0] != '/') throw ConfigError("shared_dir: '" + shared_dir + "' is not an absolute path");
+    // Other hosts print host ids in their status and logs: letters, digits
+    // and . _ - : / @ only (no spaces, no control characters).
+    static const std::string allowed =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@";
     if (host_id.empty()) {
       char name[256] = {};
       ::gethostname(name, sizeof name - 1);
       host_id = std::string(name) + ":" + std::filesystem::absolute(state_dir).lexically_normal().string();
+      for (char& c : host_id)
+        if (allowed.find(c) == std::string::npos) c = '_';
     }
     if (host_id.size() > 200) throw ConfigError("host_id: longer than 200 bytes");
+    if (host_id.find_first_not_of(allowed) != std::string::npos)
+      throw ConfigError("host_id: only letters, digits and . _ - : / @ (it is shown in every host's status)");
   }
   static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
   if (!levels.count(log_level)) throw ConfigError("log_level: '" + log_level + "' is not one of trace, debug, info, warn, error");

@@ -105,7 +105,10 @@ void Supervisor::housekeeping(bool at_start) {
   // A shared queue's keys: any host may submit with one at any time (and
   // touches it when it does: take_key), so only keys no retained job or
   // circuit uses and untouched for an hour go.
-  if (pg_ && cluster_.synced) {
+  // Only with a fresh mirror: a host cut off from the queue does not know
+  // what other hosts accepted meanwhile.
+  const bool mirror_fresh = pg_ && cluster_.reachable && now_ms() - cluster_.last_sync_ms < 10000;
+  if (mirror_fresh) {
     const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
     for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/keys", ec)) {
       std::error_code tec;
@@ -127,7 +130,7 @@ void Supervisor::housekeeping(bool at_start) {
         if (!held.count(stem)) dead.push_back(e.path().string());
       }
     }
-    if (cluster_.synced) {
+    if (mirror_fresh) {
       std::set<std::string> live;
       for (const auto& [id, job] : jobs_.all())
         if (!job.terminal()) live.insert(job.files_dir);

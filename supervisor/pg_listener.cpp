@@ -1,5 +1,7 @@
 #include "supervisor/pg_listener.hpp"
 
+#include "supervisor/pg_deadline.hpp"
+
 #include <libpq-fe.h>
 #include <poll.h>
 
@@ -24,9 +26,11 @@ void PgListener::run() {
     PGconn* conn = PQconnectdbParams(keys, values, 1);
     bool ok = conn && PQstatus(conn) == CONNECTION_OK;
     if (ok) {
-      PGresult* r = PQexec(conn, "LISTEN zkfarm");
-      ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-      PQclear(r);
+      bool timed_out = false;  // a frozen server must not hold this thread (and zkfarmd's exit) forever
+      PGresult* r = pg_exec_deadline(conn, "LISTEN zkfarm", 0, nullptr, nullptr, nullptr,
+                                     std::chrono::milliseconds(10000), &timed_out);
+      ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+      if (r) PQclear(r);
     }
     if (ok) {
       backoff = std::chrono::milliseconds(250);

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "supervisor/pg_deadline.hpp"
 #include "supervisor/pg_schema.hpp"
 
 namespace zkfarm::supervisor {
@@ -42,6 +45,12 @@ bool connection_state(const char* sqlstate) {
 }
 
 }  // namespace
+
+// How long a statement may go unanswered before the server counts as
+// unreachable: above statement_timeout (10 s, set at connect), so a slow
+// statement ends with the server's own error and only a server that does not
+// answer at all reaches this.
+constexpr std::chrono::milliseconds kAnswerDeadline{12000};
 
 std::string redact_pg_url(const std::string& url) {
   // URI form: postgresql://user:PASSWORD@host...; keyword form: password=...
@@ -113,21 +122,58 @@ PgQueue::PgQueue(PgOptions opt) : opt_(std::move(opt)), safe_url_(redact_pg_url(
     throw;
   }
   exec("schema", "SELECT pg_advisory_unlock(7262797346)");
-  if (opt_.register_host) {
-    exec("register",
-         "INSERT INTO zkfarm_hosts (host_id, version, devices, state, pid) VALUES ($1, $2, $3, 'running', $4) "
-         "ON CONFLICT (host_id) DO UPDATE SET version = EXCLUDED.version, devices = EXCLUDED.devices, "
-         "state = 'running', pid = EXCLUDED.pid, started_at = now(), heartbeat_at = now()",
-         {opt_.host_id, opt_.version, opt_.devices, std::to_string(::getpid())});
-    // What an earlier run of this host held is not held by this one: back to
-    // the queue at once, its attempt counted (it may be what killed that run).
-    exec("register",
-         "WITH r AS (UPDATE zkfarm_partitions SET state = 'queued', lease_token = NULL, lease_host = NULL, "
-         "lease_expires = NULL, last_error = 'host ' || $1 || ' restarted while holding it' "
-         "WHERE state = 'leased' AND lease_host = $1 RETURNING 1) "
-         "SELECT count(*), pg_notify('zkfarm', 'work') FROM r",
-         {opt_.host_id});
+  if (opt_.register_host) register_host();
+}
+
+void PgQueue::register_host() {
+  // One statement decides: a new row, or the row of a host that stopped, went
+  // silent for a lease, or is this same instance (a restart) is taken over.
+  Result r = exec("register",
+                  "INSERT INTO zkfarm_hosts (host_id, version, devices, state, pid, instance) "
+                  "VALUES ($1, $2, $3, 'running', $4, $5) "
+                  "ON CONFLICT (host_id) DO UPDATE SET version = EXCLUDED.version, devices = EXCLUDED.devices, "
+                  "state = 'running', pid = EXCLUDED.pid, instance = EXCLUDED.instance, started_at = now(), "
+                  "heartbeat_at = now() "
+                  "WHERE zkfarm_hosts.state = 'stopped' OR zkfarm_hosts.instance = EXCLUDED.instance "
+                  "OR zkfarm_hosts.heartbeat_at < now() - make_interval(secs => $6) RETURNING 1",
+                  {opt_.host_id, opt_.version, opt_.devices, std::to_string(::getpid()), opt_.instance,
+                   std::to_string(opt_.lease_seconds)});
+  if (!r.rows()) {
+    Result who = exec("register",
+                      "SELECT pid, instance, extract(epoch from now() - heartbeat_at) FROM zkfarm_hosts "
+                      "WHERE host_id = $1",
+                      {opt_.host_id});
+    std::string holder = "another zkfarmd";
+    if (who.rows()) {
+      char age[32];
+      std::snprintf(age, sizeof age, "%.0f", who.f64(0, 2));
+      holder = "pid " + who.text(0, 0) + " of " + who.text(0, 1) + ", heartbeat " + age + " s ago";
+    }
+    throw std::runtime_error("host_id '" + opt_.host_id + "' is in use in the queue by a live host (" + holder +
+                             "); give this zkfarmd a host_id of its own (host_id in the config, or --host-id)");
   }
+  // What an earlier run of this host held is not held by this one: back to
+  // the queue at once, its attempt counted (it may be what killed that run).
+  exec("register",
+       "WITH r AS (UPDATE zkfarm_partitions SET state = 'queued', lease_token = NULL, lease_host = NULL, "
+       "lease_expires = NULL, last_error = 'host ' || $1 || ' restarted while holding it' "
+       "WHERE state = 'leased' AND lease_host = $1 RETURNING 1) "
+       "SELECT count(*), pg_notify('zkfarm', 'work') FROM r",
+       {opt_.host_id});
+}
+
+std::string PgQueue::queue_id(bool* created) {
+  std::random_device rd;
+  char id[40];
+  std::snprintf(id, sizeof id, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  Result r = exec("queue_id",
+                  "WITH i AS (INSERT INTO zkfarm_meta (key, value) VALUES ('queue_id', $1) "
+                  "  ON CONFLICT (key) DO NOTHING RETURNING value) "
+                  "SELECT value, true FROM i UNION ALL "
+                  "SELECT value, false FROM zkfarm_meta WHERE key = 'queue_id' AND NOT EXISTS (SELECT 1 FROM i)",
+                  {std::string(id)});
+  *created = r.rows() && r.text(0, 1) == "t";
+  return r.rows() ? r.text(0, 0) : std::string();
 }
 
 PgQueue::~PgQueue() {
@@ -154,13 +200,15 @@ void PgQueue::connect() {
   }
   // A statement never waits long on a lock or a stuck server: a claim skips
   // locked rows, every other statement locks a few rows for milliseconds.
-  PGresult* r = PQexec(conn_,
-                       "SET client_min_messages = warning; SET synchronous_commit = off; "
-                       "SET statement_timeout = '15s'; SET lock_timeout = '5s'; "
-                       "SET idle_in_transaction_session_timeout = '30s'");
-  const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-  PQclear(r);
-  if (!ok) fault("connect", PQerrorMessage(conn_), true);
+  bool timed_out = false;
+  PGresult* r = pg_exec_deadline(conn_,
+                                 "SET client_min_messages = warning; SET synchronous_commit = off; "
+                                 "SET statement_timeout = '10s'; SET lock_timeout = '5s'; "
+                                 "SET idle_in_transaction_session_timeout = '30s'",
+                                 0, nullptr, nullptr, nullptr, kAnswerDeadline, &timed_out);
+  const bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+  if (r) PQclear(r);
+  if (!ok) fault("connect", timed_out ? "no answer within the deadline" : PQerrorMessage(conn_), true);
   reachable_ = true;
   backoff_ = std::chrono::milliseconds(250);
 }
@@ -201,9 +249,11 @@ PgQueue::Result PgQueue::exec(const char* op, const std::string& sql,
     lengths[i] = params[i] ? int(params[i]->size()) : 0;
     formats[i] = i < binary.size() && binary[i] ? 1 : 0;
   }
-  PGresult* r = params.empty() ? PQexec(conn_, sql.c_str())
-                               : PQexecParams(conn_, sql.c_str(), int(params.size()), nullptr, values.data(),
-                                              lengths.data(), formats.data(), 0);
+  bool timed_out = false;
+  PGresult* r = pg_exec_deadline(conn_, sql, int(params.size()), values.data(), lengths.data(), formats.data(),
+                                 kAnswerDeadline, &timed_out);
+  if (timed_out)  // a server that does not answer: the connection is dropped, a reconnect follows with backoff
+    fault(op, "no answer within " + std::to_string(kAnswerDeadline.count() / 1000) + " s", true);
   const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
     reachable_ = true;

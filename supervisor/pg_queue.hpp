@@ -44,6 +44,9 @@ struct PgOptions {
   /// Registers the host and releases the leases a previous run of this
   /// host_id left (its partitions go back at once, attempts kept). A
   /// benchmark's connections that only claim may leave it on.
+  /// Which zkfarmd this is: machine id and state dir. A host_id whose row
+  /// names another instance and has a fresh heartbeat is in use: refused.
+  std::string instance;
   bool register_host = true;
 };
 
@@ -181,6 +184,14 @@ class PgQueue : public Ledger {
   /// "" for every job): every change is seen exactly once or superseded by a
   /// later one, however late its transaction committed.
   Changes changes_since(const std::string& snapshot);
+  /// Registers this host (opt.host_id) as running and hands back at once
+  /// the leases an earlier run of it left. Throws std::runtime_error when the
+  /// host_id is held by another instance (opt.instance) whose heartbeat is
+  /// younger than lease_seconds and that has not stopped.
+  void register_host();
+  /// The queue's id (zkfarm_meta 'queue_id'), made by the first host to ask;
+  /// `created` says this call made it. Names the shared dir's marker.
+  std::string queue_id(bool* created);
   /// Hosts (with the leases each holds now) and the queue's partition counts
   /// as of the last sweep (at most about a second old).
   ClusterView cluster();

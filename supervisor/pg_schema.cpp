@@ -26,6 +26,7 @@ CREATE TABLE zkfarm_hosts (
   devices text NOT NULL DEFAULT '',
   state text NOT NULL DEFAULT 'running',
   pid bigint NOT NULL DEFAULT 0,
+  instance text NOT NULL DEFAULT '',
   started_at timestamptz NOT NULL DEFAULT now(),
   heartbeat_at timestamptz NOT NULL DEFAULT now()
 );

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "groth16/errors.hpp"
@@ -18,6 +19,8 @@
 #include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/worker_channel.hpp"
+#include "files/input_file.hpp"
+#include "files/safe_write.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/process.hpp"
 #include "witgen/generator_build.hpp"
@@ -71,6 +74,16 @@ std::vector<std::string> gpu_devices(const Config& cfg) {
   return out.empty() ? std::vector<std::string>{""} : out;
 }
 
+// This machine, for the hosts table: systemd's machine id, else the hostname.
+std::string machine_id() {
+  std::ifstream f("/etc/machine-id");
+  std::string id;
+  if (f >> id && !id.empty()) return id.substr(0, 64);
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
 // The ledger: the PostgreSQL queue named by queue_url (several hosts), else
 // the SQLite journal under the state dir (ledger.hpp).
 std::unique_ptr<Ledger> open_ledger(const Config& cfg) {
@@ -84,6 +97,8 @@ std::unique_ptr<Ledger> open_ledger(const Config& cfg) {
   o.devices = devices;
   o.lease_seconds = cfg.lease_seconds;
   o.max_attempts = cfg.max_attempts;
+  o.instance = machine_id() + ":" + cfg.state_dir;
+  o.register_host = false;  // after the shared dir's checks (the constructor's)
   auto q = std::make_unique<PgQueue>(o);
   q->set_shared_dir(cfg.shared_dir);
   return q;
@@ -91,24 +106,46 @@ std::unique_ptr<Ledger> open_ledger(const Config& cfg) {
 
 // The shared dir must be a folder of zkfarmd's user that nobody else may
 // write: every host trusts what is under it once its hash matches, and a
-// folder others could write would let them delete or swap entries.
-void check_shared_dir(const std::string& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
-    throw std::runtime_error("shared_dir " + dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) throw std::runtime_error("shared_dir " + dir + ": not a folder");
-  if (st.st_uid != ::geteuid())
-    throw std::runtime_error("shared_dir " + dir + ": owned by uid " + std::to_string(st.st_uid) +
-                             ", not by zkfarmd's user (uid " + std::to_string(::geteuid()) + ")");
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    throw std::runtime_error("shared_dir " + dir + ": writable by its group or others; chmod go-w it");
-  for (const char* sub : {"/keys", "/jobs"}) {
-    const std::string path = dir + sub;
+// folder others could write would let them delete or swap entries. It must
+// also be this queue's: its marker holds the queue's id, so an empty mount
+// point (the shared file system not mounted) or another queue's folder is
+// refused before anything is written into it.
+void check_shared_dir(const std::string& dir, const std::string& queue_id, bool queue_created) {
+  auto check_folder = [](const std::string& path, bool follow) {
+    struct stat st {};
+    if ((follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0)
+      throw std::runtime_error("shared_dir " + path + ": " + std::strerror(errno));
+    if (!S_ISDIR(st.st_mode)) throw std::runtime_error("shared_dir " + path + ": not a folder");
+    if (st.st_uid != ::geteuid())
+      throw std::runtime_error("shared_dir " + path + ": owned by uid " + std::to_string(st.st_uid) +
+                               ", not by zkfarmd's user (uid " + std::to_string(::geteuid()) + ")");
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+      throw std::runtime_error("shared_dir " + path + ": writable by its group or others; chmod go-w it");
+  };
+  check_folder(dir, true);
+  const std::string marker = dir + "/" + kSharedMarker;
+  std::string found;
+  if (files::exists_nofollow(dir, kSharedMarker)) {
+    files::UniqueFd fd = files::open_regular_file(marker);
+    char buf[128] = {};
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+    found.assign(buf, n > 0 ? size_t(n) : 0);
+    while (!found.empty() && (found.back() == '\n' || found.back() == ' ')) found.pop_back();
+    if (found != queue_id)
+      throw std::runtime_error("shared_dir " + dir + " belongs to another queue (" + marker + " says '" +
+                               found.substr(0, 64) + "', this queue's id is '" + queue_id + "')");
+  } else if (queue_created) {
+    files::write_file_safe(dir, kSharedMarker, queue_id + "\n", 0400);
+  } else {
+    throw std::runtime_error("shared_dir " + dir + " has no " + kSharedMarker + " of this queue (id '" + queue_id +
+                             "'): is the shared folder mounted there? The host that started the queue wrote it; "
+                             "copy it from another host's mount if this folder is the right one");
+  }
+  for (const char* sub : {"keys", "jobs", "generators"}) {
+    const std::string path = dir + "/" + sub;
     if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
       throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
-    struct stat s2 {};
-    if (::lstat(path.c_str(), &s2) != 0 || !S_ISDIR(s2.st_mode) || s2.st_uid != ::geteuid())
-      throw std::runtime_error(path + " is not a folder of zkfarmd's user");
+    check_folder(path, false);  // a link here would point the farm's files elsewhere
   }
 }
 
@@ -208,7 +245,10 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   sqlite_ = dynamic_cast<Journal*>(ledger_.get());
   pg_ = dynamic_cast<PgQueue*>(ledger_.get());
   if (pg_) {
-    check_shared_dir(cfg_.shared_dir);
+    bool created = false;
+    const std::string queue_id = pg_->queue_id(&created);
+    check_shared_dir(cfg_.shared_dir, queue_id, created);
+    pg_->register_host();  // only now: a start refused above leaves no trace in the hosts table
     prep_pool_ = std::make_unique<CheckPool>(2, 1024);
     listener_ = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
       if (payload == "circuit" || payload == "connected") cluster_.circuits_changed = true;

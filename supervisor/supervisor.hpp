@@ -397,6 +397,7 @@ class Supervisor {
   struct Cluster {
     std::string snapshot;              ///< the change feed's cursor (PgQueue::changes_since)
     bool synced = false;               ///< the first sync is done (every job mirrored)
+    int64_t last_sync_ms = 0;          ///< when a sync last reached the queue (steady ms)
     bool sync_in_flight = false, claim_in_flight = false, renew_in_flight = false, expire_in_flight = false,
          view_in_flight = false;
     int64_t next_sync_ms = 0, next_claim_ms = 0, next_renew_ms = 0, next_expire_ms = 0, next_view_ms = 0;

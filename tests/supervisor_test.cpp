@@ -221,6 +221,37 @@ TEST(Config, AQueuePasswordIsTakenOnlyFromAFileOthersCannotRead) {
   std::filesystem::remove(path);
 }
 
+TEST(Config, AQueueNeedsAnAbsoluteSharedDirAndAPrintableHostId) {
+  auto finalized = [](const std::string& shared, const std::string& host, const std::string& state = "/tmp/x") {
+    Config c;
+    c.state_dir = state;
+    c.queue_url = "postgresql://db/zkfarm";
+    c.shared_dir = shared;
+    c.host_id = host;
+    c.finalize("/opt/zkfarm/bin");
+    return c;
+  };
+  auto error_of = [&](const std::string& shared, const std::string& host) -> std::string {
+    try {
+      finalized(shared, host);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(error_of("", "h").find("queue_url needs shared_dir"), std::string::npos);
+  EXPECT_NE(error_of("mnt/zkfarm", "h").find("shared_dir: 'mnt/zkfarm' is not an absolute path"), std::string::npos);
+  EXPECT_NE(error_of("/mnt/zkfarm", "evil\x1b[31m\nFAKE yes").find("host_id: only letters"), std::string::npos);
+  EXPECT_NE(error_of("/mnt/zkfarm", "a b").find("host_id: only letters"), std::string::npos);
+  EXPECT_NE(error_of("/mnt/zkfarm", std::string(201, 'h')).find("longer than 200 bytes"), std::string::npos);
+  EXPECT_EQ(finalized("/mnt/zkfarm", "gpu-07.example:/var/lib/zkfarm@rack2").host_id,
+            "gpu-07.example:/var/lib/zkfarm@rack2");
+  // The default (hostname:state dir) is made printable.
+  const std::string dflt = finalized("/mnt/zkfarm", "", "/tmp/state dir\n").host_id;
+  EXPECT_EQ(dflt.find_first_of(" \n"), std::string::npos) << dflt;
+  EXPECT_NE(dflt.find(":/tmp/state_dir_"), std::string::npos) << dflt;
+}
+
 TEST(Config, FinalizeFillsDefaultsAndChecksRelations) {
   Config c;
   c.state_dir = "/tmp/x";

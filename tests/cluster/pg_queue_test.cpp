@@ -4,7 +4,12 @@
 // a database of its own. Leases here are short (1–2 s) so that expiry is
 // seen; every wait is for a state, bounded only to fail instead of hang.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -63,10 +68,12 @@ class PgQueueTest : public ::testing::Test {
     url_ = base.substr(0, base.rfind('/') + 1) + db_;
   }
 
-  std::unique_ptr<PgQueue> queue(const std::string& host, unsigned lease_seconds = 30, unsigned max_attempts = 3) {
+  std::unique_ptr<PgQueue> queue(const std::string& host, unsigned lease_seconds = 30, unsigned max_attempts = 3,
+                                 const std::string& instance = "") {
     PgOptions o;
     o.url = url_;
     o.host_id = host;
+    o.instance = instance.empty() ? "test-machine:" + host : instance;
     o.version = "test";
     o.lease_seconds = lease_seconds;
     o.max_attempts = max_attempts;
@@ -354,6 +361,128 @@ TEST_F(PgQueueTest, TheChangeFeedMissesNoJobWhoseTransactionCommittedLate) {
   for (const auto& r : after.jobs) saw_late |= r.job.id == a && r.job.error == "late";
   EXPECT_TRUE(saw_late) << "the update committed after the snapshot was seen next time";
   EXPECT_TRUE(reader->changes_since(after.snapshot).jobs.empty()) << "and only once";
+}
+
+TEST_F(PgQueueTest, AHostIdHeldByAnotherLiveInstanceIsRefusedButARestartOrAStoppedHostTakesItOver) {
+  auto first = queue("gpu-1", 30, 3, "machine-a:/var/lib/zkfarm");
+  const uint64_t id = first->add_job(job(2));
+  ASSERT_EQ(first->claim(1).size(), 1u);
+  // A second zkfarmd elsewhere (a cloned VM, a copied config) with the same host_id.
+  try {
+    queue("gpu-1", 30, 3, "machine-b:/var/lib/zkfarm");
+    FAIL() << "a second live host took the host_id over";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("host_id 'gpu-1' is in use"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("machine-a:/var/lib/zkfarm"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(value(url_, "SELECT count(*) FROM zkfarm_partitions WHERE state = 'leased' AND lease_host = 'gpu-1'"),
+            "1")
+      << "the live host keeps its lease";
+  // The same instance started again (after a crash: it holds the state lock,
+  // so the old process is gone): it takes over and hands back the lease.
+  auto again = queue("gpu-1", 30, 3, "machine-a:/var/lib/zkfarm");
+  EXPECT_EQ(value(url_, "SELECT count(*) FROM zkfarm_partitions WHERE state = 'queued' AND job_id = " +
+                            std::to_string(id)),
+            "2");
+  // A host that stopped cleanly leaves its id to anyone.
+  again->deregister();
+  EXPECT_NO_THROW(queue("gpu-1", 30, 3, "machine-b:/var/lib/zkfarm"));
+}
+
+TEST_F(PgQueueTest, TheQueueIdIsMadeOnceByTheFirstHostToAsk) {
+  auto a = queue("a"), b = queue("b");
+  bool ca = false, cb = true;
+  const std::string ia = a->queue_id(&ca), ib = b->queue_id(&cb);
+  EXPECT_TRUE(ca);
+  EXPECT_FALSE(cb);
+  EXPECT_EQ(ia, ib);
+  EXPECT_EQ(ia.size(), 32u);
+}
+
+// A TCP relay between the queue and PostgreSQL that can stop relaying: a
+// server that is alive for the kernel (connections accepted, bytes
+// acknowledged) but does not answer, as a frozen or paused one.
+class FreezableRelay {
+ public:
+  explicit FreezableRelay(int target_port) : target_(target_port) {
+    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(listen_, 16);
+    socklen_t len = sizeof a;
+    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FreezableRelay() {
+    stop_ = true;
+    thread_.join();
+    ::close(listen_);
+    for (auto [c, s] : pairs_) {
+      ::close(c);
+      ::close(s);
+    }
+  }
+  int port() const { return port_; }
+  void freeze() { frozen_ = true; }
+
+ private:
+  void run() {
+    while (!stop_) {
+      std::vector<pollfd> fds{{listen_, POLLIN, 0}};
+      if (!frozen_)
+        for (auto [c, s] : pairs_) {
+          fds.push_back({c, POLLIN, 0});
+          fds.push_back({s, POLLIN, 0});
+        }
+      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        const int c = ::accept(listen_, nullptr, nullptr);
+        const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(uint16_t(target_));
+        ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        pairs_.push_back({c, s});
+      }
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!(fds[i].revents & POLLIN)) continue;
+        const auto& [c, s] = pairs_[(i - 1) / 2];
+        const int from = fds[i].fd, to = from == c ? s : c;
+        char buf[65536];
+        const ssize_t n = ::read(from, buf, sizeof buf);
+        if (n > 0) (void)!::write(to, buf, size_t(n));
+      }
+    }
+  }
+  int target_, listen_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false}, frozen_{false};
+  std::vector<std::pair<int, int>> pairs_;
+  std::thread thread_;
+};
+
+TEST_F(PgQueueTest, AServerThatStopsAnsweringIsUnreachableAfterTheDeadlineNotAHang) {
+  // postgresql://user:pw@127.0.0.1:PORT/db → the relay's port.
+  const size_t at = url_.rfind('@'), colon = url_.find(':', at), slash = url_.find('/', at);
+  FreezableRelay relay(std::stoi(url_.substr(colon + 1, slash - colon - 1)));
+  PgOptions o;
+  o.url = url_.substr(0, colon + 1) + std::to_string(relay.port()) + url_.substr(slash);
+  o.host_id = "h";
+  o.instance = "test:h";
+  PgQueue q(o);
+  q.add_job(job(1));
+  relay.freeze();
+  try {
+    q.claim(1);
+    FAIL() << "a claim was answered by a frozen server";
+  } catch (const JournalError& e) {
+    EXPECT_TRUE(e.storage_fault());
+    EXPECT_NE(std::string(e.what()).find("no answer within"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(q.reachable());
 }
 
 TEST(PgQueueFaults, AQueueThatCannotBeReachedIsAStorageFaultNamingItWithoutThePassword) {

@@ -250,6 +250,50 @@ class ClusterTest(unittest.TestCase):
         for h in (a, b):
             h.stop()
 
+    def test_a_shared_dir_that_is_not_the_queues_is_refused_before_anything_is_written(self):
+        a = Host(self.root, "a", self.url, self.shared)
+        self.hosts = [a]
+        with open(os.path.join(self.shared, ".zkfarm-queue")) as f:
+            queue_id = f.read().strip()
+        # An empty mount point (the shared file system not mounted there), then another queue's folder.
+        for name, marker in (("unmounted", None), ("other", "0123456789abcdef0123456789abcdef")):
+            folder = os.path.join(self.root, name)
+            os.makedirs(folder, mode=0o700)
+            if marker:
+                with open(os.path.join(folder, ".zkfarm-queue"), "w") as f:
+                    f.write(marker + "\n")
+            config = os.path.join(self.root, name + ".toml")
+            with open(config, "w") as f:
+                f.write(f'queue_url = "{self.url}"\nshared_dir = "{folder}"\nhost_id = "{name}"\nbackend = "cpu"\n'
+                        'gpu_devices = "none"\nsynth_workers = 1\n')
+            os.chmod(config, 0o600)
+            state = os.path.join(self.root, name + "-state")
+            os.makedirs(state)
+            p = subprocess.run([os.path.join(BIN, "zkfarmd"), "--state-dir", state, "--config", config],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            if marker:
+                self.assertIn(f"belongs to another queue", p.stderr)
+                self.assertIn(queue_id, p.stderr)
+            else:
+                self.assertIn("has no .zkfarm-queue of this queue", p.stderr)
+                self.assertEqual(os.listdir(folder), [], "nothing written into an empty mount point")
+            self.assertEqual(psql(self.url, f"SELECT count(*) FROM zkfarm_hosts WHERE host_id = '{name}'"), "0",
+                             "a refused start leaves no host row")
+        # The same host_id as a live host, from another state dir: refused; a keeps its row.
+        config = os.path.join(self.root, "twin.toml")
+        with open(config, "w") as f:
+            f.write(f'queue_url = "{self.url}"\nshared_dir = "{self.shared}"\nhost_id = "a"\nbackend = "cpu"\n'
+                    'gpu_devices = "none"\nsynth_workers = 1\n')
+        os.chmod(config, 0o600)
+        os.makedirs(os.path.join(self.root, "twin-state"))
+        p = subprocess.run([os.path.join(BIN, "zkfarmd"), "--state-dir", os.path.join(self.root, "twin-state"),
+                            "--config", config], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("host_id 'a' is in use", p.stderr)
+        self.assertEqual(psql(self.url, "SELECT pid FROM zkfarm_hosts WHERE host_id = 'a'"), str(a.proc.pid))
+        a.stop()
+
     def test_a_circuit_added_on_one_host_runs_its_jobs_of_inputs_on_another(self):
         # poseidon3 compiled by circom2, its key by zkfarm-testkey.
         work = os.path.join(self.root, "circuit")
