@@ -597,7 +597,8 @@ size_t PgQueue::prune(int64_t cutoff_ms) {
                   "WITH d AS (DELETE FROM zkfarm_jobs WHERE state IN ('done', 'failed', 'cancelled') "
                   "AND finished_ms > 0 AND finished_ms < $1 RETURNING 1) SELECT count(*) FROM d",
                   {std::to_string(cutoff_ms)});
-  exec("prune", "DELETE FROM zkfarm_hosts WHERE state = 'stopped' AND heartbeat_at < now() - interval '7 days'");
+  // A host silent for a week is gone (it registers again if it comes back).
+  exec("prune", "DELETE FROM zkfarm_hosts WHERE heartbeat_at < now() - interval '7 days'");
   return r.u64(0, 0);
 }
 
