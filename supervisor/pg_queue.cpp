@@ -89,6 +89,17 @@ class PgQueue::Result {
 };
 
 PgQueue::PgQueue(PgOptions opt) : opt_(std::move(opt)), safe_url_(redact_pg_url(opt_.url)) {
+  try {
+    open();
+  } catch (...) {
+    // A constructor that throws runs no destructor: the connection goes here.
+    if (conn_) PQfinish(conn_);
+    conn_ = nullptr;
+    throw;
+  }
+}
+
+void PgQueue::open() {
   connect();
   // The schema: migrated under an advisory lock (one host at a time), each
   // migration in one transaction with its meta update.

@@ -207,6 +207,7 @@ class PgQueue : public Ledger {
 
  private:
   class Result;
+  void open();  ///< the constructor's work: connect, migrate, register
   std::string relative(const std::string& path) const;  ///< a path under the shared dir, relative to it
   static std::string generator_name(const std::string& generator);  ///< a build's folder name (its source hash)
   void connect();
