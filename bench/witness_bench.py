@@ -50,6 +50,13 @@ def main():
     # Witnesses are written to memory (tmpfs) by every tool alike: the
     # generation is measured, not the disk (zkfarm-prove fsyncs what it writes).
     wout = tempfile.mkdtemp(prefix="zkfarm-wbench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        measure(a, work, wout)
+    finally:  # a failed or interrupted run leaves nothing in /dev/shm either
+        shutil.rmtree(wout, ignore_errors=True)
+
+
+def measure(a, work, wout):
     node = os.path.join(a.src, "node_modules")
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
     rows = []
@@ -122,8 +129,8 @@ def main():
             for tool in ("wasm", "native"):
                 if open(os.path.join(wout, f"{tool}.{k}.wtns"), "rb").read() != ref:
                     raise SystemExit(f"{name} input {k}: the {tool} witness differs from snarkjs's")
-        shutil.rmtree(wout, ignore_errors=True)
-        wout = tempfile.mkdtemp(prefix="zkfarm-wbench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        for f in os.listdir(wout):  # the next circuit's witnesses start from an empty tmpfs folder
+            os.unlink(os.path.join(wout, f))
         rows.append((name, constraints, times, builds))
         print(f"{name}: {constraints} constraints; witnesses identical to snarkjs's ({len(inputs)} inputs)", flush=True)
     print()

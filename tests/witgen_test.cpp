@@ -11,6 +11,7 @@
 #include <atomic>
 #include <thread>
 
+#include "groth16/bn254.hpp"
 #include "witgen/input_json.hpp"
 #include "witgen/subprocess.hpp"
 #include "witgen/wtns_writer.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 // BN254's r, little-endian.
 std::vector<uint8_t> prime() {
-  const uint64_t r[4] = {0x43e1f593f0000001ULL, 0x2833e84879b97091ULL, 0xb85045b68181585dULL, 0x30644e72e131a029ULL};
+  const auto& r = zkfarm::FrParams::kModulus;  // BN254's r, as the prover has it
   std::vector<uint8_t> p(32);
   for (int i = 0; i < 32; ++i) p[size_t(i)] = uint8_t(r[i / 8] >> (8 * (i % 8)));
   return p;
