@@ -71,9 +71,7 @@ json circuit_json(const CircuitRecord& c) {
 // Copies a built generator's file into SHARED/generators/SHA256 (once: a
 // file of that name holds those bytes) and returns the hash.
 static std::string publish_generator_file(const std::string& path, const std::string& shared_dir) {
-  const std::string dir = shared_dir + "/generators";
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw files::FileError(dir, errno, dir + ": cannot create: " + std::strerror(errno));
+  const std::string dir = shared_dir + "/generators";  // made and checked at start (check_shared_dir)
   files::UniqueFd src = files::open_regular_file(path);
   files::UniqueFd d = files::open_dir(dir);
   const std::string incoming = "incoming-" + random_token();

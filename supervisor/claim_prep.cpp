@@ -85,7 +85,7 @@ PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_s
   const std::string token = std::to_string(c.lease.token);
   try {
     // The key: once per host, kept by its hash (and checked by it).
-    if (zkey_sha256.size() != 64 || zkey_sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+    if (!is_sha256(zkey_sha256))
       throw InputError("the queue names a key by '" + zkey_sha256.substr(0, 80) + "', not a SHA-256");
     const std::string key_name = zkey_sha256 + ".zkey";
     if (!files::exists_nofollow(dirs.keys_dir, key_name)) {

@@ -523,25 +523,25 @@ bool PgQueue::sweep(int64_t now_ms) {
                      "RETURNING 1",
                      {std::to_string(now_ms)});
   if (!gate.rows()) return false;
+  // One scan of the live jobs' partitions: their progress into the jobs'
+  // rows, and the queue's counts ("queued leased done failed") for every
+  // host's status view, so that 100 hosts do not each count them.
   exec("sweep",
-       "WITH s AS (SELECT p.job_id, count(*) FILTER (WHERE p.state = 'done') AS done, sum(p.attempts) AS attempts, "
+       "WITH s AS (SELECT p.job_id, count(*) FILTER (WHERE p.state = 'done') AS done, "
+       "  count(*) FILTER (WHERE p.state = 'queued') AS queued, count(*) FILTER (WHERE p.state = 'leased') AS leased, "
+       "  count(*) FILTER (WHERE p.state = 'failed') AS failed, sum(p.attempts) AS attempts, "
        "  sum(p.synth_ms) AS synth, sum(p.prove_ms) AS prove FROM zkfarm_partitions p "
        "  JOIN zkfarm_jobs j ON j.id = p.job_id WHERE j.state IN ('queued', 'running') GROUP BY p.job_id), "
        "u AS (UPDATE zkfarm_jobs j SET done = s.done, attempts = s.attempts, synth_ms = s.synth, prove_ms = s.prove, "
        "  state = CASE WHEN s.done >= j.k THEN 'done' ELSE j.state END, "
        "  finished_ms = CASE WHEN s.done >= j.k THEN $1 ELSE j.finished_ms END, txid = pg_current_xact_id() "
        "  FROM s WHERE j.id = s.job_id AND j.state IN ('queued', 'running') "
-       "  AND (j.done <> s.done OR j.attempts <> s.attempts) RETURNING j.state) "
+       "  AND (j.done <> s.done OR j.attempts <> s.attempts) RETURNING j.state), "
+       "m AS (INSERT INTO zkfarm_meta (key, value) SELECT 'counts', concat_ws(' ', coalesce(sum(queued), 0), "
+       "  coalesce(sum(leased), 0), coalesce(sum(done), 0), coalesce(sum(failed), 0)) FROM s "
+       "  ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value) "
        "SELECT count(*) FROM (SELECT pg_notify('zkfarm', 'job') FROM u WHERE state = 'done') n",
        {std::to_string(now_ms)});
-  // The queue's counts for every host's status view, so that 100 hosts do not
-  // each count the live partitions every few seconds: "queued leased done failed".
-  exec("sweep",
-       "INSERT INTO zkfarm_meta (key, value) SELECT 'counts', concat_ws(' ', "
-       "  count(*) FILTER (WHERE p.state = 'queued'), count(*) FILTER (WHERE p.state = 'leased'), "
-       "  count(*) FILTER (WHERE p.state = 'done'), count(*) FILTER (WHERE p.state = 'failed')) "
-       "FROM zkfarm_partitions p JOIN zkfarm_jobs j ON j.id = p.job_id WHERE j.state IN ('queued', 'running') "
-       "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value");
   return true;
 }
 

@@ -352,6 +352,7 @@ class ClusterTest(unittest.TestCase):
         p = ctl(c.state, "wait", job, "--timeout", "300", check=False, timeout=400)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("SHA-256", p.stderr)
+        self.assertIn(os.path.join(self.shared, "generators") + "/", p.stderr, "the error names the tampered file")
         c.stop()
 
 
