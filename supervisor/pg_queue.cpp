@@ -517,11 +517,13 @@ size_t PgQueue::expire_leases() {
 }
 
 bool PgQueue::sweep(int64_t now_ms) {
-  // One host a second does it: the one whose update of swept_ms wins.
+  // One host a second does it: the one whose update of swept_ms wins. The
+  // gate runs on the database's clock: a host whose clock is ahead (or
+  // jumped) must not hold every other host's sweep off until it is caught up.
   Result gate = exec("sweep",
-                     "UPDATE zkfarm_meta SET value = $1 WHERE key = 'swept_ms' AND value::bigint <= $1::bigint - 1000 "
-                     "RETURNING 1",
-                     {std::to_string(now_ms)});
+                     "WITH t AS (SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now) "
+                     "UPDATE zkfarm_meta SET value = t.now::text FROM t WHERE key = 'swept_ms' "
+                     "AND value::bigint <= t.now - 1000 RETURNING 1");
   if (!gate.rows()) return false;
   // One scan of the live jobs' partitions: their progress into the jobs'
   // rows, and the queue's counts ("queued leased done failed") for every

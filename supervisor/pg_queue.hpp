@@ -173,7 +173,8 @@ class PgQueue : public Ledger {
   /// partition is done (two last proofs stored at once may both miss it),
   /// and stores the live partitions' counts by state for cluster().
   /// At most once a second over all hosts (a gate row in zkfarm_meta); true
-  /// when this call did it. `now_ms`: Unix ms.
+  /// when this call did it (the gate reads the database's clock). `now_ms`:
+  /// Unix ms, recorded as the finished time of the jobs it ends.
   bool sweep(int64_t now_ms);
   /// Fails a leased partition (a bad input, a proof that does not verify, a
   /// poison partition) and its job, if `token` is still its lease.
