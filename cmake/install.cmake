@@ -29,7 +29,7 @@ set(ZKFARM_ETC_DIR "/etc" CACHE PATH
 set(ZKFARM_SYSTEMD_UNIT_DIR "" CACHE PATH
     "Absolute systemd system unit folder; empty: /lib/systemd/system for prefix /usr, PREFIX/lib/systemd/system otherwise")
 
-install(TARGETS zkfarmd zkfarmctl zkfarm-synth zkfarm-gpu zkfarm-prove zkfarm-testkey
+install(TARGETS zkfarmd zkfarmctl zkfarm-api zkfarm-synth zkfarm-gpu zkfarm-prove zkfarm-testkey
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 file(GLOB ZKFARM_DOC_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)

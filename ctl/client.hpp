@@ -56,10 +56,25 @@ std::string control_socket_path(const std::string& state_dir);
 /// "error" text when ok is false, MalformedReply otherwise.
 protocol::Message parse_reply(std::string_view frame);
 
+/// Where a verb's requests go: zkfarmd's control socket (Client) or, with
+/// --api, zkfarm-api over HTTPS (ApiClient, ctl/api_client.hpp), which maps
+/// the same requests onto its routes and returns replies of the same shape,
+/// so a verb prints the same either way.
+class Caller {
+ public:
+  virtual ~Caller() = default;
+  /// One request (made with protocol::make) and its reply when "ok" is true.
+  /// Throws NoSupervisor, Refused or MalformedReply (CtlError).
+  virtual protocol::Message call(const protocol::Message& request) = 0;
+  /// How long one call waits for its reply (ms).
+  virtual int timeout_ms() const = 0;
+  virtual void set_timeout_ms(int ms) = 0;
+};
+
 /// A connection to one supervisor's control socket. Connects on the first
 /// call; every call is one request and one reply. After a NoSupervisor error
 /// the client must not be used again (the REQ socket is left mid-exchange).
-class Client {
+class Client : public Caller {
  public:
   /// state_dir: the supervisor's state dir (made absolute here);
   /// timeout_ms: how long one call waits for its reply.
@@ -74,7 +89,7 @@ class Client {
 
   /// Sends request (a message made with protocol::make) and returns the reply
   /// when it has "ok": true. Throws NoSupervisor, Refused or MalformedReply.
-  protocol::Message call(const protocol::Message& request);
+  protocol::Message call(const protocol::Message& request) override;
 
   /// The same for a request whose reply may take long (a held `stop`, a
   /// long-polled `job`): waits up to `wait_ms` (< 0: for ever) instead of
@@ -87,8 +102,8 @@ class Client {
                                                 const std::function<void()>& tick = {}, int tick_ms = 250);
 
   /// How long one call waits for its reply (ms).
-  int timeout_ms() const { return timeout_ms_; }
-  void set_timeout_ms(int ms) { timeout_ms_ = ms; }
+  int timeout_ms() const override { return timeout_ms_; }
+  void set_timeout_ms(int ms) override { timeout_ms_ = ms; }
 
   /// The state dir as shown in messages (absolute).
   const std::string& state_dir() const { return state_dir_; }

@@ -7,8 +7,10 @@
 #include <iostream>
 #include <optional>
 
+#include "ctl/api_client.hpp"
 #include "ctl/client.hpp"
 #include "ctl/exit_codes.hpp"
+#include "ctl/tokens.hpp"
 #include "ctl/verbs.hpp"
 
 namespace {
@@ -28,10 +30,18 @@ int main(int argc, char** argv) {
 
   std::string state_dir;
   int timeout_ms = 5000;
-  app.add_option("--state-dir", state_dir, "the supervisor's state dir (holds control.sock)")
-      ->required()
+  app.add_option("--state-dir", state_dir, "the supervisor's state dir (holds control.sock); not with --api")
       ->envname("ZKFARM_STATE_DIR")
       ->check(non_empty);
+  // Remote: zkfarm-api over HTTPS (docs/api.md).
+  std::string api_url, token_file, api_ca, api_dir;
+  app.add_option("--api", api_url, "zkfarm-api's URL (https://HOST:PORT): submit, wait, result, cancel, jobs remotely")
+      ->envname("ZKFARM_API");
+  app.add_option("--token-file", token_file, "with --api: a file holding the API token (mode 600)")
+      ->envname("ZKFARM_TOKEN_FILE");
+  app.add_option("--api-ca", api_ca, "with --api: PEM file of the CAs that signed the API's certificate (default: the system's)")
+      ->envname("ZKFARM_API_CA");
+  app.add_option("--api-dir", api_dir, "token, tenant: zkfarm-api's folder (default STATE/api)")->envname("ZKFARM_API_DIR");
   app.add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600 * 1000));
@@ -56,6 +66,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"low", "normal", "high", "critical"}));
   submit->add_option("--out", submit_opt.out, "folder for the proofs (default: $PWD/proofs)")->check(non_empty);
+  submit->add_option("--idempotency-key", submit_opt.idempotency_key,
+                     "with --api: a retried submit with the same key returns the same job")
+      ->check(non_empty);
 
   WaitOptions wait_opt;
   auto* wait = app.add_subcommand("wait", "wait for a job to finish, showing progress on stderr");
@@ -149,8 +162,33 @@ int main(int argc, char** argv) {
   auto* circuit_remove = circuit->add_subcommand("remove", "forget a circuit (jobs accepted with it go on)");
   circuit_remove->add_option("name", circuit_remove_name, "the circuit's name")->required();
 
+  auto* token = app.add_subcommand("token", "zkfarm-api's tokens: add, revoke, list (docs/api.md)");
+  token->require_subcommand(1);
+  std::string token_tenant, token_role, token_out, token_id;
+  bool token_list_json = false;
+  auto* token_add = token->add_subcommand("add", "make a token for a tenant; shown once");
+  token_add->add_option("tenant", token_tenant, "the tenant (a-z, 0-9, _ -)")->required();
+  token_add->add_option("--role", token_role, "read, submit or operator")->required();
+  token_add->add_option("--out", token_out, "write the token to this new file (mode 600) instead of stdout");
+  auto* token_revoke = token->add_subcommand("revoke", "revoke a token at once");
+  token_revoke->add_option("id", token_id, "the token's id (token list)")->required();
+  auto* token_list = token->add_subcommand("list", "the tokens (never their secrets)");
+  token_list->add_flag("--json", token_list_json, "as JSON on stdout");
+  auto* tenant = app.add_subcommand("tenant", "zkfarm-api's tenants: set their quotas");
+  tenant->require_subcommand(1);
+  std::string tenant_name;
+  std::optional<uint64_t> tenant_queued, tenant_stored;
+  auto* tenant_set = tenant->add_subcommand("set", "set a tenant's quotas (429 past them)");
+  tenant_set->add_option("tenant", tenant_name, "the tenant")->required();
+  tenant_set->add_option("--max-queued-partitions", tenant_queued, "partitions of its live jobs not yet proved");
+  tenant_set->add_option("--max-stored-bytes", tenant_stored, "bytes of its uploads kept");
+
   try {
     app.parse(argc, argv);
+    const bool local_only_verb = *token || *tenant;
+    if (api_url.empty() && state_dir.empty() && !(local_only_verb && !api_dir.empty()))
+      throw CLI::RequiredError("--state-dir (or --api URL)");
+    if (!api_url.empty() && token_file.empty()) throw CLI::RequiredError("--token-file (with --api)");
     if (*submit && submit_opt.wtns.empty() && submit_opt.inputs.empty())
       throw CLI::ValidationError("submit", "--zkey and --wtns, or --circuit and --input, are required");
     if (*circuit_add && circuit_add_opt.wasm.empty() && circuit_add_opt.c_dir.empty())
@@ -160,6 +198,31 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*token || *tenant) {
+      const std::string dir = api_dir.empty() ? state_dir + "/api" : api_dir;
+      if (*token_add) return run_token_add(dir, token_tenant, token_role, token_out);
+      if (*token_revoke) return run_token_revoke(dir, token_id);
+      if (*token_list) return run_token_list(dir, token_list_json);
+      if (*tenant_set) return run_tenant_set(dir, tenant_name, tenant_queued, tenant_stored);
+    }
+    if (!api_url.empty()) {
+      ApiClient remote(api_url, read_token_file(token_file), api_ca, timeout_ms);
+      if (*submit) return run_submit(remote, submit_opt);
+      if (*wait) return run_wait(remote, wait_opt);
+      if (*status) return run_status(remote, status_json);
+      if (*jobs) return run_jobs(remote, jobs_json, jobs_opt);
+      if (*cancel) return run_cancel(remote, cancel_job);
+      if (*result) return run_result(remote, result_job, result_out);
+      if (*circuit_add) return run_circuit_add(remote, circuit_add_opt);
+      if (*circuit_list) return run_circuit_list(remote, circuit_list_json);
+      if (*circuit_remove) return run_circuit_remove(remote, circuit_remove_name);
+      std::cerr << "zkfarmctl: this verb is not offered by the API: run it on the farm's host (--state-dir)\n";
+      return kExitUsage;
+    }
+    if (!submit_opt.idempotency_key.empty()) {
+      std::cerr << "zkfarmctl: --idempotency-key needs --api (zkfarm-api keeps the keys)\n";
+      return kExitUsage;
+    }
     Client client(state_dir, timeout_ms);
     if (*submit) return run_submit(client, submit_opt);
     if (*wait) return run_wait(client, wait_opt);

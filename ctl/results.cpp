@@ -7,7 +7,7 @@ namespace zkfarm::ctl {
 
 using protocol::Message;
 
-uint64_t write_results(Client& client, uint64_t job, const std::string& out) {
+uint64_t write_results(Caller& client, uint64_t job, const std::string& out) {
   files::UniqueFd dir;  // made once the first page is there (an unfinished job creates nothing)
   uint64_t written = 0, from = 0;
   for (;;) {

@@ -17,6 +17,6 @@ namespace zkfarm::ctl {
 /// done job `job` into `out` (absolute). Returns the number of partitions
 /// written. Throws Refused (unknown or unfinished job), NoSupervisor, or
 /// CtlError (exit 1) naming the file and the fault when a write fails.
-uint64_t write_results(Client& client, uint64_t job, const std::string& out);
+uint64_t write_results(Caller& client, uint64_t job, const std::string& out);
 
 }  // namespace zkfarm::ctl

@@ -39,7 +39,7 @@ int64_t now_unix_ms() {
 
 std::string absolute_path(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
 
-int run_submit(Client& client, const SubmitOptions& opt) {
+int run_submit(Caller& client, const SubmitOptions& opt) {
   Message req = protocol::make("submit");
   if (!opt.circuit.empty()) {
     req["circuit"] = opt.circuit;
@@ -53,6 +53,7 @@ int run_submit(Client& client, const SubmitOptions& opt) {
     req["wtns"] = wtns;
   }
   req["priority"] = opt.priority;
+  if (!opt.idempotency_key.empty()) req["idempotency_key"] = opt.idempotency_key;
   const std::string out =
       opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
   req["out"] = out;
@@ -73,7 +74,11 @@ int run_submit(Client& client, const SubmitOptions& opt) {
   if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client") {
     // Why: a farm of several hosts keeps proofs in its queue; a lone zkfarmd
     // running as another user may not write where the submitter may.
-    if (protocol::find_str(reply, "delivery_reason").value_or("") == "queue")
+    const std::string reason = protocol::find_str(reply, "delivery_reason").value_or("");
+    if (reason == "api")
+      std::cerr << "zkfarmctl: the farm keeps the proofs; `zkfarmctl --api … wait " << job << "` writes them into " << out
+                << " when the job is done (or `zkfarmctl --api … result " << job << " --out DIR` later)\n";
+    else if (reason == "queue")
       std::cerr << "zkfarmctl: the farm keeps the proofs in its shared queue; `zkfarmctl wait " << job
                 << "` (on any of its hosts) writes them into " << out << " when the job is done (or `zkfarmctl result "
                 << job << " --out DIR` later)\n";
@@ -85,7 +90,7 @@ int run_submit(Client& client, const SubmitOptions& opt) {
   return kExitOk;
 }
 
-int run_status(Client& client, bool json) {
+int run_status(Caller& client, bool json) {
   Message reply = client.call(protocol::make("status"));
   const Message& status = reply_field(reply, "status", Message::value_t::object, "an object");
   std::cout << (json ? to_json_text(status) + "\n" : format_status(status));
@@ -133,7 +138,7 @@ uint64_t parse_since(const std::string& text) {
   throw bad();
 }
 
-int run_jobs(Client& client, bool json, const JobsOptions& opt) {
+int run_jobs(Caller& client, bool json, const JobsOptions& opt) {
   Message req = protocol::make("jobs");
   if (!opt.state.empty()) req["state"] = opt.state;
   if (opt.limit) req["limit"] = opt.limit;
@@ -148,7 +153,7 @@ int run_jobs(Client& client, bool json, const JobsOptions& opt) {
   return kExitOk;
 }
 
-int run_cancel(Client& client, uint64_t job) {
+int run_cancel(Caller& client, uint64_t job) {
   Message req = protocol::make("cancel");
   req["job"] = job;
   client.call(req);
@@ -168,7 +173,7 @@ int run_kill(Client& client) {
   return kExitOk;
 }
 
-int run_circuit_add(Client& client, const CircuitAddOptions& opt) {
+int run_circuit_add(Caller& client, const CircuitAddOptions& opt) {
   Message req = protocol::make("circuit_add");
   req["name"] = opt.name;
   req["zkey"] = absolute_path(opt.zkey);
@@ -185,7 +190,7 @@ int run_circuit_add(Client& client, const CircuitAddOptions& opt) {
   return kExitOk;
 }
 
-int run_circuit_list(Client& client, bool json) {
+int run_circuit_list(Caller& client, bool json) {
   Message reply = client.call(protocol::make("circuit_list"));
   const Message& list = reply_field(reply, "circuits", Message::value_t::array, "a list");
   if (json) {
@@ -205,7 +210,7 @@ int run_circuit_list(Client& client, bool json) {
   return kExitOk;
 }
 
-int run_circuit_remove(Client& client, const std::string& name) {
+int run_circuit_remove(Caller& client, const std::string& name) {
   Message req = protocol::make("circuit_remove");
   req["name"] = name;
   client.call(req);
@@ -213,7 +218,7 @@ int run_circuit_remove(Client& client, const std::string& name) {
   return kExitOk;
 }
 
-int run_result(Client& client, uint64_t job, const std::string& out) {
+int run_result(Caller& client, uint64_t job, const std::string& out) {
   const std::string dir = absolute_path(out);
   const uint64_t n = write_results(client, job, dir);
   std::cout << "job " << job << ": " << n << " proofs written to " << dir << "\n";

@@ -22,6 +22,7 @@ struct SubmitOptions {
   std::vector<std::string> inputs;  ///< circom input.json files, one partition each
   std::string priority = "normal";  ///< low, normal, high or critical
   std::string out;                ///< proof folder; empty: $PWD/proofs
+  std::string idempotency_key;    ///< --api only: the same key returns the same job
 };
 
 /// How long a waiting verb waits: `timeout_s` < 0 means for ever.
@@ -43,7 +44,7 @@ std::string absolute_path(const std::string& path);
 
 /// submit: creates the output folder with the caller's rights, sends
 /// absolute paths, prints the job id alone on stdout.
-int run_submit(Client& client, const SubmitOptions& opt);
+int run_submit(Caller& client, const SubmitOptions& opt);
 
 /// wait: long-polls the job (`job` with wait_ms: the reply comes when it
 /// changes); progress on stderr (a bar redrawn in place on a terminal, a line
@@ -51,10 +52,10 @@ int run_submit(Client& client, const SubmitOptions& opt);
 /// results into its OUT as the caller (when the caller submitted it). 0 done,
 /// 1 failed or cancelled, 3 zkfarmd stopped before the job ended (it stays
 /// in the journal), 4 timeout.
-int run_wait(Client& client, const WaitOptions& opt);
+int run_wait(Caller& client, const WaitOptions& opt);
 
 /// status: tables for people, or the status object as JSON.
-int run_status(Client& client, bool json);
+int run_status(Caller& client, bool json);
 
 /// `jobs` filters and paging (docs/protocol.md, request "jobs").
 struct JobsOptions {
@@ -68,10 +69,10 @@ struct JobsOptions {
 /// (exit 2) naming the value when it is none of these.
 uint64_t parse_since(const std::string& text);
 /// jobs: the jobs table, or the list as JSON.
-int run_jobs(Client& client, bool json, const JobsOptions& opt);
+int run_jobs(Caller& client, bool json, const JobsOptions& opt);
 
 /// cancel: drops a job's queued partitions; prints a confirmation.
-int run_cancel(Client& client, uint64_t job);
+int run_cancel(Caller& client, uint64_t job);
 
 /// `stop [--timeout S] [--wait [--wait-timeout S]]`: asks zkfarmd to stop
 /// gracefully (in-flight partitions get `drain_timeout_s` instead of
@@ -108,15 +109,15 @@ int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const Wai
 struct CircuitAddOptions {
   std::string name, zkey, wasm, c_dir;
 };
-int run_circuit_add(Client& client, const CircuitAddOptions& opt);
+int run_circuit_add(Caller& client, const CircuitAddOptions& opt);
 /// `circuit list [--json]`: the registered circuits.
-int run_circuit_list(Client& client, bool json);
+int run_circuit_list(Caller& client, bool json);
 /// `circuit remove NAME`: forgets it (jobs accepted with it go on).
-int run_circuit_remove(Client& client, const std::string& name);
+int run_circuit_remove(Caller& client, const std::string& name);
 
 /// `result JOB --out DIR`: the job's proofs from zkfarmd's journal, written
 /// into DIR (made absolute) by zkfarmctl with the caller's rights. Exit 0, or
 /// 1 if the job is unknown or not done or a file cannot be written.
-int run_result(Client& client, uint64_t job, const std::string& out);
+int run_result(Caller& client, uint64_t job, const std::string& out);
 
 }  // namespace zkfarm::ctl

@@ -101,7 +101,7 @@ std::string stop_progress(const Message& st) {
 
 }  // namespace
 
-int run_wait(Client& client, const WaitOptions& opt) {
+int run_wait(Caller& client, const WaitOptions& opt) {
   const Deadline deadline(opt.timeout_s);
   ProgressLine progress(opt.quiet);
   std::string seen_state;

@@ -37,6 +37,10 @@ packages=(
   # server and psql for the tests, which start clusters of their own (the
   # package's cluster "main" is made but, as below, not started).
   libpq-dev postgresql-15
+  # Proving as a service (docs/api.md): cpp-httplib for zkfarmctl --api's
+  # HTTPS client; openssl makes the tests' CA; python3-requests runs the
+  # Python example of docs/api.md and the API's tests.
+  libcpp-httplib-dev openssl python3-requests
 )
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

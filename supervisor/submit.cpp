@@ -303,13 +303,15 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
   const std::string job_dir = ctx.inputs_dir + "/jobs/" + ctx.token;
   try {
     Job job;
-    job.out = protocol::get_str(req, "out");
+    // No `out` (zkfarm-api, docs/api.md): nothing is written; the client reads
+    // the proofs with `result`.
+    job.out = protocol::find_str(req, "out").value_or("");
     job.owner_uid = peer.uid;
     job.owner_gid = peer.gid;
     auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
     if (!prio) return refused("priority must be low, normal, high or critical");
     job.priority = *prio;
-    if (job.out.empty() || job.out[0] != '/') return refused("paths must be absolute: " + job.out);
+    if (!job.out.empty() && job.out[0] != '/') return refused("paths must be absolute: " + job.out);
     const bool inputs = req.contains("circuit");
     const std::vector<std::string> paths = inputs ? path_list(req, "inputs", "input") : path_list(req, "wtns", "witness");
 
@@ -375,7 +377,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     // `result`), so they land only where the submitter may write.
     job.files_dir = job_dir;
     // A shared queue's results are written by clients on whichever host they ask.
-    job.client_delivery = ctx.shared || !Supervisor::can_act_as(peer.uid);
+    job.client_delivery = ctx.shared || job.out.empty() || !Supervisor::can_act_as(peer.uid);
     if (!job.client_delivery) {
       files::FsCredentials as_peer(peer.uid, peer.gid);
       files::create_dir_safe(job.out, 0755);
@@ -551,6 +553,7 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   const std::string prio = priority_name(job.priority);
   const uint32_t owner = job.owner_uid;
   const bool client = job.client_delivery;
+  const bool no_out = job.out.empty();
   uint64_t id = job.id;
   if (pg_) {
     // Mirrored like every job of the queue; its partitions are claimed from
@@ -565,10 +568,12 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   }
   ++metrics_.jobs_accepted;
   log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
-             !client ? "" : pg_ ? "; into the shared queue, results written by clients"
-                                : "; results written by the client (zkfarmd cannot act as that user)");
+             !client   ? ""
+             : pg_     ? "; into the shared queue, results written by clients"
+             : no_out  ? "; no output folder: the client reads the results"
+                       : "; results written by the client (zkfarmd cannot act as that user)");
   json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
-  if (client) reply["delivery_reason"] = pg_ ? "queue" : "user";
+  if (client) reply["delivery_reason"] = pg_ ? "queue" : no_out ? "none" : "user";
   send_reply(identity, reply);
 }
 

@@ -301,7 +301,7 @@ void Supervisor::restore_from_journal() {
   for (Job& job : sqlite_->load()) {
     ++jobs;
     requeued += job.count(PartState::kQueued);
-    job.client_delivery = !can_act_as(job.owner_uid);
+    job.client_delivery = job.out.empty() || !can_act_as(job.owner_uid);
     for (auto& p : job.parts) p.queued_since_ms = now_ms();
     // Outputs of proved partitions that are missing (a kill between the
     // journal and the write) are written; files already there are left alone.

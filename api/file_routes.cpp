@@ -1,0 +1,175 @@
+// Uploads and circuits (docs/api.md): an upload is a file the tenant sent
+// (a zkey, a circuit's wasm, a witness), streamed to API_DIR/uploads/ID by
+// the server and counted against the tenant's stored-bytes quota; a circuit
+// names a zkey upload and, for jobs of inputs, a wasm upload, registered with
+// zkfarmd as "TENANT.NAME" so that tenants never share a name.
+#include <cstdio>
+#include <cstring>
+
+#include "api/call.hpp"
+#include "api/service.hpp"
+
+namespace zkfarm::api {
+
+namespace {
+
+int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+json upload_view(const UploadRow& u) {
+  return {{"id", u.id}, {"bytes", u.bytes}, {"sha256", u.sha256}, {"created_ms", u.created_ms}};
+}
+
+json circuit_view(const CircuitRow& c) {
+  json info = json::parse(c.info_json, nullptr, false);
+  if (!info.is_object()) info = json::object();
+  json v = {{"name", c.name},
+            {"zkey", c.zkey_upload},
+            {"wasm", c.wasm_upload.empty() ? json(nullptr) : json(c.wasm_upload)},
+            {"inputs", !c.farm_name.empty()},
+            {"created_ms", c.created_ms}};
+  for (const char* k : {"kind", "zkey_sha256", "n_vars", "n_public"})
+    if (info.contains(k)) v[k] = info[k];
+  return v;
+}
+
+}  // namespace
+
+Response Service::upload_create(Call& c, Request& req) {
+  UploadRow u;
+  u.id = random_hex(16);
+  u.tenant = c.who.tenant;
+  u.bytes = req.upload_bytes;
+  u.sha256 = req.upload_sha256;
+  u.created_ms = wall_ms();
+  const std::string dest = upload_path(u.id);
+  if (::rename(req.upload_path.c_str(), dest.c_str()) != 0)
+    throw std::runtime_error(dest + ": cannot keep the upload: " + std::strerror(errno));
+  req.upload_path.clear();
+  try {
+    store_.add_upload(u);
+  } catch (...) {
+    ::unlink(dest.c_str());
+    throw;
+  }
+  Response r = json_reply(201, {{"upload", upload_view(u)}});
+  r.headers.emplace_back("Location", "/v1/uploads/" + u.id);
+  return r;
+}
+
+Response Service::upload_list(Call& c) {
+  json list = json::array();
+  for (const auto& u : store_.uploads(c.who.tenant)) list.push_back(upload_view(u));
+  return json_reply(200, {{"uploads", list}, {"stored_bytes", store_.stored_bytes(c.who.tenant)},
+                          {"max_stored_bytes", max_stored(c.who.tenant)}});
+}
+
+Response Service::upload_get(Call& c) {
+  auto u = store_.upload(c.who.tenant, c.id);
+  if (!u) throw ApiError{404, "not_found", "no upload '" + c.id + "'"};
+  return json_reply(200, {{"upload", upload_view(*u)}});
+}
+
+Response Service::upload_delete(Call& c) {
+  if (!store_.upload(c.who.tenant, c.id)) throw ApiError{404, "not_found", "no upload '" + c.id + "'"};
+  if (!store_.remove_upload(c.who.tenant, c.id))
+    throw ApiError{409, "conflict", "upload '" + c.id + "' is used by a circuit: delete the circuit first"};
+  ::unlink(upload_path(c.id).c_str());
+  return json_reply(200, {{"deleted", c.id}});
+}
+
+Response Service::circuit_create(Call& c, const Request& req) {
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception&) {
+    throw ApiError{400, "bad_request", "the body is not JSON"};
+  }
+  if (!body.is_object()) throw ApiError{400, "bad_request", "the body must be a JSON object"};
+  for (const auto& [k, v] : body.items()) {
+    if (k != "name" && k != "zkey" && k != "wasm") throw ApiError{400, "unknown_field", "unknown field '" + k.substr(0, 64) + "'"};
+    if (!v.is_string()) throw ApiError{400, "bad_request", "'" + k + "' must be a string"};
+  }
+  const std::string name = body.value("name", ""), zkey = body.value("zkey", ""), wasm = body.value("wasm", "");
+  if (!valid_circuit_name(name)) throw ApiError{400, "bad_request", "'name' must be 1-31 of letters, digits, '.', '_', '-'"};
+  if (zkey.empty() || !store_.upload(c.who.tenant, zkey)) throw ApiError{404, "not_found", "'zkey': no such upload"};
+  if (!wasm.empty() && !store_.upload(c.who.tenant, wasm)) throw ApiError{404, "not_found", "'wasm': no such upload"};
+  std::lock_guard<std::mutex> tenant(tenant_lock(c.who.tenant));
+  if (store_.circuit(c.who.tenant, name)) throw ApiError{409, "conflict", "circuit '" + name + "' exists: delete it first"};
+  CircuitRow row;
+  row.tenant = c.who.tenant;
+  row.name = name;
+  row.zkey_upload = zkey;
+  row.wasm_upload = wasm;
+  row.created_ms = wall_ms();
+  json info = {{"kind", "witnesses"}};
+  if (!wasm.empty()) {
+    // zkfarmd builds the generator once and checks it against the key.
+    row.farm_name = c.who.tenant + "." + name;
+    json freq = protocol::make("circuit_add");
+    freq["name"] = row.farm_name;
+    freq["zkey"] = upload_path(zkey);
+    freq["wasm"] = upload_path(wasm);
+    json reply;
+    try {
+      reply = farm_.call(freq, 35 * 60 * 1000);
+    } catch (const FarmRefused& e) {
+      const std::string msg = e.what();
+      // A name left in zkfarmd by a circuit this store lost (a crash between
+      // the two): taken back by removing it there and trying once more.
+      if (msg.find("holds") == std::string::npos && msg.find("exists") == std::string::npos)
+        throw ApiError{400, "rejected", tenant_text(msg)};
+      json rm = protocol::make("circuit_remove");
+      rm["name"] = row.farm_name;
+      try {
+        farm_.call(rm);
+        reply = farm_.call(freq, 35 * 60 * 1000);
+      } catch (const FarmRefused& e2) {
+        throw ApiError{400, "rejected", tenant_text(e2.what())};
+      }
+    }
+    const json fc = reply.value("circuit", json::object());
+    info = {{"kind", fc.value("kind", "wasm")}};
+    for (const char* k : {"zkey_sha256", "n_vars", "n_public"})
+      if (fc.contains(k)) info[k] = fc[k];
+  }
+  row.info_json = info.dump();
+  if (!store_.add_circuit(row)) throw ApiError{409, "conflict", "circuit '" + name + "' exists"};
+  if (opts_.log) opts_.log("circuit " + name + " added by tenant " + c.who.tenant);
+  Response r = json_reply(201, {{"circuit", circuit_view(row)}});
+  r.headers.emplace_back("Location", "/v1/circuits/" + name);
+  return r;
+}
+
+Response Service::circuit_list(Call& c) {
+  json list = json::array();
+  for (const auto& row : store_.circuits(c.who.tenant)) list.push_back(circuit_view(row));
+  return json_reply(200, {{"circuits", list}});
+}
+
+Response Service::circuit_get(Call& c) {
+  auto row = store_.circuit(c.who.tenant, c.id);
+  if (!row) throw ApiError{404, "not_found", "no circuit '" + c.id + "'"};
+  return json_reply(200, {{"circuit", circuit_view(*row)}});
+}
+
+Response Service::circuit_delete(Call& c) {
+  std::lock_guard<std::mutex> tenant(tenant_lock(c.who.tenant));
+  auto row = store_.circuit(c.who.tenant, c.id);
+  if (!row) throw ApiError{404, "not_found", "no circuit '" + c.id + "'"};
+  if (!row->farm_name.empty()) {
+    json rm = protocol::make("circuit_remove");
+    rm["name"] = row->farm_name;
+    try {
+      farm_.call(rm);
+    } catch (const FarmRefused&) {
+      // Already gone from zkfarmd: nothing to undo there.
+    }
+  }
+  store_.remove_circuit(c.who.tenant, c.id);
+  return json_reply(200, {{"deleted", c.id}});
+}
+
+}  // namespace zkfarm::api

@@ -1,0 +1,222 @@
+#include "ctl/api_client.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <httplib.h>
+#include <sstream>
+
+#include "ctl/exit_codes.hpp"
+
+namespace zkfarm::ctl {
+
+using protocol::Message;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw CtlError(kExitFailed, path + ": cannot read: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string query_escape(const std::string& s) { return httplib::detail::encode_query_param(s); }
+
+}  // namespace
+
+std::string read_token_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw CtlError(kExitUsage, "--token-file " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw CtlError(kExitUsage, "--token-file " + path + ": not a regular file");
+  if (st.st_mode & 0044)
+    throw CtlError(kExitUsage, "--token-file " + path + ": readable by group or others; chmod 600 " + path);
+  std::string text = read_text(path);
+  const auto nl = text.find_first_of("\r\n");
+  if (nl != std::string::npos) text.resize(nl);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
+  if (text.empty()) throw CtlError(kExitUsage, "--token-file " + path + ": empty");
+  return text;
+}
+
+struct ApiClient::Impl {
+  std::string url;
+  httplib::Client http;
+  Impl(const std::string& u, const std::string& token, const std::string& ca) : url(u), http(u) {
+    http.set_bearer_token_auth(token.c_str());
+    http.enable_server_certificate_verification(true);
+    if (!ca.empty()) http.set_ca_cert_path(ca.c_str());
+    http.set_connection_timeout(10, 0);
+    http.set_write_timeout(300, 0);
+    http.set_keep_alive(true);
+  }
+
+  // The answer's JSON when 2xx; else Refused with the API's message.
+  Message check(const httplib::Result& res, const std::string& what) {
+    if (!res) throw NoSupervisor(url, "cannot reach the API: " + httplib::to_string(res.error()));
+    Message body = Message::parse(res->body, nullptr, false);
+    if (res->status >= 200 && res->status < 300) {
+      if (body.is_discarded()) throw MalformedReply(what + ": the API's answer is not JSON");
+      return body;
+    }
+    std::string msg = "HTTP " + std::to_string(res->status);
+    if (body.is_object() && body.contains("error") && body["error"].is_object())
+      msg = body["error"].value("message", msg) + " (" + body["error"].value("code", std::string("error")) + ", HTTP " +
+            std::to_string(res->status) + ")";
+    throw Refused(msg);
+  }
+
+  Message get(const std::string& path, int timeout_ms) {
+    set_timeout(timeout_ms);
+    return check(http.Get(path.c_str()), "GET " + path);
+  }
+  Message post_json(const std::string& path, const Message& body, int timeout_ms) {
+    set_timeout(timeout_ms);
+    return check(http.Post(path.c_str(), body.dump(), "application/json"), "POST " + path);
+  }
+  Message del(const std::string& path, int timeout_ms) {
+    set_timeout(timeout_ms);
+    return check(http.Delete(path.c_str()), "DELETE " + path);
+  }
+  void set_timeout(int ms) { http.set_read_timeout(ms / 1000, (ms % 1000) * 1000); }
+
+  // Streams a local file to POST /v1/uploads; returns the upload's id.
+  std::string upload(const std::string& path, int timeout_ms) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw CtlError(kExitFailed, path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw CtlError(kExitFailed, path + ": not a regular file");
+    }
+    set_timeout(timeout_ms);
+    bool read_error = false;
+    auto res = http.Post(
+        "/v1/uploads", size_t(st.st_size),
+        [&](size_t offset, size_t length, httplib::DataSink& sink) {
+          char buf[65536];
+          const ssize_t n = ::pread(fd, buf, std::min(length, sizeof buf), off_t(offset));
+          if (n <= 0) {
+            read_error = true;
+            return false;
+          }
+          return sink.write(buf, size_t(n));
+        },
+        "application/octet-stream");
+    ::close(fd);
+    if (read_error) throw CtlError(kExitFailed, path + ": cannot read (changed while being sent?)");
+    Message m = check(res, "upload of " + path);
+    if (!m.contains("upload") || !m["upload"].is_object()) throw MalformedReply("upload: no \"upload\"");
+    return m["upload"].value("id", std::string());
+  }
+};
+
+ApiClient::ApiClient(const std::string& url, const std::string& token, const std::string& ca_file, int timeout_ms)
+    : timeout_ms_(timeout_ms) {
+  if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0)
+    throw CtlError(kExitUsage, "--api " + url + ": expected https://HOST:PORT");
+  impl_ = std::make_unique<Impl>(url, token, ca_file);
+}
+
+ApiClient::~ApiClient() = default;
+
+namespace {
+
+// The API's circuit object in the shape `circuit add|list` print.
+Message circuit_from_api(const Message& c) {
+  Message m = c;
+  m["zkey"] = "upload " + c.value("zkey", std::string());
+  m["source"] = c.value("wasm", Message()).is_string() ? "upload " + c["wasm"].get<std::string>() : std::string("-");
+  m["generator"] = c.value("zkey_sha256", std::string());
+  m["added_ms"] = c.value("created_ms", Message());
+  return m;
+}
+
+}  // namespace
+
+Message ApiClient::call(const Message& req) {
+  const std::string type = protocol::type_of(req);
+  Impl& a = *impl_;
+  const int t = timeout_ms_;
+  auto id_of = [&](const char* k) { return std::to_string(protocol::get_u64(req, k)); };
+  if (type == "job") {
+    std::string path = "/v1/jobs/" + id_of("job");
+    if (req.contains("wait_ms")) {
+      path += "?wait_ms=" + std::to_string(protocol::get_u64(req, "wait_ms"));
+      if (auto s = protocol::find_str(req, "seen_state")) path += "&seen_state=" + query_escape(*s);
+      if (req.contains("seen_done")) path += "&seen_done=" + std::to_string(protocol::get_u64(req, "seen_done"));
+    }
+    return a.get(path, t);
+  }
+  if (type == "jobs") {
+    std::string path = "/v1/jobs?limit=" + std::to_string(req.contains("limit") ? protocol::get_u64(req, "limit") : 100);
+    if (req.contains("before")) path += "&before=" + id_of("before");
+    if (auto s = protocol::find_str(req, "state")) path += "&state=" + query_escape(*s);
+    Message reply = a.get(path, t);
+    if (req.contains("since_ms") && reply.contains("jobs") && reply["jobs"].is_array()) {
+      const uint64_t since = protocol::get_u64(req, "since_ms");
+      Message kept = Message::array();
+      for (auto& j : reply["jobs"])
+        if (j.value("submitted_ms", uint64_t(0)) >= since) kept.push_back(j);
+      reply["jobs"] = kept;
+    }
+    return reply;
+  }
+  if (type == "result") return a.get("/v1/jobs/" + id_of("job") + "/results?from=" + id_of("from"), t);
+  if (type == "cancel") {
+    a.post_json("/v1/jobs/" + id_of("job") + "/cancel", Message::object(), t);
+    return {{"ok", true}};
+  }
+  if (type == "status") return {{"ok", true}, {"status", a.get("/v1/farm/status", t)}};
+  if (type == "submit") {
+    Message body = Message::object();
+    if (req.contains("circuit")) {
+      body["circuit"] = protocol::get_str(req, "circuit");
+      Message inputs = Message::array();
+      for (const auto& p : req.at("inputs")) {
+        const std::string path = p.get<std::string>();
+        Message in = Message::parse(read_text(path), nullptr, false);
+        if (!in.is_object()) throw CtlError(kExitFailed, path + ": not a JSON object (circom's input.json)");
+        inputs.push_back(std::move(in));
+      }
+      body["inputs"] = inputs;
+    } else {
+      body["zkey"] = a.upload(protocol::get_str(req, "zkey"), std::max(t, 600000));
+      Message wtns = Message::array();
+      for (const auto& p : req.at("wtns")) wtns.push_back(a.upload(p.get<std::string>(), std::max(t, 600000)));
+      body["witnesses"] = wtns;
+    }
+    body["priority"] = protocol::find_str(req, "priority").value_or("normal");
+    if (auto o = protocol::find_str(req, "out")) body["out"] = *o;
+    if (auto k = protocol::find_str(req, "idempotency_key")) body["idempotency_key"] = *k;
+    Message reply = a.post_json("/v1/jobs", body, std::max(t, 600000));
+    const Message job = reply.value("job", Message::object());
+    return {{"ok", true}, {"job", job.value("id", uint64_t(0))}, {"delivery", "client"}, {"delivery_reason", "api"}};
+  }
+  if (type == "circuit_add") {
+    if (req.contains("c_dir")) throw CtlError(kExitUsage, "circuit add --c is not offered by the API (native code); use --wasm");
+    Message body = {{"name", protocol::get_str(req, "name")}};
+    body["zkey"] = a.upload(protocol::get_str(req, "zkey"), std::max(t, 600000));
+    body["wasm"] = a.upload(protocol::get_str(req, "wasm"), std::max(t, 600000));
+    Message reply = a.post_json("/v1/circuits", body, std::max(t, 40 * 60 * 1000));
+    return {{"ok", true}, {"circuit", circuit_from_api(reply.value("circuit", Message::object()))}};
+  }
+  if (type == "circuit_list") {
+    Message reply = a.get("/v1/circuits", t);
+    Message list = Message::array();
+    for (const auto& c : reply.value("circuits", Message::array())) list.push_back(circuit_from_api(c));
+    return {{"ok", true}, {"circuits", list}};
+  }
+  if (type == "circuit_remove") {
+    a.del("/v1/circuits/" + query_escape(protocol::get_str(req, "name")), t);
+    return {{"ok", true}};
+  }
+  throw CtlError(kExitUsage, "'" + type + "' is not offered by the API: run it on the farm's host (zkfarmctl --state-dir)");
+}
+
+}  // namespace zkfarm::ctl
