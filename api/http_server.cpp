@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -182,10 +183,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Session(HttpServer::Impl& srv, Stream stream, std::string peer)
       : srv_(srv), stream_(std::move(stream)), peer_(std::move(peer)) {}
   ~Session() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      ::unlink(upload_path_.c_str());
-    }
+    drop_upload();
     srv_.release_connection(peer_);
   }
 
@@ -209,6 +207,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     close();
   }
   void close() {
+    drop_upload();  // before the client can see the connection end
     beast::error_code ignored;
     lowest(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
     lowest(stream_).close();
@@ -217,7 +216,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void read_head() {
     head_parser_.emplace();
     head_parser_->header_limit(kHeaderLimit);
-    head_parser_->body_limit(boost::none);
+    // The body's limit is set when the body is read (its kind decides it).
+    head_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     lowest(stream_).expires_after(std::chrono::milliseconds(srv_.opts.header_timeout_ms));
     http::async_read_header(stream_, buffer_, *head_parser_,
                             [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
@@ -228,8 +228,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (ec == http::error::end_of_stream || ec == net::error::eof) return close();
     if (ec) {
       if (ec != beast::error::timeout && ec != net::error::operation_aborted && ec != net::ssl::error::stream_truncated &&
-          ec != net::error::connection_reset && buffer_.size() > 0)
+          ec != net::error::connection_reset && buffer_.size() > 0) {
         return refuse(error_response(400, "bad_request", "malformed HTTP request"), false);
+      }
       return fail(ec);
     }
     const auto& h = head_parser_->get();
@@ -400,13 +401,17 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     request_ = Request{};
   }
 
+  // An upload being received is given up: its file goes.
+  void drop_upload() {
+    if (fd_ < 0) return;
+    ::close(fd_);
+    ::unlink(upload_path_.c_str());
+    fd_ = -1;
+  }
+
   // Answers without reading the body: the connection closes after it.
   void refuse(Response r, bool body_pending) {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      ::unlink(upload_path_.c_str());
-      fd_ = -1;
-    }
+    drop_upload();
     respond(std::move(r), true, body_pending);
   }
 

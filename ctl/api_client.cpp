@@ -1,6 +1,7 @@
 #include "ctl/api_client.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,6 +121,9 @@ ApiClient::ApiClient(const std::string& url, const std::string& token, const std
     : timeout_ms_(timeout_ms) {
   if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0)
     throw CtlError(kExitUsage, "--api " + url + ": expected https://HOST:PORT");
+  // A server that closes mid-upload must fail the call, not kill zkfarmctl
+  // (OpenSSL writes with plain write(2), which raises SIGPIPE).
+  ::signal(SIGPIPE, SIG_IGN);
   impl_ = std::make_unique<Impl>(url, token, ca_file);
 }
 

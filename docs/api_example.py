@@ -32,39 +32,40 @@ def main():
     ap.add_argument("inputs", nargs="+", help="circom input.json files")
     args = ap.parse_args()
 
-    s = requests.Session()
+    session = requests.Session()
     with open(args.token_file) as f:
-        s.headers["Authorization"] = "Bearer " + f.read().strip()
-    s.verify = args.ca or True
+        session.headers["Authorization"] = "Bearer " + f.read().strip()
     api = args.api.rstrip("/")
 
-    def check(r):
+    def call(method, path, **kw):
+        # verify on each request: requests lets REQUESTS_CA_BUNDLE override Session.verify.
+        r = session.request(method, api + path, verify=args.ca or True, **kw)
         if r.status_code >= 400:
             err = r.json().get("error", {})
-            sys.exit(f"{r.request.method} {r.url}: HTTP {r.status_code} {err.get('code')}: {err.get('message')}")
+            sys.exit(f"{method} {path}: HTTP {r.status_code} {err.get('code')}: {err.get('message')}")
         return r.json()
 
     # 1. Upload the key and the wasm: streamed from the open files.
     ids = {}
     for part in ("zkey", "wasm"):
         with open(getattr(args, part), "rb") as f:
-            ids[part] = check(s.post(f"{api}/v1/uploads", data=f,
-                                     headers={"Content-Type": "application/octet-stream"}))["upload"]["id"]
+            ids[part] = call("POST", "/v1/uploads", data=f,
+                             headers={"Content-Type": "application/octet-stream"})["upload"]["id"]
     # 2. Register the circuit (zkfarmd builds its witness generator once).
-    s.delete(f"{api}/v1/circuits/{args.name}")  # a previous run's, if any
-    circuit = check(s.post(f"{api}/v1/circuits", json={"name": args.name, **ids}))["circuit"]
+    session.delete(f"{api}/v1/circuits/{args.name}", verify=args.ca or True)  # a previous run's, if any
+    circuit = call("POST", "/v1/circuits", json={"name": args.name, **ids})["circuit"]
     print(f"circuit {circuit['name']}: {circuit['n_vars']} signals, {circuit['n_public']} public")
     # 3. Submit the inputs as one job; the idempotency key makes a retry safe.
     inputs = [json.load(open(p)) for p in args.inputs]
     key = "example-" + os.path.basename(args.out)
-    job = check(s.post(f"{api}/v1/jobs", json={"circuit": args.name, "inputs": inputs, "priority": "normal",
-                                               "idempotency_key": key}))["job"]
+    job = call("POST", "/v1/jobs", json={"circuit": args.name, "inputs": inputs, "priority": "normal",
+                                         "idempotency_key": key})["job"]
     print(f"job {job['id']}: {job['partitions']} partitions")
     # 4. Wait: each GET returns when the job changes, or after wait_ms.
     seen = {"state": "", "done": -1}
     while job["state"] not in ("done", "failed", "cancelled"):
-        job = check(s.get(f"{api}/v1/jobs/{job['id']}",
-                          params={"wait_ms": 20000, "seen_state": job["state"], "seen_done": job["done"]}))["job"]
+        job = call("GET", f"/v1/jobs/{job['id']}",
+                   params={"wait_ms": 20000, "seen_state": job["state"], "seen_done": job["done"]})["job"]
         if (job["state"], job["done"]) != (seen["state"], seen["done"]):
             print(f"job {job['id']}: {job['state']}, {job['done']}/{job['partitions']} proved")
             seen = {"state": job["state"], "done": job["done"]}
@@ -74,7 +75,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     start = 0
     while start is not None:
-        page = check(s.get(f"{api}/v1/jobs/{job['id']}/results", params={"from": start}))
+        page = call("GET", f"/v1/jobs/{job['id']}/results", params={"from": start})
         for r in page["results"]:
             for name, text in (("proof", r["proof"]), ("public", r["public"])):
                 with open(os.path.join(args.out, f"{r['partition']}.{name}.json"), "w") as f:

@@ -82,6 +82,15 @@ def tearDownModule():
     shutil.rmtree(WORK, ignore_errors=True)
 
 
+class CaSession(requests.Session):
+    """A session that trusts the test CA. Session.verify alone is not enough:
+    requests lets REQUESTS_CA_BUNDLE from the environment override it."""
+
+    def request(self, method, url, **kw):
+        kw.setdefault("verify", CA)
+        return super().request(method, url, **kw)
+
+
 class Api:
     """zkfarm-api in front of a farm, on 127.0.0.1 and a free port."""
 
@@ -106,8 +115,7 @@ class Api:
             return f.read().strip(), path
 
     def session(self, token):
-        s = requests.Session()
-        s.verify = CA
+        s = CaSession()
         if token:
             s.headers["Authorization"] = "Bearer " + token
         return s
@@ -377,26 +385,26 @@ class ApiTest(unittest.TestCase):
 
     def test_a_100_mb_upload_is_streamed_to_disk(self):
         s = self.api.session(self.tok_a)
-        before = self.api.peak_rss_kb()
-        size = 100 << 20
+        path = os.path.join(self.farm.dir, "big.bin")
         h = hashlib.sha256()
-
-        def body():
+        with open(path, "wb") as f:
             block = os.urandom(1 << 20)
-            for i in range(size >> 20):
+            for i in range(100):
                 b = block[:-8] + i.to_bytes(8, "little")
                 h.update(b)
-                yield b
-
-        r = s.post(self.api.url + "/v1/uploads", data=body(), headers={"Content-Length": str(size)})
+                f.write(b)
+        before = self.api.peak_rss_kb()
+        with open(path, "rb") as f:  # requests streams a file, with its Content-Length
+            r = s.post(self.api.url + "/v1/uploads", data=f)
         self.assertEqual(r.status_code, 201, r.text)
         up = r.json()["upload"]
-        self.assertEqual(up["bytes"], size)
+        self.assertEqual(up["bytes"], 100 << 20)
         self.assertEqual(up["sha256"], h.hexdigest())
-        self.assertEqual(os.path.getsize(os.path.join(self.farm.state, "api", "uploads", up["id"])), size)
+        self.assertEqual(os.path.getsize(os.path.join(self.farm.state, "api", "uploads", up["id"])), 100 << 20)
         grew_mb = (self.api.peak_rss_kb() - before) / 1024
         self.assertLess(grew_mb, 32, f"zkfarm-api's peak memory grew by {grew_mb:.0f} MB for a 100 MB upload")
         self.assertEqual(s.delete(f"{self.api.url}/v1/uploads/{up['id']}").status_code, 200)
+        os.unlink(path)
 
     def test_a_stalled_client_is_cut_off_and_does_not_hold_others_back(self):
         api = Api(self.farm, "--header-timeout-ms", "1500", "--max-connections-per-address", "8")
@@ -412,6 +420,21 @@ class ApiTest(unittest.TestCase):
                 c.close()
             r = api.session(self.tok_a).get(api.url + "/v1/whoami")
             self.assertEqual(r.status_code, 200)
+            # An upload whose body stops short of its Content-Length: cut at
+            # its deadline, and no partial file is left behind.
+            ctx = ssl.create_default_context(cafile=CA)
+            with ctx.wrap_socket(socket.create_connection(("127.0.0.1", api.port)), server_hostname="localhost") as t:
+                t.sendall(f"POST /v1/uploads HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {self.tok_a}\r\n"
+                          "Content-Length: 100000\r\n\r\n".encode() + b"x" * 1000)
+                t.settimeout(10)
+                start = time.monotonic()
+                try:
+                    self.assertEqual(t.recv(10), b"")
+                except (ConnectionResetError, ssl.SSLError):
+                    pass
+                self.assertLess(time.monotonic() - start, 9)
+            uploads = os.path.join(self.farm.state, "api", "uploads")
+            self.assertEqual([n for n in os.listdir(uploads) if n.startswith(".partial-")], [])
         finally:
             api.close()
 
@@ -448,8 +471,8 @@ class ApiTest(unittest.TestCase):
                 r = s.post(url + "/v1/jobs", json={"zkey": zkey, "witnesses": [wtns[(i + k) % 2]]})
                 self.assertEqual(r.status_code, 201, r.text)
                 mine.append(r.json()["job"]["id"])
-            with lock:
-                jobs.extend(mine)
+                with lock:
+                    jobs.append(mine[-1])
             return [self.wait_job(s, j)["state"] for j in mine]
 
         def watcher():
