@@ -33,7 +33,7 @@ install(TARGETS zkfarmd zkfarmctl zkfarm-api zkfarm-synth zkfarm-gpu zkfarm-prov
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 file(GLOB ZKFARM_DOC_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${ZKFARM_DOC_FILES}
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${ZKFARM_DOC_FILES} ${PROJECT_SOURCE_DIR}/docs/api_example.py
               ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE
               ${PROJECT_SOURCE_DIR}/packaging/deb/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
@@ -76,8 +76,9 @@ install(CODE [[
     cmake_path(APPEND CMAKE_INSTALL_PREFIX "lib/systemd/system" OUTPUT_VARIABLE _unitdir)
   endif()
   configure_file("${_zkfarm_src}/scripts/init/zkfarmd.service.in" "${_zkfarm_gen}/zkfarmd.service" @ONLY)
+  configure_file("${_zkfarm_src}/scripts/init/zkfarm-api.service.in" "${_zkfarm_gen}/zkfarm-api.service" @ONLY)
   configure_file("${_zkfarm_src}/scripts/init/zkfarmd.sysv.in" "${_zkfarm_gen}/zkfarmd" @ONLY)
-  file(INSTALL DESTINATION "${_unitdir}" TYPE FILE FILES "${_zkfarm_gen}/zkfarmd.service")
+  file(INSTALL DESTINATION "${_unitdir}" TYPE FILE FILES "${_zkfarm_gen}/zkfarmd.service" "${_zkfarm_gen}/zkfarm-api.service")
   file(INSTALL DESTINATION "${_zkfarm_etc}/init.d" TYPE PROGRAM FILES "${_zkfarm_gen}/zkfarmd")
 
   # The example configuration: never over an operator's own file (as dpkg does

@@ -51,7 +51,7 @@ for tool in cmake:cmake cpack:cmake systemd-analyze:systemd dpkg-deb:dpkg dpkg-s
 done
 [ -f "$build/CPackConfig.cmake" ] || die "$build has no CPackConfig.cmake (configure it with this source tree)"
 
-bins="zkfarmd zkfarmctl zkfarm-synth zkfarm-gpu zkfarm-prove zkfarm-testkey"
+bins="zkfarmd zkfarmctl zkfarm-api zkfarm-synth zkfarm-gpu zkfarm-prove zkfarm-testkey"
 
 # ---------------------------------------------------------------- 1. install
 # check_tree ROOT PREFIX UNITDIR: the files under ROOT are exactly the expected set.
@@ -59,7 +59,7 @@ check_tree() {
   local root=$1 prefix=$2 unitdir=$3
   local expected=() f
   for f in $bins; do expected+=("$prefix/bin/$f"); done
-  expected+=("$unitdir/zkfarmd.service" /etc/init.d/zkfarmd /etc/zkfarm/zkfarmd.toml /etc/logrotate.d/zkfarmd)
+  expected+=("$unitdir/zkfarmd.service" "$unitdir/zkfarm-api.service" /etc/init.d/zkfarmd /etc/zkfarm/zkfarmd.toml /etc/logrotate.d/zkfarmd)
   for f in README.md LICENSE NOTICE copyright install.md operations.md configuration.md security.md kubernetes.md witness.md; do
     expected+=("$prefix/share/doc/zkfarm/$f")
   done
@@ -76,7 +76,7 @@ check_tree() {
   # Nothing outside these places (docs/*.md may grow: any .md in the doc folder).
   local extra
   extra=$(cd "$root" && find . -type f -o -type l | sed 's|^\.||' | grep -v -E \
-    "^($prefix/bin/[^/]+|$unitdir/zkfarmd\.service|/etc/init\.d/zkfarmd|/etc/zkfarm/zkfarmd\.toml|/etc/logrotate\.d/zkfarmd|$prefix/share/doc/zkfarm/[^/]+|$prefix/share/zkfarm/witgen/[^/]+)$" || true)
+    "^($prefix/bin/[^/]+|$unitdir/zkfarmd\.service|$unitdir/zkfarm-api\.service|/etc/init\.d/zkfarmd|/etc/zkfarm/zkfarmd\.toml|/etc/logrotate\.d/zkfarmd|$prefix/share/doc/zkfarm/[^/]+|$prefix/share/zkfarm/witgen/[^/]+)$" || true)
   [ -z "$extra" ] || fail "unexpected files installed (prefix $prefix): $extra"
   for f in "$root$prefix/bin"/*; do
     case " $bins " in *" ${f##*/} "*) ;; *) fail "unexpected program $prefix/bin/${f##*/}" ;; esac
@@ -86,7 +86,9 @@ check_tree() {
     "$root$unitdir/zkfarmd.service" && ok "ExecStart is $prefix/bin/zkfarmd" || fail "ExecStart is not $prefix/bin/zkfarmd"
   grep -q "^DAEMON=$prefix/bin/zkfarmd\$" "$root/etc/init.d/zkfarmd" && grep -q "^CTL=$prefix/bin/zkfarmctl\$" "$root/etc/init.d/zkfarmd" &&
     ok "LSB script's DAEMON/CTL are in $prefix/bin" || fail "LSB script's DAEMON/CTL are not $prefix/bin/…"
-  if grep -n '@[A-Z_]*@' "$root$unitdir/zkfarmd.service" "$root/etc/init.d/zkfarmd"; then fail "template placeholders left"; fi
+  grep -q "^ExecStart=$prefix/bin/zkfarm-api --state-dir /var/lib/zkfarm " "$root$unitdir/zkfarm-api.service" &&
+    ok "zkfarm-api's ExecStart is $prefix/bin/zkfarm-api" || fail "zkfarm-api's ExecStart is not $prefix/bin/zkfarm-api"
+  if grep -n '@[A-Z_]*@' "$root$unitdir/zkfarmd.service" "$root$unitdir/zkfarm-api.service" "$root/etc/init.d/zkfarmd"; then fail "template placeholders left"; fi
 }
 
 step "cmake --install, prefix /usr/local (DESTDIR)"
@@ -131,6 +133,13 @@ fi
 mv "$root/usr/local/bin/zkfarmd" "$tmp/zkfarmd.aside"
 if out=$(verify); then fail "systemd-analyze verify passed without ExecStart's binary: the check checks nothing"; else ok "verify fails without the binary ($(printf '%s' "$out" | head -n1))"; fi
 mv "$tmp/zkfarmd.aside" "$root/usr/local/bin/zkfarmd"
+if out=$(systemd-analyze verify --root="$root" --man=no /usr/local/lib/systemd/system/zkfarm-api.service 2>&1) &&
+   ! printf '%s' "$out" | grep -q .; then
+  ok "systemd-analyze verify zkfarm-api.service: no errors, no warnings"
+else
+  printf '%s\n' "$out" >&2
+  fail "systemd-analyze verify zkfarm-api.service (output above)"
+fi
 
 step "systemd-analyze security --offline=true: exposure <= $max_exposure"
 security=$(cd "$tmp" && systemd-analyze security --offline=true --no-pager "$unit" 2>&1) || true
@@ -249,7 +258,7 @@ grep -q 'ZKFARM_PURGE_STATE' "$tmp/control/postrm" || fail "postrm: no opt-in fo
 listing=$(dpkg-deb -c "$deb")
 files=$(printf '%s\n' "$listing" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort)
 want=$( (for b in $bins; do echo "/usr/bin/$b"; done
-         printf '%s\n' /lib/systemd/system/zkfarmd.service /etc/init.d/zkfarmd /etc/zkfarm/zkfarmd.toml /etc/logrotate.d/zkfarmd
+         printf '%s\n' /lib/systemd/system/zkfarmd.service /lib/systemd/system/zkfarm-api.service /etc/init.d/zkfarmd /etc/zkfarm/zkfarmd.toml /etc/logrotate.d/zkfarmd
          (cd "$root_usr/usr/share/doc/zkfarm" && ls | sed 's|^|/usr/share/doc/zkfarm/|')
          cd "$root_usr/usr/share/zkfarm/witgen" && ls | sed 's|^|/usr/share/zkfarm/witgen/|') | sort)
 if [ "$files" = "$want" ]; then ok "the package's files are the /usr install's ($(printf '%s\n' "$files" | wc -l) files)"; else
