@@ -81,13 +81,7 @@ Response Service::upload_delete(Call& c) {
 }
 
 Response Service::circuit_create(Call& c, const Request& req) {
-  json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception&) {
-    throw ApiError{400, "bad_request", "the body is not JSON"};
-  }
-  if (!body.is_object()) throw ApiError{400, "bad_request", "the body must be a JSON object"};
+  const json body = parse_body(req.body);
   for (const auto& [k, v] : body.items()) {
     if (k != "name" && k != "zkey" && k != "wasm") throw ApiError{400, "unknown_field", "unknown field '" + k.substr(0, 64) + "'"};
     if (!v.is_string()) throw ApiError{400, "bad_request", "'" + k + "' must be a string"};

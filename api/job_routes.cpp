@@ -102,13 +102,7 @@ json Service::farm_job(const JobRow& row, uint64_t wait_ms, const std::string& s
 }
 
 Response Service::job_create(Call& c, const Request& req) {
-  json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception&) {
-    throw bad("the body is not JSON");
-  }
-  if (!body.is_object()) throw bad("the body must be a JSON object");
+  const json body = parse_body(req.body);
   for (const auto& [k, v] : body.items())
     if (k != "circuit" && k != "zkey" && k != "inputs" && k != "witnesses" && k != "priority" && k != "idempotency_key" &&
         k != "out")

@@ -56,13 +56,42 @@ struct Reservation {
 }  // namespace
 
 Response error_reply(unsigned status, const std::string& code, const std::string& message) {
-  Response r{status, json{{"error", {{"code", code}, {"message", message}}}}.dump(), "application/json", {}};
+  // Messages may quote a client's bytes: invalid UTF-8 is replaced, never thrown.
+  Response r{status, json{{"error", {{"code", code}, {"message", message}}}}.dump(-1, ' ', false, json::error_handler_t::replace),
+             "application/json", {}};
   if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"zkfarm\"");
   if (status == 503 || status == 429) r.headers.emplace_back("Retry-After", "1");
   return r;
 }
 
-Response json_reply(unsigned status, const json& body) { return Response{status, body.dump(), "application/json", {}}; }
+json parse_body(const std::string& text) {
+  // Nesting is counted before parsing (outside strings), so that no document
+  // deeper than kMaxDepth is ever built.
+  constexpr int kMaxDepth = 64;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxDepth) throw ApiError{400, "bad_request", "the JSON body is nested deeper than 64 levels"};
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  json body = json::parse(text, nullptr, false);
+  if (body.is_discarded()) throw ApiError{400, "bad_request", "the body is not JSON"};
+  if (!body.is_object()) throw ApiError{400, "bad_request", "the body must be a JSON object"};
+  return body;
+}
+
+Response json_reply(unsigned status, const json& body) {
+  return Response{status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}};
+}
 
 Service::Service(ServiceOptions opts, Store& store, FarmLink farm)
     : opts_(std::move(opts)),

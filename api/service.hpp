@@ -115,6 +115,11 @@ struct ApiError {
   std::string code, message;
 };
 
+/// A request's JSON body as an object. Throws ApiError 400 when it is not
+/// JSON, not an object, or nested deeper than 64 levels (a deeper document
+/// would recurse that deep when it is written out again).
+json parse_body(const std::string& text);
+
 /// The JSON error body of docs/api.md.
 Response error_reply(unsigned status, const std::string& code, const std::string& message);
 /// A JSON reply.

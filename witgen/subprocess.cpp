@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -143,8 +144,17 @@ RunResult run(const RunSpec& spec) {
     struct rlimit core{0, 0};
     ::setrlimit(RLIMIT_CORE, &core);
     if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) child_fail(2, "chdir");
-    if (spec.env.empty()) ::execvp(argv[0], argv.data());
-    else ::execvpe(argv[0], argv.data(), envp.data());
+    // ETXTBSY: a generator just written (built, or copied from a cluster's
+    // shared folder) can still be open for writing in a process another
+    // thread forked meanwhile, until that process execs; it closes within
+    // moments, so the exec is retried for up to a second (as Go's os/exec does).
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      if (spec.env.empty()) ::execvp(argv[0], argv.data());
+      else ::execvpe(argv[0], argv.data(), envp.data());
+      if (errno != ETXTBSY) break;
+      struct timespec pause{0, 20 * 1000 * 1000};
+      ::nanosleep(&pause, nullptr);
+    }
     child_fail(2, argv[0]);
   }
   ::close(pipefd[1]);
