@@ -137,11 +137,17 @@ int main(int argc, char** argv) {
       }
     }
     sd_notify(0, "STOPPING=1");
-    log->info("stopping");
+    log->info("stopping: no new connections; waiting for submits in progress (up to 60 s)");
     server.stop();
+    if (!service.wait_for_submits(60000)) log->warn("stopping with submits still in progress");
+    // The pools' threads are detached and may still hold a long poll: the
+    // process ends here, without running destructors under them.
+    log->info("stopped");
+    log->flush();
+    std::fflush(nullptr);
+    ::_exit(0);
   } catch (const std::exception& e) {
     std::cerr << "zkfarm-api: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace zkfarm::api {
@@ -196,7 +198,8 @@ Admission Service::admit(const RequestHead& head) {
     case Route::kUploadCreate: {
       // Size limits first (413), then the tenant's quota (429): the bytes are
       // reserved now, so concurrent uploads cannot pass it together.
-      const uint64_t len = head.content_length.value_or(0);
+      if (!head.content_length) return reject(411, "length_required", "an upload needs a Content-Length");
+      const uint64_t len = *head.content_length;
       if (len > opts_.max_upload_bytes) {
         a.reject = too_large(head, opts_.max_upload_bytes);
         return a;
@@ -278,8 +281,12 @@ void Service::handle(Request request, std::function<void(Response)> done) {
       break;
     case Route::kJobCreate:
     case Route::kCircuitCreate:
-    case Route::kUploadCreate:
-      queued = slow_.post([task] { task(false); });
+      ++submitting_;
+      queued = slow_.post([this, task] {
+        task(false);
+        --submitting_;
+      });
+      if (!queued) --submitting_;
       break;
     default:
       queued = fast_.post([task] { task(false); });
@@ -288,6 +295,15 @@ void Service::handle(Request request, std::function<void(Response)> done) {
     if (!req->upload_path.empty()) ::unlink(req->upload_path.c_str());
     done(error_reply(503, "busy", "the API is busy; retry later"));
   }
+}
+
+bool Service::wait_for_submits(int64_t timeout_ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (submitting_.load() > 0) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 Response Service::run(Call& c, Request& req) {

@@ -59,6 +59,11 @@ class Service : public Handler {
   void handle(Request request, std::function<void(Response)> done) override;
   Response too_large(const RequestHead& head, uint64_t limit) override;
 
+  /// Waits until no submit or circuit registration is in progress, or
+  /// `timeout_ms` passes (zkfarm-api's stop: a job zkfarmd accepted is then
+  /// recorded for its tenant before the process exits). True when idle.
+  bool wait_for_submits(int64_t timeout_ms);
+
   /// Removes uploads past their time (no circuit using them) and partial
   /// files left by a crash; run once a minute by zkfarm-api's main loop.
   void sweep(int64_t now_ms);
@@ -107,6 +112,7 @@ class Service : public Handler {
   std::map<std::string, uint64_t> reserved_bytes_;       // uploads being received, per tenant
   std::map<std::string, std::unique_ptr<std::mutex>> tenant_locks_;  // one submit at a time per tenant
   std::atomic<unsigned> waiting_{0};                      // long polls held now
+  std::atomic<unsigned> submitting_{0};                   // submits and registrations queued or running
 };
 
 /// A refusal with its HTTP status and error code (docs/api.md, "Errors").
