@@ -147,6 +147,11 @@ int run_wait(Caller& client, const WaitOptions& opt) {
                       << owner->get<uint64_t>() << " writes them with `zkfarmctl result " << opt.job << " --out DIR`)\n";
             return kExitOk;
           }
+          if (out.empty() || out == "-") {  // submitted without an output folder (zkfarm-api's clients may)
+            std::cout << "job " << opt.job << " done: " << done << " proofs kept by the farm (`zkfarmctl result "
+                      << opt.job << " --out DIR` writes them)\n";
+            return kExitOk;
+          }
           client.set_timeout_ms(60000);
           const uint64_t n = write_results(client, opt.job, out);
           std::cout << "job " << opt.job << " done: " << n << " proofs written to " << out << "\n";
