@@ -3,6 +3,10 @@
 // the server and counted against the tenant's stored-bytes quota; a circuit
 // names a zkey upload and, for jobs of inputs, a wasm upload, registered with
 // zkfarmd as "TENANT.NAME" so that tenants never share a name.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -45,6 +49,14 @@ Response Service::upload_create(Call& c, Request& req) {
   u.sha256 = req.upload_sha256;
   u.created_ms = wall_ms();
   const std::string dest = upload_path(u.id);
+  // Durable before it is recorded (the server closed it without a sync).
+  const int fd = ::open(req.upload_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error(req.upload_path + ": cannot sync the upload: " + std::strerror(err));
+  }
+  ::close(fd);
   if (::rename(req.upload_path.c_str(), dest.c_str()) != 0)
     throw std::runtime_error(dest + ": cannot keep the upload: " + std::strerror(errno));
   req.upload_path.clear();
@@ -106,23 +118,16 @@ Response Service::circuit_create(Call& c, const Request& req) {
     freq["name"] = row.farm_name;
     freq["zkey"] = upload_path(zkey);
     freq["wasm"] = upload_path(wasm);
+    // zkfarm-api is an admin to zkfarmd: a name a local user holds would be
+    // replaced, so such a name is refused here instead.
+    for (const auto& fc : farm_.call(protocol::make("circuit_list")).value("circuits", json::array()))
+      if (fc.value("name", "") == row.farm_name && fc.value("owner_uid", uint64_t(::getuid())) != uint64_t(::getuid()))
+        throw ApiError{409, "conflict", "circuit '" + name + "': the farm has another owner's circuit of that name"};
     json reply;
     try {
       reply = farm_.call(freq, 35 * 60 * 1000);
     } catch (const FarmRefused& e) {
-      const std::string msg = e.what();
-      // A name left in zkfarmd by a circuit this store lost (a crash between
-      // the two): taken back by removing it there and trying once more.
-      if (msg.find("holds") == std::string::npos && msg.find("exists") == std::string::npos)
-        throw ApiError{400, "rejected", tenant_text(msg)};
-      json rm = protocol::make("circuit_remove");
-      rm["name"] = row.farm_name;
-      try {
-        farm_.call(rm);
-        reply = farm_.call(freq, 35 * 60 * 1000);
-      } catch (const FarmRefused& e2) {
-        throw ApiError{400, "rejected", tenant_text(e2.what())};
-      }
+      throw ApiError{400, "rejected", tenant_text(e.what())};
     }
     const json fc = reply.value("circuit", json::object());
     info = {{"kind", fc.value("kind", "wasm")}};

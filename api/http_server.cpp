@@ -35,6 +35,7 @@ constexpr std::size_t kHeaderLimit = 16 * 1024;
 constexpr std::size_t kChunk = 64 * 1024;
 constexpr uint64_t kDrainBytes = 64ull << 20;  // read and dropped after a refusal, so the client sees the answer
 constexpr auto kDrainTime = 10s;
+constexpr auto kPieceIdle = 30s;  // an upload with no byte for this long is cut
 
 std::pair<std::string, uint16_t> split_address(const std::string& address) {
   auto bad = [&] { return std::runtime_error("listen address must be HOST:PORT or [V6]:PORT, got '" + address + "'"); };
@@ -192,10 +193,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if constexpr (std::is_same_v<Stream, ssl::stream<beast::tcp_stream>>) {
       stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
         if (ec) return self->fail(ec);
-        self->read_head();
+        self->read_head(true);
       });
     } else {
-      read_head();
+      read_head(true);
     }
   }
 
@@ -213,18 +214,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     lowest(stream_).close();
   }
 
-  void read_head() {
+  void read_head(bool first = false) {
     head_parser_.emplace();
     head_parser_->header_limit(kHeaderLimit);
     // The body's limit is set when the body is read (its kind decides it).
     head_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    lowest(stream_).expires_after(std::chrono::milliseconds(srv_.opts.header_timeout_ms));
+    // The first head shares the handshake's deadline (set in start()).
+    if (!first) lowest(stream_).expires_after(std::chrono::milliseconds(srv_.opts.header_timeout_ms));
     http::async_read_header(stream_, buffer_, *head_parser_,
                             [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
   }
 
   void on_head(beast::error_code ec) {
-    if (ec == http::error::header_limit) return refuse(error_response(431, "header_too_large", "the request head is over 16 KiB"), false);
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) return refuse(error_response(431, "header_too_large", "the request head is over 16 KiB"), false);
     if (ec == http::error::end_of_stream || ec == net::error::eof) return close();
     if (ec) {
       if (ec != beast::error::timeout && ec != net::error::operation_aborted && ec != net::ssl::error::stream_truncated &&
@@ -291,10 +293,17 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   bool has_body() const { return head_.chunked || (head_.content_length && *head_.content_length > 0); }
 
-  // The body's deadline: the head's allowance plus its size at the minimum rate.
+  // The body's deadline: the head's allowance plus its size at the minimum
+  // rate; and no piece may take longer than kPieceIdle, so a large declared
+  // body cannot sit idle for hours holding its connection and reservation.
   void body_deadline(uint64_t bytes) {
     const uint64_t ms = srv_.opts.header_timeout_ms + bytes * 1000 / std::max<uint64_t>(1, srv_.opts.min_body_rate);
-    lowest(stream_).expires_after(std::chrono::milliseconds(ms));
+    body_end_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    piece_deadline();
+  }
+  void piece_deadline() {
+    const auto idle = std::chrono::steady_clock::now() + kPieceIdle;
+    lowest(stream_).expires_at(std::min(body_end_, idle));
   }
 
   // "Expect: 100-continue" (curl's large uploads): say go on before reading.
@@ -341,6 +350,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void read_upload_piece() {
     if (upload_parser_->is_done()) return finish_upload();
+    piece_deadline();
     upload_parser_->get().body().data = chunk_.data();
     upload_parser_->get().body().size = chunk_.size();
     http::async_read(stream_, buffer_, *upload_parser_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
@@ -370,8 +380,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     });
   }
 
+  // Closed here; synced by the handler on its pool (an fsync of GBs must not
+  // stall this I/O thread's other connections).
   void finish_upload() {
-    if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
+    if (::close(fd_) != 0) {
       fd_ = -1;
       ::unlink(upload_path_.c_str());
       return refuse(error_response(500, "internal", "cannot store the upload"), false);
@@ -460,7 +472,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   HttpServer::Impl& srv_;
   Stream stream_;
   std::string peer_;
-  beast::flat_buffer buffer_{8192};
+  beast::flat_buffer buffer_{kHeaderLimit + 8192};  // a maximum: a whole head and what follows it
   std::optional<http::request_parser<http::empty_body>> head_parser_;
   std::optional<http::request_parser<http::string_body>> json_parser_;
   std::optional<http::request_parser<http::buffer_body>> upload_parser_;
@@ -477,6 +489,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::string upload_path_;
   uint64_t upload_bytes_ = 0;
   uint64_t drained_ = 0;
+  std::chrono::steady_clock::time_point body_end_;
 };
 
 }  // namespace

@@ -9,10 +9,11 @@
 // - connections: `max_connections` in all and `max_per_address` from one IP
 //   address; a connection past either cap is closed at once;
 // - time: the TLS handshake and a request's head must be complete within
-//   `header_timeout_ms` of the connection's start or of the previous
-//   response (slowloris gets no more); a body must arrive at `min_body_rate`
-//   bytes/s or better (plus the head's allowance); a response is written within
-//   `write_timeout_ms`. Past a deadline the connection is closed;
+//   `header_timeout_ms` of the connection's start (together) or of the
+//   previous response (slowloris gets no more); a body must arrive at
+//   `min_body_rate` bytes/s or better (plus the head's allowance), with no
+//   pause over 30 s; a response is written within `write_timeout_ms`. Past a
+//   deadline the connection is closed;
 // - memory: heads ≤ 16 KiB (431), JSON bodies ≤ the Service's limit held in
 //   memory (413), upload bodies streamed to a file (Content-Length required,
 //   411) in 64 KiB pieces, never held;
@@ -75,7 +76,7 @@ struct Admission {
 struct Request {
   RequestHead head;
   std::string body;                ///< kJson: the body
-  std::string upload_path;         ///< kUpload: the file written (the handler renames or removes it)
+  std::string upload_path;         ///< kUpload: the file written and closed, not yet synced (the handler syncs and renames it, or it is removed)
   uint64_t upload_bytes = 0;
   std::string upload_sha256;       ///< kUpload: SHA-256 of the body, lowercase hex
   std::shared_ptr<void> context;   ///< Admission::context

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "api/call.hpp"
 #include "api/service.hpp"
@@ -143,9 +144,14 @@ Response Service::job_create(Call& c, const Request& req) {
   std::vector<std::string> wtns_ids;
   if (has_wtns) {
     json shas = json::array();
+    std::set<std::string> seen;
     for (size_t k = 0; k < list.size(); ++k) {
-      std::optional<UploadRow> u;
-      if (list[k].is_string()) u = store_.upload(c.who.tenant, list[k].get<std::string>());
+      if (!list[k].is_string()) throw bad("witnesses[" + std::to_string(k) + "] must be an upload id (a string)");
+      // zkfarmd keeps a copy of each partition's witness: one upload named
+      // many times would make many copies from one quota charge.
+      if (!seen.insert(list[k].get<std::string>()).second)
+        throw bad("witnesses[" + std::to_string(k) + "] repeats an upload: each partition needs its own");
+      std::optional<UploadRow> u = store_.upload(c.who.tenant, list[k].get<std::string>());
       if (!u) throw ApiError{404, "not_found", "witnesses[" + std::to_string(k) + "]: no such upload"};
       wtns_ids.push_back(u->id);
       shas.push_back(u->sha256);
@@ -170,9 +176,17 @@ Response Service::job_create(Call& c, const Request& req) {
       return r;
     }
   }
-  // The quota: partitions of the tenant's live jobs not yet proved.
+  // The quota: partitions of the tenant's live jobs not yet proved. First
+  // from the store alone (every partition of a job not yet seen ended counts):
+  // within the quota so, no zkfarmd call is needed; only past it are the live
+  // jobs asked about, each once, to count what is really left.
+  const uint64_t quota = max_queued(c.who.tenant);
+  auto live = store_.live_jobs(c.who.tenant);
   uint64_t queued = 0;
-  for (const auto& row : store_.live_jobs(c.who.tenant)) {
+  for (const auto& row : live) queued += row.partitions;
+  if (queued + list.size() > quota) queued = 0;
+  else live.clear();
+  for (const auto& row : live) {
     try {
       const json j = farm_job(row);
       if (!terminal_state(j.value("state", "")))
@@ -181,7 +195,6 @@ Response Service::job_create(Call& c, const Request& req) {
       store_.mark_terminal(row.id);  // no longer kept by the farm
     }
   }
-  const uint64_t quota = max_queued(c.who.tenant);
   if (queued + list.size() > quota)
     throw ApiError{429, "quota_exceeded",
                    "tenant '" + c.who.tenant + "' has " + std::to_string(queued) + " partitions queued; " +
@@ -233,7 +246,18 @@ Response Service::job_create(Call& c, const Request& req) {
   row.out = out;
   row.partitions = list.size();
   row.created_ms = wall_ms();
-  store_.add_job(row);
+  try {
+    store_.add_job(row);
+  } catch (...) {
+    // A job nobody can see must not run: cancelled, and the submit fails.
+    json cancel = protocol::make("cancel");
+    cancel["job"] = row.id;
+    try {
+      farm_.call(cancel);
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
   if (opts_.log)
     opts_.log("job " + std::to_string(row.id) + ": " + std::to_string(row.partitions) + " partitions from tenant " +
               c.who.tenant + " (token " + c.who.token_id + ")");
@@ -273,8 +297,8 @@ Response Service::job_list(Call& c, const RequestHead& head) {
   std::string state;
   if (auto it = head.query.find("limit"); it != head.query.end()) {
     if (it->second.empty() || it->second.size() > 4 || it->second.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(it->second) < 1 || std::stoul(it->second) > 1000)
-      throw bad("'limit' must be 1 to 1000");
+        std::stoul(it->second) < 1 || std::stoul(it->second) > 200)
+      throw bad("'limit' must be 1 to 200");
     limit = unsigned(std::stoul(it->second));
   }
   if (auto it = head.query.find("before"); it != head.query.end()) {
@@ -282,7 +306,11 @@ Response Service::job_list(Call& c, const RequestHead& head) {
       throw bad("'before' must be a job id");
     before = std::stoull(it->second);
   }
-  if (auto it = head.query.find("state"); it != head.query.end()) state = it->second;
+  if (auto it = head.query.find("state"); it != head.query.end()) {
+    state = it->second;
+    if (state != "queued" && state != "running" && state != "done" && state != "failed" && state != "cancelled")
+      throw bad("'state' must be queued, running, done, failed or cancelled");
+  }
   json jobs = json::array();
   const auto rows = store_.jobs(c.who.tenant, before, limit);
   for (const auto& row : rows) {

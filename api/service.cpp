@@ -57,6 +57,17 @@ struct Reservation {
 
 }  // namespace
 
+int64_t steady_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool has_body(const RequestHead& h) { return h.chunked || (h.content_length && *h.content_length > 0); }
+
+Response health_reply(bool farm_ok) {
+  return json_reply(farm_ok ? 200 : 503, {{"api", "ok"}, {"farm", farm_ok ? "ok" : "unavailable"}});
+}
+
 Response error_reply(unsigned status, const std::string& code, const std::string& message) {
   // Messages may quote a client's bytes: invalid UTF-8 is replaced, never thrown.
   Response r{status, json{{"error", {{"code", code}, {"message", message}}}}.dump(-1, ' ', false, json::error_handler_t::replace),
@@ -174,6 +185,12 @@ Admission Service::admit(const RequestHead& head) {
   }
   if (!known_path) return reject(404, "not_found", "no such path");
   if (!ok) return reject(405, "method_not_allowed", m.substr(0, 16) + " is not allowed on " + head.path.substr(0, 128));
+  // Health needs no token: it is answered from a result at most a second old,
+  // so that nobody can make it a load on zkfarmd or on the read pool.
+  if (call->route == Route::kHealth && steady_ms() - health_at_ms_.load() < 1000 && !has_body(head)) {
+    a.reject = health_reply(health_ok_.load());
+    return a;
+  }
 
   // Who asks: every route but health needs a token.
   if (call->route != Route::kHealth) {
@@ -204,14 +221,16 @@ Admission Service::admit(const RequestHead& head) {
         a.reject = too_large(head, opts_.max_upload_bytes);
         return a;
       }
-      const uint64_t quota = max_stored(call->who.tenant);
-      uint64_t stored = 0;
+      // The stored bytes are read under m_, the lock that reservations are
+      // taken and released under, so two uploads never both miss the other.
+      std::lock_guard<std::mutex> lock(m_);
+      uint64_t quota = 0, stored = 0;
       try {
+        quota = max_stored(call->who.tenant);
         stored = store_.stored_bytes(call->who.tenant);
       } catch (const StoreError& e) {
         return reject(503, "unavailable", "the store cannot be read; retry later");
       }
-      std::lock_guard<std::mutex> lock(m_);
       uint64_t& held = reserved_bytes_[call->who.tenant];
       if (stored + held + len > quota) {
         if (held == 0) reserved_bytes_.erase(call->who.tenant);
@@ -227,10 +246,22 @@ Admission Service::admit(const RequestHead& head) {
       break;
     }
     case Route::kCircuitCreate:
-    case Route::kJobCreate:
+    case Route::kJobCreate: {
+      // JSON bodies are held in memory: their bytes in flight (the declared
+      // length, or the limit for a chunked body) are capped over all connections.
+      const uint64_t len = std::min<uint64_t>(head.content_length.value_or(opts_.max_json_bytes), opts_.max_json_bytes);
+      std::lock_guard<std::mutex> lock(m_);
+      if (json_in_flight_ + len > opts_.max_json_in_flight)
+        return reject(503, "busy", "the API holds too many request bodies; retry later");
+      json_in_flight_ += len;
+      call->reservation = std::shared_ptr<void>(nullptr, [this, len](void*) {
+        std::lock_guard<std::mutex> l(m_);
+        json_in_flight_ -= len;
+      });
       a.body = BodyKind::kJson;
       a.limit = opts_.max_json_bytes;
       break;
+    }
     default:
       a.body = BodyKind::kNone;
   }
@@ -280,14 +311,42 @@ void Service::handle(Request request, std::function<void(Response)> done) {
       if (!queued) queued = fast_.post([task] { task(false); });
       break;
     case Route::kJobCreate:
-    case Route::kCircuitCreate:
+    case Route::kCircuitCreate: {
+      // A registration (zkfarmd builds a generator: minutes) takes at most
+      // half the submit threads, and one per tenant, so registrations never
+      // hold every thread that submits need.
+      const std::string tenant = call->route == Route::kCircuitCreate ? call->who.tenant : std::string();
+      if (!tenant.empty()) {
+        std::lock_guard<std::mutex> lock(m_);
+        unsigned& mine = slow_per_tenant_[tenant];
+        if (mine >= 1 || registrations_ >= std::max(1u, opts_.slow_workers / 2)) {
+          if (mine == 0) slow_per_tenant_.erase(tenant);
+          return done(error_reply(429, "too_many_requests",
+                                  mine ? "tenant '" + tenant + "' has a circuit registration in progress; retry when it ends"
+                                       : std::string("the farm is building other circuits; retry later")));
+        }
+        ++mine;
+        ++registrations_;
+      }
+      auto release = [this, tenant] {
+        if (tenant.empty()) return;
+        std::lock_guard<std::mutex> lock(m_);
+        auto it = slow_per_tenant_.find(tenant);
+        if (it != slow_per_tenant_.end() && --it->second == 0) slow_per_tenant_.erase(it);
+        --registrations_;
+      };
       ++submitting_;
-      queued = slow_.post([this, task] {
+      queued = slow_.post([this, task, release] {
         task(false);
+        release();
         --submitting_;
       });
-      if (!queued) --submitting_;
+      if (!queued) {
+        release();
+        --submitting_;
+      }
       break;
+    }
     default:
       queued = fast_.post([task] { task(false); });
   }
@@ -311,11 +370,17 @@ Response Service::run(Call& c, Request& req) {
     case Route::kHealth: {
       bool farm_ok = true;
       try {
-        farm_.call(protocol::make("status"), 5000);
+        json ping = protocol::make("jobs");  // the cheapest request every zkfarmd answers
+        ping["limit"] = 1;
+        farm_.call(ping, 5000);
+      } catch (const FarmRefused&) {
+        // zkfarmd answered (it runs): that is what health asks.
       } catch (const std::exception&) {
         farm_ok = false;
       }
-      return json_reply(farm_ok ? 200 : 503, {{"api", "ok"}, {"farm", farm_ok ? "ok" : "unavailable"}});
+      health_ok_ = farm_ok;
+      health_at_ms_ = steady_ms();
+      return health_reply(farm_ok);
     }
     case Route::kWhoami: return whoami(c);
     case Route::kUploadCreate: return upload_create(c, req);

@@ -37,6 +37,7 @@ struct ServiceOptions {
   uint64_t default_max_stored_bytes = 16ull << 30;
   unsigned fast_workers = 8, slow_workers = 4, wait_workers = 64;
   unsigned queue_max = 1024;                     ///< tasks waiting per pool
+  uint64_t max_json_in_flight = 256ull << 20;    ///< JSON bodies held at once, over all connections (503 past it)
   int64_t upload_ttl_ms = 24ll * 3600 * 1000;    ///< uploads no circuit uses are removed after this
   std::function<void(const std::string&)> log;   ///< one line per event worth an operator's eye
 };
@@ -113,6 +114,11 @@ class Service : public Handler {
   std::map<std::string, std::unique_ptr<std::mutex>> tenant_locks_;  // one submit at a time per tenant
   std::atomic<unsigned> waiting_{0};                      // long polls held now
   std::atomic<unsigned> submitting_{0};                   // submits and registrations queued or running
+  std::map<std::string, unsigned> slow_per_tenant_;      // circuit registrations in progress, per tenant (m_)
+  unsigned registrations_ = 0;                           // and in all (m_)
+  uint64_t json_in_flight_ = 0;                          // bytes of JSON bodies admitted and not yet done (m_)
+  std::atomic<bool> health_ok_{false};                   // the last health check of zkfarmd
+  std::atomic<int64_t> health_at_ms_{INT64_MIN / 2};     // when (steady ms)
 };
 
 /// A refusal with its HTTP status and error code (docs/api.md, "Errors").
@@ -130,5 +136,11 @@ json parse_body(const std::string& text);
 Response error_reply(unsigned status, const std::string& code, const std::string& message);
 /// A JSON reply.
 Response json_reply(unsigned status, const json& body);
+/// GET /v1/health's answer.
+Response health_reply(bool farm_ok);
+/// Milliseconds of the steady clock.
+int64_t steady_ms();
+/// True when the head announces a body.
+bool has_body(const RequestHead& head);
 
 }  // namespace zkfarm::api

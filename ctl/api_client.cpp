@@ -121,6 +121,13 @@ ApiClient::ApiClient(const std::string& url, const std::string& token, const std
     : timeout_ms_(timeout_ms) {
   if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0)
     throw CtlError(kExitUsage, "--api " + url + ": expected https://HOST:PORT");
+  if (url.rfind("http://", 0) == 0) {
+    // The token would cross the network in clear: plain HTTP only to this host.
+    const std::string rest = url.substr(7);
+    const std::string host = rest.rfind('[', 0) == 0 ? rest.substr(0, rest.find(']') + 1) : rest.substr(0, rest.find_first_of(":/"));
+    if (host != "localhost" && host != "[::1]" && host.rfind("127.", 0) != 0)
+      throw CtlError(kExitUsage, "--api " + url + ": plain http:// only to this host (the token would travel in clear); use https://");
+  }
   // A server that closes mid-upload must fail the call, not kill zkfarmctl
   // (OpenSSL writes with plain write(2), which raises SIGPIPE).
   ::signal(SIGPIPE, SIG_IGN);
@@ -158,7 +165,7 @@ Message ApiClient::call(const Message& req) {
     return a.get(path, t);
   }
   if (type == "jobs") {
-    std::string path = "/v1/jobs?limit=" + std::to_string(req.contains("limit") ? protocol::get_u64(req, "limit") : 100);
+    std::string path = "/v1/jobs?limit=" + std::to_string(std::min<uint64_t>(req.contains("limit") ? protocol::get_u64(req, "limit") : 100, 200));
     if (req.contains("before")) path += "&before=" + id_of("before");
     if (auto s = protocol::find_str(req, "state")) path += "&state=" + query_escape(*s);
     Message reply = a.get(path, t);

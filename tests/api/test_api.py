@@ -250,6 +250,11 @@ class ApiTest(unittest.TestCase):
         # The files are uploaded again (new ids, same content): the same job.
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(int(p.stdout.strip()), job)
+        # Plain HTTP to another host would carry the token in clear: refused.
+        p = subprocess.run([os.path.join(BIN, "zkfarmctl"), "--api", "http://192.0.2.1:80", "--token-file",
+                            self.tok_a_file, "jobs"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("in clear", p.stderr)
         # A verb the API does not offer.
         p = subprocess.run([*base, "stop"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
@@ -320,6 +325,12 @@ class ApiTest(unittest.TestCase):
         code, _ = self.raw_request(f"POST /v1/uploads HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {self.tok_a}\r\n"
                                    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
         self.assertEqual(code, 411)
+        # A head over 16 KiB: 431.
+        code, _ = self.raw_request(f"GET /v1/whoami HTTP/1.1\r\nHost: x\r\nX-Pad: {'a' * 20000}\r\n\r\n")
+        self.assertEqual(code, 431)
+        # A bad filter value.
+        r = s.get(url + "/v1/jobs", params={"state": "bogus"})
+        self.assertEqual((r.status_code, error_code(r)), (400, "bad_request"))
         # Malformed JSON, an unknown field, a wrong type: 400 with a code.
         r = s.post(url + "/v1/jobs", data=b"{not json", headers={"Content-Type": "application/json"})
         self.assertEqual((r.status_code, error_code(r)), (400, "bad_request"))
@@ -357,6 +368,10 @@ class ApiTest(unittest.TestCase):
         r = q.post(url + "/v1/jobs", json={"zkey": zkey, "witnesses": wtns})
         self.assertEqual((r.status_code, error_code(r)), (429, "quota_exceeded"))
         self.assertIn("quota of 2", r.json()["error"]["message"])
+        # One upload named twice: zkfarmd would keep two copies for one charge.
+        r = q.post(url + "/v1/jobs", json={"zkey": zkey, "witnesses": [wtns[0], wtns[0]]})
+        self.assertEqual((r.status_code, error_code(r)), (400, "bad_request"))
+        self.assertIn("repeats", r.json()["error"]["message"])
         r = q.post(url + "/v1/jobs", json={"zkey": zkey, "witnesses": wtns[:2]})
         self.assertEqual(r.status_code, 201, r.text)
         # A bad witness is refused by zkfarmd with the tenant's name for the file, not the API's path.
