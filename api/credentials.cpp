@@ -1,6 +1,7 @@
 #include "api/credentials.hpp"
 
-#include <openssl/evp.h>
+#include "files/sha256.hpp"
+
 #include <sys/random.h>
 
 #include <cerrno>
@@ -12,16 +13,6 @@
 namespace zkfarm::api {
 
 namespace {
-
-std::string hex(const unsigned char* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    s[2 * i] = d[p[i] >> 4];
-    s[2 * i + 1] = d[p[i] & 15];
-  }
-  return s;
-}
 
 void random_bytes(unsigned char* p, size_t n) {
   size_t got = 0;
@@ -62,7 +53,7 @@ const char* role_name(Role role) {
 std::string random_hex(size_t bytes) {
   std::string raw(bytes, '\0');
   random_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes);
-  return hex(reinterpret_cast<const unsigned char*>(raw.data()), bytes);
+  return files::hex_lower(reinterpret_cast<const unsigned char*>(raw.data()), bytes);
 }
 
 NewToken make_token() {
@@ -70,8 +61,8 @@ NewToken make_token() {
   random_bytes(id, sizeof id);
   random_bytes(secret, sizeof secret);
   NewToken t;
-  t.id = hex(id, sizeof id);
-  t.text = "zkf_" + t.id + "_" + hex(secret, sizeof secret);
+  t.id = files::hex_lower(id, sizeof id);
+  t.text = "zkf_" + t.id + "_" + files::hex_lower(secret, sizeof secret);
   return t;
 }
 
@@ -80,13 +71,6 @@ std::optional<std::string> token_id(std::string_view text) {
   if (text.size() != 4 + 16 + 1 + 64 || text.substr(0, 4) != "zkf_" || text[20] != '_') return std::nullopt;
   if (!is_lower_hex(text.substr(4, 16)) || !is_lower_hex(text.substr(21))) return std::nullopt;
   return std::string(text.substr(4, 16));
-}
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 failed");
-  return hex(md, n);
 }
 
 bool equal_constant_time(std::string_view a, std::string_view b) {

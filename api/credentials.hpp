@@ -9,7 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "files/sha256.hpp"
+
 namespace zkfarm::api {
+
+using files::sha256_hex;  // tokens and requests are hashed as everything else is (files/sha256.hpp)
 
 /// What a token may do. Each role includes the ones before it: read (GET a
 /// tenant's jobs, results, circuits, uploads) < submit (upload, register,
@@ -39,9 +43,6 @@ NewToken make_token();
 /// The id of a well-formed token text (exact length, prefix, lowercase hex);
 /// nullopt otherwise (nothing is looked up for a malformed token).
 std::optional<std::string> token_id(std::string_view text);
-
-/// SHA-256 of `data` as 64 lowercase hex digits (OpenSSL's EVP).
-std::string sha256_hex(std::string_view data);
 
 /// Compares two strings in time that depends only on their lengths.
 bool equal_constant_time(std::string_view a, std::string_view b);

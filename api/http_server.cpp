@@ -1,7 +1,6 @@
 #include "api/http_server.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +19,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "files/sha256.hpp"
+#include "supervisor/http_server.hpp"
+
 namespace zkfarm::api {
 
 namespace net = boost::asio;
@@ -37,28 +39,6 @@ constexpr uint64_t kDrainBytes = 64ull << 20;  // read and dropped after a refus
 constexpr auto kDrainTime = 10s;
 constexpr auto kPieceIdle = 30s;  // an upload with no byte for this long is cut
 
-std::pair<std::string, uint16_t> split_address(const std::string& address) {
-  auto bad = [&] { return std::runtime_error("listen address must be HOST:PORT or [V6]:PORT, got '" + address + "'"); };
-  std::string host, port;
-  if (!address.empty() && address[0] == '[') {
-    auto close = address.find(']');
-    if (close == std::string::npos || close + 1 >= address.size() || address[close + 1] != ':') throw bad();
-    host = address.substr(1, close - 1);
-    port = address.substr(close + 2);
-  } else {
-    auto colon = address.rfind(':');
-    if (colon == std::string::npos) throw bad();
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (host.find(':') != std::string::npos) throw bad();
-  }
-  if (host.empty() || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
-    throw bad();
-  const unsigned long p = std::stoul(port);
-  if (p > 65535) throw bad();
-  return {host, uint16_t(p)};
-}
-
 std::string json_error(const char* code, const std::string& message) {
   // Fixed codes and server-made messages: no client bytes to escape.
   return std::string("{\"error\":{\"code\":\"") + code + "\",\"message\":\"" + message + "\"}}";
@@ -68,36 +48,12 @@ Response error_response(unsigned status, const char* code, const std::string& me
   return Response{status, json_error(code, message), "application/json", {}};
 }
 
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 init failed");
-  }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  void update(const void* p, size_t n) { EVP_DigestUpdate(ctx_, p, n); }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_DigestFinal_ex(ctx_, md, &n);
-    static const char* d = "0123456789abcdef";
-    std::string s;
-    for (unsigned i = 0; i < n; ++i) {
-      s += d[md[i] >> 4];
-      s += d[md[i] & 15];
-    }
-    return s;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
 }  // namespace
 
 bool is_loopback_host(const std::string& address) {
   std::string host = address;
   try {
-    host = split_address(address).first;
+    host = zkfarm::http::split_address(address, "listen address").first;
   } catch (const std::exception&) {
   }
   if (host == "localhost") return true;
@@ -374,7 +330,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         p += w;
         left -= size_t(w);
       }
-      self->sha_->update(self->chunk_.data(), n);
+      self->sha_->add(self->chunk_.data(), n);
       self->upload_bytes_ += n;
       self->read_upload_piece();
     });
@@ -391,7 +347,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     fd_ = -1;
     request_.upload_path = upload_path_;
     request_.upload_bytes = upload_bytes_;
-    request_.upload_sha256 = sha_->hex();
+    request_.upload_sha256 = sha_->hex_digest();
     upload_parser_.reset();
     std::vector<char>().swap(chunk_);
     dispatch();
@@ -484,7 +440,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   unsigned version_ = 11;
   uint64_t limit_ = 0;
   std::vector<char> chunk_;
-  std::optional<Sha256> sha_;
+  std::optional<files::Sha256> sha_;
   int fd_ = -1;
   std::string upload_path_;
   uint64_t upload_bytes_ = 0;
@@ -535,7 +491,7 @@ HttpServer::HttpServer(ServerOptions opts, Handler& handler) : impl_(std::make_u
     m.tls->use_private_key_file(m.opts.tls_key, ssl::context::pem, ec);
     if (ec) throw std::runtime_error(m.opts.tls_key + ": cannot read the TLS private key (or it does not match the certificate): " + ec.message());
   }
-  const auto [host, port] = split_address(m.opts.address);
+  const auto [host, port] = zkfarm::http::split_address(m.opts.address, "--listen");
   boost::system::error_code ec;
   tcp::resolver resolver(m.ioc);
   auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::numeric_service, ec);

@@ -59,6 +59,16 @@ struct InputFiles {
 
 ApiError bad(const std::string& msg) { return {400, "bad_request", msg}; }
 
+// A numeric query value, or nullopt when the query does not have it; 400
+// naming the key when it is not a number.
+std::optional<uint64_t> query_number(const RequestHead& head, const char* key) {
+  auto it = head.query.find(key);
+  if (it == head.query.end()) return std::nullopt;
+  auto v = parse_u64(it->second);
+  if (!v) throw bad(std::string("'") + key + "' must be a number");
+  return v;
+}
+
 }  // namespace
 
 json Service::job_view(const json& j, const JobRow& row) const {
@@ -276,43 +286,26 @@ Response Service::job_get(Call& c, const RequestHead& head, bool hold) {
   const JobRow row = own_job(c);
   uint64_t wait_ms = 0, seen_done = UINT64_MAX;
   std::string seen_state;
-  auto num = [&](const char* k) -> std::optional<uint64_t> {
-    auto it = head.query.find(k);
-    if (it == head.query.end()) return std::nullopt;
-    if (it->second.empty() || it->second.size() > 12 || it->second.find_first_not_of("0123456789") != std::string::npos)
-      throw bad(std::string("'") + k + "' must be a number");
-    return std::stoull(it->second);
-  };
   if (hold) {
-    wait_ms = std::min<uint64_t>(num("wait_ms").value_or(0), 30000);
+    wait_ms = std::min<uint64_t>(query_number(head, "wait_ms").value_or(0), 30000);
     if (auto it = head.query.find("seen_state"); it != head.query.end()) seen_state = it->second.substr(0, 16);
-    seen_done = num("seen_done").value_or(UINT64_MAX);
+    seen_done = query_number(head, "seen_done").value_or(UINT64_MAX);
   }
   return json_reply(200, {{"job", job_view(farm_job(row, wait_ms, seen_state, seen_done), row)}});
 }
 
 Response Service::job_list(Call& c, const RequestHead& head) {
-  unsigned limit = 100;
-  uint64_t before = 0;
+  const uint64_t limit = query_number(head, "limit").value_or(100);
+  if (limit < 1 || limit > 200) throw bad("'limit' must be 1 to 200");
+  const uint64_t before = query_number(head, "before").value_or(0);
   std::string state;
-  if (auto it = head.query.find("limit"); it != head.query.end()) {
-    if (it->second.empty() || it->second.size() > 4 || it->second.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(it->second) < 1 || std::stoul(it->second) > 200)
-      throw bad("'limit' must be 1 to 200");
-    limit = unsigned(std::stoul(it->second));
-  }
-  if (auto it = head.query.find("before"); it != head.query.end()) {
-    if (it->second.empty() || it->second.size() > 19 || it->second.find_first_not_of("0123456789") != std::string::npos)
-      throw bad("'before' must be a job id");
-    before = std::stoull(it->second);
-  }
   if (auto it = head.query.find("state"); it != head.query.end()) {
     state = it->second;
     if (state != "queued" && state != "running" && state != "done" && state != "failed" && state != "cancelled")
       throw bad("'state' must be queued, running, done, failed or cancelled");
   }
   json jobs = json::array();
-  const auto rows = store_.jobs(c.who.tenant, before, limit);
+  const auto rows = store_.jobs(c.who.tenant, before, unsigned(limit));
   for (const auto& row : rows) {
     json v;
     try {
@@ -326,23 +319,20 @@ Response Service::job_list(Call& c, const RequestHead& head) {
                           {"next_before", rows.size() == limit && !rows.empty() ? json(rows.back().id) : json(nullptr)}});
 }
 
-Response Service::job_results(Call& c, const RequestHead& head) {
-  const JobRow row = own_job(c);
-  uint64_t from = 0;
-  if (auto it = head.query.find("from"); it != head.query.end()) {
-    if (it->second.empty() || it->second.size() > 12 || it->second.find_first_not_of("0123456789") != std::string::npos)
-      throw bad("'from' must be a partition index");
-    from = std::stoull(it->second);
-  }
+json Service::result_page(const JobRow& row, uint64_t from) {
   json req = protocol::make("result");
   req["job"] = row.id;
   req["from"] = from;
-  json reply;
   try {
-    reply = farm_.call(req, 60000);
+    return farm_.call(req, 60000);
   } catch (const FarmRefused& e) {
     throw ApiError{409, "not_ready", tenant_text(e.what())};
   }
+}
+
+Response Service::job_results(Call& c, const RequestHead& head) {
+  const JobRow row = own_job(c);
+  const json reply = result_page(row, query_number(head, "from").value_or(0));
   return json_reply(200, {{"results", reply.value("results", json::array())},
                           {"partitions", reply.value("partitions", json(nullptr))},
                           {"next", reply.value("next", json(nullptr))}});
@@ -352,16 +342,7 @@ Response Service::job_file(Call& c) {
   const JobRow row = own_job(c);
   if (c.partition >= row.partitions)
     throw ApiError{404, "not_found", "job " + std::to_string(row.id) + " has " + std::to_string(row.partitions) + " partitions"};
-  json req = protocol::make("result");
-  req["job"] = row.id;
-  req["from"] = c.partition;
-  json reply;
-  try {
-    reply = farm_.call(req, 60000);
-  } catch (const FarmRefused& e) {
-    throw ApiError{409, "not_ready", tenant_text(e.what())};
-  }
-  for (const auto& r : reply.value("results", json::array()))
+  for (const auto& r : result_page(row, c.partition).value("results", json::array()))
     if (r.value("partition", UINT64_MAX) == c.partition) {
       const std::string text = r.value(c.file == "proof.json" ? "proof" : "public", std::string());
       return Response{200, text, "application/json", {}};

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -34,7 +35,11 @@ void own_dir(const std::string& dir) {
   if (::lstat(dir.c_str(), &st) != 0) throw std::runtime_error(dir + ": " + std::strerror(errno));
   if (!S_ISDIR(st.st_mode)) throw std::runtime_error(dir + ": not a directory (a symlink is refused)");
   if (st.st_uid != ::geteuid()) throw std::runtime_error(dir + ": owned by uid " + std::to_string(st.st_uid) + ", not by this process's user");
-  if (st.st_mode & 077) throw std::runtime_error(dir + ": open to group or others (mode " + std::to_string(st.st_mode & 0777) + " octal-ish); chmod 700");
+  if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", unsigned(st.st_mode & 0777));
+    throw std::runtime_error(dir + ": open to group or others (mode " + mode + "); chmod 700");
+  }
 }
 
 int64_t wall_ms() {

@@ -4,11 +4,11 @@
 #include "api/call.hpp"
 #include "api/service.hpp"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <filesystem>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -31,12 +31,6 @@ std::vector<std::string> segments(const std::string& path) {
   return out;
 }
 
-std::optional<uint64_t> parse_id(const std::string& s) {
-  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  uint64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
 
 bool is_upload_id(const std::string& s) {
   return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -56,6 +50,13 @@ struct Reservation {
 };
 
 }  // namespace
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  uint64_t v = 0;
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
 
 int64_t steady_ms() {
   using namespace std::chrono;
@@ -161,7 +162,7 @@ Admission Service::admit(const RequestHead& head) {
     if (method("POST")) ok = true, call->route = Route::kJobCreate, need = Role::kSubmit;
     if (method("GET")) ok = true, call->route = Route::kJobList;
   } else if (top == "jobs" && n >= 4) {
-    const auto id = parse_id(seg[3]);
+    const auto id = parse_u64(seg[3]);
     if (!id) return reject(404, "not_found", "no job '" + seg[3].substr(0, 32) + "'");
     call->job = *id;
     if (n == 4) {
@@ -170,8 +171,8 @@ Admission Service::admit(const RequestHead& head) {
       ok = method("GET"), call->route = Route::kJobResults;
     } else if (n == 5 && seg[4] == "cancel") {
       ok = method("POST"), call->route = Route::kJobCancel, need = Role::kSubmit;
-    } else if (n == 7 && seg[4] == "partitions" && parse_id(seg[5]) && (seg[6] == "proof.json" || seg[6] == "public.json")) {
-      ok = method("GET"), call->route = Route::kJobFile, call->partition = *parse_id(seg[5]), call->file = seg[6];
+    } else if (n == 7 && seg[4] == "partitions" && parse_u64(seg[5]) && (seg[6] == "proof.json" || seg[6] == "public.json")) {
+      ok = method("GET"), call->route = Route::kJobFile, call->partition = *parse_u64(seg[5]), call->file = seg[6];
     } else {
       known_path = false;
     }
@@ -231,15 +232,14 @@ Admission Service::admit(const RequestHead& head) {
       } catch (const StoreError& e) {
         return reject(503, "unavailable", "the store cannot be read; retry later");
       }
-      uint64_t& held = reserved_bytes_[call->who.tenant];
-      if (stored + held + len > quota) {
-        if (held == 0) reserved_bytes_.erase(call->who.tenant);
+      const auto it = reserved_bytes_.find(call->who.tenant);
+      const uint64_t held = it == reserved_bytes_.end() ? 0 : it->second;
+      if (stored + held + len > quota)
         return reject(429, "quota_exceeded",
                       "the upload of " + std::to_string(len) + " bytes would pass tenant '" + call->who.tenant +
                           "''s quota of " + std::to_string(quota) + " stored bytes (" + std::to_string(stored + held) +
                           " in use); delete uploads or ask the operator");
-      }
-      held += len;
+      reserved_bytes_[call->who.tenant] += len;
       call->reservation = std::shared_ptr<Reservation>(new Reservation{m_, reserved_bytes_, call->who.tenant, len});
       a.body = BodyKind::kUpload;
       a.limit = len;
@@ -317,23 +317,22 @@ void Service::handle(Request request, std::function<void(Response)> done) {
       // hold every thread that submits need.
       const std::string tenant = call->route == Route::kCircuitCreate ? call->who.tenant : std::string();
       if (!tenant.empty()) {
-        std::lock_guard<std::mutex> lock(m_);
-        unsigned& mine = slow_per_tenant_[tenant];
-        if (mine >= 1 || registrations_ >= std::max(1u, opts_.slow_workers / 2)) {
-          if (mine == 0) slow_per_tenant_.erase(tenant);
-          return done(error_reply(429, "too_many_requests",
-                                  mine ? "tenant '" + tenant + "' has a circuit registration in progress; retry when it ends"
-                                       : std::string("the farm is building other circuits; retry later")));
+        std::string refusal;
+        {
+          std::lock_guard<std::mutex> lock(m_);
+          if (registering_.count(tenant))
+            refusal = "tenant '" + tenant + "' has a circuit registration in progress; retry when it ends";
+          else if (registering_.size() >= std::max(1u, opts_.slow_workers / 2))
+            refusal = "the farm is building other circuits; retry later";
+          else
+            registering_.insert(tenant);
         }
-        ++mine;
-        ++registrations_;
+        if (!refusal.empty()) return done(error_reply(429, "too_many_requests", refusal));
       }
       auto release = [this, tenant] {
         if (tenant.empty()) return;
         std::lock_guard<std::mutex> lock(m_);
-        auto it = slow_per_tenant_.find(tenant);
-        if (it != slow_per_tenant_.end() && --it->second == 0) slow_per_tenant_.erase(it);
-        --registrations_;
+        registering_.erase(tenant);
       };
       ++submitting_;
       queued = slow_.post([this, task, release] {
@@ -469,31 +468,18 @@ void Service::sweep(int64_t now_ms) {
     ::unlink(upload_path(u.id).c_str());
     store_.forget_upload(u.id);
   }
-  // Partial uploads and inputs of a crashed run: older than an hour.
-  for (const std::string& dir : {opts_.api_dir + "/uploads", opts_.api_dir + "/tmp"}) {
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) continue;
-    while (dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      const bool partial = name.rfind(".partial-", 0) == 0, tmp = dir.size() > 4 && dir.substr(dir.size() - 4) == "/tmp";
-      if (!partial && !tmp) continue;
-      struct stat st {};
-      const std::string path = dir + "/" + name;
-      if (::lstat(path.c_str(), &st) != 0 || now_ms - int64_t(st.st_mtime) * 1000 < 3600 * 1000) continue;
-      if (S_ISDIR(st.st_mode)) {
-        if (DIR* sub = ::opendir(path.c_str())) {
-          while (dirent* f = ::readdir(sub))
-            if (std::string(f->d_name) != "." && std::string(f->d_name) != "..") ::unlinkat(dirfd(sub), f->d_name, 0);
-          ::closedir(sub);
-        }
-        ::rmdir(path.c_str());
-      } else {
-        ::unlink(path.c_str());
-      }
-    }
-    ::closedir(d);
-  }
+  // Partial uploads and inputs of a crashed run: older than an hour. Both
+  // folders are zkfarm-api's own (0700); remove_all never follows a link.
+  namespace fs = std::filesystem;
+  auto stale = [&](const fs::directory_entry& e) {
+    struct stat st {};
+    return ::lstat(e.path().c_str(), &st) == 0 && now_ms - int64_t(st.st_mtime) * 1000 >= 3600 * 1000;
+  };
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(opts_.api_dir + "/uploads", ec))
+    if (e.path().filename().string().rfind(".partial-", 0) == 0 && stale(e)) fs::remove(e.path(), ec);
+  for (const auto& e : fs::directory_iterator(opts_.api_dir + "/tmp", ec))
+    if (stale(e)) fs::remove_all(e.path(), ec);
 }
 
 }  // namespace zkfarm::api

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -96,6 +97,9 @@ class Service : public Handler {
   json job_view(const json& farm_job, const JobRow& row) const;
   /// The job's row when it is the caller's; else throws a 404 ApiError.
   JobRow own_job(Call& c) const;
+  /// A page of a finished job's results from zkfarmd (`result` from
+  /// partition `from`); 409 not_ready when zkfarmd has none to give.
+  json result_page(const JobRow& row, uint64_t from);
   /// zkfarmd's object of a job, noting in the store when it has ended.
   json farm_job(const JobRow& row, uint64_t wait_ms = 0, const std::string& seen_state = "", uint64_t seen_done = UINT64_MAX);
   /// Replaces the paths of zkfarm-api's own files in a zkfarmd message by what the tenant named.
@@ -114,8 +118,7 @@ class Service : public Handler {
   std::map<std::string, std::unique_ptr<std::mutex>> tenant_locks_;  // one submit at a time per tenant
   std::atomic<unsigned> waiting_{0};                      // long polls held now
   std::atomic<unsigned> submitting_{0};                   // submits and registrations queued or running
-  std::map<std::string, unsigned> slow_per_tenant_;      // circuit registrations in progress, per tenant (m_)
-  unsigned registrations_ = 0;                           // and in all (m_)
+  std::set<std::string> registering_;                    // tenants with a circuit registration in progress (m_)
   uint64_t json_in_flight_ = 0;                          // bytes of JSON bodies admitted and not yet done (m_)
   std::atomic<bool> health_ok_{false};                   // the last health check of zkfarmd
   std::atomic<int64_t> health_at_ms_{INT64_MIN / 2};     // when (steady ms)
@@ -138,6 +141,8 @@ Response error_reply(unsigned status, const std::string& code, const std::string
 Response json_reply(unsigned status, const json& body);
 /// GET /v1/health's answer.
 Response health_reply(bool farm_ok);
+/// A decimal number of 1-19 digits (ids, query values); nullopt otherwise.
+std::optional<uint64_t> parse_u64(std::string_view s);
 /// Milliseconds of the steady clock.
 int64_t steady_ms();
 /// True when the head announces a body.

@@ -7,11 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <httplib.h>
-#include <sstream>
 
 #include "ctl/exit_codes.hpp"
+#include "files/file_error.hpp"
+#include "files/input_file.hpp"
 
 namespace zkfarm::ctl {
 
@@ -19,12 +19,27 @@ using protocol::Message;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw CtlError(kExitFailed, path + ": cannot read: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// A file the caller named, read whole: regular files only (a FIFO or device
+// is refused, never waited on), through one descriptor.
+std::string read_text(const std::string& path, struct stat* st_out = nullptr) {
+  files::UniqueFd fd;
+  try {
+    fd = files::open_regular_file(path);
+  } catch (const files::FileError& e) {
+    throw CtlError(kExitFailed, e.what());
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw CtlError(kExitFailed, path + ": cannot stat: " + std::strerror(errno));
+  if (st_out) *st_out = st;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw CtlError(kExitFailed, path + ": cannot read: " + std::strerror(errno));
+    if (n == 0) return text;
+    text.append(buf, size_t(n));
+  }
 }
 
 std::string query_escape(const std::string& s) { return httplib::detail::encode_query_param(s); }
@@ -33,11 +48,14 @@ std::string query_escape(const std::string& s) { return httplib::detail::encode_
 
 std::string read_token_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw CtlError(kExitUsage, "--token-file " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw CtlError(kExitUsage, "--token-file " + path + ": not a regular file");
+  std::string text;
+  try {
+    text = read_text(path, &st);
+  } catch (const CtlError& e) {
+    throw CtlError(kExitUsage, std::string("--token-file ") + e.what());
+  }
   if (st.st_mode & 0044)
     throw CtlError(kExitUsage, "--token-file " + path + ": readable by group or others; chmod 600 " + path);
-  std::string text = read_text(path);
   const auto nl = text.find_first_of("\r\n");
   if (nl != std::string::npos) text.resize(nl);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
@@ -88,13 +106,15 @@ struct ApiClient::Impl {
 
   // Streams a local file to POST /v1/uploads; returns the upload's id.
   std::string upload(const std::string& path, int timeout_ms) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) throw CtlError(kExitFailed, path + ": cannot open: " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw CtlError(kExitFailed, path + ": not a regular file");
+    files::UniqueFd file;
+    try {
+      file = files::open_regular_file(path);  // no FIFO or device: never blocks
+    } catch (const files::FileError& e) {
+      throw CtlError(kExitFailed, e.what());
     }
+    const int fd = file.get();
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw CtlError(kExitFailed, path + ": cannot stat: " + std::strerror(errno));
     set_timeout(timeout_ms);
     bool read_error = false;
     auto res = http.Post(
@@ -109,7 +129,6 @@ struct ApiClient::Impl {
           return sink.write(buf, size_t(n));
         },
         "application/octet-stream");
-    ::close(fd);
     if (read_error) throw CtlError(kExitFailed, path + ": cannot read (changed while being sent?)");
     Message m = check(res, "upload of " + path);
     if (!m.contains("upload") || !m["upload"].is_object()) throw MalformedReply("upload: no \"upload\"");

@@ -48,9 +48,10 @@ std::string lower_first(std::string s) {
   return s;
 }
 
-// "HOST:PORT" or "[V6]:PORT" → (host, port). Throws naming the address.
-std::pair<std::string, uint16_t> split_address(const std::string& address) {
-  auto bad = [&] { return std::runtime_error("http_address must be HOST:PORT, got '" + address + "'"); };
+}  // namespace
+
+std::pair<std::string, uint16_t> split_address(const std::string& address, const std::string& what) {
+  auto bad = [&] { return std::runtime_error(what + " must be HOST:PORT, got '" + address + "'"); };
   std::string host, port;
   if (!address.empty() && address[0] == '[') {
     auto close = address.find(']');
@@ -73,6 +74,8 @@ std::pair<std::string, uint16_t> split_address(const std::string& address) {
   if (p > 65535) throw bad();
   return {host, uint16_t(p)};
 }
+
+namespace {
 
 std::string endpoint_text(const tcp::endpoint& ep) {
   auto a = ep.address();

@@ -33,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "supervisor/http_exchange.hpp"
 
@@ -63,6 +64,11 @@ struct ServerStats {
   uint64_t answered = 0;      ///< responses written
   uint64_t accept_errors = 0; ///< accepts that failed (EMFILE, ENFILE, …)
 };
+
+/// "HOST:PORT" or "[V6]:PORT" → (host, port), checked: a port of 1-5 digits
+/// up to 65535, brackets around an IPv6 host. Throws std::runtime_error
+/// "WHAT must be HOST:PORT, got '…'" (also zkfarm-api's --listen).
+std::pair<std::string, uint16_t> split_address(const std::string& address, const std::string& what = "http_address");
 
 class HttpServer {
  public:

@@ -1,6 +1,5 @@
 #include "witgen/generator_build.hpp"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "files/sha256.hpp"
 #include "witgen/subprocess.hpp"
 
 #ifndef ZKFARM_WITGEN_SOURCE_ROOT
@@ -23,32 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string hex(const unsigned char* d, size_t n) {
-  static const char* h = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    s += h[d[i] >> 4];
-    s += h[d[i] & 15];
-  }
-  return s;
-}
-
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  void add(const void* p, size_t n) { EVP_DigestUpdate(ctx_, p, n); }
-  void add(const std::string& s) { add(s.data(), s.size()); }
-  std::string hex_digest() {
-    unsigned char d[32];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, d, &n);
-    return hex(d, n);
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
+using files::Sha256;
 
 std::string file_sha256(const std::string& path, uint64_t& size) {
   std::ifstream in(path, std::ios::binary);

@@ -374,9 +374,12 @@ class ApiTest(unittest.TestCase):
         self.assertIn("repeats", r.json()["error"]["message"])
         r = q.post(url + "/v1/jobs", json={"zkey": zkey, "witnesses": wtns[:2]})
         self.assertEqual(r.status_code, 201, r.text)
-        # A bad witness is refused by zkfarmd with the tenant's name for the file, not the API's path.
-        r = q.post(url + "/v1/jobs", json={"zkey": zkey, "witnesses": [zkey]})
-        self.assertIn(r.status_code, (400, 429))
+        # A bad witness (a key sent as one) is refused by zkfarmd, naming the
+        # file by the tenant's name for it (the upload), not the API's path.
+        a_zkey = self.upload(s, os.path.join(FIX, "chain.zkey"))
+        r = s.post(url + "/v1/jobs", json={"zkey": a_zkey, "witnesses": [a_zkey]})
+        self.assertEqual((r.status_code, error_code(r)), (400, "rejected"), r.text)
+        self.assertIn(f"upload {a_zkey}", r.json()["error"]["message"])
         self.assertNotIn(self.farm.state, r.text)
 
     def test_the_same_idempotency_key_gives_the_same_job(self):
