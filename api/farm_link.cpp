@@ -19,7 +19,7 @@ protocol::Message FarmLink::call(const protocol::Message& request, int timeout_m
   try {
     return client->call(request);
   } catch (const ctl::Refused& e) {
-    throw FarmRefused(e.what());
+    throw FarmRefused(e.what(), e.retry_after_ms);
   } catch (const ctl::CtlError& e) {
     client.reset();
     throw FarmUnavailable(e.what());

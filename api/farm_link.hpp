@@ -3,6 +3,7 @@
 // zkfarmctl (docs/protocol.md), through ctl::Client, one connection per
 // calling thread (a ZeroMQ REQ socket is not thread-safe). zkfarmd sees
 // zkfarm-api as one local user; tenants exist only in zkfarm-api's store.
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -15,10 +16,14 @@ class FarmUnavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-/// zkfarmd answered {"ok": false}: what() is its error text.
+/// zkfarmd answered {"ok": false}: what() is its error text;
+/// `retry_after_ms` > 0 when zkfarmd called it transient (its journal or
+/// shared queue cannot be reached now).
 class FarmRefused : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit FarmRefused(const std::string& what, int64_t retry_after_ms = 0)
+      : std::runtime_error(what), retry_after_ms(retry_after_ms) {}
+  int64_t retry_after_ms;
 };
 
 class FarmLink {

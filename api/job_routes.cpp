@@ -326,6 +326,9 @@ json Service::result_page(const JobRow& row, uint64_t from) {
   try {
     return farm_.call(req, 60000);
   } catch (const FarmRefused& e) {
+    // Transient (the shared queue restarting): 503 with Retry-After, and no
+    // detail (zkfarmd's text names the database).
+    if (e.retry_after_ms > 0) throw ApiError{503, "unavailable", "the farm cannot read the job's proofs now; retry later"};
     throw ApiError{409, "not_ready", tenant_text(e.what())};
   }
 }

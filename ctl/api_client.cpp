@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <httplib.h>
@@ -87,7 +88,16 @@ struct ApiClient::Impl {
     if (body.is_object() && body.contains("error") && body["error"].is_object())
       msg = body["error"].value("message", msg) + " (" + body["error"].value("code", std::string("error")) + ", HTTP " +
             std::to_string(res->status) + ")";
-    throw Refused(msg);
+    // 503 is transient (a full pool, the farm's queue restarting): worth asking again.
+    int64_t retry = 0;
+    if (res->status == 503) {
+      retry = 1000;
+      try {
+        if (res->has_header("Retry-After")) retry = std::clamp<int64_t>(std::stoll(res->get_header_value("Retry-After")), 1, 60) * 1000;
+      } catch (const std::exception&) {
+      }
+    }
+    throw Refused(msg, retry);
   }
 
   Message get(const std::string& path, int timeout_ms) {

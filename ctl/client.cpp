@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -57,7 +58,10 @@ protocol::Message parse_reply(std::string_view frame) {
   if (!ok->get<bool>()) {
     auto err = m.find("error");
     if (err == m.end() || !err->is_string()) throw Refused("zkfarmd refused the request without an error message");
-    throw Refused(err->get<std::string>());
+    int64_t retry = 0;
+    if (auto r = m.find("retry_after_ms"); r != m.end() && r->is_number_unsigned())
+      retry = int64_t(std::min<uint64_t>(r->get<uint64_t>(), 60000));  // a hint, never a reason to sleep long
+    throw Refused(err->get<std::string>(), retry);
   }
   return m;
 }

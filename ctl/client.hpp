@@ -37,7 +37,12 @@ class NoSupervisor : public CtlError {
 /// supervisor's error text.
 class Refused : public CtlError {
  public:
-  explicit Refused(const std::string& error) : CtlError(kExitFailed, error) {}
+  /// `retry_after_ms` > 0: the refusal is transient (zkfarmd's journal or
+  /// shared queue cannot be reached now, or zkfarm-api answered 503) and the
+  /// same request may be sent again after that many milliseconds.
+  explicit Refused(const std::string& error, int64_t retry_after_ms = 0)
+      : CtlError(kExitFailed, error), retry_after_ms(retry_after_ms) {}
+  int64_t retry_after_ms;
 };
 
 /// The reply frame is not a valid reply (not MessagePack, not a map, no

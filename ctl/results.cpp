@@ -1,5 +1,10 @@
 #include "ctl/results.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <thread>
+
 #include "files/file_error.hpp"
 #include "files/safe_write.hpp"
 
@@ -7,14 +12,35 @@ namespace zkfarm::ctl {
 
 using protocol::Message;
 
-uint64_t write_results(Caller& client, uint64_t job, const std::string& out) {
-  files::UniqueFd dir;  // made once the first page is there (an unfinished job creates nothing)
-  uint64_t written = 0, from = 0;
+namespace {
+
+// One page of `result`, asked for again while the refusal is transient.
+Message result_page(Caller& client, uint64_t job, uint64_t from, std::chrono::steady_clock::time_point give_up) {
+  bool told = false;
   for (;;) {
     Message req = protocol::make("result");
     req["job"] = job;
     req["from"] = from;
-    Message reply = client.call(req);
+    try {
+      return client.call(req);
+    } catch (const Refused& e) {
+      const auto again = std::chrono::steady_clock::now() + std::chrono::milliseconds(e.retry_after_ms);
+      if (e.retry_after_ms <= 0 || again > give_up) throw;
+      if (!told) std::cerr << "zkfarmctl: " << e.what() << "; asking again\n";
+      told = true;
+      std::this_thread::sleep_until(again);
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int64_t retry_for_ms) {
+  files::UniqueFd dir;  // made once the first page is there (an unfinished job creates nothing)
+  uint64_t written = 0, from = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(retry_for_ms, 0));
+  for (;;) {
+    Message reply = result_page(client, job, from, give_up);
     auto results = reply.find("results");
     if (results == reply.end() || !results->is_array()) throw MalformedReply("\"results\" is missing or not a list");
     if (!dir) {

@@ -15,8 +15,12 @@ namespace zkfarm::ctl {
 
 /// Writes OUT/k.proof.json and OUT/k.public.json for every partition k of
 /// done job `job` into `out` (absolute). Returns the number of partitions
-/// written. Throws Refused (unknown or unfinished job), NoSupervisor, or
-/// CtlError (exit 1) naming the file and the fault when a write fails.
-uint64_t write_results(Caller& client, uint64_t job, const std::string& out);
+/// written. A page refused as transient (Refused::retry_after_ms > 0: the
+/// shared queue restarting, zkfarm-api's 503) is asked for again after the
+/// hint, for up to `retry_for_ms` in all (one line on stderr says so).
+/// Throws Refused (unknown or unfinished job, or still transient after
+/// `retry_for_ms`), NoSupervisor, or CtlError (exit 1) naming the file and
+/// the fault when a write fails.
+uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int64_t retry_for_ms = 60000);
 
 }  // namespace zkfarm::ctl

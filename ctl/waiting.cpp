@@ -153,7 +153,9 @@ int run_wait(Caller& client, const WaitOptions& opt) {
             return kExitOk;
           }
           client.set_timeout_ms(60000);
-          const uint64_t n = write_results(client, opt.job, out);
+          // A shared queue restarting is ridden through within what is left
+          // of --timeout (at least a minute; ten when waiting for ever).
+          const uint64_t n = write_results(client, opt.job, out, std::max<int64_t>(deadline.left_ms(600000), 60000));
           std::cout << "job " << opt.job << " done: " << n << " proofs written to " << out << "\n";
           return kExitOk;
         }

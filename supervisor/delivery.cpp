@@ -60,6 +60,10 @@ std::string write_result(const std::string& out, const Peer& as, uint32_t index,
 // texts would pass half a frame).
 constexpr size_t kResultPageMax = 256;
 
+// A `result` the journal or shared queue could not answer now (a database
+// restart, a full disk) says when to ask again; zkfarmctl and zkfarm-api retry.
+constexpr int64_t kResultRetryAfterMs = 1000;
+
 // One proved partition of `job`, its proof from this instance or the journal.
 struct ToWrite {
   uint32_t index;
@@ -169,6 +173,7 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
                       job->parts[k].public_json});
   journal_thread_->post([this, identity, id, parts, total = job->parts.size()] {
     std::string error;
+    bool transient = false;  // the journal or queue cannot be reached now: the client asks again
     for (auto& w : *parts) {
       if (!w.proof.empty()) continue;
       try {
@@ -176,6 +181,9 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
           w.proof = jp->proof;
           w.public_json = jp->public_json;
         }
+      } catch (const JournalError& e) {
+        if (error.empty()) error = e.what();
+        transient = transient || e.storage_fault();
       } catch (const std::exception& e) {
         if (error.empty()) error = e.what();
       }
@@ -198,8 +206,12 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
       bytes += n;
       results.push_back({{"partition", w.index}, {"proof", std::move(proof_json)}, {"public", w.public_json}});
     }
-    inbox_.post([this, identity, id, results = std::move(results), next, total, error]() mutable {
-      if (!error.empty()) return send_reply(identity, {{"ok", false}, {"error", "job " + std::to_string(id) + ": " + error}});
+    inbox_.post([this, identity, id, results = std::move(results), next, total, error, transient]() mutable {
+      if (!error.empty()) {
+        nlohmann::json r = {{"ok", false}, {"error", "job " + std::to_string(id) + ": " + error}};
+        if (transient) r["retry_after_ms"] = kResultRetryAfterMs;
+        return send_reply(identity, r);
+      }
       send_reply(identity, {{"ok", true},
                             {"job", id},
                             {"partitions", total},

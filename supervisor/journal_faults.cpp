@@ -46,7 +46,13 @@ void Supervisor::run_journal_write(const std::function<void()>& write) {
         inbox_.post([this, what] { log_->error("journal: a write failed while stopping and is dropped: {}", what); });
         return;
       }
-      if (!faulted) inbox_.post([this, what] { on_journal_fault("journal write failed: " + what); });
+      if (!faulted)
+        inbox_.post([this, what] {
+          on_journal_fault("journal write failed: " + what);
+          // A shared queue's write failed: the queue calls wait behind it on
+          // this thread, so none of them would say so; status must.
+          if (pg_) queue_call_failed(what);
+        });
       faulted = true;
     }
     // Probe until a write commits and the inputs' folder takes a file (the
@@ -78,6 +84,7 @@ void Supervisor::on_journal_fault(const std::string& why) {
 
 void Supervisor::on_journal_recovered() {
   journal_faulted_ = false;
+  if (pg_) queue_call_worked();  // the write that was held reached the queue
   if (!intake_fault_.empty()) log_->info("journal: writes work again; intake reopened ({})", intake_fault_);
   intake_fault_.clear();
 }

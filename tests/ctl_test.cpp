@@ -554,6 +554,38 @@ TEST(Ctl, ResultWritesEveryPageAsTheCallerNeverThroughASymlink) {
   EXPECT_EQ(reqs[1]["from"], 2);
 }
 
+// A shared queue restarting: zkfarmd refuses `result` with retry_after_ms;
+// zkfarmctl asks again and writes every proof. A refusal without the hint
+// (an unknown job) is final at once.
+TEST(Ctl, ResultAsksAgainWhileTheRefusalIsTransient) {
+  CtlTempDir dir;
+  std::atomic<int> asked{0};
+  FakeSupervisor sup(dir.path, [&asked](const Message& q) {
+    if (q.value("job", uint64_t(0)) != 5) return std::vector<std::string>{error_reply("no job 6 in the journal")};
+    if (asked++ < 2) {
+      Message m = protocol::make("reply");
+      m["ok"] = false;
+      m["error"] = "job 5: the queue is unreachable";
+      m["retry_after_ms"] = 20;
+      return std::vector<std::string>{protocol::encode(m)};
+    }
+    Message results = Message::array();
+    results.push_back({{"partition", 0}, {"proof", "p0"}, {"public", "x0"}});
+    return std::vector<std::string>{ok_reply({{"job", 5}, {"partitions", 1}, {"results", results}, {"next", nullptr}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"result", "5", "--out", "out"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(slurp(dir.path / "out" / "0.proof.json"), "p0");
+  EXPECT_NE(r.err.find("the queue is unreachable; asking again"), std::string::npos) << r.err;
+  EXPECT_EQ(sup.requests().size(), 3u);
+
+  CtlRun gone = run_ctl(base_args(dir) + std::vector<std::string>{"result", "6", "--out", "out6"}, dir.path);
+  EXPECT_EQ(gone.rc, 1);
+  EXPECT_NE(gone.err.find("no job 6"), std::string::npos) << gone.err;
+  EXPECT_EQ(sup.requests().size(), 4u);
+  EXPECT_FALSE(fs::exists(dir.path / "out6"));
+}
+
 TEST(Ctl, StopWaitReportsHowZkfarmdExited) {
   CtlTempDir dir;
   std::atomic<int> mode{0};  // 0: clean exit, 1: exit 1, 2: never answers
