@@ -5,6 +5,7 @@
 // constants were computed with Python integers (tests/vectors/ checks them).
 #include "groth16/curve.hpp"
 #include "groth16/field.hpp"
+#include "groth16/fp2.hpp"
 
 namespace zkfarm {
 
@@ -39,40 +40,7 @@ inline const U256 kFrModulus{FrParams::kModulus[0], FrParams::kModulus[1], FrPar
                              FrParams::kModulus[3]};
 
 /// Fq2 = Fq[u]/(u² + 1); 64 bytes, c0 then c1 (snarkjs's order).
-struct Fq2 {
-  Fq c0, c1;
-
-  static Fq2 zero() { return {Fq::zero(), Fq::zero()}; }
-  static Fq2 one() { return {Fq::one(), Fq::zero()}; }
-  static Fq2 load(const uint8_t* p) { return {Fq::load(p), Fq::load(p + 32)}; }
-  void store(uint8_t* p) const {
-    c0.store(p);
-    c1.store(p + 32);
-  }
-  bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
-  bool operator==(const Fq2& o) const { return c0 == o.c0 && c1 == o.c1; }
-  bool operator!=(const Fq2& o) const { return !(*this == o); }
-
-  friend Fq2 operator+(const Fq2& a, const Fq2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
-  friend Fq2 operator-(const Fq2& a, const Fq2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
-  Fq2 operator-() const { return {-c0, -c1}; }
-  Fq2 dbl() const { return {c0.dbl(), c1.dbl()}; }
-  /// Karatsuba: 3 Fq multiplications.
-  friend Fq2 operator*(const Fq2& a, const Fq2& b) {
-    Fq t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
-    return {t0 - t1, (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1};
-  }
-  Fq2& operator+=(const Fq2& o) { return *this = *this + o; }
-  Fq2& operator-=(const Fq2& o) { return *this = *this - o; }
-  Fq2& operator*=(const Fq2& o) { return *this = *this * o; }
-  /// (c0 + c1)(c0 − c1) + 2·c0·c1·u: 2 multiplications.
-  Fq2 sqr() const { return {(c0 + c1) * (c0 - c1), (c0 * c1).dbl()}; }
-  /// 1/(c0 + c1·u) = (c0 − c1·u)/(c0² + c1²); inverse of 0 is 0.
-  Fq2 inv() const {
-    Fq t = (c0.sqr() + c1.sqr()).inv();
-    return {c0 * t, -(c1 * t)};
-  }
-};
+using Fq2 = Fp2<Fq>;
 
 /// The curve constant b in Montgomery form, as the curve template wants it.
 struct G1Params {
@@ -103,5 +71,31 @@ inline constexpr size_t kG2Bytes = 128;
 
 /// Largest domain: 2^28 points (Fr's 2-adicity: r − 1 = 2^28·t, t odd).
 inline constexpr uint32_t kMaxLogDomain = 28;
+
+/// BN254 as a curve-traits type, for code templated on the curve
+/// (bls12_381.hpp has the other): its fields, groups, sizes, and the data of
+/// snarkjs's roots of unity (ffjavascript: nqr the smallest non-residue from 2,
+/// w[s] = nqr^((r−1)/2^s)).
+struct Bn254 {
+  /// The "curve" snarkjs writes into proof.json and verification keys.
+  static constexpr const char* kName = "bn128";
+  using Fq = zkfarm::Fq;
+  using Fr = zkfarm::Fr;
+  using Fq2 = zkfarm::Fq2;
+  using G1Params = zkfarm::G1Params;
+  using G2Params = zkfarm::G2Params;
+  static constexpr size_t kG1Bytes = zkfarm::kG1Bytes;
+  static constexpr size_t kG2Bytes = zkfarm::kG2Bytes;
+  static constexpr uint32_t kTwoAdicity = kMaxLogDomain;
+  static constexpr uint64_t kNqr = 5;
+  /// (1, 2), and the generator of EIP-197.
+  static G1Affine g1_generator() { return {Fq::from_u64(1), Fq::from_u64(2)}; }
+  static G2Affine g2_generator() {
+    return {{Fq::from_mont({0x8e83b5d102bc2026ULL, 0xdceb1935497b0172ULL, 0xfbb8264797811adfULL, 0x19573841af96503bULL}),
+             Fq::from_mont({0xafb4737da84c6140ULL, 0x6043dd5a5802d8c4ULL, 0x09e950fc52a02f86ULL, 0x14fef0833aea7b6bULL})},
+            {Fq::from_mont({0x619dfa9d886be9f6ULL, 0xfe7fd297f59e9b78ULL, 0xff9e1a62231b7dfeULL, 0x28fd7eebae9e4206ULL}),
+             Fq::from_mont({0x64095b56c71856eeULL, 0xdc57f922327d3cbbULL, 0x55f935be33351076ULL, 0x0da4a0e693fd6482ULL})}};
+  }
+};
 
 }  // namespace zkfarm

@@ -1,9 +1,11 @@
 #pragma once
-// Prime fields of 4×64-bit limbs in Montgomery form (R = 2^256), one template
-// over the modulus' constants: BN254's base field Fq and scalar field Fr are two
-// instantiations (bn254.hpp). Elements are 32 bytes, little-endian limbs, the
-// same bytes snarkjs writes into a zkey ("LEM": little-endian Montgomery).
+// Prime fields of N×64-bit limbs in Montgomery form (R = 2^(64N)), one
+// template over the modulus' constants: BN254's Fq and Fr (bn254.hpp) are
+// 4-limb instantiations, BLS12-381's Fq (bls12_381.hpp) a 6-limb one. Elements
+// are 8N bytes, little-endian limbs, the same bytes snarkjs writes into a zkey
+// ("LEM": little-endian Montgomery; n8q/n8r in the header give 8N).
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <x86intrin.h>  // _addcarry_u64, _subborrow_u64 (x86-64 only, as is the farm)
@@ -12,75 +14,110 @@
 
 namespace zkfarm {
 
-/// A 256-bit unsigned integer, little-endian 64-bit limbs (canonical form, not
-/// Montgomery). Scalars of an MSM and witness values are U256.
-using U256 = std::array<uint64_t, 4>;
+/// An unsigned integer of N 64-bit limbs, little-endian (canonical form, not
+/// Montgomery).
+template <size_t N>
+using Limbs = std::array<uint64_t, N>;
+
+/// A 256-bit unsigned integer: scalars of an MSM and witness values (both
+/// curves' scalar fields are 4 limbs).
+using U256 = Limbs<4>;
 
 using u128 = unsigned __int128;
 
-/// Prime field element, Montgomery form. P gives: kModulus, kR2 (R² mod p),
-/// kOne (R mod p), kInv (−p⁻¹ mod 2⁶⁴). The multiplication is CIOS with the
-/// "no-carry" shortcut of gnark-crypto, valid while p's top limb < 2⁶³−1, which
-/// both BN254 fields satisfy (static_assert below).
+/// Prime field element, Montgomery form. P gives: kModulus (N limbs, N from
+/// its size), kR2 (R² mod p), kOne (R mod p), kInv (−p⁻¹ mod 2⁶⁴). The
+/// multiplication is CIOS (Koç, Acar, Kaliski 1996) with the "no-carry"
+/// shortcut of gnark-crypto, valid while p's top limb < 2⁶³−1 (static_assert
+/// below): every field zkfarm knows satisfies it. 4 limbs: the MULX/ADX
+/// assembly (mont_mul_x86.hpp); other sizes: the portable form.
 template <class P>
 struct Fp {
-  uint64_t v[4];
+  using Params = P;
+  static constexpr size_t N = sizeof(P::kModulus) / sizeof(uint64_t);
+  static constexpr size_t kBytes = 8 * N;
+  /// A canonical integer of the field's width.
+  using Int = Limbs<N>;
+  static_assert(P::kModulus[N - 1] < 0x7ffffffffffffffeULL, "no-carry CIOS needs a spare top bit");
 
-  static constexpr Fp zero() { return Fp{{0, 0, 0, 0}}; }
-  static constexpr Fp one() { return Fp{{P::kOne[0], P::kOne[1], P::kOne[2], P::kOne[3]}}; }
-  /// Wraps 4 limbs already in Montgomery form (e.g. read from a zkey).
-  static constexpr Fp from_mont(const U256& m) { return Fp{{m[0], m[1], m[2], m[3]}}; }
-  /// Canonical integer x < p (caller checks the range) into Montgomery form.
-  static Fp from_u256(const U256& x) {
-    return Fp{{x[0], x[1], x[2], x[3]}} * Fp{{P::kR2[0], P::kR2[1], P::kR2[2], P::kR2[3]}};
-  }
-  static Fp from_u64(uint64_t x) { return from_u256(U256{x, 0, 0, 0}); }
-  /// Loads 32 bytes, little-endian, already in Montgomery form (no alignment needed).
-  static Fp load(const uint8_t* p) {
-    Fp r;
-    std::memcpy(r.v, p, 32);
+  uint64_t v[N];
+
+  static constexpr Fp zero() { return Fp{}; }
+  static constexpr Fp one() { return from_limbs(P::kOne); }
+  /// Wraps N limbs already in Montgomery form (e.g. read from a zkey).
+  static constexpr Fp from_mont(const Int& m) {
+    Fp r{};
+    for (size_t i = 0; i < N; ++i) r.v[i] = m[i];
     return r;
   }
-  void store(uint8_t* p) const { std::memcpy(p, v, 32); }
+  /// Canonical integer x < p (caller checks the range) into Montgomery form.
+  static Fp from_int(const Int& x) { return from_mont(x) * from_limbs(P::kR2); }
+  static Fp from_u64(uint64_t x) {
+    Int i{};
+    i[0] = x;
+    return from_int(i);
+  }
+  /// The 4-limb names (both scalar fields, BN254's Fq).
+  static Fp from_u256(const U256& x) requires(N == 4) { return from_int(x); }
+  U256 to_u256() const requires(N == 4) { return to_int(); }
+
+  /// Loads 8N bytes, little-endian, already in Montgomery form (no alignment needed).
+  static Fp load(const uint8_t* p) {
+    Fp r;
+    std::memcpy(r.v, p, kBytes);
+    return r;
+  }
+  void store(uint8_t* p) const { std::memcpy(p, v, kBytes); }
 
   /// Back to the canonical integer (one Montgomery multiplication by 1).
-  U256 to_u256() const {
-    Fp r = *this * Fp{{1, 0, 0, 0}};
-    return U256{r.v[0], r.v[1], r.v[2], r.v[3]};
+  Int to_int() const {
+    Int one_int{};
+    one_int[0] = 1;
+    return (*this * from_mont(one_int)).mont();
   }
-  U256 mont() const { return U256{v[0], v[1], v[2], v[3]}; }
+  Int mont() const {
+    Int r;
+    for (size_t i = 0; i < N; ++i) r[i] = v[i];
+    return r;
+  }
 
-  bool is_zero() const { return (v[0] | v[1] | v[2] | v[3]) == 0; }
+  bool is_zero() const {
+    uint64_t acc = 0;
+    for (size_t i = 0; i < N; ++i) acc |= v[i];
+    return acc == 0;
+  }
   bool operator==(const Fp& o) const {
-    return ((v[0] ^ o.v[0]) | (v[1] ^ o.v[1]) | (v[2] ^ o.v[2]) | (v[3] ^ o.v[3])) == 0;
+    uint64_t acc = 0;
+    for (size_t i = 0; i < N; ++i) acc |= v[i] ^ o.v[i];
+    return acc == 0;
   }
   bool operator!=(const Fp& o) const { return !(*this == o); }
 
   /// this − p if this ≥ p (inputs < 2p).
-  static inline __attribute__((always_inline)) void reduce_once(uint64_t t[4]) {
-    unsigned long long s[4];
+  static inline __attribute__((always_inline)) void reduce_once(uint64_t t[N]) {
+    unsigned long long s[N];
     unsigned char borrow = 0;
-    for (int i = 0; i < 4; ++i) borrow = _subborrow_u64(borrow, t[i], P::kModulus[i], &s[i]);
-    for (int i = 0; i < 4; ++i) t[i] = borrow ? t[i] : s[i];
+    for (size_t i = 0; i < N; ++i) borrow = _subborrow_u64(borrow, t[i], P::kModulus[i], &s[i]);
+    for (size_t i = 0; i < N; ++i) t[i] = borrow ? t[i] : s[i];
   }
 
   friend Fp operator+(const Fp& a, const Fp& b) {
     Fp r;
     unsigned char carry = 0;
-    for (int i = 0; i < 4; ++i)
+    for (size_t i = 0; i < N; ++i)
       carry = _addcarry_u64(carry, a.v[i], b.v[i], reinterpret_cast<unsigned long long*>(&r.v[i]));
-    reduce_once(r.v);  // p < 2^254, so a + b never carries out of 256 bits
+    reduce_once(r.v);  // p < 2^(64N−1), so a + b never carries out of 64N bits
     return r;
   }
   friend Fp operator-(const Fp& a, const Fp& b) {
     Fp r;
     unsigned char borrow = 0;
-    for (int i = 0; i < 4; ++i)
+    for (size_t i = 0; i < N; ++i)
       borrow = _subborrow_u64(borrow, a.v[i], b.v[i], reinterpret_cast<unsigned long long*>(&r.v[i]));
     // Add p back when it borrowed, without a branch (the sign is data-dependent).
     const uint64_t mask = 0 - uint64_t(borrow);
     unsigned char carry = 0;
-    for (int i = 0; i < 4; ++i)
+    for (size_t i = 0; i < N; ++i)
       carry = _addcarry_u64(carry, r.v[i], P::kModulus[i] & mask, reinterpret_cast<unsigned long long*>(&r.v[i]));
     return r;
   }
@@ -88,35 +125,37 @@ struct Fp {
   Fp dbl() const { return *this + *this; }
 
   friend Fp operator*(const Fp& a, const Fp& b) {
-    static_assert(P::kModulus[3] < 0x7ffffffffffffffeULL, "no-carry CIOS needs a spare top bit");
-    uint64_t t[4];
-    mont_mul_mulx<P>(t, a.v, b.v);
-    reduce_once(t);
-    return Fp{{t[0], t[1], t[2], t[3]}};
+    if constexpr (N == 4) {
+      uint64_t t[4];
+      mont_mul_mulx<P>(t, a.v, b.v);
+      reduce_once(t);
+      return Fp{{t[0], t[1], t[2], t[3]}};
+    } else {
+      return mul_portable(a, b);
+    }
   }
 
-  /// The same product in portable C++ (unsigned __int128), kept as the
-  /// reference the assembly is tested against.
+  /// The same product in portable C++ (unsigned __int128): the reference the
+  /// assembly is tested against, and the multiplication of fields other than
+  /// 4 limbs. Each round i: t = (t + a·b[i] + m·p) / 2^64 with
+  /// m = (t + a·b[i])₀·kInv, so that the division is exact.
   static Fp mul_portable(const Fp& a, const Fp& b) {
-    constexpr uint64_t q0 = P::kModulus[0], q1 = P::kModulus[1], q2 = P::kModulus[2], q3 = P::kModulus[3];
-    uint64_t t0, t1, t2, t3, A, C, m;
-    // Round i = 0 (t = 0), then three rounds, unrolled.
-    mac(A, t0, a.v[0], b.v[0], 0, 0);
-    m = t0 * P::kInv;
-    C = uint64_t(((u128)m * q0 + t0) >> 64);
-    mac(A, t1, a.v[1], b.v[0], A, 0);
-    mac(C, t0, m, q1, t1, C);
-    mac(A, t2, a.v[2], b.v[0], A, 0);
-    mac(C, t1, m, q2, t2, C);
-    mac(A, t3, a.v[3], b.v[0], A, 0);
-    mac(C, t2, m, q3, t3, C);
-    t3 = C + A;
-    round(t0, t1, t2, t3, a, b.v[1]);
-    round(t0, t1, t2, t3, a, b.v[2]);
-    round(t0, t1, t2, t3, a, b.v[3]);
-    uint64_t t[4] = {t0, t1, t2, t3};
+    uint64_t t[N] = {};
+    for (size_t i = 0; i < N; ++i) {
+      uint64_t A, C, x;
+      mac(A, t[0], a.v[0], b.v[i], t[0], 0);
+      const uint64_t m = t[0] * P::kInv;
+      C = uint64_t(((u128)m * P::kModulus[0] + t[0]) >> 64);
+      for (size_t j = 1; j < N; ++j) {
+        mac(A, x, a.v[j], b.v[i], t[j], A);
+        mac(C, t[j - 1], m, P::kModulus[j], x, C);
+      }
+      t[N - 1] = C + A;
+    }
     reduce_once(t);
-    return Fp{{t[0], t[1], t[2], t[3]}};
+    Fp r;
+    for (size_t i = 0; i < N; ++i) r.v[i] = t[i];
+    return r;
   }
 
   /// hi:lo = a·b + c + d (never overflows 128 bits).
@@ -126,48 +165,51 @@ struct Fp {
     lo = uint64_t(t);
     hi = uint64_t(t >> 64);
   }
-  /// One CIOS round: t = (t + a·bi + m·p) / 2^64.
-  static inline __attribute__((always_inline)) void round(uint64_t& t0, uint64_t& t1, uint64_t& t2,
-                                                          uint64_t& t3, const Fp& a, uint64_t bi) {
-    constexpr uint64_t q0 = P::kModulus[0], q1 = P::kModulus[1], q2 = P::kModulus[2], q3 = P::kModulus[3];
-    uint64_t A, C, x;
-    mac(A, t0, a.v[0], bi, t0, 0);
-    uint64_t m = t0 * P::kInv;
-    C = uint64_t(((u128)m * q0 + t0) >> 64);
-    mac(A, x, a.v[1], bi, t1, A);
-    mac(C, t0, m, q1, x, C);
-    mac(A, x, a.v[2], bi, t2, A);
-    mac(C, t1, m, q2, x, C);
-    mac(A, x, a.v[3], bi, t3, A);
-    mac(C, t2, m, q3, x, C);
-    t3 = C + A;
-  }
   Fp& operator+=(const Fp& o) { return *this = *this + o; }
   Fp& operator-=(const Fp& o) { return *this = *this - o; }
   Fp& operator*=(const Fp& o) { return *this = *this * o; }
   Fp sqr() const { return *this * *this; }
 
-  /// this^e for a canonical exponent e (square-and-multiply, high bit first).
-  Fp pow(const U256& e) const {
+  /// this^e for a canonical exponent e of any width (square-and-multiply,
+  /// high bit first).
+  template <size_t M>
+  Fp pow(const Limbs<M>& e) const {
     Fp r = one();
-    for (int i = 255; i >= 0; --i) {
+    for (int i = int(64 * M) - 1; i >= 0; --i) {
       r = r.sqr();
       if ((e[i / 64] >> (i % 64)) & 1) r *= *this;
     }
     return r;
   }
-  /// Multiplicative inverse by Fermat (x^(p−2)); inverse of 0 is 0. About 300
-  /// multiplications: callers invert in batches (batch_inverse) where it matters.
+  /// Multiplicative inverse by Fermat (x^(p−2)); inverse of 0 is 0. About
+  /// 1.5·64N multiplications: callers invert in batches (batch_inverse) where it matters.
   Fp inv() const {
-    U256 e{P::kModulus[0] - 2, P::kModulus[1], P::kModulus[2], P::kModulus[3]};
+    Int e;
+    for (size_t i = 0; i < N; ++i) e[i] = P::kModulus[i];
+    e[0] -= 2;  // p is odd and > 2: no borrow
     return pow(e);
+  }
+
+  /// p as an integer.
+  static constexpr Int modulus() {
+    Int m{};
+    for (size_t i = 0; i < N; ++i) m[i] = P::kModulus[i];
+    return m;
+  }
+
+ private:
+  static constexpr Fp from_limbs(const uint64_t (&a)[N]) {
+    Fp r{};
+    for (size_t i = 0; i < N; ++i) r.v[i] = a[i];
+    return r;
   }
 };
 
-/// True when x < the field's modulus (x canonical).
-template <class P>
-inline bool is_canonical(const U256& x) {
-  for (int i = 3; i >= 0; --i) {
+/// True when x < the field's modulus (x canonical, as many limbs as the field).
+template <class P, size_t M>
+inline bool is_canonical(const Limbs<M>& x) {
+  static_assert(M == sizeof(P::kModulus) / sizeof(uint64_t), "an integer of the field's width");
+  for (int i = int(M) - 1; i >= 0; --i) {
     if (x[i] != P::kModulus[i]) return x[i] < P::kModulus[i];
   }
   return false;

@@ -1,5 +1,7 @@
 #include "groth16/ntt.hpp"
 
+#include "groth16/roots.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -8,10 +10,6 @@
 namespace zkfarm {
 
 namespace {
-
-// t = (r − 1) / 2^28, the odd part of r − 1.
-const U256 kTwoAdicOddPart{0x9b9709143e1f593fULL, 0x181585d2833e8487ULL, 0x131a029b85045b68ULL,
-                           0x000000030644e72eULL};
 
 // Bit i of x moved to bit 63 − i.
 inline uint64_t bit_reverse64(uint64_t x) {
@@ -33,17 +31,9 @@ void powers(Fr* out, size_t n, const Fr& g, ThreadPool& pool) {
 
 }  // namespace
 
-Fr root_of_unity(uint32_t k) {
-  if (k > kMaxLogDomain) throw std::invalid_argument("no root of unity of order 2^" + std::to_string(k));
-  Fr w = Fr::from_u64(5).pow(kTwoAdicOddPart);
-  for (uint32_t i = kMaxLogDomain; i > k; --i) w = w.sqr();
-  return w;
-}
+Fr root_of_unity(uint32_t k) { return root_of_unity_of<Bn254>(k); }
 
-Fr odd_coset_generator(uint32_t k) {
-  if (k == kMaxLogDomain) return Fr::from_u64(25);
-  return root_of_unity(k + 1);
-}
+Fr odd_coset_generator(uint32_t k) { return odd_coset_generator_of<Bn254>(k); }
 
 void scale_by_powers(Fr* v, size_t n, const Fr& scale, const Fr& g, ThreadPool& pool) {
   pool.parallel_for(n, [&](size_t b, size_t e) {

@@ -45,41 +45,8 @@ const Vectors& vectors() {
   return v;
 }
 
-template <class F>
-void check_field(const std::string& prefix) {
-  for (auto& v : vectors().get(prefix + "_mul"))
-    EXPECT_EQ((F::from_u256(v[0]) * F::from_u256(v[1])).to_u256(), v[2]);
-  for (auto& v : vectors().get(prefix + "_add"))
-    EXPECT_EQ((F::from_u256(v[0]) + F::from_u256(v[1])).to_u256(), v[2]);
-  for (auto& v : vectors().get(prefix + "_sub"))
-    EXPECT_EQ((F::from_u256(v[0]) - F::from_u256(v[1])).to_u256(), v[2]);
-  for (auto& v : vectors().get(prefix + "_sqr")) EXPECT_EQ(F::from_u256(v[0]).sqr().to_u256(), v[1]);
-  for (auto& v : vectors().get(prefix + "_inv")) EXPECT_EQ(F::from_u256(v[0]).inv().to_u256(), v[1]);
-  for (auto& v : vectors().get(prefix + "_mont")) EXPECT_EQ(F::from_u256(v[0]).mont(), v[1]);
-}
-
-TEST(Field, FqMatchesPython) { check_field<Fq>("fq"); }
-TEST(Field, FrMatchesPython) { check_field<Fr>("fr"); }
-
-Fq2 fq2(const U256& a, const U256& b) { return {Fq::from_u256(a), Fq::from_u256(b)}; }
-
-TEST(Field, Fq2MatchesPython) {
-  for (auto& v : vectors().get("fq2_mul")) {
-    Fq2 c = fq2(v[0], v[1]) * fq2(v[2], v[3]);
-    EXPECT_EQ(c.c0.to_u256(), v[4]);
-    EXPECT_EQ(c.c1.to_u256(), v[5]);
-  }
-  for (auto& v : vectors().get("fq2_sqr")) {
-    Fq2 c = fq2(v[0], v[1]).sqr();
-    EXPECT_EQ(c.c0.to_u256(), v[2]);
-    EXPECT_EQ(c.c1.to_u256(), v[3]);
-  }
-  for (auto& v : vectors().get("fq2_inv")) {
-    Fq2 c = fq2(v[0], v[1]).inv();
-    EXPECT_EQ(c.c0.to_u256(), v[2]);
-    EXPECT_EQ(c.c1.to_u256(), v[3]);
-  }
-}
+// The fields, Fq2 and both groups against the Python vectors: curve_vectors_test.cpp
+// (one typed test for both curves).
 
 TEST(Field, BatchInverseKeepsZeros) {
   std::vector<Fr> v{Fr::from_u64(3), Fr::zero(), Fr::from_u64(7), Fr::one()}, scratch(4);
@@ -87,57 +54,6 @@ TEST(Field, BatchInverseKeepsZeros) {
   batch_inverse(v.data(), v.size(), scratch.data());
   for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], expect[i].inv());
   EXPECT_TRUE(v[1].is_zero());
-}
-
-G1Affine g1(const std::vector<U256>& v, size_t at) {
-  return {Fq::from_u256(v[at]), Fq::from_u256(v[at + 1])};  // (0, 0) is infinity in both encodings
-}
-G2Affine g2(const std::vector<U256>& v, size_t at) { return {fq2(v[at], v[at + 1]), fq2(v[at + 2], v[at + 3])}; }
-
-void expect_g1(const G1& p, const std::vector<U256>& v, size_t at) {
-  G1Affine a = p.to_affine();
-  EXPECT_EQ(a.x.to_u256(), v[at]);
-  EXPECT_EQ(a.y.to_u256(), v[at + 1]);
-}
-void expect_g2(const G2& p, const std::vector<U256>& v, size_t at) {
-  G2Affine a = p.to_affine();
-  EXPECT_EQ(a.x.c0.to_u256(), v[at]);
-  EXPECT_EQ(a.x.c1.to_u256(), v[at + 1]);
-  EXPECT_EQ(a.y.c0.to_u256(), v[at + 2]);
-  EXPECT_EQ(a.y.c1.to_u256(), v[at + 3]);
-}
-
-TEST(Curve, G1MatchesPython) {
-  for (auto& v : vectors().get("g1_add")) {
-    G1 p = G1::from_affine(g1(v, 0));
-    G1 mixed = p;
-    mixed.add_affine(g1(v, 2));
-    expect_g1(mixed, v, 4);
-    p.add(G1::from_affine(g1(v, 2)));
-    expect_g1(p, v, 4);
-  }
-  for (auto& v : vectors().get("g1_dbl")) {
-    expect_g1(G1::from_affine(g1(v, 0)).dbl(), v, 2);
-    G1 same = G1::from_affine(g1(v, 0));  // P + P through the mixed addition's doubling case
-    same.add_affine(g1(v, 0));
-    expect_g1(same, v, 2);
-  }
-  for (auto& v : vectors().get("g1_neg")) expect_g1(G1::from_affine(-g1(v, 0)), v, 2);
-  for (auto& v : vectors().get("g1_mul")) expect_g1(G1::from_affine(g1(v, 0)).mul(v[2]), v, 3);
-}
-
-TEST(Curve, G2MatchesPython) {
-  for (auto& v : vectors().get("g2_add")) {
-    G2 p = G2::from_affine(g2(v, 0));
-    G2 mixed = p;
-    mixed.add_affine(g2(v, 4));
-    expect_g2(mixed, v, 8);
-    p.add(G2::from_affine(g2(v, 4)));
-    expect_g2(p, v, 8);
-  }
-  for (auto& v : vectors().get("g2_dbl")) expect_g2(G2::from_affine(g2(v, 0)).dbl(), v, 4);
-  for (auto& v : vectors().get("g2_neg")) expect_g2(G2::from_affine(-g2(v, 0)), v, 4);
-  for (auto& v : vectors().get("g2_mul")) expect_g2(G2::from_affine(g2(v, 0)).mul(v[4]), v, 5);
 }
 
 TEST(Curve, GeneratorsOnCurve) {

@@ -53,14 +53,8 @@ inline U256 dec(const std::string& s) {
   return *v;
 }
 
-inline G1Affine g1_generator() { return {Fq::from_u64(1), Fq::from_u64(2)}; }
-
-inline G2Affine g2_generator() {
-  return {{Fq::from_u256(dec("10857046999023057135944570762232829481370756359578518086990519993285655852781")),
-           Fq::from_u256(dec("11559732032986387107991004021392285783925812861821192530917403151452391805634"))},
-          {Fq::from_u256(dec("8495653923123431417604973247489272438418190587263600148770280649306958101930")),
-           Fq::from_u256(dec("4082367875863433681332203403145435568316851327593401208105741076214120093531"))}};
-}
+inline G1Affine g1_generator() { return Bn254::g1_generator(); }
+inline G2Affine g2_generator() { return Bn254::g2_generator(); }
 
 /// n points and scalars for MSM tests: every 9th point infinity, others
 /// repeated or opposite of earlier ones; scalars 0, 1, r − 1, 16-bit and random.
