@@ -172,6 +172,9 @@ struct Fp {
 
   /// this^e for a canonical exponent e of any width (square-and-multiply,
   /// high bit first).
+  /// The same for an exponent of the field's own width (also a braced list
+  /// of limbs, which the template cannot deduce).
+  Fp pow(const Int& e) const { return pow<N>(e); }
   template <size_t M>
   Fp pow(const Limbs<M>& e) const {
     Fp r = one();
