@@ -2,46 +2,19 @@
 // integers (tests/vectors/bn254.txt, made by tests/vectors/make_vectors.py).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <map>
-#include <sstream>
 
 #include "groth16/bn254.hpp"
 #include "groth16/ntt.hpp"
 #include "test_util.hpp"
+#include "vector_file.hpp"
 
 namespace zkfarm {
 namespace {
 
 using test::dec;
 
-struct Vectors {
-  std::multimap<std::string, std::vector<U256>> rows;
-  Vectors() {
-    std::ifstream in(test::repo_path("tests/vectors/bn254.txt"));
-    if (!in) throw std::runtime_error("cannot open tests/vectors/bn254.txt");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream ss(line);
-      std::string op, tok;
-      ss >> op;
-      std::vector<U256> nums;
-      while (ss >> tok) nums.push_back(dec(tok));
-      rows.emplace(op, nums);
-    }
-  }
-  std::vector<std::vector<U256>> get(const std::string& op) const {
-    std::vector<std::vector<U256>> out;
-    auto [b, e] = rows.equal_range(op);
-    for (auto it = b; it != e; ++it) out.push_back(it->second);
-    if (out.empty()) throw std::runtime_error("no vectors for " + op);
-    return out;
-  }
-};
-
-const Vectors& vectors() {
-  static Vectors v;
+const test::VectorFile<U256>& vectors() {
+  static test::VectorFile<U256> v("bn254.txt", test::dec);
   return v;
 }
 

@@ -4,14 +4,12 @@
 // test per operation, run for every curve zkfarm knows.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <map>
-#include <sstream>
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/roots.hpp"
 #include "test_util.hpp"
+#include "vector_file.hpp"
 
 namespace zkfarm {
 namespace {
@@ -52,34 +50,11 @@ Big widen(const Limbs<M>& x) {
   return r;
 }
 
-struct Vectors {
-  std::multimap<std::string, std::vector<Big>> rows;
-  explicit Vectors(const std::string& file) {
-    std::ifstream in(test::repo_path("tests/vectors/" + file));
-    if (!in) throw std::runtime_error("cannot open tests/vectors/" + file);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream ss(line);
-      std::string op, tok;
-      ss >> op;
-      std::vector<Big> nums;
-      while (ss >> tok) nums.push_back(parse_big(tok));
-      rows.emplace(op, nums);
-    }
-  }
-  std::vector<std::vector<Big>> get(const std::string& op) const {
-    std::vector<std::vector<Big>> out;
-    auto [b, e] = rows.equal_range(op);
-    for (auto it = b; it != e; ++it) out.push_back(it->second);
-    if (out.empty()) throw std::runtime_error("no vectors for " + op);
-    return out;
-  }
-};
+using Vectors = test::VectorFile<Big>;
 
 template <class C>
 const Vectors& vectors_of() {
-  static Vectors v(std::string(C::kName) == "bn128" ? "bn254.txt" : "bls12_381.txt");
+  static Vectors v(std::string(C::kName) == "bn128" ? "bn254.txt" : "bls12_381.txt", parse_big);
   return v;
 }
 

@@ -2,46 +2,19 @@
 // tests/vectors/pairing.txt (made by tests/vectors/make_pairing_vectors.py from
 // the plain Python pairing of bn254_ref.py) and small helpers shared by the
 // pairing and verifier tests.
-#include <fstream>
-#include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "groth16/fq12.hpp"
 #include "test_util.hpp"
+#include "vector_file.hpp"
 
 namespace zkfarm::test {
 
 /// Every vector of pairing.txt by op (see tests/vectors/README.md).
-struct PairingVectors {
-  std::multimap<std::string, std::vector<U256>> rows;
-  PairingVectors() {
-    std::ifstream in(test::repo_path("tests/vectors/pairing.txt"));
-    if (!in) throw std::runtime_error("cannot open tests/vectors/pairing.txt");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream ss(line);
-      std::string op, tok;
-      ss >> op;
-      std::vector<U256> nums;
-      while (ss >> tok) nums.push_back(dec(tok));
-      rows.emplace(op, nums);
-    }
-  }
-  std::vector<std::vector<U256>> get(const std::string& op) const {
-    std::vector<std::vector<U256>> out;
-    auto [b, e] = rows.equal_range(op);
-    for (auto it = b; it != e; ++it) out.push_back(it->second);
-    if (out.empty()) throw std::runtime_error("no vectors for " + op);
-    return out;
-  }
-};
-
-inline const PairingVectors& vectors() {
-  static PairingVectors v;
+inline const VectorFile<U256>& vectors() {
+  static VectorFile<U256> v("pairing.txt", dec);
   return v;
 }
 
