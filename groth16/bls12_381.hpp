@@ -9,6 +9,7 @@
 // by tests/vectors/bls12_381_ref.py, which also checks them, and the C++ is
 // tested against its vectors (tests/vectors/bls12_381.txt).
 #include "groth16/curve.hpp"
+#include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "groth16/fp2.hpp"
 
@@ -63,6 +64,7 @@ using G2 = Xyzz<G2Params>;
 /// The curve's traits (the same members as zkfarm::Bn254).
 struct Curve {
   static constexpr const char* kName = "bls12381";
+  static constexpr CurveId kId = CurveId::bls12_381;
   using Fq = bls12_381::Fq;
   using Fr = bls12_381::Fr;
   using Fq2 = bls12_381::Fq2;
@@ -73,6 +75,8 @@ struct Curve {
   static constexpr size_t kG2Bytes = 2 * Fq2::kBytes;
   /// r − 1 = 2^32·t, t odd; snarkjs's nqr is 5 (as for BN254).
   static constexpr uint32_t kTwoAdicity = 32;
+  /// Bits of r (2^254 < r < 2^255).
+  static constexpr unsigned kFrBits = 255;
   static constexpr uint64_t kNqr = 5;
   static G1Affine g1_generator() {
     return {Fq::from_mont({0x5cb38790fd530c16ULL, 0x7817fc679976fff5ULL, 0x154f95c7143ba1c1ULL, 0xf0ae6acdf3d0e747ULL,

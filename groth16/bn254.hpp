@@ -4,6 +4,7 @@
 // Constants: EIP-196/197 and snarkjs's ffjavascript (bn128.js); the Montgomery
 // constants were computed with Python integers (tests/vectors/ checks them).
 #include "groth16/curve.hpp"
+#include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "groth16/fp2.hpp"
 
@@ -79,6 +80,7 @@ inline constexpr uint32_t kMaxLogDomain = 28;
 struct Bn254 {
   /// The "curve" snarkjs writes into proof.json and verification keys.
   static constexpr const char* kName = "bn128";
+  static constexpr CurveId kId = CurveId::bn254;
   using Fq = zkfarm::Fq;
   using Fr = zkfarm::Fr;
   using Fq2 = zkfarm::Fq2;
@@ -87,6 +89,8 @@ struct Bn254 {
   static constexpr size_t kG1Bytes = zkfarm::kG1Bytes;
   static constexpr size_t kG2Bytes = zkfarm::kG2Bytes;
   static constexpr uint32_t kTwoAdicity = kMaxLogDomain;
+  /// Bits of r (r < 2^254): the MSM's scalars have at most this many.
+  static constexpr unsigned kFrBits = 254;
   static constexpr uint64_t kNqr = 5;
   /// (1, 2), and the generator of EIP-197.
   static G1Affine g1_generator() { return {Fq::from_u64(1), Fq::from_u64(2)}; }

@@ -39,7 +39,10 @@ struct ChunkSummary {
 // B, each by constraint) write them: every record's place is its rank within
 // its matrix, so chunks of records are placed in parallel. Returns false
 // (nothing built) for any other order.
-bool build_sorted(const Zkey& key, ThreadPool& pool, ConstraintMatrix& m) {
+template <class C>
+bool build_sorted(const Zkey& key, ThreadPool& pool, ConstraintMatrixOf<C>& m) {
+  using SparseRows = typename ConstraintMatrixOf<C>::SparseRows;
+  using Fr = typename C::Fr;
   const size_t rows = key.domain_size, count = key.n_coeffs;
   const size_t parts = std::max<size_t>(1, std::min<size_t>(pool.size() * 4, count / 4096 + 1));
   std::vector<ChunkSummary> sum(parts);
@@ -95,13 +98,15 @@ bool build_sorted(const Zkey& key, ThreadPool& pool, ConstraintMatrix& m) {
 
 }  // namespace
 
-ConstraintMatrix ConstraintMatrix::build(const Zkey& key, ThreadPool* pool) {
-  ConstraintMatrix sorted;
+template <class C>
+ConstraintMatrixOf<C> ConstraintMatrixOf<C>::build(const Zkey& key, ThreadPool* pool) {
+  using Fr = typename C::Fr;
+  ConstraintMatrixOf sorted;
   if (pool && build_sorted(key, *pool, sorted)) return sorted;
   const size_t rows = key.domain_size;
   const uint8_t* rec = key.coeffs.data();
   const size_t count = key.n_coeffs;
-  ConstraintMatrix m;
+  ConstraintMatrixOf m;
   SparseRows* mats[2] = {&m.a, &m.b};
   for (SparseRows* s : mats) s->start.assign(rows + 1, 0);
   // Pass 1: entries per row (counted at start[row + 1]), then prefix sums.
@@ -136,7 +141,8 @@ ConstraintMatrix ConstraintMatrix::build(const Zkey& key, ThreadPool* pool) {
 
 namespace {
 
-Fr row_sum(const SparseRows& s, size_t i, const Fr* w) {
+template <class Fr>
+Fr row_sum(const SparseRowsOf<Fr>& s, size_t i, const Fr* w) {
   Fr acc = Fr::zero();
   for (uint32_t k = s.start[i], e = s.start[i + 1]; k < e; ++k) acc += s.coef[k] * w[s.signal[k]];
   return acc;
@@ -144,8 +150,10 @@ Fr row_sum(const SparseRows& s, size_t i, const Fr* w) {
 
 }  // namespace
 
-void synthesize_abc(const ConstraintMatrix& m, const U256* witness, Fr* a, Fr* b, Fr* c, ThreadPool& pool,
-                    const std::atomic<bool>* cancel) {
+template <class C>
+void synthesize_abc(const ConstraintMatrixOf<C>& m, const U256* witness, typename C::Fr* a, typename C::Fr* b,
+                    typename C::Fr* c, ThreadPool& pool, const std::atomic<bool>* cancel) {
+  using Fr = typename C::Fr;
   if (cancel && cancel->load()) throw Cancelled();
   const size_t rows = m.a.rows();
   // Plain witness values multiply the v·R² coefficients straight (one R⁻¹ in
@@ -176,5 +184,13 @@ void synthesize_abc(const ConstraintMatrix& m, const U256* witness, Fr* a, Fr* b
   });
   if (cancel && cancel->load()) throw Cancelled();
 }
+
+template struct ConstraintMatrixOf<Bn254>;
+template struct ConstraintMatrixOf<bls12_381::Curve>;
+template void synthesize_abc<Bn254>(const ConstraintMatrixOf<Bn254>&, const U256*, Fr*, Fr*, Fr*, ThreadPool&,
+                                    const std::atomic<bool>*);
+template void synthesize_abc<bls12_381::Curve>(const ConstraintMatrixOf<bls12_381::Curve>&, const U256*,
+                                               bls12_381::Fr*, bls12_381::Fr*, bls12_381::Fr*, ThreadPool&,
+                                               const std::atomic<bool>*);
 
 }  // namespace zkfarm

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/thread_pool.hpp"
 #include "groth16/zkey.hpp"
@@ -47,8 +48,10 @@ struct UninitAllocator : std::allocator<T> {
 };
 
 /// One matrix (A or B) in CSR form over `rows` constraints (the key's domain
-/// size: rows past the last constraint are empty).
-struct SparseRows {
+/// size: rows past the last constraint are empty). Fr: the curve's scalar
+/// field (32-byte elements for both curves).
+template <class Fr>
+struct SparseRowsOf {
   /// rows + 1 offsets into signal/coef: row i is [start[i], start[i + 1]).
   std::vector<uint32_t> start;
   /// The signal (witness index, < n_vars) of each entry.
@@ -63,8 +66,10 @@ struct SparseRows {
   size_t bytes() const { return start.size() * 4 + signal.size() * 4 + coef.size() * sizeof(Fr); }
 };
 
-/// A key's A and B by constraint.
-struct ConstraintMatrix {
+/// A key's A and B by constraint, over curve C's Fr (C: curve traits).
+template <class C>
+struct ConstraintMatrixOf {
+  using SparseRows = SparseRowsOf<typename C::Fr>;
   SparseRows a, b;
 
   /// Regroups `key`'s section 4 (already validated by Zkey::open: matrix ∈
@@ -74,9 +79,15 @@ struct ConstraintMatrix {
   /// matrix (snarkjs's and zkfarm-testkey's orders) are placed in parallel;
   /// any other order, or no pool, takes a single-threaded counting sort.
   /// The result is the same either way.
-  static ConstraintMatrix build(const Zkey& key, ThreadPool* pool = nullptr);
+  /// Precondition: key.curve is C's.
+  static ConstraintMatrixOf build(const Zkey& key, ThreadPool* pool = nullptr);
   size_t bytes() const { return a.bytes() + b.bytes(); }
 };
+/// BN254's, the farm's.
+using SparseRows = SparseRowsOf<Fr>;
+using ConstraintMatrix = ConstraintMatrixOf<Bn254>;
+extern template struct ConstraintMatrixOf<Bn254>;
+extern template struct ConstraintMatrixOf<bls12_381::Curve>;
 
 /// Synthesis from a witness: a[i] = Σ_j A[i][j]·w[j], b likewise, c[i] = a[i]·b[i]
 /// for every row i < m.a.rows() (a, b, c: that many Fr each, Montgomery form;
@@ -84,7 +95,13 @@ struct ConstraintMatrix {
 /// (plain, < r, as a .wtns holds them). Rows are split over `pool` by their
 /// entry counts. Throws Cancelled when *cancel (may be null) is true before
 /// or after the work.
-void synthesize_abc(const ConstraintMatrix& m, const U256* witness, Fr* a, Fr* b, Fr* c, ThreadPool& pool,
-                    const std::atomic<bool>* cancel = nullptr);
+template <class C>
+void synthesize_abc(const ConstraintMatrixOf<C>& m, const U256* witness, typename C::Fr* a, typename C::Fr* b,
+                    typename C::Fr* c, ThreadPool& pool, const std::atomic<bool>* cancel = nullptr);
+extern template void synthesize_abc<Bn254>(const ConstraintMatrixOf<Bn254>&, const U256*, Fr*, Fr*, Fr*,
+                                           ThreadPool&, const std::atomic<bool>*);
+extern template void synthesize_abc<bls12_381::Curve>(const ConstraintMatrixOf<bls12_381::Curve>&, const U256*,
+                                                      bls12_381::Fr*, bls12_381::Fr*, bls12_381::Fr*, ThreadPool&,
+                                                      const std::atomic<bool>*);
 
 }  // namespace zkfarm

@@ -7,8 +7,6 @@ namespace zkfarm {
 
 namespace {
 
-constexpr unsigned kScalarBits = 254;  // r < 2^254
-
 // c bits of x starting at bit `pos` (c ≤ kMaxWindowBits, so at most two limbs).
 inline uint32_t bits_at(const U256& x, unsigned pos, unsigned c) {
   if (pos >= 256) return 0;
@@ -129,11 +127,11 @@ Xyzz<C> window_sum_batch_affine(const uint8_t* points, size_t stride, const int1
 
 }  // namespace
 
-unsigned msm_window_bits(size_t m) {
+unsigned msm_window_bits(size_t m, unsigned scalar_bits) {
   unsigned best = 2;
   double best_cost = 1e300;
   for (unsigned c = 2; c <= kMaxWindowBits; ++c) {
-    double windows = kScalarBits / c + 1;
+    double windows = scalar_bits / c + 1;
     double cost = windows * (double(m) + 3.0 * double(size_t(1) << (c - 1)));
     if (cost < best_cost) {
       best_cost = cost;
@@ -143,7 +141,8 @@ unsigned msm_window_bits(size_t m) {
   return best;
 }
 
-ScalarPlan plan_scalars(const U256* scalars, size_t n, ThreadPool& pool, unsigned c) {
+ScalarPlan plan_scalars(const U256* scalars, size_t n, ThreadPool& pool, unsigned c, unsigned scalar_bits) {
+  if (scalar_bits < 1 || scalar_bits > 255) throw std::invalid_argument("MSM scalars must have 1..255 bits");
   ScalarPlan plan;
   plan.n = n;
   plan.kind.resize(n);
@@ -155,10 +154,10 @@ ScalarPlan plan_scalars(const U256* scalars, size_t n, ThreadPool& pool, unsigne
     others += kind == ScalarPlan::kOther;
   }
   plan.others = others;
-  if (c == 0) c = msm_window_bits(others);
+  if (c == 0) c = msm_window_bits(others, scalar_bits);
   if (c < 2 || c > kMaxWindowBits) throw std::invalid_argument("MSM window width must be 2..15 bits");
   plan.c = c;
-  plan.windows = kScalarBits / c + 1;
+  plan.windows = scalar_bits / c + 1;
   plan.digits.assign(size_t(plan.windows) * n, 0);
   const int32_t half = 1 << (c - 1), full = 1 << c;
   pool.parallel_for(n, [&](size_t b, size_t e) {
@@ -253,5 +252,11 @@ template Xyzz<G1Params> msm<G1Params>(const uint8_t*, size_t, const ScalarPlan&,
 template Xyzz<G2Params> msm<G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t, ThreadPool&);
 template Xyzz<G1Params> msm_naive<G1Params>(const uint8_t*, size_t, const U256*, size_t);
 template Xyzz<G2Params> msm_naive<G2Params>(const uint8_t*, size_t, const U256*, size_t);
+template Xyzz<bls12_381::G1Params> msm<bls12_381::G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t,
+                                                            ThreadPool&);
+template Xyzz<bls12_381::G2Params> msm<bls12_381::G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t,
+                                                            ThreadPool&);
+template Xyzz<bls12_381::G1Params> msm_naive<bls12_381::G1Params>(const uint8_t*, size_t, const U256*, size_t);
+template Xyzz<bls12_381::G2Params> msm_naive<bls12_381::G2Params>(const uint8_t*, size_t, const U256*, size_t);
 
 }  // namespace zkfarm

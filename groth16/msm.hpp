@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/thread_pool.hpp"
 
@@ -25,19 +26,25 @@ inline constexpr unsigned kMaxWindowBits = 15;
 struct ScalarPlan {
   enum Kind : uint8_t { kZero = 0, kOne = 1, kOther = 2 };
   unsigned c = 0;        ///< window width in bits (2..kMaxWindowBits)
-  unsigned windows = 0;  ///< number of windows: floor(254 / c) + 1
+  unsigned windows = 0;  ///< number of windows: floor(scalar bits / c) + 1
   size_t n = 0;          ///< number of scalars
   size_t others = 0;     ///< how many are neither 0 nor 1
   std::vector<uint8_t> kind;
   std::vector<int16_t> digits;
 };
 
-/// Window width that minimizes windows·(m + 3·2^(c−1)) additions for m scalars.
-unsigned msm_window_bits(size_t m);
+/// Window width that minimizes windows·(m + 3·2^(c−1)) additions for m
+/// scalars of scalar_bits bits (the curve's kFrBits: 254 for BN254, 255 for
+/// BLS12-381).
+unsigned msm_window_bits(size_t m, unsigned scalar_bits = Bn254::kFrBits);
 
-/// Classifies n canonical scalars (each < r, i.e. < 2^254; not Montgomery) and
-/// computes their digits. c = 0 picks msm_window_bits(number of other scalars).
-ScalarPlan plan_scalars(const U256* scalars, size_t n, ThreadPool& pool, unsigned c = 0);
+/// Classifies n canonical scalars (each < r < 2^scalar_bits; not Montgomery)
+/// and computes their digits; the top window takes the last carry, so
+/// windows·c > scalar_bits. c = 0 picks msm_window_bits(number of other
+/// scalars). Throws std::invalid_argument for c outside 2..15 or scalar_bits
+/// outside 1..255.
+ScalarPlan plan_scalars(const U256* scalars, size_t n, ThreadPool& pool, unsigned c = 0,
+                        unsigned scalar_bits = Bn254::kFrBits);
 
 /// Σ scalars[first + i]·P_i for i < count, P_i the affine point at
 /// points + i·stride bytes (Montgomery coordinates, as a zkey stores them;
@@ -56,5 +63,11 @@ extern template Xyzz<G2Params> msm<G2Params>(const uint8_t*, size_t, const Scala
                                              size_t, ThreadPool&);
 extern template Xyzz<G1Params> msm_naive<G1Params>(const uint8_t*, size_t, const U256*, size_t);
 extern template Xyzz<G2Params> msm_naive<G2Params>(const uint8_t*, size_t, const U256*, size_t);
+extern template Xyzz<bls12_381::G1Params> msm<bls12_381::G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t,
+                                                                   size_t, ThreadPool&);
+extern template Xyzz<bls12_381::G2Params> msm<bls12_381::G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t,
+                                                                   size_t, ThreadPool&);
+extern template Xyzz<bls12_381::G1Params> msm_naive<bls12_381::G1Params>(const uint8_t*, size_t, const U256*, size_t);
+extern template Xyzz<bls12_381::G2Params> msm_naive<bls12_381::G2Params>(const uint8_t*, size_t, const U256*, size_t);
 
 }  // namespace zkfarm

@@ -19,6 +19,7 @@ inline uint64_t bit_reverse64(uint64_t x) {
   return __builtin_bswap64(x);
 }
 
+template <class Fr>
 void powers(Fr* out, size_t n, const Fr& g, ThreadPool& pool) {
   pool.parallel_for(n, [&](size_t b, size_t e) {
     Fr x = g.pow(U256{b, 0, 0, 0});
@@ -35,6 +36,7 @@ Fr root_of_unity(uint32_t k) { return root_of_unity_of<Bn254>(k); }
 
 Fr odd_coset_generator(uint32_t k) { return odd_coset_generator_of<Bn254>(k); }
 
+template <class Fr>
 void scale_by_powers(Fr* v, size_t n, const Fr& scale, const Fr& g, ThreadPool& pool) {
   pool.parallel_for(n, [&](size_t b, size_t e) {
     Fr x = scale * g.pow(U256{b, 0, 0, 0});
@@ -45,20 +47,27 @@ void scale_by_powers(Fr* v, size_t n, const Fr& scale, const Fr& g, ThreadPool& 
   });
 }
 
-Domain::Domain(uint32_t log_n, ThreadPool& pool) : log_n_(log_n), n_(size_t(1) << log_n) {
-  if (log_n > kMaxLogDomain) {
-    throw std::invalid_argument("domain 2^" + std::to_string(log_n) + " exceeds Fr's 2-adicity 28");
+template <class C>
+DomainOf<C>::DomainOf(uint32_t log_n, ThreadPool& pool) : log_n_(log_n), n_(size_t(1) << log_n) {
+  if (log_n > C::kTwoAdicity) {
+    throw std::invalid_argument("domain 2^" + std::to_string(log_n) + " exceeds Fr's 2-adicity " +
+                                std::to_string(C::kTwoAdicity));
   }
-  Fr w = root_of_unity(log_n);
+  if (log_n > kMaxLogDomain) {
+    throw std::invalid_argument("domain 2^" + std::to_string(log_n) + " exceeds zkfarm's largest, 2^" +
+                                std::to_string(kMaxLogDomain));
+  }
+  Fr w = root_of_unity_of<C>(log_n);
   tw_.resize(n_ / 2);
   tw_inv_.resize(n_ / 2);
   powers(tw_.data(), n_ / 2, w, pool);
   powers(tw_inv_.data(), n_ / 2, w.inv(), pool);
   n_inv_ = Fr::from_u64(n_).inv();
-  coset_ = odd_coset_generator(log_n);
+  coset_ = odd_coset_generator_of<C>(log_n);
 }
 
-void Domain::transform(Fr* v, const std::vector<Fr>& tw, ThreadPool& pool) const {
+template <class C>
+void DomainOf<C>::transform(Fr* v, const std::vector<Fr>& tw, ThreadPool& pool) const {
   const size_t n = n_;
   if (n == 1) return;
   // Bit-reversal permutation, then log n radix-2 decimation-in-time stages.
@@ -94,19 +103,28 @@ void Domain::transform(Fr* v, const std::vector<Fr>& tw, ThreadPool& pool) const
   }
 }
 
-void Domain::ntt(Fr* v, ThreadPool& pool) const { transform(v, tw_, pool); }
+template <class C>
+void DomainOf<C>::ntt(Fr* v, ThreadPool& pool) const { transform(v, tw_, pool); }
 
-void Domain::intt(Fr* v, ThreadPool& pool) const {
+template <class C>
+void DomainOf<C>::intt(Fr* v, ThreadPool& pool) const {
   transform(v, tw_inv_, pool);
   pool.parallel_for(n_, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) v[i] *= n_inv_;
   });
 }
 
-void Domain::to_odd_coset(Fr* v, ThreadPool& pool) const {
+template <class C>
+void DomainOf<C>::to_odd_coset(Fr* v, ThreadPool& pool) const {
   transform(v, tw_inv_, pool);
   scale_by_powers(v, n_, n_inv_, coset_, pool);  // 1/n folded into the coset shift
   transform(v, tw_, pool);
 }
+
+template class DomainOf<Bn254>;
+template class DomainOf<bls12_381::Curve>;
+template void scale_by_powers<Fr>(Fr*, size_t, const Fr&, const Fr&, ThreadPool&);
+template void scale_by_powers<bls12_381::Fr>(bls12_381::Fr*, size_t, const bls12_381::Fr&, const bls12_381::Fr&,
+                                             ThreadPool&);
 
 }  // namespace zkfarm

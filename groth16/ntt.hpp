@@ -1,11 +1,13 @@
 #pragma once
-// Number-theoretic transforms over BN254's Fr on a domain of 2^k points, with
-// the roots of unity snarkjs (ffjavascript) uses: nqr = 5, 2-adicity 28,
-// w[28] = 5^((r−1)/2^28), w[k] = w[k+1]². Evaluations are in natural order:
+// Number-theoretic transforms over a curve's Fr on a domain of 2^k points,
+// with the roots of unity snarkjs (ffjavascript) uses (roots.hpp): for BN254
+// nqr = 5, 2-adicity 28, w[28] = 5^((r−1)/2^28), w[k] = w[k+1]²; for
+// BLS12-381 nqr = 5, 2-adicity 32. Evaluations are in natural order:
 // ntt(v)[i] = Σ_j v[j]·ω^(i·j), ω = w[k], as ffjavascript's fft returns them.
 #include <cstdint>
 #include <vector>
 
+#include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/thread_pool.hpp"
 
@@ -19,19 +21,22 @@ Fr root_of_unity(uint32_t k);
 /// = nqr² = 25 (src/wasm_field1.js; snarkjs groth16_prove.js picks it).
 Fr odd_coset_generator(uint32_t k);
 
-/// A domain of 2^log_n points with its twiddle tables (n/2 elements each way,
-/// 32 bytes apiece: 2^k·32 bytes in all). Thread-safe for concurrent transforms.
-class Domain {
+/// A domain of 2^log_n points of curve C's Fr (C: curve traits, e.g. Bn254)
+/// with its twiddle tables (n/2 elements each way, 32 bytes apiece: 2^k·32
+/// bytes in all). Thread-safe for concurrent transforms.
+template <class C>
+class DomainOf {
  public:
-  /// Throws std::invalid_argument when log_n > 28.
-  Domain(uint32_t log_n, ThreadPool& pool);
+  using Fr = typename C::Fr;
+  /// Throws std::invalid_argument when log_n > min(C::kTwoAdicity, kMaxLogDomain).
+  DomainOf(uint32_t log_n, ThreadPool& pool);
 
   uint32_t log_size() const { return log_n_; }
   size_t size() const { return n_; }
   /// ω^j and ω^−j for j < n/2 (ω = root_of_unity(log_size())), Montgomery form.
   const std::vector<Fr>& twiddles() const { return tw_; }
   const std::vector<Fr>& twiddles_inv() const { return tw_inv_; }
-  /// 1/n, and the odd coset's generator g = odd_coset_generator(log_size()).
+  /// 1/n, and the odd coset's generator g = odd_coset_generator_of<C>(log_size()).
   const Fr& n_inv() const { return n_inv_; }
   const Fr& coset() const { return coset_; }
 
@@ -52,7 +57,14 @@ class Domain {
   Fr n_inv_, coset_;
 };
 
-/// Multiplies v[i] by scale·g^i for i < n, in parallel.
-void scale_by_powers(Fr* v, size_t n, const Fr& scale, const Fr& g, ThreadPool& pool);
+/// BN254's domain, the farm's.
+using Domain = DomainOf<Bn254>;
+extern template class DomainOf<Bn254>;
+extern template class DomainOf<bls12_381::Curve>;
+
+/// Multiplies v[i] by scale·g^i for i < n, in parallel. F: a field with
+/// 4-limb elements (either curve's Fr).
+template <class F>
+void scale_by_powers(F* v, size_t n, const F& scale, const F& g, ThreadPool& pool);
 
 }  // namespace zkfarm

@@ -13,28 +13,37 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string dec(const Fq& x) { return to_decimal(x.to_u256()); }
+// Decimal of a field element of any width (its canonical integer's bytes;
+// x86-64 is little-endian, as the limbs are).
+template <class F>
+std::string dec(const F& x) {
+  const auto v = x.to_int();
+  return le_to_decimal({reinterpret_cast<const uint8_t*>(v.data()), sizeof(v)});
+}
 
 }  // namespace
 
-Json g1_to_json(const G1Affine& p) {
+template <class P>
+Json g1_to_json(const Affine<P>& p) {
   if (p.is_infinity()) return Json::array({"0", "1", "0"});
   return Json::array({dec(p.x), dec(p.y), "1"});
 }
 
-Json g2_to_json(const G2Affine& p) {
+template <class P>
+Json g2_to_json(const Affine<P>& p) {
   if (p.is_infinity()) return Json::array({Json::array({"0", "0"}), Json::array({"1", "0"}), Json::array({"0", "0"})});
   return Json::array({Json::array({dec(p.x.c0), dec(p.x.c1)}), Json::array({dec(p.y.c0), dec(p.y.c1)}),
                       Json::array({"1", "0"})});
 }
 
-std::string proof_to_json(const Proof& proof) {
+template <class C>
+std::string proof_to_json(const ProofOf<C>& proof) {
   Json j;
   j["pi_a"] = g1_to_json(proof.a);
   j["pi_b"] = g2_to_json(proof.b);
   j["pi_c"] = g1_to_json(proof.c);
   j["protocol"] = "groth16";
-  j["curve"] = "bn128";
+  j["curve"] = C::kName;
   return j.dump(1);
 }
 
@@ -59,5 +68,12 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     throw InputError(e.what());
   }
 }
+
+template Json g1_to_json<G1Params>(const G1Affine&);
+template Json g2_to_json<G2Params>(const G2Affine&);
+template Json g1_to_json<bls12_381::G1Params>(const bls12_381::G1Affine&);
+template Json g2_to_json<bls12_381::G2Params>(const bls12_381::G2Affine&);
+template std::string proof_to_json<Bn254>(const ProofOf<Bn254>&);
+template std::string proof_to_json<bls12_381::Curve>(const ProofOf<bls12_381::Curve>&);
 
 }  // namespace zkfarm

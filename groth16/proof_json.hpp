@@ -2,7 +2,8 @@
 // proof.json and public.json exactly as snarkjs 0.7 writes them
 // (JSON.stringify(stringifyBigInts(x), null, 1), no trailing newline):
 // pi_a [x, y, "1"], pi_b [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]], pi_c [x, y, "1"],
-// protocol "groth16", curve "bn128"; public signals witness[1..nPublic], decimal.
+// protocol "groth16", curve "bn128" or "bls12381"; public signals
+// witness[1..nPublic], decimal.
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -10,13 +11,17 @@
 
 namespace zkfarm {
 
-/// A G1 point as snarkjs's G1.toObject writes it: [x, y, "1"] in decimal, infinity ["0", "1", "0"].
-nlohmann::ordered_json g1_to_json(const G1Affine& p);
+/// A G1 point (of either curve) as snarkjs's G1.toObject writes it: [x, y, "1"]
+/// in decimal, infinity ["0", "1", "0"]. P: G1Params of a curve.
+template <class P>
+nlohmann::ordered_json g1_to_json(const Affine<P>& p);
 /// A G2 point: [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]].
-nlohmann::ordered_json g2_to_json(const G2Affine& p);
+template <class P>
+nlohmann::ordered_json g2_to_json(const Affine<P>& p);
 
-/// The text of proof.json for `proof`.
-std::string proof_to_json(const Proof& proof);
+/// The text of proof.json for `proof`, with "curve": C::kName.
+template <class C>
+std::string proof_to_json(const ProofOf<C>& proof);
 
 /// The text of public.json: witness values 1..n_public as decimal strings.
 std::string public_to_json(const U256* witness, size_t n_public);

@@ -12,27 +12,12 @@
 
 namespace zkfarm {
 
-size_t PartitionBuffers::bytes_for(const Zkey& key) {
-  return (3 * size_t(key.domain_size) + key.n_vars) * 32;
-}
-
-PartitionBuffers PartitionBuffers::view(void* base, const Zkey& key) {
-  PartitionBuffers p;
-  p.domain_size = key.domain_size;
-  p.n_vars = key.n_vars;
-  auto* f = static_cast<Fr*>(base);
-  p.a = f;
-  p.b = f + p.domain_size;
-  p.c = f + 2 * p.domain_size;
-  p.witness = reinterpret_cast<U256*>(f + 3 * p.domain_size);
-  return p;
-}
-
-void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool,
+template <class C>
+void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffersOf<C>& out, ThreadPool& pool,
                 const std::atomic<bool>* cancel) {
   if (cancel && cancel->load()) throw Cancelled();
   std::memcpy(out.witness, wtns.values.data(), size_t(key.n_vars) * 32);
-  synthesize_abc(ConstraintMatrix::build(key, &pool), out.witness, out.a, out.b, out.c, pool, cancel);
+  synthesize_abc(ConstraintMatrixOf<C>::build(key, &pool), out.witness, out.a, out.b, out.c, pool, cancel);
 }
 
 namespace {
@@ -44,14 +29,22 @@ Affine<C> checked_point(const Zkey& key, const uint8_t* bytes, const char* name)
   return p;
 }
 
-}  // namespace
-
-Prover::Prover(const Zkey& key, ThreadPool& pool)
-    : key_(key), domain_(key.log_domain, pool), matrix_(ConstraintMatrix::build(key, &pool)) {
-  check_key_points(key);
+// Runs before the members are built: a key of another curve must not reach
+// the matrix or the domain (its sizes mean other things there).
+template <class C>
+const Zkey& checked_key(const Zkey& key) {
+  check_key_points_of<C>(key);
+  return key;
 }
 
-Proof Prover::prove_witness(const U256* witness, std::vector<Fr>& scratch, const U256& r, const U256& s,
+}  // namespace
+
+template <class C>
+ProverOf<C>::ProverOf(const Zkey& key, ThreadPool& pool)
+    : key_(checked_key<C>(key)), domain_(key.log_domain, pool), matrix_(ConstraintMatrixOf<C>::build(key, &pool)) {}
+
+template <class C>
+typename ProverOf<C>::Proof ProverOf<C>::prove_witness(const U256* witness, std::vector<Fr>& scratch, const U256& r, const U256& s,
                             ThreadPool& pool, const std::atomic<bool>* cancel) const {
   const size_t n = key_.domain_size;
   if (scratch.size() < 3 * n) scratch.resize(3 * n);
@@ -66,19 +59,30 @@ Proof Prover::prove_witness(const U256* witness, std::vector<Fr>& scratch, const
   return prove(in, r, s, pool, cancel);
 }
 
-void check_key_points(const Zkey& key) {
-  checked_point<G1Params>(key, key.alpha1, "alpha1");
-  checked_point<G1Params>(key, key.beta1, "beta1");
-  checked_point<G2Params>(key, key.beta2, "beta2");
-  checked_point<G2Params>(key, key.gamma2, "gamma2");
-  checked_point<G1Params>(key, key.delta1, "delta1");
-  checked_point<G2Params>(key, key.delta2, "delta2");
-  for (size_t i = 0; i <= key.n_public; ++i) checked_point<G1Params>(key, key.ic.data() + i * kG1Bytes, "an IC point");
+template <class C>
+void check_key_points_of(const Zkey& key) {
+  using G1P = typename C::G1Params;
+  using G2P = typename C::G2Params;
+  if (key.curve != C::kId) {
+    throw InputError(key.path + ": the key is over " + curve_name(key.curve) + ", this prover takes " + C::kName +
+                     " keys");
+  }
+  checked_point<G1P>(key, key.alpha1, "alpha1");
+  checked_point<G1P>(key, key.beta1, "beta1");
+  checked_point<G2P>(key, key.beta2, "beta2");
+  checked_point<G2P>(key, key.gamma2, "gamma2");
+  checked_point<G1P>(key, key.delta1, "delta1");
+  checked_point<G2P>(key, key.delta2, "delta2");
+  for (size_t i = 0; i <= key.n_public; ++i) checked_point<G1P>(key, key.ic.data() + i * C::kG1Bytes, "an IC point");
 }
 
 
-Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, ThreadPool& pool,
-                    const std::atomic<bool>* cancel) const {
+template <class C>
+typename ProverOf<C>::Proof ProverOf<C>::prove(const PartitionBuffers& in, const U256& r, const U256& s,
+                                               ThreadPool& pool, const std::atomic<bool>* cancel) const {
+  using G1P = typename C::G1Params;
+  using G2P = typename C::G2Params;
+  constexpr size_t kG1 = C::kG1Bytes, kG2 = C::kG2Bytes;
   const Zkey& key = key_;
   const size_t n = in.domain_size;
   StageClock clock;
@@ -100,26 +104,32 @@ Proof Prover::prove(const PartitionBuffers& in, const U256& r, const U256& s, Th
   });
 
   // A, B1, B2 and C share the witness' digits; C starts at signal nPublic+1.
-  ScalarPlan wplan = plan_scalars(in.witness, in.n_vars, pool);
+  ScalarPlan wplan = plan_scalars(in.witness, in.n_vars, pool, 0, C::kFrBits);
   lap("H scalars");
-  G1 msm_a = msm<G1Params>(key.a.data(), kG1Bytes, wplan, 0, in.n_vars, pool);
+  const auto msm_a = msm<G1P>(key.a.data(), kG1, wplan, 0, in.n_vars, pool);
   lap("MSM A");
-  G1 msm_b1 = msm<G1Params>(key.b1.data(), kG1Bytes, wplan, 0, in.n_vars, pool);
+  const auto msm_b1 = msm<G1P>(key.b1.data(), kG1, wplan, 0, in.n_vars, pool);
   lap("MSM B1");
-  G2 msm_b2 = msm<G2Params>(key.b2.data(), kG2Bytes, wplan, 0, in.n_vars, pool);
+  const auto msm_b2 = msm<G2P>(key.b2.data(), kG2, wplan, 0, in.n_vars, pool);
   lap("MSM B2");
   const size_t c_first = size_t(key.n_public) + 1;
-  G1 msm_c = msm<G1Params>(key.c.data(), kG1Bytes, wplan, c_first, in.n_vars - c_first, pool);
+  const auto msm_c = msm<G1P>(key.c.data(), kG1, wplan, c_first, in.n_vars - c_first, pool);
   lap("MSM C");
   wplan = ScalarPlan{};  // free the digits before the H plan
-  ScalarPlan hplan = plan_scalars(h_scalars, n, pool);
-  G1 msm_h = msm<G1Params>(key.h.data(), kG1Bytes, hplan, 0, n, pool);
+  ScalarPlan hplan = plan_scalars(h_scalars, n, pool, 0, C::kFrBits);
+  const auto msm_h = msm<G1P>(key.h.data(), kG1, hplan, 0, n, pool);
   lap("MSM H");
 
-  return assemble_proof(key, MsmSums{msm_a, msm_b1, msm_c, msm_h, msm_b2}, r, s);
+  return assemble_proof<C>(key, MsmSumsOf<C>{msm_a, msm_b1, msm_c, msm_h, msm_b2}, r, s);
 }
 
-Proof assemble_proof(const Zkey& key, const MsmSums& m, const U256& r, const U256& s) {
+template <class C>
+ProofOf<C> assemble_proof(const Zkey& key, const MsmSumsOf<C>& m, const U256& r, const U256& s) {
+  using Fr = typename C::Fr;
+  using G1 = Xyzz<typename C::G1Params>;
+  using G2 = Xyzz<typename C::G2Params>;
+  using G1Affine = Affine<typename C::G1Params>;
+  using G2Affine = Affine<typename C::G2Params>;
   const G1 alpha1 = G1::from_affine(G1Affine::load(key.alpha1));
   const G1 beta1 = G1::from_affine(G1Affine::load(key.beta1));
   const G2 beta2 = G2::from_affine(G2Affine::load(key.beta2));
@@ -146,10 +156,12 @@ Proof assemble_proof(const Zkey& key, const MsmSums& m, const U256& r, const U25
   pi_c.add(b1.mul(r));
   pi_c.add(delta1.mul(neg_rs));
 
-  return Proof{pi_a.to_affine(), pi_b.to_affine(), pi_c.to_affine()};
+  return ProofOf<C>{pi_a.to_affine(), pi_b.to_affine(), pi_c.to_affine()};
 }
 
-U256 random_scalar() {
+template <class C>
+U256 random_scalar_of() {
+  static_assert(C::kFrBits > 192 && C::kFrBits <= 256, "r fills the top limb");
   for (;;) {
     U256 x;
     size_t got = 0;
@@ -161,9 +173,21 @@ U256 random_scalar() {
       }
       got += size_t(k);
     }
-    x[3] &= 0x3fffffffffffffffULL;  // r < 2^254: keep 254 bits, reject ≥ r (p ≈ 0.76 accept)
-    if (is_canonical<FrParams>(x)) return x;
+    // r < 2^kFrBits: keep that many bits, reject ≥ r (BN254 accepts about
+    // 0.76 of the draws, BLS12-381 about 0.91).
+    x[3] &= ~uint64_t{0} >> (256 - C::kFrBits);
+    if (is_canonical<typename C::Fr::Params>(x)) return x;
   }
 }
+
+#define ZKFARM_PROVER_INSTANTIATE(C)                                                                      \
+  template void synthesize<C>(const Zkey&, const Wtns&, const PartitionBuffersOf<C>&, ThreadPool&,         \
+                              const std::atomic<bool>*);                                                   \
+  template ProofOf<C> assemble_proof<C>(const Zkey&, const MsmSumsOf<C>&, const U256&, const U256&);      \
+  template void check_key_points_of<C>(const Zkey&);                                                       \
+  template class ProverOf<C>;                                                                              \
+  template U256 random_scalar_of<C>();
+ZKFARM_PROVER_INSTANTIATE(Bn254)
+ZKFARM_PROVER_INSTANTIATE(bls12_381::Curve)
 
 }  // namespace zkfarm

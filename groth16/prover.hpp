@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/constraint_matrix.hpp"
 #include "groth16/ntt.hpp"
@@ -20,8 +21,11 @@ namespace zkfarm {
 
 /// One partition's working memory, carved from one block of bytes:
 /// a, b, c: domain_size Fr each (Montgomery form); then the witness: n_vars
-/// canonical 32-byte values. Total (3·domain_size + n_vars)·32 bytes.
-struct PartitionBuffers {
+/// canonical 32-byte values. Total (3·domain_size + n_vars)·32 bytes (Fr is
+/// 32 bytes for every curve here). C: curve traits.
+template <class C>
+struct PartitionBuffersOf {
+  using Fr = typename C::Fr;
   Fr* a = nullptr;
   Fr* b = nullptr;
   Fr* c = nullptr;
@@ -30,10 +34,23 @@ struct PartitionBuffers {
   size_t n_vars = 0;
 
   /// Bytes one partition of `key` needs.
-  static size_t bytes_for(const Zkey& key);
+  static size_t bytes_for(const Zkey& key) { return (3 * size_t(key.domain_size) + key.n_vars) * 32; }
   /// Views `base` (≥ bytes_for(key) bytes, 8-byte aligned) as the buffers.
-  static PartitionBuffers view(void* base, const Zkey& key);
+  static PartitionBuffersOf view(void* base, const Zkey& key) {
+    PartitionBuffersOf p;
+    p.domain_size = key.domain_size;
+    p.n_vars = key.n_vars;
+    auto* f = static_cast<Fr*>(base);
+    p.a = f;
+    p.b = f + p.domain_size;
+    p.c = f + 2 * p.domain_size;
+    p.witness = reinterpret_cast<U256*>(f + 3 * p.domain_size);
+    return p;
+  }
 };
+static_assert(sizeof(Fr) == 32 && sizeof(bls12_381::Fr) == 32, "a partition slot holds 32-byte scalars");
+/// BN254's, the farm's.
+using PartitionBuffers = PartitionBuffersOf<Bn254>;
 
 /// Bytes of one partition's witness for `key`: n_vars·32 (canonical values),
 /// what a farm slot carries.
@@ -44,42 +61,58 @@ inline size_t witness_bytes(const Zkey& key) { return size_t(key.n_vars) * 32; }
 /// key keeps a Prover, which holds its matrix), then a = A·w, b = B·w, c = a∘b
 /// (synthesize_abc) and the witness copied as canonical integers into `out`.
 /// Writes every byte of `out`. Precondition: check_witness_matches(key, wtns)
-/// passed. Throws Cancelled if *cancel becomes true (checked before the work
-/// and once it is done).
-void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffers& out, ThreadPool& pool,
+/// passed and key.curve is C's. Throws Cancelled if *cancel becomes true
+/// (checked before the work and once it is done).
+template <class C>
+void synthesize(const Zkey& key, const Wtns& wtns, const PartitionBuffersOf<C>& out, ThreadPool& pool,
                 const std::atomic<bool>* cancel = nullptr);
 
-/// A Groth16 proof, affine points (Montgomery coordinates).
-struct Proof {
-  G1Affine a;
-  G2Affine b;
-  G1Affine c;
+/// A Groth16 proof over curve C, affine points (Montgomery coordinates).
+template <class C>
+struct ProofOf {
+  Affine<typename C::G1Params> a;
+  Affine<typename C::G2Params> b;
+  Affine<typename C::G1Params> c;
 };
+using Proof = ProofOf<Bn254>;
 
 /// The five MSMs of a proof: A = Σ w_i·A_i, B1 = Σ w_i·B1_i (G1),
 /// B2 = Σ w_i·B2_i (G2), C = Σ_{i > nPublic} w_i·C_i, H = Σ h_j·H_j.
-struct MsmSums {
-  G1 a, b1, c, h;
-  G2 b2;
+template <class C>
+struct MsmSumsOf {
+  Xyzz<typename C::G1Params> a, b1, c, h;
+  Xyzz<typename C::G2Params> b2;
 };
+using MsmSums = MsmSumsOf<Bn254>;
 
 /// The proof from the MSMs and blinding scalars r, s (canonical, < r), as
 /// snarkjs groth16_prove.js combines them: πA = α + A + r·δ1,
 /// πB = β2 + B2 + s·δ2, B1' = β1 + B1 + s·δ1, πC = C + H + s·πA + r·B1' − r·s·δ1.
 /// Shared by every backend, so equal MSMs give byte-identical proofs.
-Proof assemble_proof(const Zkey& key, const MsmSums& m, const U256& r, const U256& s);
+/// Precondition: key.curve is C's.
+template <class C>
+ProofOf<C> assemble_proof(const Zkey& key, const MsmSumsOf<C>& m, const U256& r, const U256& s);
 
-/// Checks the header points (α, β, γ, δ, IC) lie on their curves; throws
-/// InputError naming the key file otherwise. Every backend calls it once per key.
-void check_key_points(const Zkey& key);
+/// Checks that `key` is over curve C and that its header points (α, β, γ, δ,
+/// IC) lie on their curves; throws InputError naming the key file otherwise
+/// ("KEY: the key is over bls12381, this prover takes bn128 keys", "KEY:
+/// section 2/3: beta2 is not on the curve").
+template <class C>
+void check_key_points_of(const Zkey& key);
+/// BN254's: every backend of the farm calls it once per key.
+inline void check_key_points(const Zkey& key);
 
-/// A key prepared for proving: the zkey's points plus the domain's twiddle
-/// tables (2^k·32 bytes). Reusable across partitions and threads.
-class Prover {
+/// A key over curve C prepared for proving: the zkey's points plus the
+/// domain's twiddle tables (2^k·32 bytes). Reusable across partitions and threads.
+template <class C>
+class ProverOf {
  public:
-  /// Checks the header points (α, β, γ, δ, IC) lie on their curves; throws
-  /// InputError naming the key file otherwise.
-  Prover(const Zkey& key, ThreadPool& pool);
+  using Fr = typename C::Fr;
+  using Proof = ProofOf<C>;
+  using PartitionBuffers = PartitionBuffersOf<C>;
+  /// Checks the key's curve and header points (check_key_points_of<C>);
+  /// throws InputError naming the key file otherwise.
+  ProverOf(const Zkey& key, ThreadPool& pool);
 
   /// The proof of one synthesized partition with blinding scalars r and s
   /// (canonical, < r): H on the odd coset (no division by Z: the key's section 9
@@ -99,16 +132,34 @@ class Prover {
 
   const Zkey& key() const { return key_; }
   /// The key's A and B by constraint, built by the constructor.
-  const ConstraintMatrix& matrix() const { return matrix_; }
+  const ConstraintMatrixOf<C>& matrix() const { return matrix_; }
 
  private:
   const Zkey& key_;
-  Domain domain_;
-  ConstraintMatrix matrix_;
+  DomainOf<C> domain_;
+  ConstraintMatrixOf<C> matrix_;
 };
+/// BN254's, the farm's.
+using Prover = ProverOf<Bn254>;
 
-/// A uniform scalar in [0, r) from the OS's CSPRNG (getrandom(2)), by rejection.
-/// Throws std::system_error if the OS has no entropy to give.
-U256 random_scalar();
+/// A uniform scalar in [0, r) of curve C from the OS's CSPRNG (getrandom(2)),
+/// by rejection. Throws std::system_error if the OS has no entropy to give.
+template <class C>
+U256 random_scalar_of();
+/// BN254's.
+inline U256 random_scalar() { return random_scalar_of<Bn254>(); }
+
+inline void check_key_points(const Zkey& key) { check_key_points_of<Bn254>(key); }
+
+#define ZKFARM_PROVER_EXTERN(C)                                                                                   \
+  extern template void synthesize<C>(const Zkey&, const Wtns&, const PartitionBuffersOf<C>&, ThreadPool&,         \
+                                     const std::atomic<bool>*);                                                   \
+  extern template ProofOf<C> assemble_proof<C>(const Zkey&, const MsmSumsOf<C>&, const U256&, const U256&);      \
+  extern template void check_key_points_of<C>(const Zkey&);                                                       \
+  extern template class ProverOf<C>;                                                                              \
+  extern template U256 random_scalar_of<C>();
+ZKFARM_PROVER_EXTERN(Bn254)
+ZKFARM_PROVER_EXTERN(bls12_381::Curve)
+#undef ZKFARM_PROVER_EXTERN
 
 }  // namespace zkfarm

@@ -102,6 +102,9 @@ VerifyingKey::VerifyingKey(const G1Affine& alpha1, const G2Affine& beta2, const 
 }
 
 VerifyingKey VerifyingKey::from_zkey(const Zkey& key) {
+  if (key.curve != CurveId::bn254) {
+    throw InputError(key.path + ": the key is over " + curve_name(key.curve) + ", this verifier takes bn128 keys");
+  }
   std::vector<G1Affine> ic(size_t(key.n_public) + 1);
   for (size_t i = 0; i < ic.size(); ++i) ic[i] = G1Affine::load(key.ic.data() + i * kG1Bytes);
   return VerifyingKey(G1Affine::load(key.alpha1), G2Affine::load(key.beta2), G2Affine::load(key.gamma2),

@@ -25,7 +25,7 @@ enum class VerifyFault : uint8_t {
   kPublicCount,    ///< not exactly nPublic public signals
   kPublicRange,    ///< a public signal ≥ r
   kNotOnCurve,     ///< a proof point off its curve, or a coordinate ≥ q
-  kNotInSubgroup,  ///< B on the twist but not in G2
+  kNotInSubgroup,  ///< a proof point on its curve but not in its subgroup (BN254: B only)
   kPairing,        ///< well formed, and the pairing equation fails
 };
 

@@ -1,6 +1,8 @@
 // snarkjs .wtns: header and value checks, and the fit against a proving key.
 #include "groth16/wtns.hpp"
 
+#include "groth16/curves.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -46,14 +48,17 @@ Wtns Wtns::open(const std::string& path) {
   return w;
 }
 
-void check_witness_matches(const Zkey& key, const Wtns& w) { check_witness_matches(key.n_vars, key.path, w); }
+void check_witness_matches(const Zkey& key, const Wtns& w) {
+  check_witness_matches(key.n_vars, key.path, w, key.curve);
+}
 
-void check_witness_matches(uint32_t n_vars, const std::string& key_path, const Wtns& w) {
-  if (w.n8 != 32 || w.prime != kBn254R) {
+void check_witness_matches(uint32_t n_vars, const std::string& key_path, const Wtns& w, CurveId curve) {
+  const std::string name = curve_name(curve);
+  if (w.n8 != 32 || !le_limbs_equal(w.prime_le, curve_primes(curve).r)) {
     w.file.fail_file("witness is over another field (" +
-                     (w.n8 == 32 ? std::string("a 32-byte prime that is not BN254's r")
+                     (w.n8 == 32 ? "a 32-byte prime that is not " + name + "'s r"
                                  : "a prime of " + std::to_string(w.n8) + " bytes") +
-                     "), key expects BN254 r");
+                     "), key expects " + name + "'s r");
   }
   if (w.n_witness != n_vars) {
     w.file.fail_file("witness has " + std::to_string(w.n_witness) + " values, key expects nVars " +

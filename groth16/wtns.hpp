@@ -10,6 +10,7 @@
 #include <string>
 
 #include "groth16/binfile.hpp"
+#include "groth16/curve_id.hpp"
 
 namespace zkfarm {
 
@@ -47,14 +48,15 @@ struct Wtns {
   explicit Wtns(BinFile f) : path(f.path()), file(std::move(f)) {}
 };
 
-/// Checks that witness W can be proved with KEY: W's prime must be BN254's r
-/// (the key's scalar field) and W must have exactly key.n_vars values.
-/// Throws InputError naming the witness file:
-/// "W.PATH: witness is over another field (a prime of 48 bytes), key expects BN254 r" or
+/// Checks that witness W can be proved with KEY: W's prime must be the r of
+/// the key's curve (its scalar field) and W must have exactly key.n_vars
+/// values. Throws InputError naming the witness file:
+/// "W.PATH: witness is over another field (a prime of 48 bytes), key expects bn128's r" or
 /// "W.PATH: witness has N values, key expects nVars M (KEY.PATH)".
 void check_witness_matches(const Zkey& key, const Wtns& w);
-/// The same check against a key known only by its nVars and path (what the
-/// farm keeps of a key it has checked before); same errors.
-void check_witness_matches(uint32_t n_vars, const std::string& key_path, const Wtns& w);
+/// The same check against a key known only by its nVars, path and curve
+/// (what the farm keeps of a key it has checked before); same errors.
+void check_witness_matches(uint32_t n_vars, const std::string& key_path, const Wtns& w,
+                           CurveId curve = CurveId::bn254);
 
 }  // namespace zkfarm

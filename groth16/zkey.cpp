@@ -8,15 +8,17 @@
 #include <bit>
 #include <string>
 
+#include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 
 namespace zkfarm {
 namespace {
 
 constexpr uint32_t kGroth16 = 1;  // snarkjs: 1 Groth16, 2 Plonk, 3 Fflonk
-// Section 2 with BN254's 32-byte fields: n8q, q, n8r, r, nVars, nPublic,
-// domainSize, then 3 G1 and 3 G2 points.
-constexpr uint64_t kHeaderSectionBytes = 4 + kFqBytes + 4 + kFrBytes + 12 + 3 * kG1Bytes + 3 * kG2Bytes;
+
+// Section 2's size: n8q, q, n8r, r, nVars, nPublic, domainSize, then 3 G1
+// and 3 G2 points.
+uint64_t header_section_bytes(uint32_t n8q) { return 4 + n8q + 4 + kFrBytes + 12 + 3 * 2 * n8q + 3 * 4 * n8q; }
 
 constexpr const char* kG1Coords[] = {"x", "y"};
 constexpr const char* kG2Coords[] = {"x.c0", "x.c1", "y.c0", "y.c1"};
@@ -55,17 +57,20 @@ int64_t first_bad(uint64_t n, const Bad& bad) {
   return -1;
 }
 
-// Index of the first 32-byte coordinate in BYTES that is not below q, or -1.
-// Montgomery form keeps elements in [0, q), so any coordinate >= q is corrupt;
-// this touches every page of the big sections once, at memory bandwidth.
-int64_t first_noncanonical(std::span<const uint8_t> bytes) {
-  return first_bad(bytes.size() / kFqBytes,
-                   [&](uint64_t i) { return !u256_less(read_u256(bytes.data() + i * kFqBytes), kBn254Q); });
+// Index of the first n8q-byte coordinate in BYTES that is not below the
+// key's q, or -1. Montgomery form keeps elements in [0, q), so any coordinate
+// >= q is corrupt; this touches every page of the big sections once, at
+// memory bandwidth.
+int64_t first_noncanonical(const Zkey& k, std::span<const uint8_t> bytes) {
+  const CurvePrimes& c = curve_primes(k.curve);
+  const size_t limbs = c.n8q / 8;
+  return first_bad(bytes.size() / c.n8q, [&](uint64_t i) { return !le_limbs_less(bytes.data() + i * c.n8q, c.q, limbs); });
 }
 
 // Fails naming the point and coordinate: "point 7 (y.c1): coordinate not canonical (>= q)".
-void check_points(const BinFile& f, uint32_t section, std::span<const uint8_t> points, bool g2) {
-  const int64_t bad = first_noncanonical(points);
+void check_points(const Zkey& k, uint32_t section, std::span<const uint8_t> points, bool g2) {
+  const BinFile& f = k.file;
+  const int64_t bad = first_noncanonical(k, points);
   if (bad < 0) return;
   const int64_t per_point = g2 ? 4 : 2;
   const char* coord = g2 ? kG2Coords[bad % per_point] : kG1Coords[bad % per_point];
@@ -74,41 +79,50 @@ void check_points(const BinFile& f, uint32_t section, std::span<const uint8_t> p
 }
 
 // Same for one named point of section 2.
-void check_named_point(const BinFile& f, const char* name, const uint8_t* p, bool g2) {
-  const int64_t bad = first_noncanonical({p, g2 ? kG2Bytes : kG1Bytes});
+void check_named_point(const Zkey& k, const char* name, const uint8_t* p, bool g2) {
+  const BinFile& f = k.file;
+  const int64_t bad = first_noncanonical(k, {p, g2 ? k.g2_bytes : k.g1_bytes});
   if (bad < 0) return;
   const char* coord = g2 ? kG2Coords[bad] : kG1Coords[bad];
   f.fail(2, std::string(name) + " (" + coord + "): coordinate not canonical (>= q)");
 }
 
 [[noreturn]] void wrong_curve(const BinFile& f, const std::string& what) {
-  f.fail(2, "wrong curve: key is over " + what + ", zkfarm supports BN254 (bn128) only");
+  f.fail(2, "wrong curve: key is over " + what + ", zkfarm supports bn128 and bls12381");
 }
 
-// Section 2 up to and including r: the curve check comes before the size
-// check, so that a BLS12-381 key (n8q = 48, a bigger section) says "wrong
-// curve" rather than "wrong size".
-void check_curve(const BinFile& f) {
-  SectionReader r(f, 2);
+// Section 2 up to and including r: which curve the key is over. This comes
+// before the size check, so that a key over a curve zkfarm does not know
+// says "wrong curve" rather than "wrong size".
+CurveId check_curve(const BinFile& f) {
+  SectionReader rd(f, 2);
   // The primes themselves are never printed (errors.hpp): their sizes, and
   // which one differs, say enough.
-  const uint32_t n8q = r.u32("n8q");
-  if (n8q != kFqBytes) wrong_curve(f, "a base field of " + std::to_string(n8q) + " bytes");
-  const U256 q = read_u256(r.bytes(kFqBytes, "q").data());
-  if (q != kBn254Q) wrong_curve(f, "a 32-byte base field whose q is not BN254's");
-  const uint32_t n8r = r.u32("n8r");
+  const uint32_t n8q = rd.u32("n8q");
+  const CurvePrimes* curve = nullptr;
+  for (const CurvePrimes& c : known_curves())
+    if (c.n8q == n8q) curve = &c;
+  if (!curve) wrong_curve(f, "a base field of " + std::to_string(n8q) + " bytes");
+  const std::string known = std::string(curve_name(curve->id)) + "'s";
+  if (!le_limbs_equal(rd.bytes(n8q, "q"), curve->q)) {
+    wrong_curve(f, "a " + std::to_string(n8q) + "-byte base field whose q is not " + known);
+  }
+  const uint32_t n8r = rd.u32("n8r");
   if (n8r != kFrBytes) wrong_curve(f, "a scalar field of " + std::to_string(n8r) + " bytes");
-  const U256 rr = read_u256(r.bytes(kFrBytes, "r").data());
-  if (rr != kBn254R) wrong_curve(f, "a 32-byte scalar field whose r is not BN254's");
+  if (!le_limbs_equal(rd.bytes(kFrBytes, "r"), curve->r)) {
+    wrong_curve(f, "a 32-byte scalar field whose r is not " + known);
+  }
+  return curve->id;
 }
 
 void check_coefficients(const Zkey& k) {
   const BinFile& f = k.file;
   auto record = [&](uint64_t i) { return k.coeffs.data() + i * kCoeffRecordBytes; };
+  const uint64_t* r = curve_primes(k.curve).r;
   const int64_t bad = first_bad(k.n_coeffs, [&](uint64_t i) {
     const uint8_t* rec = record(i);
     return read_u32(rec) > 1 || read_u32(rec + 4) >= k.domain_size || read_u32(rec + 8) >= k.n_vars ||
-           !u256_less(read_u256(rec + 12), kBn254R);
+           !le_limbs_less(rec + 12, r, 4);
   });
   if (bad < 0) return;
   const uint8_t* rec = record(uint64_t(bad));
@@ -137,10 +151,14 @@ Zkey Zkey::open(const std::string& path, ZkeyContents contents) {
   const uint32_t protocol = read_u32(f.section(1).data());
   if (protocol != kGroth16) f.fail(1, "unsupported protocol " + std::to_string(protocol) + ", only Groth16 (1)");
 
-  check_curve(f);
-  expect_size(f, 2, kHeaderSectionBytes, "header with 32-byte q and r");
+  k.curve = check_curve(f);
+  k.fq_bytes = curve_primes(k.curve).n8q;
+  k.g1_bytes = 2 * k.fq_bytes;
+  k.g2_bytes = 4 * k.fq_bytes;
+  expect_size(f, 2, header_section_bytes(k.fq_bytes),
+              "header with " + std::to_string(k.fq_bytes) + "-byte q and 32-byte r");
   SectionReader hdr(f, 2);
-  hdr.bytes(4 + kFqBytes + 4 + kFrBytes, "n8q, q, n8r, r");  // checked by check_curve
+  hdr.bytes(4 + k.fq_bytes + 4 + kFrBytes, "n8q, q, n8r, r");  // checked by check_curve
   k.n_vars = hdr.u32("nVars");
   k.n_public = hdr.u32("nPublic");
   k.domain_size = hdr.u32("domainSize");
@@ -162,15 +180,18 @@ Zkey Zkey::open(const std::string& path, ZkeyContents contents) {
   for (const Named& p : {Named{"alpha1", &k.alpha1, false}, Named{"beta1", &k.beta1, false},
                          Named{"beta2", &k.beta2, true}, Named{"gamma2", &k.gamma2, true},
                          Named{"delta1", &k.delta1, false}, Named{"delta2", &k.delta2, true}}) {
-    *p.dst = hdr.bytes(p.g2 ? kG2Bytes : kG1Bytes, p.name).data();
-    check_named_point(f, p.name, *p.dst, p.g2);
+    *p.dst = hdr.bytes(p.g2 ? k.g2_bytes : k.g1_bytes, p.name).data();
+    check_named_point(k, p.name, *p.dst, p.g2);
   }
 
   // Sizes of sections 3..9 from the header, all in 64-bit: nVars * 128 < 2^39.
   const uint64_t n_vars = k.n_vars;
   const uint64_t n_ic = uint64_t{k.n_public} + 1;
   const uint64_t n_c = n_vars - n_ic;
-  expect_size(f, 3, n_ic * kG1Bytes, "IC: nPublic+1 = " + std::to_string(n_ic) + " G1 points of 64 bytes");
+  const uint64_t g1 = k.g1_bytes, g2 = k.g2_bytes;
+  const std::string of_g1 = " G1 points of " + std::to_string(g1) + " bytes";
+  const std::string of_g2 = " G2 points of " + std::to_string(g2) + " bytes";
+  expect_size(f, 3, n_ic * g1, "IC: nPublic+1 = " + std::to_string(n_ic) + of_g1);
 
   SectionReader coefs(f, 4);
   k.n_coeffs = coefs.u32("nCoefs");
@@ -179,12 +200,11 @@ Zkey Zkey::open(const std::string& path, ZkeyContents contents) {
   k.coeffs = coefs.bytes(uint64_t{k.n_coeffs} * kCoeffRecordBytes, "coefficient records");
 
   const std::string vars = std::to_string(n_vars);
-  expect_size(f, 5, n_vars * kG1Bytes, "A: nVars " + vars + " G1 points of 64 bytes");
-  expect_size(f, 6, n_vars * kG1Bytes, "B1: nVars " + vars + " G1 points of 64 bytes");
-  expect_size(f, 7, n_vars * kG2Bytes, "B2: nVars " + vars + " G2 points of 128 bytes");
-  expect_size(f, 8, n_c * kG1Bytes, "C: nVars-nPublic-1 = " + std::to_string(n_c) + " G1 points of 64 bytes");
-  expect_size(f, 9, uint64_t{k.domain_size} * kG1Bytes,
-              "H: domainSize " + std::to_string(k.domain_size) + " G1 points of 64 bytes");
+  expect_size(f, 5, n_vars * g1, "A: nVars " + vars + of_g1);
+  expect_size(f, 6, n_vars * g1, "B1: nVars " + vars + of_g1);
+  expect_size(f, 7, n_vars * g2, "B2: nVars " + vars + of_g2);
+  expect_size(f, 8, n_c * g1, "C: nVars-nPublic-1 = " + std::to_string(n_c) + of_g1);
+  expect_size(f, 9, uint64_t{k.domain_size} * g1, "H: domainSize " + std::to_string(k.domain_size) + of_g1);
 
   k.ic = f.section(3);
   k.a = f.section(5);
@@ -199,12 +219,12 @@ Zkey Zkey::open(const std::string& path, ZkeyContents contents) {
 
 void Zkey::check_contents() const {
   check_coefficients(*this);
-  check_points(file, 3, ic, false);
-  check_points(file, 5, a, false);
-  check_points(file, 6, b1, false);
-  check_points(file, 7, b2, true);
-  check_points(file, 8, c, false);
-  check_points(file, 9, h, false);
+  check_points(*this, 3, ic, false);
+  check_points(*this, 5, a, false);
+  check_points(*this, 6, b1, false);
+  check_points(*this, 7, b2, true);
+  check_points(*this, 8, c, false);
+  check_points(*this, 9, h, false);
 }
 
 }  // namespace zkfarm

@@ -487,8 +487,11 @@ TEST_F(FormatsBad, ErrorsNeverEchoFileContents) {
   const std::string m1 = message([&] { Zkey::open(secret); });
   EXPECT_EQ(m1.find("hunt"), std::string::npos) << m1;
   EXPECT_NE(m1.find("bad magic"), std::string::npos) << m1;
-  // A BLS12-381 key: its q (printed in decimal before) is not shown.
-  const std::string m2 = message([&] { Zkey::open(shared("chain_bls12381.zkey")); });
+  // A 48-byte q that is not BLS12-381's: neither prime is shown.
+  Container bq(slurp(shared("chain_bls12381.zkey")));
+  bq.payload(2)[4] ^= 2;
+  const std::string m2 = message([&] { Zkey::open(write("q48.zkey", bq.bytes())); });
+  EXPECT_NE(m2.find("whose q is not bls12381's"), std::string::npos) << m2;
   EXPECT_EQ(m2.find("4002409555221667393417789825735904156556882819939007885"), std::string::npos) << m2;
   // A witness whose constant signal is 123456789: the value is not shown.
   Container c(slurp(shared("tiny.0.wtns")));
@@ -588,20 +591,61 @@ TEST_F(FormatsBad, HeaderCounts) {
   expect_error([&] { Zkey::open(pp); }, pp, "section 2: nPublic 4 not below nVars 4");
 }
 
-TEST_F(FormatsBad, Bls12381Zkey) {
-  const std::string p = shared("chain_bls12381.zkey");
-  expect_error([&] { Zkey::open(p); }, p,
-               "section 2: wrong curve: key is over a base field of 48 bytes, zkfarm supports BN254 (bn128) only");
+// snarkjs's BLS12-381 key opens with its curve's sizes; the numbers are the
+// circuit's (its r1cs agrees) and the sections' sizes follow 48-byte coordinates.
+TEST_F(FormatsBad, Bls12381ZkeyOpensWithItsSizes) {
+  const Zkey k = Zkey::open(shared("chain_bls12381.zkey"));
+  const R1cs r = R1cs::open(shared("chain_bls12381.r1cs"));
+  EXPECT_EQ(k.curve, CurveId::bls12_381);
+  EXPECT_STREQ(curve_name(k.curve), "bls12381");
+  EXPECT_EQ(k.fq_bytes, 48u);
+  EXPECT_EQ(k.g1_bytes, 96u);
+  EXPECT_EQ(k.g2_bytes, 192u);
+  EXPECT_EQ(k.n_vars, r.n_wires);
+  EXPECT_EQ(k.n_public, r.n_pub_out + r.n_pub_in);
+  EXPECT_EQ(k.a.size(), size_t(k.n_vars) * 96);
+  EXPECT_EQ(k.b2.size(), size_t(k.n_vars) * 192);
+  EXPECT_EQ(k.h.size(), size_t(k.domain_size) * 96);
+  const Zkey bn = Zkey::open(shared("chain.zkey"));
+  EXPECT_EQ(bn.curve, CurveId::bn254);
+  EXPECT_EQ(bn.g1_bytes, 64u);
+  EXPECT_EQ(bn.g2_bytes, 128u);
+  // Its witness fits it, and a BN254 witness does not.
+  const std::string bls_w = shared("chain_bls12381.0.wtns"), bn_w = shared("chain.0.wtns");
+  EXPECT_NO_THROW(check_witness_matches(k, Wtns::open(bls_w)));
+  const Wtns w = Wtns::open(bn_w);
+  expect_error([&] { check_witness_matches(k, w); }, bn_w,
+               "witness is over another field (a 32-byte prime that is not bls12381's r), key expects bls12381's r");
+  // A coordinate of H set to q itself (all its bytes from the header) is refused, naming the point.
+  Container c(slurp(shared("chain_bls12381.zkey")));
+  std::memcpy(c.payload(9).data() + 96 + 48, c.payload(2).data() + 4, 48);
+  const std::string p = write("hq.zkey", c.bytes());
+  expect_error([&] { Zkey::open(p); }, p, "section 9: point 1 (y): coordinate not canonical (>= q)");
+}
+
+TEST_F(FormatsBad, ForeignCurvesAreRefused) {
+  // A base field of a size no known curve has.
+  Container c40(slurp(shared("tiny.zkey")));
+  put_u32(c40.payload(2), 0, 40);
+  const std::string p40 = write("n8q40.zkey", c40.bytes());
+  expect_error([&] { Zkey::open(p40); }, p40,
+               "section 2: wrong curve: key is over a base field of 40 bytes, zkfarm supports bn128 and bls12381");
   // Same length as BN254 but another q.
   Container c(slurp(shared("tiny.zkey")));
   c.payload(2)[4] ^= 2;
   const std::string pq = write("q.zkey", c.bytes());
-  expect_error([&] { Zkey::open(pq); }, pq, "section 2: wrong curve: key is over a 32-byte base field whose q is not BN254's");
+  expect_error([&] { Zkey::open(pq); }, pq, "section 2: wrong curve: key is over a 32-byte base field whose q is not bn128's");
   // Same q, another r.
   Container cr(slurp(shared("tiny.zkey")));
   cr.payload(2)[4 + 32 + 4] ^= 2;
   const std::string pr = write("r.zkey", cr.bytes());
-  expect_error([&] { Zkey::open(pr); }, pr, "section 2: wrong curve: key is over a 32-byte scalar field whose r is not BN254's");
+  expect_error([&] { Zkey::open(pr); }, pr, "section 2: wrong curve: key is over a 32-byte scalar field whose r is not bn128's");
+  // BLS12-381's q with another r.
+  Container br(slurp(shared("chain_bls12381.zkey")));
+  br.payload(2)[4 + 48 + 4] ^= 2;
+  const std::string pbr = write("blsr.zkey", br.bytes());
+  expect_error([&] { Zkey::open(pbr); }, pbr,
+               "section 2: wrong curve: key is over a 32-byte scalar field whose r is not bls12381's");
 }
 
 TEST_F(FormatsBad, WitnessMismatch) {
@@ -609,7 +653,7 @@ TEST_F(FormatsBad, WitnessMismatch) {
   const std::string bls = shared("chain_bls12381.0.wtns");
   const Wtns wb = Wtns::open(bls);
   expect_error([&] { check_witness_matches(k, wb); }, bls,
-               "witness is over another field (a 32-byte prime that is not BN254's r), key expects BN254 r");
+               "witness is over another field (a 32-byte prime that is not bn128's r), key expects bn128's r");
   const std::string tiny = shared("tiny.0.wtns");
   const Wtns wt = Wtns::open(tiny);
   expect_error([&] { check_witness_matches(k, wt); }, tiny, "witness has 4 values, key expects nVars 1520");

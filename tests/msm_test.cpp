@@ -8,13 +8,15 @@
 namespace zkfarm {
 namespace {
 
-template <class C>
+// C: the points' curve (G1Params or G2Params of a curve), FrP: its scalar
+// field's parameters, bits: its kFrBits.
+template <class C, class FrP = FrParams, unsigned bits = Bn254::kFrBits>
 void check(size_t n, unsigned threads, unsigned c_bits, const Affine<C>& gen) {
   std::mt19937_64 rng(n * 7 + threads + c_bits);
-  auto cs = test::make_msm_case<C>(n, gen, rng);
+  auto cs = test::make_msm_case<C, FrP>(n, gen, rng);
   ThreadPool pool(threads);
   constexpr size_t stride = sizeof(Affine<C>);
-  ScalarPlan plan = plan_scalars(cs.scalars.data(), n, pool, c_bits);
+  ScalarPlan plan = plan_scalars(cs.scalars.data(), n, pool, c_bits, bits);
   auto expect = msm_naive<C>(cs.points.data(), stride, cs.scalars.data(), n);
   auto got = msm<C>(cs.points.data(), stride, plan, 0, n, pool);
   EXPECT_TRUE(got.equals(expect)) << "n=" << n << " threads=" << threads << " c=" << plan.c;
@@ -30,6 +32,25 @@ void check(size_t n, unsigned threads, unsigned c_bits, const Affine<C>& gen) {
 TEST(Msm, G1MatchesNaiveSum) {
   for (size_t n : {0, 1, 2, 9, 100, 700})
     for (unsigned threads : {1u, 3u}) check<G1Params>(n, threads, 0, test::g1_generator());
+}
+
+// BLS12-381: 96-byte G1 and 192-byte G2 points, 255-bit scalars (r − 1 and
+// values just below r fill the top window).
+TEST(Msm, Bls12381MatchesNaiveSum) {
+  using bls12_381::Curve;
+  for (size_t n : {1, 9, 100, 700}) {
+    check<bls12_381::G1Params, bls12_381::FrParams, Curve::kFrBits>(n, 2, 0, Curve::g1_generator());
+  }
+  for (unsigned c : {2u, 7u, 11u, kMaxWindowBits}) {
+    check<bls12_381::G1Params, bls12_381::FrParams, Curve::kFrBits>(60, 2, c, Curve::g1_generator());
+  }
+  check<bls12_381::G2Params, bls12_381::FrParams, Curve::kFrBits>(40, 2, 0, Curve::g2_generator());
+  ThreadPool pool(1);
+  std::vector<U256> one{U256{5, 0, 0, 0}};
+  EXPECT_THROW(plan_scalars(one.data(), 1, pool, 8, 256), std::invalid_argument);
+  // 255 bits at c = 15: 18 windows, where 254 bits need 17.
+  EXPECT_EQ(plan_scalars(one.data(), 1, pool, 15, 255).windows, 18u);
+  EXPECT_EQ(plan_scalars(one.data(), 1, pool, 15, 254).windows, 17u);
 }
 
 TEST(Msm, G1EveryWindowWidth) {

@@ -64,13 +64,15 @@ struct MsmCase {
   std::vector<U256> scalars;
 };
 
-template <class C>
+/// n points (multiples of gen, infinity, repeats, opposites) and scalars
+/// below FrP's r (0, 1, r − 1, small, values just below r, random < 2^253).
+template <class C, class FrP = FrParams>
 MsmCase<C> make_msm_case(size_t n, const Affine<C>& gen, std::mt19937_64& rng) {
   constexpr size_t stride = sizeof(Affine<C>);
   MsmCase<C> c;
   c.points.resize(n * stride);
   c.scalars.resize(n);
-  const U256 r_minus_1{FrParams::kModulus[0] - 1, FrParams::kModulus[1], FrParams::kModulus[2], FrParams::kModulus[3]};
+  const U256 r_minus_1{FrP::kModulus[0] - 1, FrP::kModulus[1], FrP::kModulus[2], FrP::kModulus[3]};
   for (size_t i = 0; i < n; ++i) {
     Affine<C> p;
     switch (i % 9) {
@@ -85,6 +87,7 @@ MsmCase<C> make_msm_case(size_t n, const Affine<C>& gen, std::mt19937_64& rng) {
       case 1: c.scalars[i] = U256{1, 0, 0, 0}; break;
       case 2: c.scalars[i] = r_minus_1; break;
       case 4: c.scalars[i] = U256{rng() & 0xffff, 0, 0, 0}; break;
+      case 6: c.scalars[i] = r_minus_1, c.scalars[i][0] -= rng() & 0xffffffff; break;  // top bits set
       default: c.scalars[i] = test::random_scalar(rng);
     }
   }

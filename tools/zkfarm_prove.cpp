@@ -25,6 +25,7 @@
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
+#include "groth16/bls12_381_verify.hpp"
 #include "groth16/verify.hpp"
 #include "tools/generator_arg.hpp"
 
@@ -41,24 +42,78 @@ struct Options {
   std::string blinding;          // "R,S" in decimal: tests only (a fixed r, s makes proofs comparable)
 };
 
-// The fixed blinding of --test-blinding, or fresh random scalars.
+// The fixed blinding of --test-blinding, or fresh random scalars of curve C.
+template <class C>
 std::pair<zkfarm::U256, zkfarm::U256> blinding(const std::string& spec) {
   using namespace zkfarm;
-  if (spec.empty()) return {random_scalar(), random_scalar()};
+  using FrP = typename C::Fr::Params;
+  if (spec.empty()) return {random_scalar_of<C>(), random_scalar_of<C>()};
   const auto comma = spec.find(',');
   auto r = comma == std::string::npos ? std::nullopt : parse_decimal(spec.substr(0, comma));
   auto s = comma == std::string::npos ? std::nullopt : parse_decimal(spec.substr(comma + 1));
-  if (!r || !s || !is_canonical<FrParams>(*r) || !is_canonical<FrParams>(*s))
+  if (!r || !s || !is_canonical<FrP>(*r) || !is_canonical<FrP>(*s))
     throw InputError("--test-blinding: want R,S as two decimal integers below the group order, got '" + spec + "'");
   return {*r, *s};
 }
 
+// Writes public.json and proof.json, both or neither.
+template <class Proof>
+void write_outputs(const std::string& proof_path, const std::string& public_path, const std::string& public_json,
+                   const Proof& proof) {
+  using namespace zkfarm;
+  write_file_atomic(public_path, public_json);
+  try {
+    write_file_atomic(proof_path, proof_to_json(proof));
+  } catch (...) {
+    ::unlink(public_path.c_str());  // never leave half of the output
+    throw;
+  }
+}
+
+int refuse_unverified(const std::string& wtns_name, const std::string& reason) {
+  std::fprintf(stderr,
+               "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "
+               "or the backend computed a wrong result\n",
+               wtns_name.c_str(), reason.c_str());
+  return kExitBadInput;
+}
+
+// A BLS12-381 key: the CPU prover templated on the curve (the CUDA backend
+// and the farm take BN254 keys only so far), then the BLS12-381 verifier.
+int prove_bls12_381(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
+                    const std::string& proof_path, const std::string& public_path, const Options& opt) {
+  using namespace zkfarm;
+  using Curve = bls12_381::Curve;
+  if (opt.backend == "cuda") {
+    throw gpu::DeviceError("--backend cuda: " + key_path +
+                           ": the key is over bls12381; the CUDA backend proves bn128 keys only, use --backend cpu");
+  }
+  const auto [r, s] = blinding<Curve>(opt.blinding);
+  const Zkey key = Zkey::open(key_path);
+  check_witness_matches(key, wtns);
+  const bls12_381::VerifyingKey vk = bls12_381::VerifyingKey::from_zkey(key);  // a bad key fails here
+  ThreadPool pool(opt.threads);
+  const ProverOf<Curve> prover(key, pool);
+  std::vector<U256> witness(key.n_vars);
+  std::memcpy(witness.data(), wtns.values.data(), witness.size() * sizeof(U256));
+  std::vector<bls12_381::Fr> scratch;
+  const ProofOf<Curve> proof = prover.prove_witness(witness.data(), scratch, r, s, pool);
+  const VerifyResult check = bls12_381::verify_proof(vk, proof, {witness.data() + 1, key.n_public});
+  if (!check) return refuse_unverified(wtns_name, check.reason);
+  write_outputs(proof_path, public_path, public_to_json(witness.data(), key.n_public), proof);
+  return 0;
+}
+
 // Proves `wtns` (already opened; `wtns_name` names it in messages) with the
-// key at `key_path`, verifies, writes both outputs or neither.
+// key at `key_path`, verifies, writes both outputs or neither. The key's
+// header says its curve; BN254 keys go to the chosen backend.
 int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
           const std::string& proof_path, const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
-  const auto [r, s] = blinding(opt.blinding);
+  if (Zkey::open(key_path, ZkeyContents::unchecked).curve == CurveId::bls12_381) {
+    return prove_bls12_381(key_path, wtns, wtns_name, proof_path, public_path, opt);
+  }
+  const auto [r, s] = blinding<Bn254>(opt.blinding);
   gpu::CudaOptions cuda;
   cuda.threads = opt.threads;
   cuda.g2_on_cpu = opt.g2 == "cpu";
@@ -83,21 +138,8 @@ int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::stri
   // Synthesis does not check the constraints, so an unsatisfying witness gives
   // a proof; so would a backend fault. Neither may reach the output files.
   const VerifyResult check = verify_proof(vk, proof, {witness.data() + 1, key.n_public});
-  if (!check) {
-    std::fprintf(stderr,
-                 "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "
-                 "or the backend computed a wrong result\n",
-                 wtns_name.c_str(), check.reason.c_str());
-    return kExitBadInput;
-  }
-
-  write_file_atomic(public_path, public_json);
-  try {
-    write_file_atomic(proof_path, proof_to_json(proof));
-  } catch (...) {
-    ::unlink(public_path.c_str());  // never leave half of the output
-    throw;
-  }
+  if (!check) return refuse_unverified(wtns_name, check.reason);
+  write_outputs(proof_path, public_path, public_json, proof);
   return 0;
 }
 
@@ -199,7 +241,7 @@ int main(int argc, char** argv) {
     zkfarm::tools::add_witness_flags(app, fo);
     app.add_option("INPUT.json", input, "the circuit's input signals (circom/snarkjs input.json)")->required();
     app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
-    app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
+    app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128 or bls12381)")->required();
     app.add_option("PROOF.json", proof, "proof output")->required();
     app.add_option("PUBLIC.json", pub, "public signals output")->required();
     if (int code = parse(app, argc - 1, argv + 1); code >= 0) return code;
@@ -221,13 +263,13 @@ int main(int argc, char** argv) {
     return guarded([&] { return witness(generator, input, out, wo); });
   }
   CLI::App app{
-      "zkfarm-prove: make one Groth16 proof (BN254) from a snarkjs .zkey and a .wtns witness.\n"
+      "zkfarm-prove: make one Groth16 proof (bn128 or bls12381) from a snarkjs .zkey and a .wtns witness.\n"
       "Writes PROOF.json and PUBLIC.json as `snarkjs groth16 prove` does.\n"
       "`zkfarm-prove fullprove --help`: from a circom input.json instead of a witness;\n"
       "`zkfarm-prove witness --help`: only the witness (snarkjs wtns calculate)."};
   std::string key, wtns, proof, pub;
   add_prover_flags(app, opt);
-  app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128)")->required();
+  app.add_option("KEY.zkey", key, "Groth16 proving key (snarkjs .zkey, bn128 or bls12381)")->required();
   app.add_option("WITNESS.wtns", wtns, "witness (snarkjs/circom .wtns)")->required();
   app.add_option("PROOF.json", proof, "proof output")->required();
   app.add_option("PUBLIC.json", pub, "public signals output")->required();

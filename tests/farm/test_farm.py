@@ -185,6 +185,13 @@ class FarmTest(unittest.TestCase):
         code, _, err, _ = farm.submit(os.path.join(FIX, "chain.zkey"), [os.path.join(FIX, "chain_bls12381.0.wtns")])
         self.assertEqual(code, 1)
         self.assertIn("prime", err)
+        # A BLS12-381 key with its own witness: zkfarm-prove proves it, the
+        # farm (BN254 only so far) refuses it at submit, naming the curve.
+        code, _, err, _ = farm.submit(os.path.join(FIX, "chain_bls12381.zkey"),
+                                      [os.path.join(FIX, "chain_bls12381.0.wtns")])
+        self.assertEqual(code, 1)
+        self.assertIn("chain_bls12381.zkey", err)
+        self.assertIn("bls12381", err)
         self.assertEqual(ctl(farm.state, "wait", good, "--timeout", "60", check=False)[0], 0)
         self.assertEqual(len(farm.status()["jobs"]), 1, "refused jobs must not appear")
         ok, text = snarkjs_verify([(os.path.join(FIX, "chain.vkey.json"), f"{out}/{k}.public.json", f"{out}/{k}.proof.json")
