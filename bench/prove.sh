@@ -4,6 +4,7 @@
 # proofs are then checked with snarkjs groth16 verify.
 #   bench/prove.sh [REPS]            a 2^16-constraint test key (made on first use
 #                                    by bench/make_keys.sh with zkfarm-testkey, cached)
+#   CURVE=bls12381 bench/prove.sh [REPS]   the same over BLS12-381
 #   ZKEY=… WTNS=… VKEY=… bench/prove.sh [REPS]   any other key and witness
 # Needs scripts/setup.sh to have run (build/ and node_modules/).
 set -euo pipefail
@@ -12,7 +13,8 @@ reps=${1:-5}
 if [ -z "${ZKEY:-}" ]; then
   "$root/bench/make_keys.sh" 16
   data=$root/build/bench-data
-  ZKEY=$data/tk16.zkey WTNS=$data/tk16.wtns VKEY=$data/tk16.vkey.json
+  suffix=$([ "${CURVE:-bn128}" = bn128 ] && echo "" || echo "-$CURVE")
+  ZKEY=$data/tk16$suffix.zkey WTNS=$data/tk16$suffix.wtns VKEY=$data/tk16$suffix.vkey.json
 fi
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 snarkjs=(node "$root/node_modules/snarkjs/build/cli.cjs")

@@ -35,7 +35,7 @@ std::vector<uint8_t> witness_file(uint32_t n) {
   put_u32(b, 1);
   put_u64(b, 4 + 32 + 4);
   put_u32(b, 32);
-  for (uint64_t limb : kBn254R) put_u64(b, limb);
+  for (uint64_t limb : kFrModulus) put_u64(b, limb);
   put_u32(b, n);
   put_u32(b, 2);
   put_u64(b, uint64_t{n} * 32);

@@ -1,6 +1,6 @@
 #pragma once
-// The CPU backend: groth16::Prover on a ThreadPool, with the last two keys
-// kept prepared (their twiddle tables and ConstraintMatrix built, points
+// The CPU backend: groth16's ProverOf<C> of the key's curve (BN254 or
+// BLS12-381) on a ThreadPool, with the last two keys kept prepared (their twiddle tables and ConstraintMatrix built, points
 // checked on their curves); synthesis from the witness runs on the same threads.
 #include "gpu_worker/backend.hpp"
 #include "groth16/key_cache.hpp"
@@ -17,11 +17,23 @@ class CpuBackend final : public ProveBackend {
   bool has_key(const std::string& path) const override { return keys_.contains(path); }
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override;
+  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                                            const std::atomic<bool>* cancel) override;
 
  private:
+  /// A prepared key: the prover of its curve (the other pointer is null).
+  struct PreparedKey {
+    std::unique_ptr<ProverOf<Bn254>> bn254;
+    std::unique_ptr<ProverOf<bls12_381::Curve>> bls12_381;
+  };
+  template <class C>
+  typename ProverOf<C>::Proof prove_with(const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                                         const std::atomic<bool>* cancel);
   ThreadPool pool_;
-  KeyCache<Prover> keys_;
-  std::vector<Fr> scratch_;  ///< a, b, c of the partition in progress (3·domain_size), reused
+  KeyCache<PreparedKey> keys_;
+  /// a, b, c of the partition in progress (3·domain_size Fr of its curve), reused.
+  std::vector<ProverOf<Bn254>::Fr> scratch_bn254_;
+  std::vector<ProverOf<bls12_381::Curve>::Fr> scratch_bls12_381_;
 };
 
 }  // namespace zkfarm::gpu

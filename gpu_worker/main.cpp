@@ -40,9 +40,17 @@ proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu:
     const bool cached = backend.has_key(zkey);
     proto::WorkResult r = proto::run_step([&] {
       const Zkey& key = backend.load(zkey);
-      Proof proof = backend.prove(key, proto::request_witness(req, arena, key), random_scalar(), random_scalar(),
-                                  &proto::abort_flag());
-      return proto::WorkResult{true, {}, proto::encode_proof(proof), std::nullopt};
+      const U256* witness = proto::request_witness(req, arena, key);
+      // Blinding scalars uniform below the key's curve's r.
+      std::string bytes;
+      if (key.curve == CurveId::bls12_381) {
+        using Curve = bls12_381::Curve;
+        bytes = proto::encode_proof(backend.prove_bls12_381(key, witness, random_scalar_of<Curve>(),
+                                                            random_scalar_of<Curve>(), &proto::abort_flag()));
+      } else {
+        bytes = proto::encode_proof(backend.prove(key, witness, random_scalar(), random_scalar(), &proto::abort_flag()));
+      }
+      return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
     });
     r.key_cached = cached;
     return r;

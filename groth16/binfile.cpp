@@ -191,11 +191,6 @@ bool u256_less(const U256& a, const U256& b) {
   return false;
 }
 
-const U256 kBn254Q = {0x3c208c16d87cfd47ULL, 0x97816a916871ca8dULL, 0xb85045b68181585dULL,
-                      0x30644e72e131a029ULL};
-const U256 kBn254R = {0x43e1f593f0000001ULL, 0x2833e84879b97091ULL, 0xb85045b68181585dULL,
-                      0x30644e72e131a029ULL};
-
 bool le_less(std::span<const uint8_t> a, std::span<const uint8_t> b) {
   for (size_t i = a.size(); i-- > 0;) {
     if (a[i] != b[i]) return a[i] < b[i];

@@ -115,8 +115,6 @@ using U256 = std::array<uint64_t, 4>;
 U256 read_u256(const uint8_t* p);
 /// a < b as unsigned 256-bit integers.
 bool u256_less(const U256& a, const U256& b);
-/// BN254 (bn128) base field modulus q and scalar field modulus r.
-extern const U256 kBn254Q, kBn254R;
 
 /// a < b for two little-endian unsigned integers of the same byte length (any
 /// length; for primes of other sizes than 32 bytes). Requires a.size() == b.size().

@@ -2,42 +2,72 @@
 
 #include <cstring>
 
+#include "groth16/proof_json.hpp"
 #include "protocol/messages.hpp"
 
 namespace zkfarm::protocol {
 
 namespace {
 
-// Checks that the 32-byte Montgomery coordinate at p is < q. A value in
+// Checks that the n8q-byte Montgomery coordinate at p is < q. A value in
 // Montgomery form is canonical exactly when its stored integer is.
+template <class Fq>
 void check_coordinate(const uint8_t* p, const char* what) {
-  U256 x;
-  std::memcpy(x.data(), p, 32);
-  if (!is_canonical<FqParams>(x)) throw ProtocolError(std::string("proof: ") + what + ": coordinate not canonical (>= q)");
+  typename Fq::Int x;
+  std::memcpy(x.data(), p, Fq::kBytes);
+  if (!is_canonical<typename Fq::Params>(x)) {
+    throw ProtocolError(std::string("proof: ") + what + ": coordinate not canonical (>= q)");
+  }
 }
 
 }  // namespace
 
-std::string encode_proof(const Proof& proof) {
-  std::string out(kProofBytes, '\0');
+template <class C>
+std::string encode_proof(const ProofOf<C>& proof) {
+  std::string out(kProofBytesOf<C>, '\0');
   auto* p = reinterpret_cast<uint8_t*>(out.data());
   proof.a.store(p);
-  proof.b.store(p + kG1Bytes);
-  proof.c.store(p + kG1Bytes + kG2Bytes);
+  proof.b.store(p + C::kG1Bytes);
+  proof.c.store(p + C::kG1Bytes + C::kG2Bytes);
   return out;
 }
 
-Proof decode_proof(std::string_view bytes) {
-  if (bytes.size() != kProofBytes) {
-    throw ProtocolError("proof of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(kProofBytes));
+template <class C>
+ProofOf<C> decode_proof(std::string_view bytes) {
+  using Fq = typename C::Fq;
+  constexpr size_t kBytes = kProofBytesOf<C>;
+  if (bytes.size() != kBytes) {
+    throw ProtocolError("proof of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(kBytes) +
+                        " (" + C::kName + ")");
   }
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  for (size_t i = 0; i < kProofBytes / 32; ++i) check_coordinate(p + 32 * i, i < 2 ? "pi_a" : i < 6 ? "pi_b" : "pi_c");
-  Proof proof{G1Affine::load(p), G2Affine::load(p + kG1Bytes), G1Affine::load(p + kG1Bytes + kG2Bytes)};
+  // Coordinates 0-1 are πA, 2-5 πB, 6-7 πC.
+  for (size_t i = 0; i < 8; ++i) check_coordinate<Fq>(p + Fq::kBytes * i, i < 2 ? "pi_a" : i < 6 ? "pi_b" : "pi_c");
+  using G1A = Affine<typename C::G1Params>;
+  using G2A = Affine<typename C::G2Params>;
+  ProofOf<C> proof{G1A::load(p), G2A::load(p + C::kG1Bytes), G1A::load(p + C::kG1Bytes + C::kG2Bytes)};
   if (!proof.a.on_curve()) throw ProtocolError("proof: pi_a is not on G1");
   if (!proof.b.on_curve()) throw ProtocolError("proof: pi_b is not on G2");
   if (!proof.c.on_curve()) throw ProtocolError("proof: pi_c is not on G1");
   return proof;
 }
+
+std::optional<CurveId> proof_curve(size_t bytes) {
+  if (bytes == kProofBytesOf<Bn254>) return CurveId::bn254;
+  if (bytes == kProofBytesOf<bls12_381::Curve>) return CurveId::bls12_381;
+  return std::nullopt;
+}
+
+std::string proof_json_of(std::string_view bytes) {
+  const std::optional<CurveId> curve = proof_curve(bytes.size());
+  if (!curve) throw ProtocolError("proof of " + std::to_string(bytes.size()) + " bytes is of no known curve");
+  if (*curve == CurveId::bls12_381) return proof_to_json(decode_proof<bls12_381::Curve>(bytes));
+  return proof_to_json(decode_proof<Bn254>(bytes));
+}
+
+template std::string encode_proof<Bn254>(const ProofOf<Bn254>&);
+template std::string encode_proof<bls12_381::Curve>(const ProofOf<bls12_381::Curve>&);
+template ProofOf<Bn254> decode_proof<Bn254>(std::string_view);
+template ProofOf<bls12_381::Curve> decode_proof<bls12_381::Curve>(std::string_view);
 
 }  // namespace zkfarm::protocol

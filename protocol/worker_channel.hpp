@@ -86,7 +86,7 @@ inline constexpr size_t kMaxQueuedWork = 64;
 struct WorkResult {
   bool ok = true;
   std::string error;  // one line naming the file and fault when !ok
-  std::string proof;  // PROVE only: the 256 bytes of encode_proof(), when ok
+  std::string proof;  // PROVE only: the bytes of encode_proof() (256 or 384), when ok
   std::optional<bool> key_cached;  // PROVE only: the key was resident in the worker's cache
 
   static WorkResult failure(std::string message) { return {false, std::move(message), {}, std::nullopt}; }

@@ -124,7 +124,7 @@ PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_s
       // Checked against the key as at submit, and its public signals read
       // from this host's copy (not taken from the queue's row).
       Wtns wtns = Wtns::open(out.wtns);
-      check_witness_matches(out.key.n_vars, out.zkey, wtns);
+      check_witness_matches(out.key.n_vars, out.zkey, wtns, out.key.curve);
       std::vector<U256> pub(size_t(out.key.n_public) + 1);
       std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
       out.public_json = public_to_json(pub.data(), out.key.n_public);

@@ -49,7 +49,7 @@ std::string write_result(const std::string& out, const Peer& as, uint32_t index,
         files::exists_nofollow(dir.get(), out, k + ".public.json"))
       return {};
     files::write_file_safe(dir.get(), out, k + ".public.json", public_json, 0644);
-    files::write_file_safe(dir.get(), out, k + ".proof.json", proof_to_json(protocol::decode_proof(proof)), 0644);
+    files::write_file_safe(dir.get(), out, k + ".proof.json", protocol::proof_json_of(proof), 0644);
     return {};
   } catch (const std::exception& e) {
     return e.what();
@@ -197,7 +197,7 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
         if (error.empty()) error = "partition " + std::to_string(w.index) + ": no proof in the journal";
         break;
       }
-      std::string proof_json = proof_to_json(protocol::decode_proof(w.proof));
+      std::string proof_json = protocol::proof_json_of(w.proof);
       const size_t n = proof_json.size() + w.public_json.size() + 64;
       if (!results.empty() && bytes + n > protocol::kMaxFrameBytes / 2) {
         next = w.index;

@@ -62,7 +62,8 @@ class Journal : public Ledger {
   /// returns. Throws JournalError; then nothing of the job is journaled (but
   /// see the report on an fsync that fails after the commit frame was written).
   uint64_t add_job(const Job& job) override;
-  /// Journals the 256-byte proof of (job, partition) and its stage times (ms);
+  /// Journals the encoded proof of (job, partition) (protocol/proof_codec.hpp:
+  /// 256 bytes for BN254, 384 for BLS12-381) and its stage times (ms);
   /// a non-empty public_json (a partition of circom inputs, whose public
   /// signals came with its witness) is stored with it as the partition's
   /// public.json. kDuplicate, changing nothing, if that partition already

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "files/input_file.hpp"
-#include "groth16/verify.hpp"
+#include "supervisor/proof_verifier.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -32,7 +32,8 @@ class KeyHashCache {
 /// changes, so the next job of that key skips Zkey::open's full check.
 struct KeyFacts {
   uint32_t n_vars = 0, n_public = 0;
-  std::shared_ptr<const VerifyingKey> vk;
+  CurveId curve = CurveId::bn254;
+  std::shared_ptr<const ProofVerifier> vk;
 };
 
 /// Keys checked at submit, by SHA-256 (hex); the 64 most recent. Thread-safe.

@@ -23,8 +23,8 @@
 
 namespace zkfarm::supervisor {
 
-/// A stored proof: the 256 proof bytes (protocol/proof_codec.hpp) and the
-/// text of public.json.
+/// A stored proof: the encoded proof (protocol/proof_codec.hpp; 256 or 384
+/// bytes) and the text of public.json.
 struct JournaledProof {
   std::string proof;
   std::string public_json;

@@ -117,7 +117,7 @@ void take_witness(const std::string& path, uint32_t k, const Peer& peer, const s
   p.wtns = job_dir + "/" + name;
   try {
     Wtns wtns = Wtns::open(p.wtns);
-    check_witness_matches(key.n_vars, zkey, wtns);
+    check_witness_matches(key.n_vars, zkey, wtns, key.curve);
     // public.json now: the proof's arrival then needs no file.
     std::vector<U256> pub(size_t(key.n_public) + 1);
     std::memcpy(pub.data(), wtns.values.data(), pub.size() * 32);
@@ -229,7 +229,7 @@ KeyFacts stored_key_facts(const std::string& path, const std::string& source, co
   if (facts) return *facts;
   try {
     const Zkey key = Zkey::open(path);
-    facts = KeyFacts{key.n_vars, key.n_public, std::make_shared<const VerifyingKey>(VerifyingKey::from_zkey(key))};
+    facts = KeyFacts{key.n_vars, key.n_public, key.curve, ProofVerifier::from_zkey(key)};
   } catch (const InputError& e) {  // name the client's file, not our copy
     std::string m = e.what();
     if (auto at = m.find(path); at != std::string::npos) m.replace(at, path.size(), source);
@@ -534,7 +534,7 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
 }
 
 void Supervisor::finish_accept(const std::string& identity, const std::shared_ptr<Job>& pending,
-                               const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
+                               const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
                                const std::string& checked, const std::string& error, bool storage_fault) {
   accepting_tokens_.erase(token);
   if (!error.empty()) {

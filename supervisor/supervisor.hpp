@@ -15,7 +15,7 @@
 #include "shm/arena.hpp"
 #include "shm/slots.hpp"
 #include "files/input_file.hpp"
-#include "groth16/verify.hpp"
+#include "supervisor/proof_verifier.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/children.hpp"
@@ -50,7 +50,7 @@ namespace zkfarm::supervisor {
 struct SubmitCheck {
   std::optional<Job> job;
   std::string error;
-  std::shared_ptr<const VerifyingKey> vk;
+  std::shared_ptr<const ProofVerifier> vk;
   std::string storage_fault;  ///< non-empty: the state dir could not take the copies (closes intake)
   std::string token;          ///< the job's folder under inputs/jobs
   double key_ms = 0, witness_ms = 0;  ///< time to take the key, then the witnesses
@@ -106,7 +106,7 @@ files::UniqueFd open_client_file(const std::string& path, const Peer& peer);
 struct CircuitBuild {
   std::optional<CircuitRecord> circuit;
   std::string error;
-  std::shared_ptr<const VerifyingKey> vk;
+  std::shared_ptr<const ProofVerifier> vk;
 };
 
 /// Where and how `circuit add` builds generators.
@@ -263,7 +263,7 @@ class Supervisor {
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
   // submit.cpp: the journal's answer to an accepted job's add_job.
   void finish_accept(const std::string& identity, const std::shared_ptr<Job>& job,
-                     const std::shared_ptr<const VerifyingKey>& vk, const std::string& token,
+                     const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
                      const std::string& checked, const std::string& error, bool storage_fault);
   void begin_stop(const std::string& reason);
   // lifecycle.cpp: stop and drain, rolling restarts and upgrades, sd_notify.
@@ -354,7 +354,7 @@ class Supervisor {
   std::shared_ptr<KeyHashCache> key_hashes_ = std::make_shared<KeyHashCache>();
   std::shared_ptr<CheckedKeys> checked_keys_ = std::make_shared<CheckedKeys>();
   std::shared_ptr<CheckPool> copy_pool_;
-  std::map<std::string, std::shared_ptr<const VerifyingKey>> verifying_keys_;  ///< by key SHA-256
+  std::map<std::string, std::shared_ptr<const ProofVerifier>> verifying_keys_;  ///< by key SHA-256
   int64_t next_housekeeping_ms_ = 0;
   std::vector<PendingSubmit> pending_submits_;
   std::map<std::string, CircuitRecord> circuits_;  ///< by name (journaled)

@@ -9,15 +9,19 @@
 
 namespace zkfarm::testkey {
 
-Fr eval(const std::vector<Term>& lc, const std::vector<Fr>& w) {
+template <class C>
+typename C::Fr eval(const std::vector<Term<C>>& lc, const std::vector<typename C::Fr>& w) {
+  using Fr = typename C::Fr;
   Fr acc = Fr::zero();
   for (const auto& t : lc) acc += t.coef * w[t.signal];
   return acc;
 }
 
-Circuit make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed) {
+template <class C>
+Circuit<C> make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed) {
+  using Fr = typename C::Fr;
   std::mt19937_64 rng(seed);
-  Circuit c;
+  Circuit<C> c;
   c.n_public = n_public;
   c.signals.push_back({SignalDef::kOne});
   for (uint32_t i = 0; i < n_public + c.n_private_inputs; ++i) c.signals.push_back({SignalDef::kInput});
@@ -38,7 +42,7 @@ Circuit make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed) {
     const uint32_t idx = uint32_t(c.constraints.size());
     const uint32_t out = uint32_t(c.signals.size());
     const uint64_t roll = rng() % 100;
-    Constraint k;
+    Constraint<C> k;
     if (next_public <= n_public) {
       // c = pub · last
       k.a = {{next_public++, Fr::one()}};
@@ -74,7 +78,7 @@ Circuit make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed) {
         for (const auto& t : k.a) dup |= t.signal == s;
         if (!dup) k.a.push_back({s, Fr::from_u64(1 + rng() % 1000)});
       }
-      k.a.push_back({0, Fr::from_u256(random_fr(rng))});
+      k.a.push_back({0, Fr::from_u256(random_fr<C>(rng))});
       k.b = {{last, Fr::one()}};
       k.c = {{out, Fr::one()}};
       c.signals.push_back({SignalDef::kProduct, idx});
@@ -92,19 +96,20 @@ Circuit make_circuit(uint32_t n_constraints, uint32_t n_public, uint64_t seed) {
   return c;
 }
 
-std::vector<Fr> Circuit::witness(std::mt19937_64& rng) const {
+template <class C>
+std::vector<typename C::Fr> Circuit<C>::witness(std::mt19937_64& rng) const {
   std::vector<Fr> w(signals.size());
   for (size_t s = 0; s < signals.size(); ++s) {
     switch (signals[s].kind) {
       case SignalDef::kOne: w[s] = Fr::one(); break;
-      case SignalDef::kInput: w[s] = Fr::from_u256(random_fr(rng)); break;
+      case SignalDef::kInput: w[s] = Fr::from_u256(random_fr<C>(rng)); break;
       case SignalDef::kBit: w[s] = (rng() & 1) ? Fr::one() : Fr::zero(); break;
       case SignalDef::kProduct: {
-        const Constraint& k = constraints[signals[s].constraint];
-        w[s] = eval(k.a, w) * eval(k.b, w);
+        const Constraint<C>& k = constraints[signals[s].constraint];
+        w[s] = eval<C>(k.a, w) * eval<C>(k.b, w);
         break;
       }
-      case SignalDef::kPack: w[s] = eval(constraints[signals[s].constraint].a, w); break;
+      case SignalDef::kPack: w[s] = eval<C>(constraints[signals[s].constraint].a, w); break;
     }
   }
   return w;
@@ -114,20 +119,33 @@ std::vector<Fr> Circuit::witness(std::mt19937_64& rng) const {
 
 namespace zkfarm::testkey {
 
-Circuit circuit_from_r1cs(const std::string& path) {
-  const R1cs r1cs = R1cs::open(path);
-  U256 r;
-  for (int i = 0; i < 4; ++i) r[size_t(i)] = FrParams::kModulus[i];
-  if (r1cs.n8 != 32 || r1cs.prime != r)
-    throw InputError(path + ": the circuit is not over BN254's scalar field (compile it with circom -p bn128)");
-  Circuit c;
+const CurvePrimes* r1cs_curve(const R1cs& r1cs) {
+  for (const CurvePrimes& k : known_curves())
+    if (r1cs.n8 == 32 && le_limbs_equal(r1cs.prime_le, k.r)) return &k;
+  return nullptr;
+}
+
+template <class C>
+Circuit<C> circuit_from_r1cs(const R1cs& r1cs) {
+  using Fr = typename C::Fr;
+  if (r1cs.n8 != Fr::kBytes || r1cs.prime != Fr::modulus()) {
+    const CurvePrimes* k = r1cs_curve(r1cs);
+    if (k)
+      throw InputError(r1cs.path + ": the circuit is over " + curve_name(k->id) + "'s scalar field, not " + C::kName +
+                       "'s: make the key with --curve " + curve_name(k->id) + " (or compile the circuit with circom -p " +
+                       C::kName + ")");
+    throw InputError(r1cs.path + ": the circuit's prime (" + std::to_string(r1cs.n8) +
+                     " bytes) is none of bn128's or bls12381's scalar fields: compile it with circom -p " + C::kName +
+                     " (--curve bn128|bls12381 picks the key's curve)");
+  }
+  Circuit<C> c;
   c.n_public = r1cs.n_pub_out + r1cs.n_pub_in;
   c.n_private_inputs = r1cs.n_prv_in;
   c.signals.assign(r1cs.n_wires, SignalDef{SignalDef::kInput, 0});
   c.signals[0].kind = SignalDef::kOne;
   c.constraints.reserve(r1cs.n_constraints);
   auto terms = [](const LinearCombination& lc) {
-    std::vector<Term> out(lc.size());
+    std::vector<Term<C>> out(lc.size());
     for (uint32_t i = 0; i < lc.size(); ++i) {
       const R1csTerm t = lc.term(i);
       U256 v;  // canonical in the file (open() checked it is below r)
@@ -141,5 +159,20 @@ Circuit circuit_from_r1cs(const std::string& path) {
   });
   return c;
 }
+
+template <class C>
+Circuit<C> circuit_from_r1cs(const std::string& path) {
+  return circuit_from_r1cs<C>(R1cs::open(path));
+}
+
+#define ZKFARM_TESTKEY_CIRCUIT(C)                                                                \
+  template struct Circuit<C>;                                                                   \
+  template C::Fr eval<C>(const std::vector<Term<C>>&, const std::vector<C::Fr>&);               \
+  template Circuit<C> make_circuit<C>(uint32_t, uint32_t, uint64_t);                            \
+  template Circuit<C> circuit_from_r1cs<C>(const R1cs&);                                        \
+  template Circuit<C> circuit_from_r1cs<C>(const std::string&);
+ZKFARM_TESTKEY_CIRCUIT(Bn254)
+ZKFARM_TESTKEY_CIRCUIT(bls12_381::Curve)
+#undef ZKFARM_TESTKEY_CIRCUIT
 
 }  // namespace zkfarm::testkey

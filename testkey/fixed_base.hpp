@@ -2,10 +2,13 @@
 // Fixed-base scalar multiplication k·G for many k and one G, as a key setup
 // needs: a table of d·2^(8w)·G for the 32 byte-windows w and digits d = 1..255,
 // so k·G is at most 32 mixed additions. Results are converted to affine in
-// batches that share one inversion.
+// batches that share one inversion. C: a group's params (G1Params or
+// G2Params of either curve); scalars below 2^256 (both curves' Fr).
+#include <algorithm>
 #include <vector>
 
-#include "groth16/bn254.hpp"
+#include "groth16/field.hpp"  // before curve.hpp, which uses its types
+#include "groth16/curve.hpp"
 #include "groth16/thread_pool.hpp"
 
 namespace zkfarm::testkey {
@@ -39,6 +42,8 @@ class FixedBase {
 
   /// out[i] = scalars[i]·G as affine bytes (sizeof(Affine<C>) each, a zkey's
   /// layout), for i < n, on the pool; a zero scalar gives the point at infinity.
+  /// Fr: a 4-limb scalar field element (Montgomery form).
+  template <class Fr>
   void mul_many(const Fr* scalars, size_t n, uint8_t* out, ThreadPool& pool) const {
     constexpr size_t kBatch = 1024;
     pool.run((n + kBatch - 1) / kBatch, [&](size_t chunk) {

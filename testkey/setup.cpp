@@ -6,6 +6,7 @@
 #include "groth16/binwriter.hpp"
 #include "groth16/ntt.hpp"
 #include "groth16/proof_json.hpp"
+#include "groth16/roots.hpp"
 #include "testkey/fixed_base.hpp"
 #include "testkey/random.hpp"
 
@@ -13,27 +14,28 @@ namespace zkfarm::testkey {
 
 namespace {
 
-G1Affine g1_gen() { return {Fq::from_u64(1), Fq::from_u64(2)}; }
-
-// The standard BN254 G2 generator (EIP-197), Montgomery form.
-G2Affine g2_gen() {
-  auto fq = [](uint64_t a, uint64_t b, uint64_t c, uint64_t d) { return Fq::from_u256({a, b, c, d}); };
-  return {{fq(0x46debd5cd992f6edULL, 0x674322d4f75edaddULL, 0x426a00665e5c4479ULL, 0x1800deef121f1e76ULL),
-           fq(0x97e485b7aef312c2ULL, 0xf1aa493335a9e712ULL, 0x7260bfb731fb5d25ULL, 0x198e9393920d483aULL)},
-          {fq(0x4ce6cc0166fa7daaULL, 0xe3d1e7690c43d37bULL, 0x4aab71808dcb408fULL, 0x12c85ea5db8c6debULL),
-           fq(0x55acdadcd122975bULL, 0xbc4b313370b38ef3ULL, 0xec9e99ad690c3395ULL, 0x090689d0585ff075ULL)}};
-}
-
-// Value stored in zkey section 4: coef·R² (snarkjs: Fr.mul(coef, R2) written in Montgomery).
+// Value stored in zkey section 4: coef·R² for C's Fr (snarkjs: Fr.mul(coef, R2)
+// written in Montgomery). The element of value R (= from_int(R mod r)) times
+// coef has Montgomery limbs coef·R·R = coef·R².
+template <class Fr>
 U256 coeff_bytes(const Fr& coef) {
-  Fr r_value = Fr::from_mont({FrParams::kR2[0], FrParams::kR2[1], FrParams::kR2[2], FrParams::kR2[3]});
+  static const Fr r_value = Fr::from_int(Fr::one().mont());
   return (coef * r_value).mont();
 }
 
-// L_i(x) for i < n over the n-th roots of unity ω^i: (x^n − 1)/n · ω^i/(x − ω^i).
-std::vector<Fr> lagrange_at(const Fr& x, uint32_t log_n, ThreadPool& pool) {
+// A field's prime as its little-endian bytes (n8 = F::kBytes), as headers hold it.
+template <class F>
+void write_prime(BinWriter& out) {
+  const auto m = F::modulus();
+  out.bytes(m.data(), F::kBytes);
+}
+
+// L_i(x) for i < n over snarkjs's n-th roots of unity ω^i: (x^n − 1)/n · ω^i/(x − ω^i).
+template <class C>
+std::vector<typename C::Fr> lagrange_at(const typename C::Fr& x, uint32_t log_n, ThreadPool& pool) {
+  using Fr = typename C::Fr;
   const size_t n = size_t(1) << log_n;
-  const Fr w = root_of_unity(log_n);
+  const Fr w = root_of_unity_of<C>(log_n);
   std::vector<Fr> roots(n), den(n), scratch(n);
   pool.parallel_for(n, [&](size_t b, size_t e) {
     Fr p = w.pow({b, 0, 0, 0});
@@ -52,15 +54,17 @@ std::vector<Fr> lagrange_at(const Fr& x, uint32_t log_n, ThreadPool& pool) {
 
 }  // namespace
 
-ToxicWaste ToxicWaste::draw(std::mt19937_64& rng) {
+template <class C>
+ToxicWaste<C> ToxicWaste<C>::draw(std::mt19937_64& rng) {
+  using Fr = typename C::Fr;
   auto nonzero = [&] {
     for (;;) {
-      Fr x = Fr::from_u256(random_fr(rng));
+      Fr x = Fr::from_u256(random_fr<C>(rng));
       if (!x.is_zero()) return x;
     }
   };
   // τ must avoid every root of unity of order ≤ 2^28: τ^(2^28) ≠ 1.
-  ToxicWaste t;
+  ToxicWaste<C> t;
   do {
     t.tau = nonzero();
   } while (t.tau.pow({uint64_t(1) << 28, 0, 0, 0}) == Fr::one());
@@ -71,15 +75,17 @@ ToxicWaste ToxicWaste::draw(std::mt19937_64& rng) {
   return t;
 }
 
-void write_r1cs(const Circuit& c, const std::string& path) {
+template <class C>
+void write_r1cs(const Circuit<C>& c, const std::string& path) {
+  using Fr = typename C::Fr;
   const uint32_t n_vars = c.n_vars();
   uint64_t constraints_bytes = 0;
   for (const auto& k : c.constraints)
-    for (const auto* lc : {&k.a, &k.b, &k.c}) constraints_bytes += 4 + lc->size() * 36;
+    for (const auto* lc : {&k.a, &k.b, &k.c}) constraints_bytes += 4 + lc->size() * (4 + Fr::kBytes);
   BinWriter out(path, "r1cs", 1, 3);
-  out.begin_section(1, 4 + 32 + 4 * 4 + 8 + 4);
-  out.u32(32);
-  out.u256(kFrModulus);
+  out.begin_section(1, 4 + Fr::kBytes + 4 * 4 + 8 + 4);
+  out.u32(Fr::kBytes);
+  write_prime<Fr>(out);
   out.u32(n_vars);
   out.u32(0);  // public outputs
   out.u32(c.n_public);
@@ -101,19 +107,28 @@ void write_r1cs(const Circuit& c, const std::string& path) {
   out.finish();
 }
 
-void write_wtns(const std::vector<Fr>& witness, const std::string& path) {
+template <class C>
+void write_wtns(const std::vector<typename C::Fr>& witness, const std::string& path) {
+  using Fr = typename C::Fr;
   BinWriter out(path, "wtns", 2, 2);
-  out.begin_section(1, 4 + 32 + 4);
-  out.u32(32);
-  out.u256(kFrModulus);
+  out.begin_section(1, 4 + Fr::kBytes + 4);
+  out.u32(Fr::kBytes);
+  write_prime<Fr>(out);
   out.u32(uint32_t(witness.size()));
-  out.begin_section(2, witness.size() * 32);
+  out.begin_section(2, witness.size() * Fr::kBytes);
   for (const auto& v : witness) out.u256(v.to_u256());
   out.finish();
 }
 
-void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_path, const std::string& vkey_path,
-                ThreadPool& pool) {
+template <class C>
+void write_zkey(const Circuit<C>& c, const ToxicWaste<C>& tw, const std::string& zkey_path,
+                const std::string& vkey_path, ThreadPool& pool) {
+  using Fr = typename C::Fr;
+  using Fq = typename C::Fq;
+  using G1Affine = Affine<typename C::G1Params>;
+  using G2Affine = Affine<typename C::G2Params>;
+  constexpr size_t kG1Bytes = C::kG1Bytes, kG2Bytes = C::kG2Bytes;
+  static_assert(sizeof(G1Affine) == kG1Bytes && sizeof(G2Affine) == kG2Bytes);
   const uint32_t n_vars = c.n_vars(), n_pub = c.n_public;
   const uint64_t rows = uint64_t(c.constraints.size()) + n_pub + 1;
   uint32_t log_n = 0;
@@ -122,11 +137,11 @@ void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_
   const size_t n = size_t(1) << log_n;
 
   // u, v, w at τ; the public inputs (and the constant) get an extra A row each.
-  std::vector<Fr> L = lagrange_at(tw.tau, log_n, pool);
+  std::vector<Fr> L = lagrange_at<C>(tw.tau, log_n, pool);
   std::vector<Fr> u(n_vars, Fr::zero()), v(n_vars, Fr::zero()), w(n_vars, Fr::zero());
   uint64_t n_coeffs = n_pub + 1;
   for (size_t i = 0; i < c.constraints.size(); ++i) {
-    const Constraint& k = c.constraints[i];
+    const Constraint<C>& k = c.constraints[i];
     for (const auto& t : k.a) u[t.signal] += t.coef * L[i];
     for (const auto& t : k.b) v[t.signal] += t.coef * L[i];
     for (const auto& t : k.c) w[t.signal] += t.coef * L[i];
@@ -145,14 +160,14 @@ void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_
   // H_i = L^{2n}_{2i+1}(τ)/δ: the odd points of the 2n-th roots are the odd coset g·ω^i.
   std::vector<Fr> k_h(n);
   {
-    std::vector<Fr> L2 = lagrange_at(tw.tau, log_n + 1, pool);
+    std::vector<Fr> L2 = lagrange_at<C>(tw.tau, log_n + 1, pool);
     for (size_t i = 0; i < n; ++i) k_h[i] = L2[2 * i + 1] * delta_inv;
   }
   L.clear();
   L.shrink_to_fit();
 
-  FixedBase<G1Params> g1(g1_gen());
-  FixedBase<G2Params> g2(g2_gen());
+  FixedBase<typename C::G1Params> g1(C::g1_generator());
+  FixedBase<typename C::G2Params> g2(C::g2_generator());
   auto g1_point = [&](const Fr& k) { return g1.mul(k.to_u256()).to_affine(); };
   auto g2_point = [&](const Fr& k) { return g2.mul(k.to_u256()).to_affine(); };
   const G1Affine alpha1 = g1_point(tw.alpha), beta1 = g1_point(tw.beta), delta1 = g1_point(tw.delta);
@@ -170,11 +185,11 @@ void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_
   BinWriter out(zkey_path, "zkey", 1, 10);
   out.begin_section(1, 4);
   out.u32(1);  // Groth16
-  out.begin_section(2, 660);
-  out.u32(32);
-  out.u256(kFqModulus);
-  out.u32(32);
-  out.u256(kFrModulus);
+  out.begin_section(2, 4 + Fq::kBytes + 4 + Fr::kBytes + 3 * 4 + 3 * kG1Bytes + 3 * kG2Bytes);
+  out.u32(Fq::kBytes);
+  write_prime<Fq>(out);
+  out.u32(Fr::kBytes);
+  write_prime<Fr>(out);
   out.u32(n_vars);
   out.u32(n_pub);
   out.u32(uint32_t(n));
@@ -197,9 +212,9 @@ void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_
   }
   out.begin_section(3, sec_ic.size());
   out.bytes(sec_ic.data(), sec_ic.size());
-  out.begin_section(4, 4 + n_coeffs * 44);
+  out.begin_section(4, 4 + n_coeffs * (12 + Fr::kBytes));
   out.u32(uint32_t(n_coeffs));
-  auto coeff = [&](uint32_t matrix, uint32_t row, const Term& t) {
+  auto coeff = [&](uint32_t matrix, uint32_t row, const Term<C>& t) {
     out.u32(matrix);
     out.u32(row);
     out.u32(t.signal);
@@ -225,7 +240,7 @@ void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_
 
   nlohmann::ordered_json vk;
   vk["protocol"] = "groth16";
-  vk["curve"] = "bn128";
+  vk["curve"] = C::kName;
   vk["nPublic"] = n_pub;
   vk["vk_alpha_1"] = g1_to_json(alpha1);
   vk["vk_beta_2"] = g2_to_json(beta2);
@@ -237,5 +252,15 @@ void write_zkey(const Circuit& c, const ToxicWaste& tw, const std::string& zkey_
   f << vk.dump(1);
   if (!f) throw std::runtime_error(vkey_path + ": cannot write");
 }
+
+#define ZKFARM_TESTKEY_SETUP(C)                                                                              \
+  template struct ToxicWaste<C>;                                                                            \
+  template void write_r1cs<C>(const Circuit<C>&, const std::string&);                                       \
+  template void write_wtns<C>(const std::vector<C::Fr>&, const std::string&);                               \
+  template void write_zkey<C>(const Circuit<C>&, const ToxicWaste<C>&, const std::string&, const std::string&, \
+                              ThreadPool&);
+ZKFARM_TESTKEY_SETUP(Bn254)
+ZKFARM_TESTKEY_SETUP(bls12_381::Curve)
+#undef ZKFARM_TESTKEY_SETUP
 
 }  // namespace zkfarm::testkey

@@ -254,7 +254,7 @@ TEST(Formats, ChainWitnessesMatchPublicJson) {
     const Wtns w = Wtns::open(shared("chain." + std::to_string(n) + ".wtns"));
     EXPECT_EQ(w.file.version(), 2u);
     EXPECT_EQ(w.n8, 32u);
-    EXPECT_EQ(w.prime, kBn254R);
+    EXPECT_EQ(w.prime, kFrModulus);
     EXPECT_EQ(w.n_witness, 1520u);
     EXPECT_EQ(w.values.size(), 1520u * 32);
     check_witness_matches(k, w);
@@ -288,7 +288,7 @@ TEST(Formats, ChainR1csAgreesWithZkey) {
   const Zkey k = Zkey::open(shared("chain.zkey"));
   const R1cs r = R1cs::open(shared("chain.r1cs"));
   EXPECT_EQ(r.n8, 32u);
-  EXPECT_EQ(r.prime, kBn254R);
+  EXPECT_EQ(r.prime, kFrModulus);
   EXPECT_EQ(r.n_wires, k.n_vars);
   EXPECT_EQ(r.n_pub_out, 1u);
   EXPECT_EQ(r.n_pub_in, 1u);
@@ -359,13 +359,13 @@ TEST(Formats, Bls12381R1csOpensWithItsPrime) {
 }
 
 TEST(Formats, NumberHelpers) {
-  EXPECT_EQ(to_decimal(kBn254Q),
+  EXPECT_EQ(to_decimal(kFqModulus),
             "21888242871839275222246405745257275088696311157297823662689037894645226208583");
-  EXPECT_EQ(to_decimal(kBn254R),
+  EXPECT_EQ(to_decimal(kFrModulus),
             "21888242871839275222246405745257275088548364400416034343698204186575808495617");
   EXPECT_EQ(to_decimal(U256{}), "0");
-  EXPECT_TRUE(u256_less(kBn254R, kBn254Q));
-  EXPECT_FALSE(u256_less(kBn254Q, kBn254Q));
+  EXPECT_TRUE(u256_less(kFrModulus, kFqModulus));
+  EXPECT_FALSE(u256_less(kFqModulus, kFqModulus));
   const uint8_t le[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
   EXPECT_EQ(read_u32(le), 0x04030201u);
   EXPECT_EQ(read_u64(le), 0x0807060504030201ull);
@@ -555,7 +555,7 @@ TEST_F(FormatsBad, CoordinateNotBelowQ) {
   Container h = c;
   const uint8_t q_le[32] = {0x47, 0xfd, 0x7c, 0xd8, 0x16, 0x8c, 0x20, 0x3c, 0x8d, 0xca, 0x71, 0x68, 0x91, 0x6a, 0x81, 0x97,
                             0x5d, 0x58, 0x81, 0x81, 0xb6, 0x45, 0x50, 0xb8, 0x29, 0xa0, 0x31, 0xe1, 0x72, 0x4e, 0x64, 0x30};
-  ASSERT_EQ(read_u256(q_le), kBn254Q);
+  ASSERT_EQ(read_u256(q_le), kFqModulus);
   std::memcpy(h.payload(9).data() + 100 * 64 + 32, q_le, 32);
   const std::string p = write("h.zkey", h.bytes());
   expect_error([&] { Zkey::open(p); }, p, "section 9: point 100 (y): coordinate not canonical (>= q)");

@@ -185,18 +185,41 @@ class FarmTest(unittest.TestCase):
         code, _, err, _ = farm.submit(os.path.join(FIX, "chain.zkey"), [os.path.join(FIX, "chain_bls12381.0.wtns")])
         self.assertEqual(code, 1)
         self.assertIn("prime", err)
-        # A BLS12-381 key with its own witness: zkfarm-prove proves it, the
-        # farm (BN254 only so far) refuses it at submit, naming the curve.
-        code, _, err, _ = farm.submit(os.path.join(FIX, "chain_bls12381.zkey"),
-                                      [os.path.join(FIX, "chain_bls12381.0.wtns")])
+        # A BLS12-381 key with a BN254 witness: refused, naming the curve.
+        code, _, err, _ = farm.submit(os.path.join(FIX, "chain_bls12381.zkey"), [chain_wtns(0)])
         self.assertEqual(code, 1)
-        self.assertIn("chain_bls12381.zkey", err)
+        self.assertIn("chain.0.wtns", err)
         self.assertIn("bls12381", err)
         self.assertEqual(ctl(farm.state, "wait", good, "--timeout", "60", check=False)[0], 0)
         self.assertEqual(len(farm.status()["jobs"]), 1, "refused jobs must not appear")
         ok, text = snarkjs_verify([(os.path.join(FIX, "chain.vkey.json"), f"{out}/{k}.public.json", f"{out}/{k}.proof.json")
                                    for k in range(2)])
         self.assertTrue(ok, text)
+        farm.stop_and_check(self)
+
+    def test_jobs_of_both_curves_side_by_side(self):
+        # A BN254 job and a BLS12-381 job submitted together: both keys are
+        # resident in the same workers at once, every proof verifies with
+        # snarkjs, and public.json is snarkjs's own.
+        farm = self.farm("--synth-workers", "1")
+        bls = lambda k: os.path.join(FIX, f"chain_bls12381.{k}.wtns")
+        code, bn_job, err, bn_out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in range(3)])
+        self.assertEqual(code, 0, err)
+        code, bls_job, err, bls_out = farm.submit(os.path.join(FIX, "chain_bls12381.zkey"), [bls(k) for k in range(3)])
+        self.assertEqual(code, 0, err)
+        for job in (bn_job, bls_job):
+            self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "300", check=False)[0], 0)
+        triples = [(os.path.join(FIX, "chain.vkey.json"), f"{bn_out}/{k}.public.json", f"{bn_out}/{k}.proof.json")
+                   for k in range(3)]
+        triples += [(os.path.join(FIX, "chain_bls12381.vkey.json"), f"{bls_out}/{k}.public.json",
+                     f"{bls_out}/{k}.proof.json") for k in range(3)]
+        ok, text = snarkjs_verify(triples)
+        self.assertTrue(ok, text)
+        for k in range(3):
+            with open(f"{bls_out}/{k}.proof.json") as f:
+                self.assertEqual(json.load(f)["curve"], "bls12381")
+            with open(f"{bls_out}/{k}.public.json") as a, open(os.path.join(FIX, f"chain_bls12381.{k}.public.json")) as b:
+                self.assertEqual(a.read(), b.read())
         farm.stop_and_check(self)
 
     def test_second_instance_on_the_same_state_dir_is_refused(self):

@@ -1,0 +1,41 @@
+#pragma once
+// The farm's last gate, for keys of either curve: a key's verification data,
+// made once per key (at submit, or from zkfarmd's private copy after a
+// restart), and the check of one encoded proof (protocol/proof_codec.hpp)
+// against it. The curve is the key's (Zkey::curve); the proof must be of the
+// same curve's size, or it is malformed.
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "groth16/bls12_381_verify.hpp"
+#include "groth16/verify.hpp"
+#include "groth16/zkey.hpp"
+
+namespace zkfarm::supervisor {
+
+class ProofVerifier {
+ public:
+  /// The verification key of `key` (BN254: verify.hpp's prepared key;
+  /// BLS12-381: bls12_381_verify.hpp's). Throws InputError naming the key
+  /// file for points no honest setup makes.
+  static std::shared_ptr<const ProofVerifier> from_zkey(const Zkey& key);
+
+  CurveId curve() const;
+  size_t n_public() const;
+
+  /// "" when `proof_bytes` decode as a proof of the key's curve and verify
+  /// against `public_signals` (canonical, n_public() of them); otherwise why
+  /// not: "malformed proof: …" or verify_proof's reason. Never throws for a
+  /// bad proof. Thread-safe.
+  std::string check(std::string_view proof_bytes, std::span<const U256> public_signals) const;
+
+ private:
+  using Key = std::variant<VerifyingKey, bls12_381::VerifyingKey>;
+  explicit ProofVerifier(Key vk) : vk_(std::move(vk)) {}
+  Key vk_;
+};
+
+}  // namespace zkfarm::supervisor
