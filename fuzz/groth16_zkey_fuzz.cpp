@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_file.hpp"
+#include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/prover.hpp"
 #include "groth16/thread_pool.hpp"
@@ -26,16 +27,17 @@ void put_u64(std::vector<uint8_t>& b, uint64_t v) {
   for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
-// A valid .wtns of N values over BN254's r (value 0 = 1, value i = i), in the
-// layout wtns.hpp describes, so that a fuzzed key that opened can be synthesized.
-std::vector<uint8_t> witness_file(uint32_t n) {
+// A valid .wtns of N values over the key's curve's r (value 0 = 1, value
+// i = i), in the layout wtns.hpp describes, so that a fuzzed key that opened
+// can be synthesized.
+std::vector<uint8_t> witness_file(uint32_t n, CurveId curve) {
   std::vector<uint8_t> b = {'w', 't', 'n', 's'};
   put_u32(b, 2);  // version
   put_u32(b, 2);  // sections
   put_u32(b, 1);
   put_u64(b, 4 + 32 + 4);
   put_u32(b, 32);
-  for (uint64_t limb : kFrModulus) put_u64(b, limb);
+  for (int i = 0; i < 4; ++i) put_u64(b, curve_primes(curve).r[i]);
   put_u32(b, n);
   put_u32(b, 2);
   put_u64(b, uint64_t{n} * 32);
@@ -57,21 +59,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Zkey k = Zkey::open(key_file.path());
     fuzz::touch(k.ic), fuzz::touch(k.coeffs), fuzz::touch(k.a), fuzz::touch(k.b1);
     fuzz::touch(k.b2), fuzz::touch(k.c), fuzz::touch(k.h);
-    for (const uint8_t* p : {k.alpha1, k.beta1, k.delta1}) fuzz::touch(std::span<const uint8_t>(p, kG1Bytes));
-    for (const uint8_t* p : {k.beta2, k.gamma2, k.delta2}) fuzz::touch(std::span<const uint8_t>(p, kG2Bytes));
+    for (const uint8_t* p : {k.alpha1, k.beta1, k.delta1}) fuzz::touch(std::span<const uint8_t>(p, k.g1_bytes));
+    for (const uint8_t* p : {k.beta2, k.gamma2, k.delta2}) fuzz::touch(std::span<const uint8_t>(p, k.g2_bytes));
     try {
-      check_key_points(k);
+      if (k.curve == CurveId::bls12_381) {
+        check_key_points_of<bls12_381::Curve>(k);
+      } else {
+        check_key_points(k);
+      }
     } catch (const InputError&) {
     }
     // Bounded by the input anyway (section 5 holds n_vars points); the bound
     // keeps one slow input from stalling the run.
     if (k.n_vars <= (1u << 14)) {
-      const std::vector<uint8_t> w_bytes = witness_file(k.n_vars);
+      const std::vector<uint8_t> w_bytes = witness_file(k.n_vars, k.curve);
       wtns_file.write(w_bytes.data(), w_bytes.size());
       const Wtns w = Wtns::open(wtns_file.path());
       check_witness_matches(k, w);
       std::vector<uint64_t> mem(PartitionBuffers::bytes_for(k) / 8 + 1);
-      synthesize(k, w, PartitionBuffers::view(mem.data(), k), pool);
+      if (k.curve == CurveId::bls12_381) {
+        using B = PartitionBuffersOf<bls12_381::Curve>;
+        synthesize<bls12_381::Curve>(k, w, B::view(mem.data(), k), pool);
+      } else {
+        synthesize<Bn254>(k, w, PartitionBuffers::view(mem.data(), k), pool);
+      }
     }
   } catch (const InputError&) {
   }

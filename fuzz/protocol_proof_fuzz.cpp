@@ -1,6 +1,7 @@
-// Fuzzes protocol::decode_proof (the 256-byte proof of PROVE_DONE): any input
-// gives a proof or a ProtocolError, and a proof that decodes encodes back to
-// the same bytes (load and store are inverse on canonical coordinates).
+// Fuzzes protocol::decode_proof (the proof of PROVE_DONE: 256 bytes for
+// BN254, 384 for BLS12-381) and proof_json_of: any input gives a proof or a
+// ProtocolError, and a proof that decodes encodes back to the same bytes
+// (load and store are inverse on canonical coordinates).
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -13,8 +14,17 @@ using namespace zkfarm;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
-    const Proof p = protocol::decode_proof(bytes);
-    if (protocol::encode_proof(p) != bytes) std::abort();
+    if (size == protocol::kProofBytesOf<bls12_381::Curve>) {
+      const auto p = protocol::decode_proof<bls12_381::Curve>(bytes);
+      if (protocol::encode_proof(p) != bytes) std::abort();
+    } else {
+      const Proof p = protocol::decode_proof(bytes);
+      if (protocol::encode_proof(p) != bytes) std::abort();
+    }
+  } catch (const protocol::ProtocolError&) {
+  }
+  try {
+    (void)protocol::proof_json_of(bytes);
   } catch (const protocol::ProtocolError&) {
   }
   return 0;
