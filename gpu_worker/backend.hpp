@@ -55,14 +55,12 @@ class ProveBackend {
   virtual Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                       const std::atomic<bool>* cancel) = 0;
   /// The same for a key over BLS12-381 (key.curve; blinding scalars below
-  /// BLS12-381's r). The default refuses the key: InputError "KEY: the key is
-  /// over bls12381, the NAME backend proves bn128 keys only". The CPU backend
-  /// proves it; the CUDA backend's field code is BN254's only so far.
+  /// BLS12-381's r). The CPU backend proves it; the CUDA backend refuses the
+  /// key (InputError "KEY: the key is over bls12381, the cuda backend proves
+  /// bn128 keys only"): its field code is BN254's only so far. Pure, so that
+  /// no backend or wrapper loses the curve by forgetting it.
   virtual ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r,
-                                                    const U256& s, const std::atomic<bool>* cancel) {
-    (void)witness, (void)r, (void)s, (void)cancel;
-    throw InputError(key.path + ": the key is over bls12381, the " + name() + " backend proves bn128 keys only");
-  }
+                                                    const U256& s, const std::atomic<bool>* cancel) = 0;
 
   /// Host memory that partitions' buffers will live in (the arena), `bytes`
   /// long: a GPU backend page-locks it once (cudaHostRegister) so copies from

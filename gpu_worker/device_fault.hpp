@@ -30,12 +30,21 @@ class DeviceFaultBackend final : public ProveBackend {
   void unpin_host_memory(void* base) override { inner_->unpin_host_memory(base); }
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override {
-    if (proved_++ == after_)
-      throw DeviceError("simulated device error (ZKFARM_TEST_DEVICE_ERROR_AFTER=" + std::to_string(after_) + ")");
+    count_proof();
     return inner_->prove(key, witness, r, s, cancel);
+  }
+  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                                            const std::atomic<bool>* cancel) override {
+    count_proof();
+    return inner_->prove_bls12_381(key, witness, r, s, cancel);
   }
 
  private:
+  // Proofs of either curve count toward the simulated fault.
+  void count_proof() {
+    if (proved_++ == after_)
+      throw DeviceError("simulated device error (ZKFARM_TEST_DEVICE_ERROR_AFTER=" + std::to_string(after_) + ")");
+  }
   std::unique_ptr<ProveBackend> inner_;
   uint64_t after_;
   uint64_t proved_ = 0;

@@ -3,7 +3,7 @@
 // each PROVE by proving the witness in the named arena slot: synthesis (a, b,
 // c) and the prove step run in its backend, on the device or the CPU; the slot
 // is only read, so a replacement can prove it again after a crash
-// (PROVE_DONE with the 256-byte proof). PROVEs queue here up to the
+// (PROVE_DONE with the encoded proof: 256 bytes BN254, 384 BLS12-381). PROVEs queue here up to the
 // supervisor's gpu_queue_depth, highest priority first. Protocol: docs/protocol.md.
 // Exit codes (protocol/worker_channel.hpp):
 //   0 SHUTDOWN or SIGTERM; 1 internal error; 2 bad usage or ZKFARM_FAULT;

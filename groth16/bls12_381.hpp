@@ -77,6 +77,8 @@ struct Curve {
   static constexpr uint32_t kTwoAdicity = 32;
   /// Bits of r (2^254 < r < 2^255).
   static constexpr unsigned kFrBits = 255;
+  /// G1's cofactor is (x−1)²/3, not 1: points must be checked for r·P = O.
+  static constexpr bool kG1CofactorIsOne = false;
   static constexpr uint64_t kNqr = 5;
   static G1Affine g1_generator() {
     return {Fq::from_mont({0x5cb38790fd530c16ULL, 0x7817fc679976fff5ULL, 0x154f95c7143ba1c1ULL, 0xf0ae6acdf3d0e747ULL,

@@ -91,6 +91,8 @@ struct Bn254 {
   static constexpr uint32_t kTwoAdicity = kMaxLogDomain;
   /// Bits of r (r < 2^254): the MSM's scalars have at most this many.
   static constexpr unsigned kFrBits = 254;
+  /// G1 is the whole curve (cofactor 1): a point on it is in the group.
+  static constexpr bool kG1CofactorIsOne = true;
   static constexpr uint64_t kNqr = 5;
   /// (1, 2), and the generator of EIP-197.
   static G1Affine g1_generator() { return {Fq::from_u64(1), Fq::from_u64(2)}; }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 #include "groth16/errors.hpp"
 #include "groth16/msm.hpp"
@@ -67,11 +68,19 @@ void check_key_points_of(const Zkey& key) {
     throw InputError(key.path + ": the key is over " + curve_name(key.curve) + ", this prover takes " + C::kName +
                      " keys");
   }
-  checked_point<G1P>(key, key.alpha1, "alpha1");
-  checked_point<G1P>(key, key.beta1, "beta1");
+  // α1, β1, δ1 enter every proof: on a curve whose G1 cofactor is not 1
+  // they must also be in the group of order r, or the proofs made with them
+  // cannot verify (the G2 points and IC are checked by the verifying key).
+  for (auto [p, name] : {std::pair{key.alpha1, "alpha1"}, {key.beta1, "beta1"}, {key.delta1, "delta1"}}) {
+    const Affine<G1P> a = checked_point<G1P>(key, p, name);
+    if constexpr (!C::kG1CofactorIsOne) {
+      if (!Xyzz<G1P>::from_affine(a).mul(C::Fr::modulus()).is_infinity()) {
+        throw InputError(key.path + ": section 2: " + name + " is not in the G1 subgroup");
+      }
+    }
+  }
   checked_point<G2P>(key, key.beta2, "beta2");
   checked_point<G2P>(key, key.gamma2, "gamma2");
-  checked_point<G1P>(key, key.delta1, "delta1");
   checked_point<G2P>(key, key.delta2, "delta2");
   for (size_t i = 0; i <= key.n_public; ++i) checked_point<G1P>(key, key.ic.data() + i * C::kG1Bytes, "an IC point");
 }

@@ -5,7 +5,7 @@
 // where there is one), holding a MessagePack map (nlohmann::json's encoder)
 // with at least {"v": kProtocolVersion, "t": TYPE}. Large data never travels
 // here: partitions move through the shared-memory arena, messages carry only
-// slot ids, offsets, sizes, generations, states, paths and the 256-byte proof.
+// slot ids, offsets, sizes, generations, states, paths and the proof (256 or 384 bytes).
 //
 // Pairing rules:
 //  - Workers (DEALER) ↔ supervisor (ROUTER, ipc://STATE/workers.sock): a worker

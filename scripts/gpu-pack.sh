@@ -33,5 +33,6 @@ ldd "$out"/bin/* 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 fx=${ZKFARM_SHARED_FIXTURES:-$root/tests/fixtures/shared}
-cp "$fx"/chain.zkey "$fx"/chain.vkey.json "$fx"/chain.[0-9].wtns "$fx"/tiny.zkey "$fx"/tiny.vkey.json "$fx"/tiny.[0-9].wtns "$out/fixtures/"
+cp "$fx"/chain.zkey "$fx"/chain.vkey.json "$fx"/chain.[0-9].wtns "$fx"/tiny.zkey "$fx"/tiny.vkey.json "$fx"/tiny.[0-9].wtns \
+  "$fx"/chain_bls12381.zkey "$fx"/chain_bls12381.vkey.json "$fx"/chain_bls12381.[0-9].wtns "$out/fixtures/"
 du -sh "$out"

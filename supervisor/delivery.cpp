@@ -35,7 +35,7 @@ std::string unprivileged_refusal(const std::string& out, const Peer& as, const s
   return {};
 }
 
-// Writes partition `index`'s public.json and proof.json (from the 256-byte
+// Writes partition `index`'s public.json and proof.json (from the encoded
 // `proof`) into `out` as `as`; with only_missing, a pair already there is left
 // alone. Returns "" or the error. Any thread: touches nothing of the loop's.
 std::string write_result(const std::string& out, const Peer& as, uint32_t index, const std::string& proof,

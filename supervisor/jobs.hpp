@@ -39,7 +39,7 @@ struct Partition {
   /// The farm's private copy of what the client gave: the witness or the input.
   const std::string& private_copy() const { return wtns.empty() ? input : wtns; }
   std::string public_json;         ///< public.json's text, from the witness at submit
-  std::string proof;               ///< the verified 256-byte proof once proved in this instance (else in the journal)
+  std::string proof;               ///< the verified encoded proof (256 or 384 bytes) once proved in this instance (else in the journal)
   std::vector<U256> public_values; ///< the public signals (witness 1..nPublic, plain), for verification
   PartState state = PartState::kQueued;
   std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
@@ -163,7 +163,7 @@ class JobTable {
   unsigned count_verify_failure(const PartRef& ref);
   /// The partition fails (the caller fails its job); returns its slot to free.
   std::optional<shm::Slot> fail_partition(const PartRef& ref);
-  /// Marks a partition done with its verified 256-byte proof; its files are
+  /// Marks a partition done with its verified encoded proof; its files are
   /// written next.
   void mark_done(const PartRef& ref, std::string proof = {});
   /// Marks a done partition's files written, or their write failed (`error`,

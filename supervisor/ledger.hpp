@@ -50,7 +50,7 @@ struct CircuitRecord {
 
 /// A proof to store: what add_proof records besides the partition.
 struct ProofRecord {
-  std::string proof;        ///< the 256 bytes, verified before it gets here
+  std::string proof;        ///< the encoded proof (256 or 384 bytes), verified before it gets here
   int64_t proved_ms = 0;    ///< Unix ms
   int64_t synth_ms = 0, prove_ms = 0;  ///< stage times of the attempt that made it
   /// public.json of a partition of circom inputs (its public signals came

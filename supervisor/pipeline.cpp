@@ -158,7 +158,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
     }
     free_slot(jobs_.fail_partition(ref));
     fail_job(ref.job, "partition " + std::to_string(ref.index) +
-                          ": the proof does not verify: the witness does not satisfy the circuit, or the " +
+                          ": the proof does not verify: the witness does not satisfy the circuit, the key is damaged, or the " +
                           (device ? "device" : "prover") + " computed a wrong result (" + bad + ")");
     return;
   }

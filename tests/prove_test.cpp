@@ -218,8 +218,8 @@ TEST(ProveCommand, ProvesAFixture) {
   EXPECT_TRUE(snarkjs_verify({{test::shared_fixture("chain.vkey.json"), dir / "out.public.json", dir / "out.proof.json"}}));
 }
 
-// A BLS12-381 key is recognized from its header and proved on the CPU; the
-// CUDA backend, BN254's only so far, says so instead of failing later.
+// A BLS12-381 key is recognized from its header and proved on the CPU; asking
+// for the CUDA backend, BN254's only so far, is a usage error (exit 2) that says so.
 TEST(ProveCommand, ProvesABls12381FixtureOnTheCpu) {
   TempDir dir;
   const std::string key = test::shared_fixture("chain_bls12381.zkey"), wtns = test::shared_fixture("chain_bls12381.7.wtns");
@@ -233,8 +233,9 @@ TEST(ProveCommand, ProvesABls12381FixtureOnTheCpu) {
   auto c = run_command(std::string(ZKFARM_PROVE_BIN) + " --backend cuda '" + key + "' '" + wtns + "' '" +
                            (dir2 / "out.proof.json") + "' '" + (dir2 / "out.public.json") + "'",
                        dir2);
-  EXPECT_EQ(c.exit_code, 3) << c.err;
+  EXPECT_EQ(c.exit_code, 2) << c.err;
   EXPECT_NE(c.err.find("bls12381"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("chain_bls12381.zkey"), std::string::npos) << c.err;
   EXPECT_FALSE(fs::exists(dir2 / "out.proof.json"));
 }
 
@@ -265,6 +266,45 @@ size_t section_size_offset(const std::string& bytes, uint32_t type) {
     pos += 12 + size;
   }
   throw std::runtime_error("no such section");
+}
+
+// BLS12-381's G1 has a cofactor: a key whose β1 or δ1 is on the curve but
+// outside the group of order r is refused by name before any proving (its
+// proofs could never verify, and the message would blame the witness).
+TEST(ProveCommand, Bls12381KeyPointsOutsideTheSubgroupAreRefused) {
+  using Fq = bls12_381::Fq;
+  using Fr = bls12_381::Fr;
+  using G1 = bls12_381::G1;
+  using G1Affine = bls12_381::G1Affine;
+  // (q + 1)/4: q ≡ 3 (mod 4), so y = rhs^((q+1)/4) is a square root when one exists.
+  Fq::Int e = Fq::modulus();
+  e[0] += 1;  // q is odd and its low limb is not all ones: no carry
+  for (int i = 0; i < 2; ++i)
+    for (size_t l = 0; l < e.size(); ++l) e[l] = (e[l] >> 1) | (l + 1 < e.size() ? e[l + 1] << 63 : 0);
+  G1Affine p{};
+  for (uint64_t x = 1;; ++x) {
+    const Fq fx = Fq::from_u64(x), rhs = fx.sqr() * fx + Fq::from_u64(4);
+    const Fq y = rhs.pow(e);
+    if (y.sqr() != rhs) continue;
+    p = {fx, y};
+    if (!G1::from_affine(p).mul(Fr::modulus()).is_infinity()) break;  // on the curve, not in G1
+  }
+  ASSERT_TRUE(p.on_curve());
+  const std::string src = test::shared_fixture("chain_bls12381.zkey");
+  const Zkey key = Zkey::open(src);
+  const std::string bytes = read_file(src);
+  const uint8_t* base = key.file.section(2).data() - key.file.section_offset(2);
+  for (auto [point, name] : {std::pair{key.beta1, "beta1"}, {key.delta1, "delta1"}}) {
+    TempDir dir;
+    std::string patched = bytes;
+    p.store(reinterpret_cast<uint8_t*>(patched.data()) + (point - base));
+    const std::string path = dir / "bad.zkey";
+    write_bytes(path, patched);
+    auto r = run_command(prove_cmd(path, test::shared_fixture("chain_bls12381.0.wtns"), dir), dir);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(std::string(name) + " is not in the G1 subgroup"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "out.proof.json"));
+  }
 }
 
 TEST(ProveCommand, BadInputGivesExit2AndAClearMessage) {

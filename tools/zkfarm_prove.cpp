@@ -73,20 +73,20 @@ void write_outputs(const std::string& proof_path, const std::string& public_path
 int refuse_unverified(const std::string& wtns_name, const std::string& reason) {
   std::fprintf(stderr,
                "zkfarm-prove: %s: the proof does not verify (%s): the witness does not satisfy the circuit, "
-               "or the backend computed a wrong result\n",
+               "the key is damaged, or the backend computed a wrong result\n",
                wtns_name.c_str(), reason.c_str());
   return kExitBadInput;
 }
 
 // A BLS12-381 key: the CPU prover templated on the curve (the CUDA backend
-// and the farm take BN254 keys only so far), then the BLS12-381 verifier.
+// proves BN254 keys only so far), then the BLS12-381 verifier.
 int prove_bls12_381(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
                     const std::string& proof_path, const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
   using Curve = bls12_381::Curve;
-  if (opt.backend == "cuda") {
-    throw gpu::DeviceError("--backend cuda: " + key_path +
-                           ": the key is over bls12381; the CUDA backend proves bn128 keys only, use --backend cpu");
+  if (opt.backend == "cuda") {  // a usage error: no device would do better
+    throw InputError("--backend cuda: " + key_path +
+                     ": the key is over bls12381; the CUDA backend proves bn128 keys only, use --backend cpu");
   }
   const auto [r, s] = blinding<Curve>(opt.blinding);
   const Zkey key = Zkey::open(key_path);

@@ -220,6 +220,12 @@ class CudaBackend final : public ProveBackend {
 
   const Zkey& load(const std::string& path) override {
     const bool resident = keys_->contains(path);
+    if (!resident) {
+      // The curve first, from the header alone: a key this backend cannot
+      // prove must not make room (evict other keys) before it is refused.
+      const CurveId curve = Zkey::open(path, ZkeyContents::unchecked).curve;
+      if (curve != CurveId::bn254) refuse_curve(path, curve);
+    }
     const auto& entry = keys_->get(path);
     if (!resident) {
       const KeyLoadTimes& t = entry.times;
@@ -229,6 +235,15 @@ class CudaBackend final : public ProveBackend {
                    path.c_str(), t.total, t.open, t.contents, t.prepare);
     }
     return *entry.key;
+  }
+
+  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256*, const U256&, const U256&,
+                                            const std::atomic<bool>*) override {
+    refuse_curve(key.path, key.curve);
+  }
+
+  [[noreturn]] static void refuse_curve(const std::string& path, CurveId curve) {
+    throw InputError(path + ": the key is over " + curve_name(curve) + ", the cuda backend proves bn128 keys only");
   }
 
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
