@@ -4,15 +4,11 @@
 
 #include "groth16/bls12_381_pairing.hpp"
 #include "groth16/errors.hpp"
+#include "groth16/proof_form.hpp"
 
 namespace zkfarm::bls12_381 {
 namespace {
 
-bool canonical(const Fq& x) { return is_canonical<FqParams>(x.mont()); }
-bool canonical(const G1Affine& p) { return canonical(p.x) && canonical(p.y); }
-bool canonical(const G2Affine& p) {
-  return canonical(p.x.c0) && canonical(p.x.c1) && canonical(p.y.c0) && canonical(p.y.c1);
-}
 bool valid(const G1Affine& p) { return canonical(p) && p.on_curve() && g1_in_subgroup(p); }
 bool valid(const G2Affine& p) { return canonical(p) && p.on_curve() && g2_in_subgroup(p); }
 
@@ -48,19 +44,7 @@ VerifyingKey VerifyingKey::from_zkey(const Zkey& key) {
 
 VerifyResult verify_proof(const VerifyingKey& vk, const ProofOf<Curve>& proof, std::span<const U256> public_signals) {
   auto refuse = [](VerifyFault f, std::string why) { return VerifyResult{f, std::move(why)}; };
-  if (public_signals.size() != vk.n_public())
-    return refuse(VerifyFault::kPublicCount, "expected " + std::to_string(vk.n_public()) + " public signals, got " +
-                                                 std::to_string(public_signals.size()));
-  for (size_t i = 0; i < public_signals.size(); ++i)
-    if (!is_canonical<FrParams>(public_signals[i]))
-      return refuse(VerifyFault::kPublicRange,
-                    "public signal " + std::to_string(i + 1) + " is not below the group order r");
-  if (!canonical(proof.a) || !proof.a.on_curve())
-    return refuse(VerifyFault::kNotOnCurve, "proof point A is not on the curve G1");
-  if (!canonical(proof.b) || !proof.b.on_curve())
-    return refuse(VerifyFault::kNotOnCurve, "proof point B is not on the twist curve of G2");
-  if (!canonical(proof.c) || !proof.c.on_curve())
-    return refuse(VerifyFault::kNotOnCurve, "proof point C is not on the curve G1");
+  if (VerifyResult form = check_proof_form<Curve>(proof, public_signals, vk.n_public()); !form) return form;
   if (!g1_in_subgroup(proof.a)) return refuse(VerifyFault::kNotInSubgroup, "proof point A is not in the G1 subgroup");
   if (!g2_in_subgroup(proof.b)) return refuse(VerifyFault::kNotInSubgroup, "proof point B is not in the G2 subgroup");
   if (!g1_in_subgroup(proof.c)) return refuse(VerifyFault::kNotInSubgroup, "proof point C is not in the G1 subgroup");

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "groth16/errors.hpp"
+#include "groth16/proof_form.hpp"
 
 namespace zkfarm {
 
@@ -26,13 +27,6 @@ void signed_digits(const U256& s, int8_t out[kWindows]) {
   out[kWindows - 1] = int8_t(carry);
 }
 
-// Coordinates below q: what Montgomery arithmetic assumes, and what a zkey or
-// the proof codec guarantees; a Proof built any other way is checked here.
-bool canonical(const Fq& x) { return is_canonical<FqParams>(x.mont()); }
-bool canonical(const G1Affine& p) { return canonical(p.x) && canonical(p.y); }
-bool canonical(const G2Affine& p) {
-  return canonical(p.x.c0) && canonical(p.x.c1) && canonical(p.y.c0) && canonical(p.y.c1);
-}
 
 // 1·P … 8·P for each point, affine, with one field inversion for all of them.
 std::vector<IcTable> window_tables(std::span<const G1Affine> points) {
@@ -132,19 +126,7 @@ G1Affine VerifyingKey::public_input_point(std::span<const U256> s) const {
 
 VerifyResult verify_proof(const VerifyingKey& vk, const Proof& proof, std::span<const U256> public_signals) {
   auto refuse = [](VerifyFault f, std::string why) { return VerifyResult{f, std::move(why)}; };
-  if (public_signals.size() != vk.n_public())
-    return refuse(VerifyFault::kPublicCount, "expected " + std::to_string(vk.n_public()) + " public signals, got " +
-                                                 std::to_string(public_signals.size()));
-  for (size_t i = 0; i < public_signals.size(); ++i)
-    if (!is_canonical<FrParams>(public_signals[i]))
-      return refuse(VerifyFault::kPublicRange,
-                    "public signal " + std::to_string(i + 1) + " is not below the group order r");
-  if (!canonical(proof.a) || !proof.a.on_curve())
-    return refuse(VerifyFault::kNotOnCurve, "proof point A is not on the curve G1");
-  if (!canonical(proof.b) || !proof.b.on_curve())
-    return refuse(VerifyFault::kNotOnCurve, "proof point B is not on the twist curve of G2");
-  if (!canonical(proof.c) || !proof.c.on_curve())
-    return refuse(VerifyFault::kNotOnCurve, "proof point C is not on the curve G1");
+  if (VerifyResult form = check_proof_form<Bn254>(proof, public_signals, vk.n_public()); !form) return form;
   if (!g2_in_subgroup(proof.b)) return refuse(VerifyFault::kNotInSubgroup, "proof point B is not in the G2 subgroup");
 
   const G1Affine vk_x = vk.public_input_point(public_signals);
