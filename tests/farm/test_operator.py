@@ -89,8 +89,11 @@ class OperatorTest(unittest.TestCase):
         bad = script(os.path.join(trusted, "gpu-bad"), "exit 1")
         up = subprocess.Popen([os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "upgrade", "--gpu", bad,
                                "--wait", "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Until the old process is reaped the wait names it ("waiting for pid
+        # N's memory"); then the device probe (here the test double) speaks.
         seen = wait_until("the release wait in the table",
-                          lambda: (lambda t: t if "release wait" in t else None)(table(farm.state)), timeout=60)
+                          lambda: (lambda t: t if "release wait" in t and "fake:" in t else None)(table(farm.state)),
+                          timeout=60)
         self.assertRegex(seen, r"gpu-0 +gpu +0 +releasing .*rolling: waiting for its memory to be released; "
                                r"release wait \S+ (s|ms) of 2m 00s: fake: \d+ ms left")
         self.assertRegex(seen, r"Rolling: +upgrade 1: running, 0 of 1 workers replaced, now gpu-0")
