@@ -5,7 +5,11 @@
 # odd-coset NTT at 2^20 and 2^22; G1 MSMs of 2^20, 2^22 and 2^24 points with
 # the points resident and random scalars; one partition's prove step at
 # domains 2^20 and 2^22 (key resident), G2 on the GPU and on the CPU threads;
-# a new backend's key reload at 2^22 (its first proof minus a steady one).
+# a new backend's key reload at 2^22 (its first proof minus a steady one);
+# then BLS12-381 (issue 17): its NTT at 2^22, G1 MSMs of 2^20, 2^22 and 2^24
+# points and the prove step at domains 2^20 and 2^22. With $SPPARK_MSM set
+# to sppark's BLS12-381 MSM timer (built from sppark's source, .sppark/BUILD.md),
+# sppark's MSM runs on the same points and scalars in the same run.
 # Each row has the CPU (all cores, same process) beside it, the ratio, and
 # whether both gave the same result. Binaries: $ZKFARM_BIN or build/bin.
 set -euo pipefail
@@ -15,6 +19,8 @@ bin=${ZKFARM_BIN:-$root/build/bin}
 data=$out/keys; mkdir -p "$data"
 for log in 20 22; do  # a domain of exactly 2^log: constraints + public inputs + 1 ≤ 2^log
   [ -f "$data/d$log.zkey" ] || "$bin/zkfarm-testkey" --constraints $(( (1 << log) - 64 )) --public 2 --seed $log --out "$data/d$log" >/dev/null
+  [ -n "${ZKFARM_BENCH_BN254_ONLY:-}" ] || [ -f "$data/b$log.zkey" ] ||
+    "$bin/zkfarm-testkey" --curve bls12381 --constraints $(( (1 << log) - 64 )) --public 2 --seed $log --out "$data/b$log" >/dev/null
 done
 table=$out/gpu-table.md
 {
@@ -36,4 +42,18 @@ run prove "$data/d20.zkey" "$data/d20.wtns" --g2 cpu
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 gpu --reps 3
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 cpu --reps 3
 run reload "$data/d22.zkey" "$data/d22.wtns" --reps 3
+if [ -z "${ZKFARM_BENCH_BN254_ONLY:-}" ]; then
+  run ntt 22 --curve bls12381
+  for log in 20 22 24; do
+    if [ -n "${SPPARK_MSM:-}" ]; then
+      run msm $log --check --curve bls12381 --dump "$out/msm-inputs.bin"
+      echo "| $("$SPPARK_MSM" "$out/msm-inputs.bin" $log 2>&1 | head -1) | | | | |" | tee -a "$table"
+      rm -f "$out/msm-inputs.bin"
+    else
+      run msm $log --check --curve bls12381
+    fi
+  done
+  run prove "$data/b20.zkey" "$data/b20.wtns" --g2 gpu
+  run prove "$data/b22.zkey" "$data/b22.wtns" --g2 gpu --reps 3
+fi
 echo; cat "$table"

@@ -3,9 +3,11 @@
 // machine and keeps the table). Each row: the GPU's median time, the CPU's on
 // all cores, their ratio, and whether the results agreed.
 //   zkfarm-bench-gpu h2d                      H2D GB/s: arena registered vs pageable
-//   zkfarm-bench-gpu ntt LOG                  odd-coset transform (iNTT, shift, NTT) of 2^LOG
-//   zkfarm-bench-gpu msm LOG [--check]        G1 MSM of 2^LOG, points resident, random scalars
-//   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step
+//   zkfarm-bench-gpu ntt LOG [--curve C]      odd-coset transform (iNTT, shift, NTT) of 2^LOG
+//   zkfarm-bench-gpu msm LOG [--check] [--curve C] [--dump FILE]   G1 MSM of 2^LOG, points resident,
+//                                             random scalars (--dump: the inputs, for sppark's MSM)
+//   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step (the key's curve)
+// C: bn128 (default) or bls12381.
 //   zkfarm-bench-gpu reload KEY WTNS          a new backend's first proof minus a steady one
 //                                             (the key's load; CPU column: the CPU backend's load)
 #include <CLI/CLI.hpp>
@@ -78,14 +80,16 @@ int h2d() {
   return 0;
 }
 
+template <class C>
 int ntt(uint32_t log_n) {
+  using Fr = typename C::Fr;
   ThreadPool pool(0);
   std::mt19937_64 rng(log_n);
   const size_t n = size_t(1) << log_n;
   std::vector<Fr> v(n);
   for (auto& x : v) x = Fr::from_u256(test::random_scalar(rng));
-  const Domain dom(log_n, pool);
-  DeviceDomain dd(log_n, nullptr);
+  const DomainOf<C> dom(log_n, pool);
+  DeviceDomain<C> dd(log_n, nullptr);
   DeviceBuffer d(n * 32), orig(n * 32);
   ZK_CUDA(cudaMemcpy(orig.get(), v.data(), n * 32, cudaMemcpyHostToDevice));
   // Each run starts from the same input (a device-to-device copy, timed alone and subtracted).
@@ -100,36 +104,84 @@ int ntt(uint32_t log_n) {
   dom.to_odd_coset(v.data(), pool);
   const double c = ms_since(t0);
   const bool same = std::equal(v.begin(), v.end(), got.begin(), [](const Fr& a, const Fr& b) { return a == b; });
-  row("odd-coset NTT (iNTT+shift+NTT) 2^" + std::to_string(log_n), g - copy, c, same ? "equal" : "DIFFERENT");
+  row(std::string(C::kName) + " odd-coset NTT 2^" + std::to_string(log_n), g - copy, c, same ? "equal" : "DIFFERENT");
   return same ? 0 : 1;
 }
 
-int msm_bench(uint32_t log_n, bool check, unsigned c_bits) {
+template <class C>
+int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& dump) {
+  using G1Params = typename C::G1Params;
+  using G1 = Xyzz<G1Params>;
   ThreadPool pool(0);
   std::mt19937_64 rng(100 + log_n);
   const size_t n = size_t(1) << log_n;
   auto t0 = Clock::now();
-  std::vector<uint8_t> pts = test::consecutive_points<G1Params>({Fq::from_u64(1), Fq::from_u64(2)}, 1 + rng() % 1000, n, pool);
+  std::vector<uint8_t> pts = test::consecutive_points<G1Params>(C::g1_generator(), 1 + rng() % 1000, n, pool);
   std::vector<U256> sc(n);
-  for (auto& s : sc) s = test::random_scalar(rng);
+  for (auto& s : sc) s = test::random_scalar_of<C>(rng);
   std::fprintf(stderr, "msm 2^%u: inputs made in %.0f ms\n", log_n, ms_since(t0));
+  if (!dump.empty()) {  // for another MSM (bench/gpu.sh: sppark's) on the same inputs
+    std::FILE* f = std::fopen(dump.c_str(), "wb");
+    if (!f || std::fwrite(pts.data(), 1, pts.size(), f) != pts.size() ||
+        std::fwrite(sc.data(), 32, n, f) != n || std::fclose(f) != 0)
+      throw std::runtime_error(dump + ": cannot write the MSM inputs");
+  }
   DeviceBuffer dp(pts.size()), ds(n * 32);
   ZK_CUDA(cudaMemcpy(dp.get(), pts.data(), pts.size(), cudaMemcpyHostToDevice));
   ZK_CUDA(cudaMemcpy(ds.get(), sc.data(), n * 32, cudaMemcpyHostToDevice));
-  MsmRunner runner;
+  MsmRunner<C> runner;
   G1 got;
   const double g = time_ms(5, [&] { runner.run(ds.get<uint32_t>(), uint32_t(n), {{dp.get(), &got}}, {}, nullptr, c_bits); });
   double c = 0;
   std::string agree = "-";
   if (check) {
     t0 = Clock::now();
-    auto plan = plan_scalars(sc.data(), n, pool);
-    G1 expect = msm<G1Params>(pts.data(), 64, plan, 0, n, pool);
+    auto plan = plan_scalars(sc.data(), n, pool, 0, C::kFrBits);
+    G1 expect = msm<G1Params>(pts.data(), C::kG1Bytes, plan, 0, n, pool);
     c = ms_since(t0);
     agree = got.equals(expect) ? "equal" : "DIFFERENT";
   }
-  row("G1 MSM 2^" + std::to_string(log_n) + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);
+  if (!dump.empty()) {  // the sum's affine x, Montgomery limbs, for the other MSM to match
+    const auto a = got.to_affine();
+    std::fprintf(stderr, "zkfarm G1 MSM 2^%u: x =", log_n);
+    for (size_t i = a.x.N; i-- > 0;) std::fprintf(stderr, " %016llx", (unsigned long long)a.x.v[i]);
+    std::fprintf(stderr, "\n");
+  }
+  row(std::string(C::kName) + " G1 MSM 2^" + std::to_string(log_n) + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);
   return agree == "DIFFERENT";
+}
+
+template <class C>
+ProofOf<C> prove_of(gpu::ProveBackend& b, const Zkey& key, const U256* w, const U256& r, const U256& s) {
+  if constexpr (std::is_same_v<C, Bn254>) return b.prove(key, w, r, s, nullptr);
+  else return b.prove_bls12_381(key, w, r, s, nullptr);
+}
+
+template <class C>
+int prove_bench(gpu::ProveBackend& cuda, gpu::CpuBackend& cpu, const Zkey& key, const Zkey& key_cpu, const Wtns& w,
+                bool g2_on_cpu, int reps) {
+  // The witness in registered memory, as the worker's arena slot is; the
+  // backends synthesize from it and never write it.
+  std::vector<U256> witness(key.n_vars);
+  gpu::HostPin pin(cuda, witness.data(), witness.size() * sizeof(U256), "zkfarm-bench-gpu");
+  std::memcpy(witness.data(), w.values.data(), witness.size() * sizeof(U256));
+  std::mt19937_64 rng(1);
+  const U256 r = test::random_scalar_of<C>(rng), s = test::random_scalar_of<C>(rng);
+  ProofOf<C> pg{};
+  std::vector<double> tg;
+  for (int i = 0; i < reps + 1; ++i) {
+    auto t0 = Clock::now();
+    pg = prove_of<C>(cuda, key, witness.data(), r, s);
+    if (i) tg.push_back(ms_since(t0));  // the first run warms up
+  }
+  auto t0 = Clock::now();
+  ProofOf<C> pc = prove_of<C>(cpu, key_cpu, witness.data(), r, s);
+  const double c = ms_since(t0);
+  const bool same = std::memcmp(&pg, &pc, sizeof pg) == 0;
+  row(std::string(C::kName) + " prove step, domain 2^" + std::to_string(key.log_domain) +
+          (g2_on_cpu ? ", G2 on CPU" : ", G2 on GPU"),
+      median(tg), c, same ? "identical proofs" : "PROOFS DIFFER");
+  return same ? 0 : 1;
 }
 
 int prove_bench(const std::string& key_path, const std::string& wtns_path, bool g2_on_cpu, int reps) {
@@ -141,27 +193,9 @@ int prove_bench(const std::string& key_path, const std::string& wtns_path, bool 
   const Zkey& key_cpu = cpu.load(key_path);
   Wtns w = Wtns::open(wtns_path);
   check_witness_matches(key, w);
-  // The witness in registered memory, as the worker's arena slot is; the
-  // backends synthesize from it and never write it.
-  std::vector<U256> witness(key.n_vars);
-  gpu::HostPin pin(*cuda, witness.data(), witness.size() * sizeof(U256), "zkfarm-bench-gpu");
-  std::memcpy(witness.data(), w.values.data(), witness.size() * sizeof(U256));
-  std::mt19937_64 rng(1);
-  const U256 r = test::random_scalar(rng), s = test::random_scalar(rng);
-  Proof pg{};
-  std::vector<double> tg;
-  for (int i = 0; i < reps + 1; ++i) {
-    auto t0 = Clock::now();
-    pg = cuda->prove(key, witness.data(), r, s, nullptr);
-    if (i) tg.push_back(ms_since(t0));  // the first run warms up
-  }
-  auto t0 = Clock::now();
-  Proof pc = cpu.prove(key_cpu, witness.data(), r, s, nullptr);
-  const double c = ms_since(t0);
-  const bool same = std::memcmp(&pg, &pc, sizeof pg) == 0;
-  row("prove step, domain 2^" + std::to_string(key.log_domain) + (g2_on_cpu ? ", G2 on CPU" : ", G2 on GPU"),
-      median(tg), c, same ? "identical proofs" : "PROOFS DIFFER");
-  return same ? 0 : 1;
+  if (key.curve == CurveId::bls12_381)
+    return prove_bench<bls12_381::Curve>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps);
+  return prove_bench<Bn254>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps);
 }
 
 // What a replaced GPU worker pays before its first proof (issue 12: at most
@@ -212,7 +246,12 @@ int main(int argc, char** argv) {
   bool check = false;
   auto* n = app.add_subcommand("ntt", "odd-coset transform");
   n->add_option("LOG", log_n)->required()->check(CLI::Range(1, 28));
+  std::string curve = "bn128";
+  n->add_option("--curve", curve)->check(CLI::IsMember({"bn128", "bls12381"}));
   auto* m = app.add_subcommand("msm", "G1 MSM, points resident");
+  m->add_option("--curve", curve)->check(CLI::IsMember({"bn128", "bls12381"}));
+  std::string dump;
+  m->add_option("--dump", dump, "also write the points then the scalars (canonical, 32 bytes each) to this file");
   m->add_option("LOG", log_n)->required()->check(CLI::Range(1, 26));
   m->add_flag("--check", check, "also run the CPU MSM and compare");
   m->add_option("--window", c_bits, "window bits (0: automatic)");
@@ -235,8 +274,10 @@ int main(int argc, char** argv) {
   }
   try {
     if (*h) return h2d();
-    if (*n) return ntt(log_n);
-    if (*m) return msm_bench(log_n, check, c_bits);
+    const bool bls = curve == "bls12381";
+    if (*n) return bls ? ntt<bls12_381::Curve>(log_n) : ntt<Bn254>(log_n);
+    if (*m)
+      return bls ? msm_bench<bls12_381::Curve>(log_n, check, c_bits, dump) : msm_bench<Bn254>(log_n, check, c_bits, dump);
     if (*rl) return reload_bench(key, wtns, reps);
     return prove_bench(key, wtns, g2 == "cpu", reps);
   } catch (const std::exception& e) {

@@ -176,7 +176,7 @@ void bench_key_load(const std::string& path, int reps, ThreadPool& pool) {
   std::printf("  %-44s %10.1f ms\n", "ConstraintMatrix::build (CPU backend)",
               median_ms(reps, [&] { (void)ConstraintMatrix::build(*key, &pool); }));
   std::printf("  %-44s %10.2f ms\n", "domain_tables (CUDA backend's host share)",
-              median_ms(reps, [&] { (void)cuda::domain_tables(key->log_domain); }));
+              median_ms(reps, [&] { (void)cuda::domain_tables<Bn254>(key->log_domain); }));
 }
 
 }  // namespace

@@ -55,10 +55,10 @@ class ProveBackend {
   virtual Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                       const std::atomic<bool>* cancel) = 0;
   /// The same for a key over BLS12-381 (key.curve; blinding scalars below
-  /// BLS12-381's r). The CPU backend proves it; the CUDA backend refuses the
-  /// key (InputError "KEY: the key is over bls12381, the cuda backend proves
-  /// bn128 keys only"): its field code is BN254's only so far. Pure, so that
-  /// no backend or wrapper loses the curve by forgetting it.
+  /// BLS12-381's r); both backends prove it. Each of prove and
+  /// prove_bls12_381 refuses a key of the other curve (InputError naming the
+  /// key file). Pure, so that no backend or wrapper loses the curve by
+  /// forgetting it.
   virtual ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r,
                                                     const U256& s, const std::atomic<bool>* cancel) = 0;
 

@@ -8,9 +8,11 @@
 #    matrix's device build on the GPU against the CPU (the matrix also for the
 #    2^20 test key below).
 # 3. Every witness of the edge-case circuits (tests/fixtures), of the shared
-#    fixtures ($ZKFARM_FIXTURES, default tests/fixtures/shared) and of test keys
-#    with domains 2^16 and 2^20 (zkfarm-testkey) is proved by both backends
-#    with one fixed blinding (--test-blinding): proof.json must be byte-identical.
+#    fixtures ($ZKFARM_FIXTURES, default tests/fixtures/shared: BN254's chain
+#    and tiny, BLS12-381's chain_bls12381) and of test keys with domains 2^16
+#    and 2^20 (zkfarm-testkey; BLS12-381 at 2^16 too) is proved by both
+#    backends with one fixed blinding (--test-blinding): proof.json must be
+#    byte-identical.
 # 4. OUT/proofs.tar.gz holds each proof, public.json and vkey for --verify.
 # Exit 0 when every check passed.
 set -euo pipefail
@@ -57,12 +59,15 @@ echo "== test keys with domains 2^16 and 2^20 (zkfarm-testkey)"
 for log in 16 20; do
   "$bin/zkfarm-testkey" --constraints $(( (1 << log) - 64 )) --public 3 --witnesses 1 --seed $log --out "$work/tk$log" >/dev/null
 done
+"$bin/zkfarm-testkey" --curve bls12381 --constraints $(( (1 << 16) - 64 )) --public 3 --witnesses 1 --seed 316 \
+  --out "$work/tkbls16" >/dev/null
 echo "== the 2^20 test key's constraint matrix built on the device (its own record order and shuffled)"
 if ! ZKFARM_GPU_TEST_ZKEY=$work/tk20.zkey "$bin/zkfarm_gpu_tests" --gtest_filter='Gpu.DeviceMatrixBuild*' >"$out/gpu_matrix.log" 2>&1; then
   grep -E "Failure|FAILED|Expected|error" "$out/gpu_matrix.log" | head -20 >&2; echo "FAIL: device matrix of the 2^20 key" >&2; exit 1
 fi
 grep -E "^\[  PASSED " "$out/gpu_matrix.log"
 
+# Below both curves' r (BN254's r < BLS12-381's r).
 blinding=1234567890123456789012345678901234567890,98765432109876543210987654321098765432109876543210
 fails=0; count=0
 prove_both() {  # KEY WTNS NAME; a prover that fails counts as a difference, the check goes on
@@ -83,7 +88,8 @@ prove_both() {  # KEY WTNS NAME; a prover that fails counts as a difference, the
   cp "$vkey" "$work/proofs/$kname.vkey.json"
 }
 echo "== CUDA backend against CPU backend, same blinding"
-for key in "$root"/tests/fixtures/*.zkey "$fixtures"/chain.zkey "$fixtures"/tiny.zkey "$work"/tk16.zkey "$work"/tk20.zkey; do
+for key in "$root"/tests/fixtures/*.zkey "$fixtures"/chain.zkey "$fixtures"/tiny.zkey "$fixtures"/chain_bls12381.zkey \
+           "$work"/tk16.zkey "$work"/tk20.zkey "$work"/tkbls16.zkey; do
   [ -f "$key" ] || { echo "missing $key" >&2; fails=$((fails + 1)); continue; }
   k=$(basename "$key" .zkey)
   for wtns in "$(dirname "$key")/$k".*.wtns "$(dirname "$key")/$k.wtns"; do

@@ -216,13 +216,6 @@ TakenKey take_key(const std::string& source, const Peer& peer, const SubmitConte
   k.path = ctx.inputs_dir + "/keys/" + sha + ".zkey";
   k.sha256 = sha;
   k.facts = stored_key_facts(k.path, source, sha, *ctx.checked_keys, &k.cached);
-  if (k.facts.curve == CurveId::bls12_381 && !ctx.proves_bls12_381) {
-    // Refused now rather than failed after synthesis: the CUDA backend would
-    // refuse the key at its first partition.
-    throw InputError(source +
-                     ": the key is over bls12381, and this farm's GPU workers run the CUDA backend, which proves "
-                     "bn128 keys only so far (GPU workers with backend = \"cpu\" prove bls12381 keys)");
-  }
   k.ms = ms_since(t_key);
   return k;
 }
@@ -438,20 +431,7 @@ SubmitContext Supervisor::submit_context() {
                     copy_pool_, std::nullopt};
   ctx.input_max_bytes = cfg_.input_max_bytes;
   ctx.shared = pg_ != nullptr;
-  ctx.proves_bls12_381 = some_worker_proves_bls12_381();
   return ctx;
-}
-
-bool Supervisor::some_worker_proves_bls12_381() const {
-  for (const auto& [id, w] : workers_->all()) {
-    if (w.kind != WorkerKind::kGpu || w.state == WorkerState::kFailed) continue;
-    // Its backend as READY said, or before that as its command line makes it
-    // (children.cpp: no device and "auto" is the CPU backend).
-    const bool cpu = !w.backend.empty() ? w.backend == "cpu"
-                                        : cfg_.backend == "cpu" || (cfg_.backend == "auto" && w.device.empty());
-    if (cpu) return true;
-  }
-  return false;
 }
 
 void Supervisor::start_submit(const std::string& identity, const json& req, const Peer& peer) {

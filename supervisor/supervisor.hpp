@@ -82,9 +82,6 @@ struct SubmitContext {
   /// A shared queue: witness copies are hashed (their SHA-256 goes in the
   /// queue, and every host checks it before use).
   bool shared = false;
-  /// Some GPU worker runs the CPU backend, the only one that proves
-  /// BLS12-381 keys so far; otherwise a bls12381 key is refused at submit.
-  bool proves_bls12_381 = true;
 };
 
 /// A proving key taken from a client's file (take_key): its private copy
@@ -220,9 +217,6 @@ class Supervisor {
   void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
   /// Where a submit's (or circuit add's) copies go, and the caches it uses.
   SubmitContext submit_context();
-  /// Whether a GPU worker that is not failed runs (or will run) the CPU
-  /// backend, which proves BLS12-381 keys (the CUDA backend does not yet).
-  bool some_worker_proves_bls12_381() const;
   void finish_submits();
   void accept_checked(const std::string& identity, SubmitCheck c);
   // housekeeping.cpp: hourly pruning of the journal past retention_hours, and

@@ -13,12 +13,15 @@
 #include "groth16/constraint_matrix.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/prover.hpp"
+#include "gpu_worker/cuda/dcurve.cuh"
 #include "gpu_worker/cuda/synth_steps.cuh"
 #include "random_inputs.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm {
 namespace {
+
+using DFr = cuda::DCurve<Bn254>::Fr;
 
 // a = A·w, b = B·w, c = a∘b straight from section 4's records.
 void reference_synthesis(const Zkey& key, const U256* witness, std::vector<Fr>& a, std::vector<Fr>& b,
@@ -169,12 +172,12 @@ TEST(ConstraintMatrix, DeviceSynthesisStepMatchesTheReference) {
     reference_synthesis(key, w.data(), ra, rb, rc);
     const ConstraintMatrix m = ConstraintMatrix::build(key);
     auto rows = [](const SparseRows& s) {
-      return cuda::DeviceRows{s.start.data(), s.signal.data(), reinterpret_cast<const cuda::DFr*>(s.coef.data())};
+      return cuda::DeviceRows<DFr>{s.start.data(), s.signal.data(), reinterpret_cast<const DFr*>(s.coef.data())};
     };
     const size_t n = key.domain_size;
-    std::vector<cuda::DFr> abc(3 * n);
+    std::vector<DFr> abc(3 * n);
     for (uint32_t i = 0; i < n; ++i)
-      cuda::synth_row(rows(m.a), rows(m.b), i, reinterpret_cast<const cuda::DFr*>(w.data()), abc.data(),
+      cuda::synth_row(rows(m.a), rows(m.b), i, reinterpret_cast<const DFr*>(w.data()), abc.data(),
                       abc.data() + n, abc.data() + 2 * n);
     const Fr* out = reinterpret_cast<const Fr*>(abc.data());
     EXPECT_TRUE(same(ra, out) && same(rb, out + n) && same(rc, out + 2 * n)) << c.zkey;

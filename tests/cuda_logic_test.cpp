@@ -23,30 +23,49 @@
 #include "gpu_worker/cuda/synth_steps.cuh"
 #include "groth16/constraint_matrix.hpp"
 #include "groth16/msm.hpp"
+#include "groth16/ntt.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm {
 namespace {
 
 using namespace zkfarm::cuda;
+using DFq = DCurve<Bn254>::Fq;
+using DFr = DCurve<Bn254>::Fr;
+using DFq2 = DCurve<Bn254>::Fq2;
+using Bls = bls12_381::Curve;
+using PowerTablesFr = PowerTables<Fr>;
+
+// A uniform element of any field F (a CPU Fp): random limbs below p's bit
+// length, then rejection.
+template <class F>
+F random_element(std::mt19937_64& rng) {
+  const uint64_t top = F::Params::kModulus[F::N - 1];
+  const uint64_t mask = (uint64_t(1) << std::bit_width(top)) - 1;
+  for (;;) {
+    typename F::Int x{};
+    for (auto& l : x) l = rng();
+    x[F::N - 1] &= mask;
+    if (is_canonical<typename F::Params>(x)) return F::from_int(x);
+  }
+}
 
 // Host and device types share their bytes: std::bit_cast moves values across
 // (and fails to compile if a layout's size ever differs).
 template <class HostF, class DevF>
 void check_field_ops(std::mt19937_64& rng) {
   for (int it = 0; it < 2000; ++it) {
-    U256 xa = test::random_scalar(rng), xb = test::random_scalar(rng);
-    if (it == 0) xb = U256{0, 0, 0, 0};
-    if (it == 1) xa = (-HostF::one()).to_u256();
-    HostF a = HostF::from_u256(xa), b = HostF::from_u256(xb);
+    HostF a = random_element<HostF>(rng), b = random_element<HostF>(rng);
+    if (it == 0) b = HostF::zero();
+    if (it == 1) a = -HostF::one();
     DevF da = std::bit_cast<DevF>(a), db = std::bit_cast<DevF>(b);
     ASSERT_TRUE(std::bit_cast<HostF>(da * db) == a * b) << it;
     ASSERT_TRUE(std::bit_cast<HostF>(da + db) == a + b) << it;
     ASSERT_TRUE(std::bit_cast<HostF>(da - db) == a - b) << it;
     ASSERT_TRUE(std::bit_cast<HostF>(-da) == -a) << it;
     ASSERT_TRUE(std::bit_cast<HostF>(da.sqr()) == a.sqr()) << it;
-    U256 plain = std::bit_cast<U256>(da.from_montgomery());
-    ASSERT_EQ(plain, a.to_u256()) << it;
+    const auto plain = std::bit_cast<typename HostF::Int>(da.from_montgomery());
+    ASSERT_EQ(plain, a.to_int()) << it;
   }
   EXPECT_TRUE(std::bit_cast<HostF>(DevF::one()) == HostF::one());
 }
@@ -55,6 +74,15 @@ TEST(CudaLogic, FieldsMatchTheCpu) {
   std::mt19937_64 rng(1);
   check_field_ops<Fq, DFq>(rng);
   check_field_ops<Fr, DFr>(rng);
+  check_field_ops<Bls::Fq, DCurve<Bls>::Fq>(rng);  // 12 limbs of 32 bits
+  check_field_ops<Bls::Fr, DCurve<Bls>::Fr>(rng);
+  for (int it = 0; it < 500; ++it) {
+    Bls::Fq2 a{random_element<Bls::Fq>(rng), random_element<Bls::Fq>(rng)};
+    Bls::Fq2 b{random_element<Bls::Fq>(rng), random_element<Bls::Fq>(rng)};
+    auto da = std::bit_cast<DCurve<Bls>::Fq2>(a), db = std::bit_cast<DCurve<Bls>::Fq2>(b);
+    ASSERT_TRUE(std::bit_cast<Bls::Fq2>(da * db) == a * b);
+    ASSERT_TRUE(std::bit_cast<Bls::Fq2>(da.sqr()) == a.sqr());
+  }
   for (int it = 0; it < 500; ++it) {
     Fq2 a{Fq::from_u256(test::random_scalar(rng)), Fq::from_u256(test::random_scalar(rng))};
     Fq2 b{Fq::from_u256(test::random_scalar(rng)), Fq::from_u256(test::random_scalar(rng))};
@@ -109,12 +137,15 @@ void check_curve_ops(const Affine<C>& gen) {
 TEST(CudaLogic, CurveOpsMatchTheCpu) {
   check_curve_ops<G1Params, DFq>(test::g1_generator());
   check_curve_ops<G2Params, DFq2>(test::g2_generator());
+  check_curve_ops<bls12_381::G1Params, DCurve<Bls>::Fq>(Bls::g1_generator());
+  check_curve_ops<bls12_381::G2Params, DCurve<Bls>::Fq2>(Bls::g2_generator());
 }
 
 // The device MSM's steps in the order device_msm.cu launches them, one loop per kernel.
 template <class C, class F>
-Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uint32_t c, uint32_t L1, uint32_t L) {
-  const MsmShape sh = msm_shape(uint32_t(scalars.size()), c);
+Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uint32_t c, uint32_t L1, uint32_t L,
+                    uint32_t bits = Bn254::kFrBits) {
+  const MsmShape sh = msm_shape(uint32_t(scalars.size()), c, bits);
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
   uint32_t count = 0;
@@ -164,12 +195,12 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uin
   return msm_finish<C>(sh, terms.data());
 }
 
-template <class C, class F>
+template <class C, class F, class Curve = Bn254>
 void check_msm(size_t n, uint32_t c, uint32_t L1, uint32_t L, const Affine<C>& gen) {
   std::mt19937_64 rng(n * 3 + c);
-  auto cs = test::make_msm_case<C>(n, gen, rng);
+  auto cs = test::make_msm_case<C, typename Curve::Fr::Params>(n, gen, rng);
   auto expect = msm_naive<C>(cs.points.data(), sizeof(Affine<C>), cs.scalars.data(), n);
-  auto got = emulate_msm<C, F>(cs.points.data(), cs.scalars, c, L1, L);
+  auto got = emulate_msm<C, F>(cs.points.data(), cs.scalars, c, L1, L, Curve::kFrBits);
   EXPECT_TRUE(got.equals(expect)) << "n=" << n << " c=" << c << " L1=" << L1 << " L=" << L;
 }
 
@@ -179,6 +210,10 @@ TEST(CudaLogic, MsmStepsMatchNaiveSum) {
   check_msm<G1Params, DFq>(300, 5, 4, 4, test::g1_generator());  // many levels
   check_msm<G2Params, DFq2>(150, 0, 8, 4, test::g2_generator());
   check_msm<G2Params, DFq2>(40, 4, 32, 16, test::g2_generator());
+  // BLS12-381: 255-bit scalars (r − 1 among them) need W·c ≥ 256.
+  for (uint32_t c : {0u, 3u, 8u, 15u, 16u})
+    check_msm<bls12_381::G1Params, DCurve<Bls>::Fq, Bls>(100, c, 8, 4, Bls::g1_generator());
+  check_msm<bls12_381::G2Params, DCurve<Bls>::Fq2, Bls>(40, 4, 8, 4, Bls::g2_generator());
 }
 
 // All scalars 1 (one bucket holds everything: many chunks, several levels),
@@ -208,8 +243,9 @@ TEST(CudaLogic, MsmSkewedAndExtremeScalars) {
 
 TEST(CudaLogic, MsmShapes) {
   for (uint32_t lg = 0; lg <= 28; ++lg) {
-    MsmShape s = msm_shape(1u << lg);
+    MsmShape s = msm_shape(1u << lg, 0, Bn254::kFrBits);
     EXPECT_GE(s.windows * s.c, 255u);
+    EXPECT_GE(msm_shape(1u << lg, 0, Bls::kFrBits).windows * msm_shape(1u << lg, 0, Bls::kFrBits).c, 256u);
     EXPECT_EQ(s.buckets % s.seg, 0u);
     EXPECT_LE(s.key_bits(), 32u);
     EXPECT_LT(uint64_t(s.sentinel()), uint64_t(1) << s.key_bits());
@@ -217,7 +253,7 @@ TEST(CudaLogic, MsmShapes) {
 }
 
 // x^i·s for i < 2^log_count, one "thread" an element, as DeviceDomain's k_powers makes them.
-std::vector<DFr> expand(const PowerTables& t, uint32_t log_count) {
+std::vector<DFr> expand(const PowerTablesFr& t, uint32_t log_count) {
   std::vector<DFr> out(size_t(1) << log_count);
   const auto* lo = reinterpret_cast<const DFr*>(t.lo.data());
   const auto* hi = reinterpret_cast<const DFr*>(t.hi.data());
@@ -235,7 +271,7 @@ TEST(CudaLogic, DomainTablesMatchTheCpuDomain) {
   ThreadPool pool(2);
   for (uint32_t log_n : {1u, 2u, 3u, 4u, 5u, 10u, 11u, 14u}) {
     const Domain dom(log_n, pool);
-    const DomainTables t = domain_tables(log_n);
+    const DomainTables<Bn254> t = domain_tables<Bn254>(log_n);
     EXPECT_TRUE(same_bytes(expand(t.tw, log_n - 1), dom.twiddles())) << "log_n=" << log_n;
     EXPECT_TRUE(same_bytes(expand(t.tw_inv, log_n - 1), dom.twiddles_inv())) << "log_n=" << log_n;
     std::vector<Fr> coset(size_t(1) << log_n);
@@ -249,12 +285,12 @@ TEST(CudaLogic, DomainTablesMatchTheCpuDomain) {
   // The largest domains, at sampled indices against powers of the roots.
   std::mt19937_64 rng(6);
   for (uint32_t log_n : {20u, 22u, 27u, 28u}) {
-    const DomainTables t = domain_tables(log_n);
+    const DomainTables<Bn254> t = domain_tables<Bn254>(log_n);
     const Fr w = root_of_unity(log_n), g = odd_coset_generator(log_n);
     const Fr n_inv = Fr::from_u64(uint64_t(1) << log_n).inv();
     for (int it = 0; it < 200; ++it) {
       const uint32_t j = uint32_t(rng() >> (65 - log_n)), i = uint32_t(rng() >> (64 - log_n));  // j < n/2, i < n
-      auto at = [](const PowerTables& pt, uint32_t k) {
+      auto at = [](const PowerTablesFr& pt, uint32_t k) {
         return std::bit_cast<Fr>(power_from_tables(k, pt.h, reinterpret_cast<const DFr*>(pt.lo.data()),
                                                    reinterpret_cast<const DFr*>(pt.hi.data())));
       };
@@ -267,8 +303,17 @@ TEST(CudaLogic, DomainTablesMatchTheCpuDomain) {
 
 // inverse DIF (natural → bit-reversed), coset factors, forward DIT (→ natural),
 // with the tables made as the device makes them.
-void emulate_to_odd_coset(std::vector<Fr>& v, uint32_t log_n) {
-  const DomainTables t = domain_tables(log_n);
+template <class C>
+void emulate_to_odd_coset(std::vector<typename C::Fr>& v, uint32_t log_n) {
+  using DFr = typename DCurve<C>::Fr;
+  const DomainTables<C> t = domain_tables<C>(log_n);
+  auto expand = [](const PowerTables<typename C::Fr>& pt, uint32_t log_count) {
+    std::vector<DFr> out(size_t(1) << log_count);
+    const auto* lo = reinterpret_cast<const DFr*>(pt.lo.data());
+    const auto* hi = reinterpret_cast<const DFr*>(pt.hi.data());
+    for (uint32_t j = 0; j < out.size(); ++j) out[j] = power_from_tables(j, pt.h, lo, hi);
+    return out;
+  };
   const std::vector<DFr> tw_v = expand(t.tw, log_n - 1), twi_v = expand(t.tw_inv, log_n - 1);
   auto* d = reinterpret_cast<DFr*>(v.data());
   const DFr* tw = tw_v.data();
@@ -300,8 +345,17 @@ TEST(CudaLogic, NttStepsMatchTheCpuDomain) {
     std::vector<Fr> expect = v;
     const Domain dom(log_n, pool);
     dom.to_odd_coset(expect.data(), pool);
-    emulate_to_odd_coset(v, log_n);
+    emulate_to_odd_coset<Bn254>(v, log_n);
     for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(v[i] == expect[i]) << "log_n=" << log_n << " i=" << i;
+  }
+  for (uint32_t log_n : {1u, 3u, 10u, 12u}) {  // BLS12-381's Fr and roots
+    std::vector<Bls::Fr> v(size_t(1) << log_n);
+    for (auto& x : v) x = random_element<Bls::Fr>(rng);
+    std::vector<Bls::Fr> expect = v;
+    const DomainOf<Bls> dom(log_n, pool);
+    dom.to_odd_coset(expect.data(), pool);
+    emulate_to_odd_coset<Bls>(v, log_n);
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(v[i] == expect[i]) << "bls12381 log_n=" << log_n << " i=" << i;
   }
 }
 
@@ -336,7 +390,7 @@ ConstraintMatrix emulate_matrix_build(const Zkey& key) {
   for (uint32_t i = 0; i <= rows; ++i) row_starts(i, sorted_keys.data(), n, rows, m.a.start.data(), m.b.start.data());
   std::vector<uint32_t> signal(n);
   std::vector<DFr> coef(n);
-  for (uint32_t p = 0; p < n; ++p) gather_entry(p, index.data(), words.data(), signal.data(), coef.data());
+  for (uint32_t p = 0; p < n; ++p) gather_entry<DFr>(p, index.data(), words.data(), signal.data(), coef.data());
   const uint32_t a_entries = m.a.start[rows];
   m.a.signal.assign(signal.begin(), signal.begin() + a_entries);
   m.b.signal.assign(signal.begin() + a_entries, signal.end());
@@ -353,7 +407,7 @@ bool same_rows(const SparseRows& x, const SparseRows& y) {
 // a, b, c from the matrix by the device's synthesis step, as plain bytes.
 std::vector<Fr> emulate_synthesis(const ConstraintMatrix& m, const std::vector<U256>& w) {
   auto rows = [](const SparseRows& s) {
-    return DeviceRows{s.start.data(), s.signal.data(), reinterpret_cast<const DFr*>(s.coef.data())};
+    return DeviceRows<DFr>{s.start.data(), s.signal.data(), reinterpret_cast<const DFr*>(s.coef.data())};
   };
   const size_t n = m.a.rows();
   std::vector<Fr> abc(3 * n);

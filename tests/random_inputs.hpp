@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/thread_pool.hpp"
 
@@ -17,6 +18,18 @@ inline U256 random_scalar(std::mt19937_64& rng) {
   for (;;) {
     U256 x{rng(), rng(), rng(), rng() & 0x3fffffffffffffffULL};
     if (is_canonical<FrParams>(x)) return x;
+  }
+}
+
+/// A canonical scalar < r of curve C (C: curve traits), every bit below
+/// C::kFrBits random (then rejection): BLS12-381's reach bit 254.
+template <class C>
+U256 random_scalar_of(std::mt19937_64& rng) {
+  static_assert(C::kFrBits > 192 && C::kFrBits < 256);
+  const uint64_t top = (uint64_t(1) << (C::kFrBits - 192)) - 1;
+  for (;;) {
+    U256 x{rng(), rng(), rng(), rng() & top};
+    if (is_canonical<typename C::Fr::Params>(x)) return x;
   }
 }
 

@@ -78,42 +78,32 @@ int refuse_unverified(const std::string& wtns_name, const std::string& reason) {
   return kExitBadInput;
 }
 
-// A BLS12-381 key: the CPU prover templated on the curve (the CUDA backend
-// proves BN254 keys only so far), then the BLS12-381 verifier.
-int prove_bls12_381(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
-                    const std::string& proof_path, const std::string& public_path, const Options& opt) {
-  using namespace zkfarm;
-  using Curve = bls12_381::Curve;
-  if (opt.backend == "cuda") {  // a usage error: no device would do better
-    throw InputError("--backend cuda: " + key_path +
-                     ": the key is over bls12381; the CUDA backend proves bn128 keys only, use --backend cpu");
-  }
-  const auto [r, s] = blinding<Curve>(opt.blinding);
-  const Zkey key = Zkey::open(key_path);
-  check_witness_matches(key, wtns);
-  const bls12_381::VerifyingKey vk = bls12_381::VerifyingKey::from_zkey(key);  // a bad key fails here
-  ThreadPool pool(opt.threads);
-  const ProverOf<Curve> prover(key, pool);
-  std::vector<U256> witness(key.n_vars);
-  std::memcpy(witness.data(), wtns.values.data(), witness.size() * sizeof(U256));
-  std::vector<bls12_381::Fr> scratch;
-  const ProofOf<Curve> proof = prover.prove_witness(witness.data(), scratch, r, s, pool);
-  const VerifyResult check = bls12_381::verify_proof(vk, proof, {witness.data() + 1, key.n_public});
-  if (!check) return refuse_unverified(wtns_name, check.reason);
-  write_outputs(proof_path, public_path, public_to_json(witness.data(), key.n_public), proof);
-  return 0;
+// The verifying key, the backend's proof and the verifier of curve C.
+template <class C>
+auto verifying_key(const zkfarm::Zkey& key) {
+  if constexpr (std::is_same_v<C, zkfarm::Bn254>) return zkfarm::VerifyingKey::from_zkey(key);
+  else return zkfarm::bls12_381::VerifyingKey::from_zkey(key);
+}
+template <class C>
+zkfarm::ProofOf<C> prove_with(zkfarm::gpu::ProveBackend& b, const zkfarm::Zkey& key, const zkfarm::U256* w,
+                              const zkfarm::U256& r, const zkfarm::U256& s) {
+  if constexpr (std::is_same_v<C, zkfarm::Bn254>) return b.prove(key, w, r, s, nullptr);
+  else return b.prove_bls12_381(key, w, r, s, nullptr);
+}
+template <class C, class Vk>
+zkfarm::VerifyResult verify_with(const Vk& vk, const zkfarm::ProofOf<C>& proof, const zkfarm::U256* pub, size_t n) {
+  if constexpr (std::is_same_v<C, zkfarm::Bn254>) return zkfarm::verify_proof(vk, proof, {pub, n});
+  else return zkfarm::bls12_381::verify_proof(vk, proof, {pub, n});
 }
 
 // Proves `wtns` (already opened; `wtns_name` names it in messages) with the
-// key at `key_path`, verifies, writes both outputs or neither. The key's
-// header says its curve; BN254 keys go to the chosen backend.
-int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
-          const std::string& proof_path, const std::string& public_path, const Options& opt) {
+// key at `key_path` over curve C on the chosen backend, verifies, writes both
+// outputs or neither.
+template <class C>
+int prove_on(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
+             const std::string& proof_path, const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
-  if (Zkey::open(key_path, ZkeyContents::unchecked).curve == CurveId::bls12_381) {
-    return prove_bls12_381(key_path, wtns, wtns_name, proof_path, public_path, opt);
-  }
-  const auto [r, s] = blinding<Bn254>(opt.blinding);
+  const auto [r, s] = blinding<C>(opt.blinding);
   gpu::CudaOptions cuda;
   cuda.threads = opt.threads;
   cuda.g2_on_cpu = opt.g2 == "cpu";
@@ -125,7 +115,7 @@ int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::stri
   }
   const Zkey& key = backend->load(key_path);
   check_witness_matches(key, wtns);
-  const VerifyingKey vk = VerifyingKey::from_zkey(key);  // a bad key fails here, before the work
+  const auto vk = verifying_key<C>(key);  // a bad key fails here, before the work
 
   // The witness is all the backend takes (as a farm slot holds it): synthesis
   // runs inside it, on the CPU's threads or on the device.
@@ -133,14 +123,23 @@ int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::stri
   gpu::HostPin pin(*backend, witness.data(), witness.size() * sizeof(U256), "zkfarm-prove");
   std::memcpy(witness.data(), wtns.values.data(), witness.size() * sizeof(U256));
   std::string public_json = public_to_json(witness.data(), key.n_public);
-  Proof proof = backend->prove(key, witness.data(), r, s, nullptr);
+  const ProofOf<C> proof = prove_with<C>(*backend, key, witness.data(), r, s);
 
   // Synthesis does not check the constraints, so an unsatisfying witness gives
   // a proof; so would a backend fault. Neither may reach the output files.
-  const VerifyResult check = verify_proof(vk, proof, {witness.data() + 1, key.n_public});
+  const VerifyResult check = verify_with<C>(vk, proof, witness.data() + 1, key.n_public);
   if (!check) return refuse_unverified(wtns_name, check.reason);
   write_outputs(proof_path, public_path, public_json, proof);
   return 0;
+}
+
+// The key's header says its curve (bn128 or bls12381); both backends prove both.
+int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
+          const std::string& proof_path, const std::string& public_path, const Options& opt) {
+  using namespace zkfarm;
+  if (Zkey::open(key_path, ZkeyContents::unchecked).curve == CurveId::bls12_381)
+    return prove_on<bls12_381::Curve>(key_path, wtns, wtns_name, proof_path, public_path, opt);
+  return prove_on<Bn254>(key_path, wtns, wtns_name, proof_path, public_path, opt);
 }
 
 int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,

@@ -36,18 +36,29 @@ namespace {
 using cuda::DeviceBuffer;
 
 // A key's points on the device, in the zkey's layout (affine, Montgomery),
-// with its domain tables and constraint matrix.
-struct ResidentKey {
+// with its domain tables and constraint matrix, for curve C.
+template <class C>
+struct ResidentKeyOf {
   DeviceBuffer a, b1, b2, c, h;
-  std::unique_ptr<cuda::DeviceDomain> domain;
-  std::unique_ptr<cuda::DeviceMatrix> matrix;
+  std::unique_ptr<cuda::DeviceDomain<C>> domain;
+  std::unique_ptr<cuda::DeviceMatrix<C>> matrix;
+};
+
+// A resident key of either curve (the one its header names).
+struct ResidentKey {
+  std::unique_ptr<ResidentKeyOf<Bn254>> bn254;
+  std::unique_ptr<ResidentKeyOf<bls12_381::Curve>> bls12_381;
 
   /// The most device bytes a key takes (before it is uploaded): its points,
   /// its domain's tables, and its matrix at the build's peak (the raw records
   /// and the sort's buffers included), so the budget holds while it loads.
   static size_t estimate(const Zkey& key) {
-    return size_t(key.n_vars) * (3 * kG1Bytes + kG2Bytes) + size_t(key.domain_size) * kG1Bytes +
-           cuda::DeviceDomain::peak_bytes(key.log_domain) + cuda::DeviceMatrix::estimate(key.domain_size, key.n_coeffs);
+    const size_t points = size_t(key.n_vars) * (3 * key.g1_bytes + key.g2_bytes) + size_t(key.domain_size) * key.g1_bytes;
+    if (key.curve == CurveId::bls12_381)
+      return points + cuda::DeviceDomain<bls12_381::Curve>::peak_bytes(key.log_domain) +
+             cuda::DeviceMatrix<bls12_381::Curve>::estimate(key.domain_size, key.n_coeffs);
+    return points + cuda::DeviceDomain<Bn254>::peak_bytes(key.log_domain) +
+           cuda::DeviceMatrix<Bn254>::estimate(key.domain_size, key.n_coeffs);
   }
 };
 
@@ -115,9 +126,10 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // domain's tables and the constraint matrix. The host prepares nothing but
 // the copies (and, in KeyCache, Zkey's content checks alongside): the records
 // are read without being trusted, and the result is dropped if the checks fail.
-std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
+template <class C>
+std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& pool) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = std::make_unique<ResidentKey>();
+  auto r = std::make_unique<ResidentKeyOf<C>>();
   StagedUploader up(pool);
   upload(up, r->a, key.a.data(), key.a.size());
   upload(up, r->b1, key.b1.data(), key.b1.size());
@@ -125,19 +137,19 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
   // C covers signals nPublic+1.. only: indices below are points at infinity
   // (all-zero bytes), so the witness' one sort serves C as it does A and B.
   const size_t c_first = size_t(key.n_public) + 1;
-  r->c.reserve(size_t(key.n_vars) * kG1Bytes);
-  ZK_CUDA(cudaMemsetAsync(r->c.get(), 0, c_first * kG1Bytes, up.stream()));
-  if (!key.c.empty()) up.copy(r->c.get<uint8_t>() + c_first * kG1Bytes, key.c.data(), key.c.size());
+  r->c.reserve(size_t(key.n_vars) * C::kG1Bytes);
+  ZK_CUDA(cudaMemsetAsync(r->c.get(), 0, c_first * C::kG1Bytes, up.stream()));
+  if (!key.c.empty()) up.copy(r->c.template get<uint8_t>() + c_first * C::kG1Bytes, key.c.data(), key.c.size());
   upload(up, r->h, key.h.data(), key.h.size());
   DeviceBuffer records;  // section 4 as the file holds it, for the matrix's build only
   upload(up, records, key.coeffs.data(), key.coeffs.size());
   up.finish();
   const double copy_ms = ms_since(t0);
   auto t = std::chrono::steady_clock::now();
-  r->domain = std::make_unique<cuda::DeviceDomain>(key.log_domain, up.stream());
+  r->domain = std::make_unique<cuda::DeviceDomain<C>>(key.log_domain, up.stream());
   const double domain_ms = ms_since(t);
   t = std::chrono::steady_clock::now();
-  r->matrix = std::make_unique<cuda::DeviceMatrix>(records.get(), key.n_coeffs, key.domain_size, up.stream());
+  r->matrix = std::make_unique<cuda::DeviceMatrix<C>>(records.get(), key.n_coeffs, key.domain_size, up.stream());
   records.release();
   const double matrix_ms = ms_since(t);
   // Both builds waited for the uploader's stream: the key is complete on the
@@ -148,6 +160,17 @@ std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
                "built on the device: domain tables %.1f ms, constraint matrix of %u records %.1f ms)\n",
                key.path.c_str(), ms_since(t0), copy_ms, double(point_bytes) / 1e9, double(key.coeffs.size()) / 1e9,
                domain_ms, key.n_coeffs, matrix_ms);
+  return r;
+}
+
+// The key's curve, from its header (Zkey::curve), picks the templates.
+std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
+  auto r = std::make_unique<ResidentKey>();
+  if (key.curve == CurveId::bls12_381) {
+    r->bls12_381 = make_resident_of<bls12_381::Curve>(key, pool);
+  } else {
+    r->bn254 = make_resident_of<Bn254>(key, pool);
+  }
   return r;
 }
 
@@ -190,7 +213,7 @@ class CudaBackend final : public ProveBackend {
     keys_ = std::make_unique<KeyCache<ResidentKey>>(
         kMaxResidentKeys,
         [this](const Zkey& key) {
-          check_key_points(key);
+          check_points(key);
           return make_resident(key, pool_);
         },
         ResidentKey::estimate, size_t(double(total) * opt_.key_memory_share),
@@ -198,7 +221,8 @@ class CudaBackend final : public ProveBackend {
     copy_ = std::make_unique<Stream>();
     compute_ = std::make_unique<Stream>();
     witness_ready_ = std::make_unique<Event>();
-    msm_ = std::make_unique<cuda::MsmRunner>();
+    msm_bn254_ = std::make_unique<cuda::MsmRunner<Bn254>>();
+    msm_bls12_381_ = std::make_unique<cuda::MsmRunner<bls12_381::Curve>>();
   }
 
   ~CudaBackend() override {
@@ -220,12 +244,6 @@ class CudaBackend final : public ProveBackend {
 
   const Zkey& load(const std::string& path) override {
     const bool resident = keys_->contains(path);
-    if (!resident) {
-      // The curve first, from the header alone: a key this backend cannot
-      // prove must not make room (evict other keys) before it is refused.
-      const CurveId curve = Zkey::open(path, ZkeyContents::unchecked).curve;
-      if (curve != CurveId::bn254) refuse_curve(path, curve);
-    }
     const auto& entry = keys_->get(path);
     if (!resident) {
       const KeyLoadTimes& t = entry.times;
@@ -237,24 +255,53 @@ class CudaBackend final : public ProveBackend {
     return *entry.key;
   }
 
-  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256*, const U256&, const U256&,
-                                            const std::atomic<bool>*) override {
-    refuse_curve(key.path, key.curve);
-  }
-
-  [[noreturn]] static void refuse_curve(const std::string& path, CurveId curve) {
-    throw InputError(path + ": the key is over " + curve_name(curve) + ", the cuda backend proves bn128 keys only");
+  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                                            const std::atomic<bool>* cancel) override {
+    return prove_on<bls12_381::Curve>(key, witness, r, s, cancel);
   }
 
   Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
               const std::atomic<bool>* cancel) override {
+    return prove_on<Bn254>(key, witness, r, s, cancel);
+  }
+
+ private:
+  // The key's header points, on the curve its header names.
+  static void check_points(const Zkey& key) {
+    if (key.curve == CurveId::bls12_381) {
+      check_key_points_of<bls12_381::Curve>(key);
+    } else {
+      check_key_points_of<Bn254>(key);
+    }
+  }
+
+  template <class C>
+  cuda::MsmRunner<C>& msm_runner() {
+    if constexpr (std::is_same_v<C, Bn254>) return *msm_bn254_;
+    else return *msm_bls12_381_;
+  }
+
+  template <class C>
+  static const ResidentKeyOf<C>* resident_of(const ResidentKey& k) {
+    if constexpr (std::is_same_v<C, Bn254>) return k.bn254.get();
+    else return k.bls12_381.get();
+  }
+
+  // One partition on curve C: the witness up, synthesis, the witness MSMs,
+  // the odd-coset NTTs, H and its MSM on the device, then assemble_proof<C>
+  // (shared with the CPU backend, so equal MSMs give byte-identical proofs).
+  template <class C>
+  ProofOf<C> prove_on(const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                      const std::atomic<bool>* cancel) {
     std::unique_ptr<ResidentKey> once;  // a key that did not come from load()
-    const ResidentKey* dk = nullptr;
-    if (auto* e = keys_->find(&key)) dk = e->prepared.get();
+    const ResidentKeyOf<C>* dk = nullptr;
+    if (auto* e = keys_->find(&key)) dk = resident_of<C>(*e->prepared);
     if (!dk) {
-      check_key_points(key);
+      // From elsewhere, or of the other curve: check_key_points_of<C> refuses
+      // a key of another curve, naming the file.
+      check_key_points_of<C>(key);
       once = make_resident(key, pool_);
-      dk = once.get();
+      dk = resident_of<C>(*once);
     }
     auto check_cancel = [&] {
       if (cancel && cancel->load()) throw Cancelled();
@@ -268,36 +315,37 @@ class CudaBackend final : public ProveBackend {
     ZK_CUDA(cudaMemcpyAsync(witness_.get(), witness, nv * 32, cudaMemcpyHostToDevice, *copy_));
     ZK_CUDA(cudaEventRecord(*witness_ready_, *copy_));
 
-    MsmSums m;
-    std::future<G2> b2_cpu;
+    MsmSumsOf<C> m;
+    using G2Sum = Xyzz<typename C::G2Params>;
+    std::future<G2Sum> b2_cpu;
     if (opt_.g2_on_cpu) {
       b2_cpu = std::async(std::launch::async, [&] {
-        ScalarPlan plan = plan_scalars(witness, nv, pool_);
-        return msm<G2Params>(key.b2.data(), kG2Bytes, plan, 0, nv, pool_);
+        ScalarPlan plan = plan_scalars(witness, nv, pool_, 0, C::kFrBits);
+        return msm<typename C::G2Params>(key.b2.data(), C::kG2Bytes, plan, 0, nv, pool_);
       });
     }
+    auto& runner = msm_runner<C>();
     try {
       ZK_CUDA(cudaStreamWaitEvent(*compute_, *witness_ready_, 0));
       dk->matrix->synthesize(witness_.get(), d_abc, *compute_);
-      std::vector<cuda::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
-      std::vector<cuda::G2Job> g2;
+      std::vector<typename cuda::MsmRunner<C>::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
+      std::vector<typename cuda::MsmRunner<C>::G2Job> g2;
       if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
-      msm_->run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
+      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
       check_cancel();
 
       for (int i = 0; i < 3; ++i) dk->domain->to_odd_coset(d_abc + i * n * 32, *compute_);
-      cuda::h_scalars(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *compute_);
-      msm_->run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
+      cuda::h_scalars<C>(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *compute_);
+      runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
     } catch (...) {
       if (b2_cpu.valid()) b2_cpu.wait();  // it reads the caller's witness: finish before unwinding
       throw;
     }
     if (opt_.g2_on_cpu) m.b2 = b2_cpu.get();
     check_cancel();
-    return assemble_proof(key, m, r, s);
+    return assemble_proof<C>(key, m, r, s);
   }
 
- private:
   static constexpr size_t kMaxResidentKeys = 64;  // the memory budget binds first
 
   CudaOptions opt_;
@@ -306,7 +354,9 @@ class CudaBackend final : public ProveBackend {
   std::vector<void*> pinned_;
   std::unique_ptr<Stream> copy_, compute_;
   std::unique_ptr<Event> witness_ready_;
-  std::unique_ptr<cuda::MsmRunner> msm_;
+  // One per curve: each keeps its device buffers, grown to its largest MSM.
+  std::unique_ptr<cuda::MsmRunner<Bn254>> msm_bn254_;
+  std::unique_ptr<cuda::MsmRunner<bls12_381::Curve>> msm_bls12_381_;
   DeviceBuffer abc_, witness_;
 };
 

@@ -1,11 +1,14 @@
 #pragma once
 // Short Weierstrass points (a = 0) for the GPU, templated over the coordinate
-// field (DFq for G1, DFq2 for G2). Same representations and formulas as the
+// field (Fq for G1, Fq2 for G2), and DCurve<C>: the device types of curve C
+// (groth16 curve traits: Bn254, bls12_381::Curve), made from its constants. Same representations and formulas as the
 // CPU's groth16/curve.hpp, so results are bit-for-bit comparable:
 //  - DAffine: (0, 0) is infinity, as a zkey stores it;
 //  - DXyzz: x = X/ZZ, y = Y/ZZZ, ZZ = 0 is infinity. Explicit-Formulas
 //    Database "shortw/xyzz": madd-2008-s, add-2008-s, dbl-2008-s-1.
 #include "gpu_worker/cuda/dfield.cuh"
+#include "groth16/bls12_381.hpp"
+#include "groth16/bn254.hpp"
 
 namespace zkfarm::cuda {
 
@@ -95,9 +98,21 @@ struct DXyzz {
   }
 };
 
-using G1A = DAffine<DFq>;
-using G1X = DXyzz<DFq>;
-using G2A = DAffine<DFq2>;
-using G2X = DXyzz<DFq2>;
+/// The device's fields and points of curve C (C: groth16 curve traits). Their
+/// bytes are the CPU's (C::Fq, C::Fr, Affine/Xyzz of C::G1Params/G2Params).
+template <class C>
+struct DCurve {
+  using Host = C;
+  using Fq = DFp<DLimbs<typename C::Fq::Params>>;
+  using Fr = DFp<DLimbs<typename C::Fr::Params>>;
+  using Fq2 = DFp2<Fq>;
+  using G1A = DAffine<Fq>;
+  using G1X = DXyzz<Fq>;
+  using G2A = DAffine<Fq2>;
+  using G2X = DXyzz<Fq2>;
+  static_assert(sizeof(Fq) == sizeof(typename C::Fq) && sizeof(Fr) == sizeof(typename C::Fr) &&
+                    sizeof(Fr) == 32,
+                "device and host elements share their bytes; scalars are 8 words");
+};
 
 }  // namespace zkfarm::cuda

@@ -1,53 +1,58 @@
 #pragma once
-// Pippenger MSMs on the GPU (steps in msm_steps.cuh): the digits of one set of
-// scalars are sorted once and then accumulated against several point sets
-// (the witness drives A, B1, C and B2). Included by .cu files only.
+// Pippenger MSMs on the GPU (steps in msm_steps.cuh, kernels in
+// device_msm_impl.cuh): the digits of one set of scalars are sorted once and
+// then accumulated against several point sets (the witness drives A, B1, C
+// and B2). Included by .cu files only.
 #include <cstdint>
 #include <vector>
 
-#include "groth16/bn254.hpp"
 #include "gpu_worker/cuda/device_buffer.hpp"
 #include "gpu_worker/cuda/msm_steps.cuh"
+#include "groth16/curve.hpp"
 
 namespace zkfarm::cuda {
 
-/// One G1 point set: `points` on the device, n affine points as a zkey stores
-/// them (n·64 bytes; (0, 0) is infinity), n the run()'s scalar count; the sum
-/// goes to *out (host).
-struct G1Job {
-  const void* points;
-  G1* out;
-};
-/// The same for G2: n·128 bytes of affine points over Fq2.
-struct G2Job {
-  const void* points;
-  G2* out;
-};
-
-/// Runs MSMs on one stream; its device buffers grow to the largest MSM seen
-/// and are kept for the next. One thread at a time.
+/// Runs MSMs of curve C (groth16 curve traits) on one stream; its device
+/// buffers grow to the largest MSM seen and are kept for the next. One thread
+/// at a time. Defined in device_msm_impl.cuh, instantiated by each curve's .cu.
+template <class C>
 class MsmRunner {
  public:
+  using G1 = Xyzz<typename C::G1Params>;
+  using G2 = Xyzz<typename C::G2Params>;
+  /// One G1 point set: `points` on the device, n affine points as a zkey
+  /// stores them (n·C::kG1Bytes bytes; (0, 0) is infinity), n the run()'s
+  /// scalar count; the sum goes to *out (host).
+  struct G1Job {
+    const void* points;
+    G1* out;
+  };
+  /// The same for G2: n·C::kG2Bytes bytes of affine points over Fq2.
+  struct G2Job {
+    const void* points;
+    G2* out;
+  };
+
   /// Pinned host staging for the results (a few KiB). Throws CudaError.
   MsmRunner();
   ~MsmRunner();
   MsmRunner(const MsmRunner&) = delete;
   MsmRunner& operator=(const MsmRunner&) = delete;
 
-  /// Σ_i k_i·P_i for every job, k_i the n canonical scalars (< 2^254, 8 words
-  /// each) at d_scalars on the device. Runs on `stream` and waits for it (the
-  /// chunk counts depend on how many digits are non-zero). Scalars are taken
-  /// in slices of at most 2^30/W points (the sort's index range). c_override
-  /// forces the window bits, 2..24 (tests; std::invalid_argument otherwise).
-  /// Throws CudaError on a device fault; device memory grows to
+  /// Σ_i k_i·P_i for every job, k_i the n canonical scalars (< 2^C::kFrBits,
+  /// 8 words each) at d_scalars on the device. Runs on `stream` and waits for
+  /// it (the chunk counts depend on how many digits are non-zero). Scalars
+  /// are taken in slices of at most 2^30/W points (the sort's index range).
+  /// c_override forces the window bits, 2..24 (tests; std::invalid_argument
+  /// otherwise). Throws CudaError on a device fault; device memory grows to
   /// about n·W·16 bytes for the sort plus the buckets and partial sums.
   void run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
            cudaStream_t stream, uint32_t c_override = 0);
 
  private:
   uint32_t sort_digits(const uint32_t* d_scalars, const MsmShape& sh, cudaStream_t stream);
-  template <class C, class F>
-  Xyzz<C> sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t stream);
+  template <class P, class F>
+  Xyzz<P> sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t stream);
 
   DeviceBuffer keys_[2], vals_[2], sort_temp_, count_;
   DeviceBuffer buckets_, part_keys_[2], part_pts_[2], acc_, run_, terms_;

@@ -1,21 +1,24 @@
 #pragma once
-// NTTs over Fr on the GPU for H (steps in ntt_steps.cuh). Included by .cu files only.
+// NTTs over a curve's Fr on the GPU for H (steps in ntt_steps.cuh, kernels in
+// device_ntt_impl.cuh, instantiated by each curve's .cu). Included by .cu files only.
 #include <cstdint>
 
-#include "groth16/ntt.hpp"
+#include "groth16/bn254.hpp"
 #include "gpu_worker/cuda/device_buffer.hpp"
 
 namespace zkfarm::cuda {
 
-/// A domain of 2^log_n points resident on the device: twiddles both ways
-/// (n·32 bytes) and the coset factor tables (about 2·√n·32 bytes), the same
-/// values as the CPU's Domain(log_n).
+/// A domain of 2^log_n points of curve C's Fr (C: groth16 curve traits)
+/// resident on the device: twiddles both ways (n·32 bytes) and the coset
+/// factor tables (about 2·√n·32 bytes), the same values as the CPU's
+/// DomainOf<C>(log_n).
+template <class C>
 class DeviceDomain {
  public:
   /// Makes the tables on the device on `stream` and waits for it: the host
   /// computes about 3·√n field products (ntt_tables.hpp) and uploads them,
-  /// a kernel expands the twiddles. log_n ≤ 28 (std::invalid_argument
-  /// otherwise); 0 holds nothing (the transform is the identity). Throws CudaError.
+  /// a kernel expands the twiddles. log_n ≤ min(C::kTwoAdicity, 28)
+  /// (std::invalid_argument otherwise); 0 holds nothing (the transform is the identity). Throws CudaError.
   DeviceDomain(uint32_t log_n, cudaStream_t stream);
 
   /// In place on `stream`: v (n Fr = n·32 bytes, Montgomery, device) from evaluations over
@@ -42,9 +45,10 @@ class DeviceDomain {
   DeviceBuffer tw_, tw_inv_, lo_, hi_;
 };
 
-/// out[i] = a[i]·b[i] − c[i] out of Montgomery form (canonical 8 words), for
-/// i < n; each array n·32 bytes on the device; out may be a. On `stream`.
-/// Throws CudaError when the launch fails.
+/// out[i] = a[i]·b[i] − c[i] in C's Fr, out of Montgomery form (canonical 8
+/// words), for i < n; each array n·32 bytes on the device; out may be a. On
+/// `stream`. Throws CudaError when the launch fails.
+template <class C>
 void h_scalars(const void* a, const void* b, const void* c, void* out, size_t n, cudaStream_t stream);
 
 }  // namespace zkfarm::cuda

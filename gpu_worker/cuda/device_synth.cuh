@@ -14,8 +14,12 @@ namespace zkfarm::cuda {
 /// A key's A and B by constraint on the device, in CSR form over `rows` rows
 /// (the key's domain size; rows past the last constraint are empty): per
 /// matrix (rows + 1)·4 bytes of row starts, and per section-4 record 4 bytes
-/// of signal and 32 of coefficient (A's entries, then B's, in one array each).
-/// The same arrays, entry for entry, as ConstraintMatrix::build makes on the host.
+/// of signal and 32 of coefficient in C's Fr (A's entries, then B's, in one
+/// array each). The same arrays, entry for entry, as
+/// ConstraintMatrixOf<C>::build makes on the host. C: groth16 curve traits;
+/// defined in device_synth_impl.cuh and device_matrix_build_impl.cuh,
+/// instantiated by each curve's .cu.
+template <class C>
 class DeviceMatrix {
  public:
   /// Device bytes at the build's peak for a key of `n_coeffs` records over
@@ -45,9 +49,9 @@ class DeviceMatrix {
   /// device). One thread a row. Throws CudaError when the launch fails.
   void synthesize(const void* witness, void* abc, cudaStream_t stream) const;
 
-  /// The arrays copied back to the host, in ConstraintMatrix's form (tests
-  /// compare them with ConstraintMatrix::build). Synchronous. Throws CudaError.
-  ConstraintMatrix download() const;
+  /// The arrays copied back to the host, in ConstraintMatrixOf<C>'s form (tests
+  /// compare them with its build). Synchronous. Throws CudaError.
+  ConstraintMatrixOf<C> download() const;
 
   uint32_t rows() const { return rows_; }
 

@@ -1,93 +1,100 @@
 #pragma once
-// Prime fields for the GPU: 8×32-bit limbs, little-endian, Montgomery form with
-// R = 2^256: the same 32 bytes as the CPU's 4×64-bit groth16::Fp, so points and
-// scalars go between host and device as they are (and as a zkey stores them).
-// Templated over the field's constants, so another curve's fields can follow.
+// Prime fields for the GPU: N×32-bit limbs, little-endian, Montgomery form with
+// R = 2^(32N): the same bytes as the CPU's (N/2)×64-bit groth16::Fp, so points
+// and scalars go between host and device as they are (and as a zkey stores
+// them). A field is DFp<DLimbs<P>>, P the CPU field's parameters (the curve's
+// own file, groth16/bn254.hpp or groth16/bls12_381.hpp, holds each constant
+// once; DLimbs splits them into 32-bit words at compile time): 8 limbs for
+// both scalar fields and BN254's Fq, 12 for BLS12-381's Fq.
 // Multiplication: CIOS (Koç, Acar, Kaliski, "Analyzing and comparing Montgomery
 // multiplication algorithms", 1996) on 32-bit words with 64-bit intermediates
 // (IMAD.WIDE on the GPU); a PTX carry-chain form (mad.lo.cc / madc.hi.cc) is
 // kept for comparison and checked by the GPU tests too.
-// Requires a modulus below 2^254 (both BN254 fields), so the CIOS result is < 2p
-// and a sum of two elements never carries out of 256 bits.
+// Requires p < 2^(32N−1) (every field zkfarm knows: the CPU's Fp asserts a
+// spare top bit), so the CIOS result is < 2p and a sum of two elements never
+// carries out of the top limb.
+#include <cstddef>
 #include <cstdint>
 
 #include "gpu_worker/cuda/hd.hpp"
 
 namespace zkfarm::cuda {
 
-/// BN254's base field q (G1 and G2 coordinates). Limbs from groth16/bn254.hpp.
-struct FqConsts {
-  ZK_HD static constexpr uint32_t mod(int i) {
-    constexpr uint32_t m[8] = {0xd87cfd47u, 0x3c208c16u, 0x6871ca8du, 0x97816a91u,
-                               0x8181585du, 0xb85045b6u, 0xe131a029u, 0x30644e72u};
-    return m[i];
-  }
-  ZK_HD static constexpr uint32_t one(int i) {  // R mod q
-    constexpr uint32_t m[8] = {0xc58f0d9du, 0xd35d438du, 0xf5c70b3du, 0x0a78eb28u,
-                               0x7879462cu, 0x666ea36fu, 0x9a07df2fu, 0x0e0a77c1u};
-    return m[i];
-  }
-  static constexpr uint32_t kInv = 0xe4866389u;  // −q⁻¹ mod 2^32
+/// N 32-bit words, for constants computed at compile time.
+template <int N>
+struct Words {
+  uint32_t w[N];
 };
 
-/// BN254's scalar field r (NTT values, MSM scalars).
-struct FrConsts {
+/// 64-bit limbs (little-endian) as twice as many 32-bit words.
+template <int N, size_t M>
+constexpr Words<N> split_words(const uint64_t (&limbs)[M]) {
+  static_assert(N == int(2 * M));
+  Words<N> r{};
+  for (int i = 0; i < N; ++i) r.w[i] = uint32_t(limbs[i / 2] >> (32 * (i % 2)));
+  return r;
+}
+
+/// A field's constants for the device, from the CPU field's parameters P
+/// (kModulus, kOne = R mod p, kInv = −p⁻¹ mod 2^64; groth16/field.hpp).
+template <class P>
+struct DLimbs {
+  static constexpr int kLimbs = int(2 * (sizeof(P::kModulus) / sizeof(uint64_t)));
   ZK_HD static constexpr uint32_t mod(int i) {
-    constexpr uint32_t m[8] = {0xf0000001u, 0x43e1f593u, 0x79b97091u, 0x2833e848u,
-                               0x8181585du, 0xb85045b6u, 0xe131a029u, 0x30644e72u};
-    return m[i];
+    constexpr Words<kLimbs> m = split_words<kLimbs>(P::kModulus);
+    return m.w[i];
   }
-  ZK_HD static constexpr uint32_t one(int i) {
-    constexpr uint32_t m[8] = {0x4ffffffbu, 0xac96341cu, 0x9f60cd29u, 0x36fc7695u,
-                               0x7879462eu, 0x666ea36fu, 0x9a07df2fu, 0x0e0a77c1u};
-    return m[i];
+  ZK_HD static constexpr uint32_t one(int i) {  // R mod p
+    constexpr Words<kLimbs> m = split_words<kLimbs>(P::kOne);
+    return m.w[i];
   }
-  static constexpr uint32_t kInv = 0xefffffffu;
+  static constexpr uint32_t kInv = uint32_t(P::kInv);  // −p⁻¹ mod 2^32: the low word of −p⁻¹ mod 2^64
 };
 
 template <class C>
 struct DFp {
-  uint32_t l[8];
+  static constexpr int N = C::kLimbs;
+  uint32_t l[N];
 
   ZK_HD static DFp zero() {
     DFp r;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) r.l[i] = 0;
+    ZK_UNROLL for (int i = 0; i < N; ++i) r.l[i] = 0;
     return r;
   }
   ZK_HD static DFp one() {
     DFp r;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) r.l[i] = C::one(i);
+    ZK_UNROLL for (int i = 0; i < N; ++i) r.l[i] = C::one(i);
     return r;
   }
   ZK_HD bool is_zero() const {
     uint32_t acc = 0;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) acc |= l[i];
+    ZK_UNROLL for (int i = 0; i < N; ++i) acc |= l[i];
     return acc == 0;
   }
   ZK_HD bool operator==(const DFp& o) const {
     uint32_t acc = 0;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) acc |= l[i] ^ o.l[i];
+    ZK_UNROLL for (int i = 0; i < N; ++i) acc |= l[i] ^ o.l[i];
     return acc == 0;
   }
 
   /// x − p when x ≥ p (x < 2p).
-  ZK_HD static void reduce_once(uint32_t x[8]) {
-    uint32_t t[8];
+  ZK_HD static void reduce_once(uint32_t x[N]) {
+    uint32_t t[N];
     uint32_t borrow = 0;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) {
+    ZK_UNROLL for (int i = 0; i < N; ++i) {
       uint64_t d = uint64_t(x[i]) - C::mod(i) - borrow;
       t[i] = uint32_t(d);
       borrow = uint32_t(d >> 63);
     }
     if (!borrow) {
-      ZK_UNROLL for (int i = 0; i < 8; ++i) x[i] = t[i];
+      ZK_UNROLL for (int i = 0; i < N; ++i) x[i] = t[i];
     }
   }
 
   ZK_HD friend DFp operator+(const DFp& a, const DFp& b) {
     DFp r;
     uint64_t carry = 0;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) {
+    ZK_UNROLL for (int i = 0; i < N; ++i) {
       uint64_t s = uint64_t(a.l[i]) + b.l[i] + carry;
       r.l[i] = uint32_t(s);
       carry = s >> 32;
@@ -98,14 +105,14 @@ struct DFp {
   ZK_HD friend DFp operator-(const DFp& a, const DFp& b) {
     DFp r;
     uint32_t borrow = 0;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) {
+    ZK_UNROLL for (int i = 0; i < N; ++i) {
       uint64_t d = uint64_t(a.l[i]) - b.l[i] - borrow;
       r.l[i] = uint32_t(d);
       borrow = uint32_t(d >> 63);
     }
     if (borrow) {
       uint64_t carry = 0;
-      ZK_UNROLL for (int i = 0; i < 8; ++i) {
+      ZK_UNROLL for (int i = 0; i < N; ++i) {
         uint64_t s = uint64_t(r.l[i]) + C::mod(i) + carry;
         r.l[i] = uint32_t(s);
         carry = s >> 32;
@@ -118,31 +125,32 @@ struct DFp {
 
   /// Montgomery product a·b·R⁻¹ mod p, portable CIOS on 32-bit words.
   ZK_HD static DFp mul_portable(const DFp& a, const DFp& b) {
-    uint32_t t[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    ZK_UNROLL for (int i = 0; i < 8; ++i) {
+    uint32_t t[N + 2];
+    ZK_UNROLL for (int i = 0; i < N + 2; ++i) t[i] = 0;
+    ZK_UNROLL for (int i = 0; i < N; ++i) {
       uint64_t carry = 0;
-      ZK_UNROLL for (int j = 0; j < 8; ++j) {
+      ZK_UNROLL for (int j = 0; j < N; ++j) {
         uint64_t s = uint64_t(a.l[j]) * b.l[i] + t[j] + carry;
         t[j] = uint32_t(s);
         carry = s >> 32;
       }
-      uint64_t s = uint64_t(t[8]) + carry;
-      t[8] = uint32_t(s);
-      t[9] = uint32_t(s >> 32);
+      uint64_t s = uint64_t(t[N]) + carry;
+      t[N] = uint32_t(s);
+      t[N + 1] = uint32_t(s >> 32);
       uint32_t m = t[0] * C::kInv;
       s = uint64_t(m) * C::mod(0) + t[0];
       carry = s >> 32;
-      ZK_UNROLL for (int j = 1; j < 8; ++j) {
+      ZK_UNROLL for (int j = 1; j < N; ++j) {
         s = uint64_t(m) * C::mod(j) + t[j] + carry;
         t[j - 1] = uint32_t(s);
         carry = s >> 32;
       }
-      s = uint64_t(t[8]) + carry;
-      t[7] = uint32_t(s);
-      t[8] = t[9] + uint32_t(s >> 32);
+      s = uint64_t(t[N]) + carry;
+      t[N - 1] = uint32_t(s);
+      t[N] = t[N + 1] + uint32_t(s >> 32);
     }
     DFp r;
-    ZK_UNROLL for (int i = 0; i < 8; ++i) r.l[i] = t[i];
+    ZK_UNROLL for (int i = 0; i < N; ++i) r.l[i] = t[i];
     reduce_once(r.l);
     return r;
   }
@@ -182,14 +190,16 @@ struct DFp {
   }
 
   /// The same CIOS with PTX carry chains: per word of b, the low halves of
-  /// a·b_i, then the high halves, then the same for m·p.
+  /// a·b_i, then the high halves, then the same for m·p. Written for 8 limbs
+  /// (one asm statement per pass); kept for comparison only.
   __device__ __forceinline__ static DFp mul_ptx(const DFp& a, const DFp& b) {
+    static_assert(N == 8, "the PTX carry-chain product is written for 8 limbs");
     uint32_t t[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     uint32_t p[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) p[j] = C::mod(j);
+    for (int j = 0; j < N; ++j) p[j] = C::mod(j);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < N; ++i) {
       mad_lo_pass(t, a.l, b.l[i]);
       mad_hi_pass(t, a.l, b.l[i]);
       const uint32_t m = t[0] * C::kInv;
@@ -202,7 +212,7 @@ struct DFp {
     }
     DFp r;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) r.l[i] = t[i];
+    for (int i = 0; i < N; ++i) r.l[i] = t[i];
     reduce_once(r.l);
     return r;
   }
@@ -217,10 +227,9 @@ struct DFp {
   // (docs/performance.md); ZKFARM_CUDA_PTX_MUL selects those.
   __device__ __noinline__ static DFp mul_call(DFp a, DFp b) {
 #if defined(ZKFARM_CUDA_PTX_MUL)
-    return mul_ptx(a, b);
-#else
-    return mul_portable(a, b);
+    if constexpr (N == 8) return mul_ptx(a, b);
 #endif
+    return mul_portable(a, b);
   }
 #endif
 
@@ -236,7 +245,7 @@ struct DFp {
   ZK_HD DFp& operator-=(const DFp& o) { return *this = *this - o; }
   ZK_HD DFp& operator*=(const DFp& o) { return *this = *this * o; }
 
-  /// Out of Montgomery form: the canonical integer's 8 words (x·R⁻¹).
+  /// Out of Montgomery form: the canonical integer's N words (x·R⁻¹).
   ZK_HD DFp from_montgomery() const {
     DFp one_plain = zero();
     one_plain.l[0] = 1;
@@ -244,28 +253,27 @@ struct DFp {
   }
 };
 
-using DFq = DFp<FqConsts>;
-using DFr = DFp<FrConsts>;
-
-/// Fq2 = Fq[u]/(u² + 1), c0 then c1 as snarkjs stores it (64 bytes).
-struct DFq2 {
+/// Fq2 = Fq[u]/(u² + 1) (both curves' quadratic extension), c0 then c1 as
+/// snarkjs stores it (2·N·4 bytes: 64 for BN254, 96 for BLS12-381).
+template <class DFq>
+struct DFp2 {
   DFq c0, c1;
 
-  ZK_HD static DFq2 zero() { return {DFq::zero(), DFq::zero()}; }
-  ZK_HD static DFq2 one() { return {DFq::one(), DFq::zero()}; }
+  ZK_HD static DFp2 zero() { return {DFq::zero(), DFq::zero()}; }
+  ZK_HD static DFp2 one() { return {DFq::one(), DFq::zero()}; }
   ZK_HD bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
-  ZK_HD bool operator==(const DFq2& o) const { return c0 == o.c0 && c1 == o.c1; }
-  ZK_HD friend DFq2 operator+(const DFq2& a, const DFq2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
-  ZK_HD friend DFq2 operator-(const DFq2& a, const DFq2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
-  ZK_HD DFq2 operator-() const { return {-c0, -c1}; }
-  ZK_HD DFq2 dbl() const { return {c0.dbl(), c1.dbl()}; }
+  ZK_HD bool operator==(const DFp2& o) const { return c0 == o.c0 && c1 == o.c1; }
+  ZK_HD friend DFp2 operator+(const DFp2& a, const DFp2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
+  ZK_HD friend DFp2 operator-(const DFp2& a, const DFp2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+  ZK_HD DFp2 operator-() const { return {-c0, -c1}; }
+  ZK_HD DFp2 dbl() const { return {c0.dbl(), c1.dbl()}; }
   /// Karatsuba: 3 Fq multiplications.
-  ZK_HD friend DFq2 operator*(const DFq2& a, const DFq2& b) {
+  ZK_HD friend DFp2 operator*(const DFp2& a, const DFp2& b) {
     DFq t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
     return {t0 - t1, (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1};
   }
-  ZK_HD DFq2 sqr() const { return {(c0 + c1) * (c0 - c1), (c0 * c1).dbl()}; }
-  ZK_HD DFq2& operator*=(const DFq2& o) { return *this = *this * o; }
+  ZK_HD DFp2 sqr() const { return {(c0 + c1) * (c0 - c1), (c0 * c1).dbl()}; }
+  ZK_HD DFp2& operator*=(const DFp2& o) { return *this = *this * o; }
 };
 
 }  // namespace zkfarm::cuda

@@ -62,12 +62,13 @@ ZK_HD void row_starts(uint32_t i, const uint32_t* sorted_keys, uint32_t n, uint3
 /// Step 4, for sorted position p < n: the signal and the 32-byte value (v·R²,
 /// Montgomery, loaded as stored) of the record sorted to p. signal and coef
 /// hold A's entries then B's, so B's arrays start at b_first = a_start[rows].
+template <class DFr>
 ZK_HD void gather_entry(uint32_t p, const uint32_t* sorted_records, const uint32_t* records, uint32_t* signal,
                         DFr* coef) {
   const uint32_t* r = records + size_t(sorted_records[p]) * kCoeffRecordWords;
   signal[p] = r[2];
   DFr v;
-  ZK_UNROLL for (int w = 0; w < 8; ++w) v.l[w] = r[3 + w];
+  ZK_UNROLL for (int w = 0; w < DFr::N; ++w) v.l[w] = r[3 + w];
   coef[p] = v;
 }
 

@@ -27,11 +27,12 @@
 
 namespace zkfarm::cuda {
 
-/// The window layout of one MSM of n scalars < 2^254.
+/// The window layout of one MSM of n scalars below 2^bits (254 for BN254's
+/// Fr, 255 for BLS12-381's: the curve's kFrBits).
 struct MsmShape {
   uint32_t n = 0;        // scalars and points
   uint32_t c = 0;        // window bits
-  uint32_t windows = 0;  // W = ⌈255/c⌉: the top window never carries out
+  uint32_t windows = 0;  // W = ⌈(bits + 1)/c⌉: the top window never carries out
   uint32_t buckets = 0;  // K = 2^(c−1) per window (digit magnitudes 1..K)
   uint32_t seg = 0;      // M: buckets a reduction thread sums (divides K)
 
@@ -45,19 +46,21 @@ struct MsmShape {
   }
 };
 
-/// Window bits for n points: c ≈ log2(n) − 4, in [6, 20], which minimises
-/// ⌈255/c⌉·(n + 2^c) additions (accumulation plus reduction) near that value,
-/// then lowered to the fewest bits giving the same number of windows.
-inline MsmShape msm_shape(uint32_t n, uint32_t c_override = 0) {
+/// Window bits for n points of scalars below 2^bits (≤ 255): c ≈ log2(n) − 4,
+/// in [6, 20], which minimises ⌈(bits+1)/c⌉·(n + 2^c) additions (accumulation
+/// plus reduction) near that value, then lowered to the fewest bits giving the
+/// same number of windows. Signed digits need W·c ≥ bits + 1: a top window
+/// of at most c − 1 bits plus a carry stays within the K buckets.
+inline MsmShape msm_shape(uint32_t n, uint32_t c_override, uint32_t bits) {
   uint32_t lg = 0;
   while ((uint64_t(1) << lg) < n) ++lg;
   uint32_t c = lg > 10 ? lg - 4 : 6;
   if (c > 20) c = 20;
   if (c_override) c = c_override;
-  const uint32_t windows = (255 + c - 1) / c;
+  const uint32_t windows = (bits + c) / c;
   // The fewest bits that keep that many windows: half the buckets to reduce
-  // whenever it is smaller (2^22: 15 windows of 17 bits rather than of 18).
-  if (!c_override) c = (255 + windows - 1) / windows;
+  // whenever it is smaller (BN254 at 2^22: 15 windows of 17 bits rather than of 18).
+  if (!c_override) c = (bits + windows) / windows;
   MsmShape s;
   s.n = n;
   s.c = c;
@@ -76,7 +79,7 @@ ZK_HD uint32_t scalar_bits(const uint32_t* s, uint32_t pos, uint32_t c) {
   return uint32_t(v >> sh) & ((1u << c) - 1);
 }
 
-/// Step 1 for scalar i (canonical, < 2^254, 8 words at scalars + 8i): writes
+/// Step 1 for scalar i (canonical, below 2^bits of msm_shape, 8 words at scalars + 8i): writes
 /// window w's pair at w·n + i. Returns how many digits are non-zero.
 ZK_HD uint32_t msm_digits(uint32_t i, const uint32_t* scalars, const MsmShape& sh, uint32_t* keys, uint32_t* vals) {
   const uint32_t* s = scalars + size_t(i) * 8;

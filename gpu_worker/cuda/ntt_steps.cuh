@@ -1,5 +1,5 @@
 #pragma once
-// Per-butterfly steps of the GPU's NTTs over Fr (device_ntt.cu), shared with the
+// Per-butterfly steps of the GPU's NTTs over a curve's Fr (DFr: DCurve<C>::Fr) (device_ntt.cu), shared with the
 // host emulation in tests/cuda_logic_test.cpp. A transform to the odd coset
 // needs no bit-reversal pass: the inverse NTT runs decimation in frequency
 // (natural order in, bit-reversed out), the coset shift multiplies position p
@@ -23,6 +23,7 @@ ZK_HD void ntt_pair(uint32_t k, uint32_t log_m, uint32_t log_n, uint32_t& i, uin
 }
 
 /// Gentleman–Sande (decimation in frequency): (u, v) → (u + v, (u − v)·w).
+template <class DFr>
 ZK_HD void butterfly_dif(DFr& u, DFr& v, const DFr& w) {
   DFr t = u - v;
   u = u + v;
@@ -30,6 +31,7 @@ ZK_HD void butterfly_dif(DFr& u, DFr& v, const DFr& w) {
 }
 
 /// Cooley–Tukey (decimation in time): (u, v) → (u + v·w, u − v·w).
+template <class DFr>
 ZK_HD void butterfly_dit(DFr& u, DFr& v, const DFr& w) {
   DFr t = v * w;
   v = u - t;
@@ -49,17 +51,20 @@ ZK_HD uint32_t bit_reverse(uint32_t x, uint32_t bits) {
 
 /// x^i·s from two small tables (ntt_tables.hpp, PowerTables): lo[i mod 2^h]·hi[i >> h],
 /// lo[j] = x^j, hi[j] = s·x^(j·2^h). Makes the domain's twiddles on the device.
+template <class DFr>
 ZK_HD DFr power_from_tables(uint32_t i, uint32_t h, const DFr* lo, const DFr* hi) {
   return lo[i & ((1u << h) - 1)] * hi[i >> h];
 }
 
 /// The coset factor of bit-reversed position p: g^i/n for i = bitrev(p), from
 /// the coset's power tables (hi carries the 1/n).
+template <class DFr>
 ZK_HD DFr coset_factor(uint32_t p, uint32_t log_n, uint32_t h, const DFr* lo, const DFr* hi) {
   return power_from_tables(bit_reverse(p, log_n), h, lo, hi);
 }
 
 /// The H scalar at i: a·b − c (Montgomery) out of Montgomery form.
+template <class DFr>
 ZK_HD DFr h_scalar(const DFr& a, const DFr& b, const DFr& c) { return (a * b - c).from_montgomery(); }
 
 }  // namespace zkfarm::cuda

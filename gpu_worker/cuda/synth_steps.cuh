@@ -11,7 +11,8 @@
 
 namespace zkfarm::cuda {
 
-/// One matrix in CSR form on the device: row i is entries [start[i], start[i+1]).
+/// One matrix in CSR form on the device (DFr: DCurve<C>::Fr): row i is entries [start[i], start[i+1]).
+template <class DFr>
 struct DeviceRows {
   const uint32_t* start;
   const uint32_t* signal;
@@ -19,14 +20,16 @@ struct DeviceRows {
 };
 
 /// Σ over row i's entries of coef·w[signal] (Montgomery).
-ZK_HD DFr row_sum(const DeviceRows& m, uint32_t i, const DFr* w) {
+template <class DFr>
+ZK_HD DFr row_sum(const DeviceRows<DFr>& m, uint32_t i, const DFr* w) {
   DFr acc = DFr::zero();
   for (uint32_t k = m.start[i], e = m.start[i + 1]; k < e; ++k) acc += m.coef[k] * w[m.signal[k]];
   return acc;
 }
 
 /// Row i of synthesis: a[i], b[i] and c[i] = a[i]·b[i].
-ZK_HD void synth_row(const DeviceRows& a_rows, const DeviceRows& b_rows, uint32_t i, const DFr* w, DFr* a, DFr* b,
+template <class DFr>
+ZK_HD void synth_row(const DeviceRows<DFr>& a_rows, const DeviceRows<DFr>& b_rows, uint32_t i, const DFr* w, DFr* a, DFr* b,
                      DFr* c) {
   const DFr x = row_sum(a_rows, i, w), y = row_sum(b_rows, i, w);
   a[i] = x;

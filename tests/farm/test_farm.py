@@ -222,19 +222,6 @@ class FarmTest(unittest.TestCase):
                 self.assertEqual(a.read(), b.read())
         farm.stop_and_check(self)
 
-    def test_bls12381_key_refused_at_submit_when_no_worker_can_prove_it(self):
-        # GPU workers on the CUDA backend (BN254 only so far): a bls12381 key is
-        # refused at submit, naming the client's file and why, not failed later.
-        farm = self.farm("--synth-workers", "1", "--backend", "cuda", wait=False)
-        code, _, err, _ = farm.submit(os.path.join(FIX, "chain_bls12381.zkey"),
-                                      [os.path.join(FIX, "chain_bls12381.0.wtns")])
-        self.assertEqual(code, 1, err)
-        self.assertIn("chain_bls12381.zkey", err)
-        self.assertIn("the key is over bls12381", err)
-        self.assertIn("CUDA backend", err)
-        self.assertEqual(farm.status()["jobs"], [], "a refused job must not appear")
-        farm.stop_and_check(self)
-
     def test_second_instance_on_the_same_state_dir_is_refused(self):
         farm = self.farm("--synth-workers", "1")
         p = subprocess.run([os.path.join(BIN, "zkfarmd"), "--state-dir", farm.state], capture_output=True,

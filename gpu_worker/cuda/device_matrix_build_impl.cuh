@@ -1,19 +1,24 @@
+#pragma once
 // The constraint matrix built on the device from the zkey's raw section-4
 // records, so that a replaced GPU worker does no host-side regrouping before
 // its first proof (issue 12, "fast key reload"). Steps in
 // matrix_build_steps.cuh, emulated on the CPU by tests/cuda_logic_test.cpp.
+// Templated on the curve (the coefficients' field), instantiated by each
+// curve's .cu.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
 
+#include "gpu_worker/cuda/dcurve.cuh"
 #include "gpu_worker/cuda/device_synth.cuh"
 #include "gpu_worker/cuda/matrix_build_steps.cuh"
 
 namespace zkfarm::cuda {
 
 namespace {
+namespace matrix_kernels {
 
 constexpr uint32_t kThreads = 256;
 
@@ -44,6 +49,7 @@ __global__ void k_row_starts(const uint32_t* sorted_keys, uint32_t n, uint32_t r
   if (i <= rows) row_starts(i, sorted_keys, n, rows, a_start, b_start);
 }
 
+template <class DFr>
 __global__ void k_gather(const uint32_t* sorted_records, const uint32_t* records, uint32_t n, uint32_t* signal,
                          DFr* coef) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -57,9 +63,12 @@ std::vector<T, UninitAllocator<T>> download_array(const DeviceBuffer& src, size_
   return v;
 }
 
+}  // namespace matrix_kernels
 }  // namespace
 
-size_t DeviceMatrix::estimate(size_t rows, size_t n_coeffs) {
+template <class C>
+size_t DeviceMatrix<C>::estimate(size_t rows, size_t n_coeffs) {
+  using namespace matrix_kernels;
   const size_t records = n_coeffs * 44, starts = 2 * (rows + 1) * 4;
   if (n_coeffs == 0) return starts;
   const size_t sorting = n_coeffs * 16 + sort_scratch_bytes(uint32_t(n_coeffs), uint32_t(rows));
@@ -67,9 +76,11 @@ size_t DeviceMatrix::estimate(size_t rows, size_t n_coeffs) {
   return records + starts + std::max(sorting, gathering);
 }
 
-DeviceMatrix::DeviceMatrix(const void* records, uint32_t n_coeffs, uint32_t rows, cudaStream_t st)
+template <class C>
+DeviceMatrix<C>::DeviceMatrix(const void* records, uint32_t n_coeffs, uint32_t rows, cudaStream_t st)
     : rows_(rows), entries_(n_coeffs) {
-  static_assert(sizeof(Fr) == sizeof(DFr), "host and device field elements share their 32 bytes");
+  using namespace matrix_kernels;
+  using DFr = typename DCurve<C>::Fr;
   if (rows == 0 || rows > (1u << kMaxLogDomain)) throw std::invalid_argument("DeviceMatrix: rows must be 1..2^28");
   a_start_.reserve((size_t(rows) + 1) * 4);
   b_start_.reserve((size_t(rows) + 1) * 4);
@@ -109,14 +120,17 @@ DeviceMatrix::DeviceMatrix(const void* records, uint32_t n_coeffs, uint32_t rows
   scratch.release();
   signal_.reserve(n * 4);
   coef_.reserve(n * sizeof(DFr));
-  k_gather<<<blocks_for(n), kThreads, 0, st>>>(index[current].get<uint32_t>(), recs, n_coeffs,
+  k_gather<DFr><<<blocks_for(n), kThreads, 0, st>>>(index[current].get<uint32_t>(), recs, n_coeffs,
                                                signal_.get<uint32_t>(), coef_.get<DFr>());
   ZK_CUDA_LAUNCHED();
   ZK_CUDA(cudaStreamSynchronize(st));
 }
 
-ConstraintMatrix DeviceMatrix::download() const {
-  ConstraintMatrix m;
+template <class C>
+ConstraintMatrixOf<C> DeviceMatrix<C>::download() const {
+  using namespace matrix_kernels;
+  using Fr = typename C::Fr;
+  ConstraintMatrixOf<C> m;
   const size_t rows = rows_;
   auto starts = [&](const DeviceBuffer& d) {
     std::vector<uint32_t> s(rows + 1);

@@ -1,5 +1,7 @@
-// The kernels and launch sequence of the GPU MSM; each kernel body is a
-// function of msm_steps.cuh, tested on the CPU by tests/cuda_logic_test.cpp.
+#pragma once
+// The kernels and launch sequence of the GPU MSM, templated on the curve and
+// instantiated by each curve's .cu (bn254.cu, bls12_381.cu); each kernel body
+// is a function of msm_steps.cuh, tested on the CPU by tests/cuda_logic_test.cpp.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -11,7 +13,10 @@
 
 namespace zkfarm::cuda {
 
+// Helpers and kernels, internal to each curve's .cu (which includes the
+// other components' kernels too: hence the named namespace).
 namespace {
+namespace msm_kernels {
 
 constexpr uint32_t kThreads = 128;       // per block: the point kernels use many registers
 // Sorted pairs per thread at level 1: longer chunks leave fewer partial sums
@@ -19,7 +24,7 @@ constexpr uint32_t kThreads = 128;       // per block: the point kernels use man
 // threads; 32 keeps 2^20-point MSMs at several waves, 128 saves ~6% at 2^24.
 uint32_t first_chunk(uint32_t count) { return count < (1u << 25) ? 32 : count < (1u << 27) ? 64 : 128; }
 constexpr uint32_t kChunkNext = 16;      // partial sums per thread at later levels
-constexpr size_t kHostTermsBytes = 64 << 10;
+constexpr size_t kHostTermsBytes = 128 << 10;  // BLS12-381 G2 at c = 20: 195 terms of 384 bytes
 
 // ZKFARM_PROFILE: a phase's device work ends in a stream sync, so the host
 // clock measures it.
@@ -88,9 +93,12 @@ __global__ void __launch_bounds__(kThreads) k_bit_sums(const DXyzz<F>* acc, cons
   if (threadIdx.x == 0) terms[blockIdx.x] = sm[0];
 }
 
+}  // namespace msm_kernels
 }  // namespace
 
-MsmRunner::MsmRunner() {
+template <class C>
+MsmRunner<C>::MsmRunner() {
+  using namespace msm_kernels;
   void* p = nullptr;
   ZK_CUDA(cudaMallocHost(&p, sizeof(uint32_t)));
   host_count_ = static_cast<uint32_t*>(p);
@@ -104,12 +112,16 @@ MsmRunner::MsmRunner() {
   }
 }
 
-MsmRunner::~MsmRunner() {
+template <class C>
+MsmRunner<C>::~MsmRunner() {
+  using namespace msm_kernels;
   cudaFreeHost(host_count_);
   cudaFreeHost(host_terms_);
 }
 
-uint32_t MsmRunner::sort_digits(const uint32_t* d_scalars, const MsmShape& sh, cudaStream_t st) {
+template <class C>
+uint32_t MsmRunner<C>::sort_digits(const uint32_t* d_scalars, const MsmShape& sh, cudaStream_t st) {
+  using namespace msm_kernels;
   const size_t total = size_t(sh.windows) * sh.n;
   for (int i = 0; i < 2; ++i) {
     keys_[i].reserve(total * 4);
@@ -132,71 +144,77 @@ uint32_t MsmRunner::sort_digits(const uint32_t* d_scalars, const MsmShape& sh, c
   return *host_count_;
 }
 
-template <class C, class F>
-Xyzz<C> MsmRunner::sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t st) {
-  using P = DXyzz<F>;
+template <class C>
+template <class P, class F>
+Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t st) {
+  using namespace msm_kernels;
+  using D = DXyzz<F>;
   StageClock clock;
-  buckets_.reserve(size_t(sh.sentinel()) * sizeof(P));
-  ZK_CUDA(cudaMemsetAsync(buckets_.get(), 0, size_t(sh.sentinel()) * sizeof(P), st));  // all zero: ZZ = 0, infinity
+  buckets_.reserve(size_t(sh.sentinel()) * sizeof(D));
+  ZK_CUDA(cudaMemsetAsync(buckets_.get(), 0, size_t(sh.sentinel()) * sizeof(D), st));  // all zero: ZZ = 0, infinity
   if (count > 0) {
     const uint32_t chunk = first_chunk(count);
     uint32_t chunks = (count + chunk - 1) / chunk;
     const uint32_t next = (2 * chunks + kChunkNext - 1) / kChunkNext;
     part_keys_[0].reserve(size_t(2) * chunks * 4);
-    part_pts_[0].reserve(size_t(2) * chunks * sizeof(P));
+    part_pts_[0].reserve(size_t(2) * chunks * sizeof(D));
     part_keys_[1].reserve(size_t(2) * next * 4);
-    part_pts_[1].reserve(size_t(2) * next * sizeof(P));
+    part_pts_[1].reserve(size_t(2) * next * sizeof(D));
     k_accumulate_affine<F><<<blocks_for(chunks), kThreads, 0, st>>>(
-        sorted_keys_, sorted_vals_, count, chunk, chunks, points, buckets_.get<P>(), part_keys_[0].get<uint32_t>(),
-        part_pts_[0].get<P>(), chunks == 1);
+        sorted_keys_, sorted_vals_, count, chunk, chunks, points, buckets_.get<D>(), part_keys_[0].get<uint32_t>(),
+        part_pts_[0].get<D>(), chunks == 1);
     ZK_CUDA_LAUNCHED();
     int cur = 0;
     while (chunks > 1) {  // each level leaves 2/kChunkNext of the entries
       const uint32_t in_count = 2 * chunks;
       chunks = (in_count + kChunkNext - 1) / kChunkNext;
       k_accumulate_xyzz<F><<<blocks_for(chunks), kThreads, 0, st>>>(
-          part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<P>(), in_count, chunks, buckets_.get<P>(),
-          part_keys_[1 - cur].get<uint32_t>(), part_pts_[1 - cur].get<P>(), chunks == 1);
+          part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<D>(), in_count, chunks, buckets_.get<D>(),
+          part_keys_[1 - cur].get<uint32_t>(), part_pts_[1 - cur].get<D>(), chunks == 1);
       ZK_CUDA_LAUNCHED();
       cur = 1 - cur;
     }
   }
   lap(clock, st, "accumulate", sh.n);
   const uint32_t S = sh.segments(), log_s = log2_exact(S), total = sh.windows * S;
-  acc_.reserve(size_t(total) * sizeof(P));
-  run_.reserve(size_t(total) * sizeof(P));
-  k_reduce_segments<F><<<blocks_for(total), kThreads, 0, st>>>(buckets_.get<P>(), sh, total, acc_.get<P>(), run_.get<P>());
+  acc_.reserve(size_t(total) * sizeof(D));
+  run_.reserve(size_t(total) * sizeof(D));
+  k_reduce_segments<F><<<blocks_for(total), kThreads, 0, st>>>(buckets_.get<D>(), sh, total, acc_.get<D>(), run_.get<D>());
   ZK_CUDA_LAUNCHED();
   const uint32_t n_terms = sh.windows * (log_s + 1);
-  if (size_t(n_terms) * sizeof(P) > kHostTermsBytes) throw std::logic_error("MSM terms exceed the staging buffer");
-  terms_.reserve(size_t(n_terms) * sizeof(P));
-  k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(P), st>>>(acc_.get<P>(), run_.get<P>(), S, log_s, terms_.get<P>());
+  if (size_t(n_terms) * sizeof(D) > kHostTermsBytes) throw std::logic_error("MSM terms exceed the staging buffer");
+  terms_.reserve(size_t(n_terms) * sizeof(D));
+  k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(D), st>>>(acc_.get<D>(), run_.get<D>(), S, log_s, terms_.get<D>());
   ZK_CUDA_LAUNCHED();
-  ZK_CUDA(cudaMemcpyAsync(host_terms_, terms_.get(), size_t(n_terms) * sizeof(P), cudaMemcpyDeviceToHost, st));
+  ZK_CUDA(cudaMemcpyAsync(host_terms_, terms_.get(), size_t(n_terms) * sizeof(D), cudaMemcpyDeviceToHost, st));
   ZK_CUDA(cudaStreamSynchronize(st));
   lap(clock, st, "reduce", sh.n);
-  Xyzz<C> r = msm_finish<C>(sh, static_cast<const P*>(host_terms_));
+  Xyzz<P> r = msm_finish<P>(sh, static_cast<const D*>(host_terms_));
   lap(clock, st, "host finish", sh.n);
   return r;
 }
 
-void MsmRunner::run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
+template <class C>
+void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
                     cudaStream_t st, uint32_t c_override) {
+  using namespace msm_kernels;
   if (c_override == 1 || c_override > 24) throw std::invalid_argument("MSM window bits must be 2..24");
+  using G1A = typename DCurve<C>::G1A;
+  using G2A = typename DCurve<C>::G2A;
   for (auto& j : g1) *j.out = G1::infinity();
   for (auto& j : g2) *j.out = G2::infinity();
-  const uint32_t windows_max = msm_shape(n, c_override).windows;
+  const uint32_t windows_max = msm_shape(n, c_override, C::kFrBits).windows;
   const uint32_t slice = std::max<uint32_t>(1, std::min<uint32_t>(n, (1u << 30) / windows_max));
   for (uint32_t first = 0; first < n; first += slice) {
     const uint32_t len = std::min(slice, n - first);
-    const MsmShape sh = msm_shape(len, c_override);
+    const MsmShape sh = msm_shape(len, c_override, C::kFrBits);
     StageClock clock;
     const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
     lap(clock, st, "digits+sort", len);
     for (auto& j : g1)
-      j.out->add(sum_points<G1Params>(sh, count, static_cast<const G1A*>(j.points) + first, st));
+      j.out->add(sum_points<typename C::G1Params>(sh, count, static_cast<const G1A*>(j.points) + first, st));
     for (auto& j : g2)
-      j.out->add(sum_points<G2Params>(sh, count, static_cast<const G2A*>(j.points) + first, st));
+      j.out->add(sum_points<typename C::G2Params>(sh, count, static_cast<const G2A*>(j.points) + first, st));
   }
 }
 

@@ -1,7 +1,12 @@
-// Kernels of the GPU's odd-coset NTT; bodies in ntt_steps.cuh, tested on the
-// CPU by tests/cuda_logic_test.cpp.
+#pragma once
+// Kernels of the GPU's odd-coset NTT, templated on the curve and instantiated
+// by each curve's .cu; bodies in ntt_steps.cuh, tested on the CPU by
+// tests/cuda_logic_test.cpp.
 #include <algorithm>
 
+#include <stdexcept>
+
+#include "gpu_worker/cuda/dcurve.cuh"
 #include "gpu_worker/cuda/device_ntt.cuh"
 #include "gpu_worker/cuda/ntt_steps.cuh"
 #include "gpu_worker/cuda/ntt_tables.hpp"
@@ -9,11 +14,13 @@
 namespace zkfarm::cuda {
 
 namespace {
+namespace ntt_kernels {
 
 constexpr uint32_t kLogBlock = 10;  // 1024 elements (32 KiB of shared memory) per inner block
 constexpr uint32_t kThreads = 256;
 
 // One radix-2 stage over the whole array (half-width 2^log_m ≥ the inner block).
+template <class DFr>
 __global__ void k_stage(DFr* v, uint32_t log_n, uint32_t log_m, const DFr* tw, bool dit) {
   const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= (1u << (log_n - 1))) return;
@@ -34,6 +41,7 @@ __global__ void k_stage(DFr* v, uint32_t log_n, uint32_t log_m, const DFr* tw, b
 // last (DIF, half-widths 2^(log_b−1) … 1), the coset shift, the forward
 // transform's first (DIT, 1 … 2^(log_b−1)). Shared positions are the global
 // ones minus the block's base, so the twiddle indices are the global stage's.
+template <class DFr>
 __global__ void k_inner(DFr* v, uint32_t log_n, uint32_t log_b, const DFr* tw, const DFr* tw_inv, const DFr* lo,
                         const DFr* hi, uint32_t h) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -62,58 +70,71 @@ __global__ void k_inner(DFr* v, uint32_t log_n, uint32_t log_b, const DFr* tw, c
   for (uint32_t x = threadIdx.x; x < b; x += blockDim.x) v[base + x] = s[x];
 }
 
+template <class DFr>
 __global__ void k_h(const DFr* a, const DFr* b, const DFr* c, DFr* out, size_t n) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = h_scalar(a[i], b[i], c[i]);
 }
 
 // tw[j] = x^j for j < count, from its power tables.
+template <class DFr>
 __global__ void k_powers(DFr* out, uint32_t count, uint32_t h, const DFr* lo, const DFr* hi) {
   const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j < count) out[j] = power_from_tables(j, h, lo, hi);
 }
 
+template <class Fr>
 void upload(DeviceBuffer& dst, const std::vector<Fr>& src, cudaStream_t st) {
   dst.reserve(src.size() * sizeof(Fr));
   ZK_CUDA(cudaMemcpyAsync(dst.get(), src.data(), src.size() * sizeof(Fr), cudaMemcpyHostToDevice, st));
 }
 
 // out (count = 2^log_count DFr, reserved here) = the powers `t` stands for.
-void expand(DeviceBuffer& out, const PowerTables& t, uint32_t log_count, cudaStream_t st) {
+template <class DFr, class Fr>
+void expand(DeviceBuffer& out, const PowerTables<Fr>& t, uint32_t log_count, cudaStream_t st) {
   const uint32_t count = 1u << log_count;
   DeviceBuffer lo, hi;
   upload(lo, t.lo, st);
   upload(hi, t.hi, st);
   out.reserve(size_t(count) * sizeof(DFr));
-  k_powers<<<(count + kThreads - 1) / kThreads, kThreads, 0, st>>>(out.get<DFr>(), count, t.h, lo.get<DFr>(),
+  k_powers<DFr><<<(count + kThreads - 1) / kThreads, kThreads, 0, st>>>(out.get<DFr>(), count, t.h, lo.get<DFr>(),
                                                                    hi.get<DFr>());
   ZK_CUDA_LAUNCHED();
   ZK_CUDA(cudaStreamSynchronize(st));  // before lo and hi are freed
 }
 
+}  // namespace ntt_kernels
 }  // namespace
 
-size_t DeviceDomain::peak_bytes(uint32_t log_n) {
+template <class C>
+size_t DeviceDomain<C>::peak_bytes(uint32_t log_n) {
   if (log_n == 0) return 0;
   auto tables = [](uint32_t log_count) {
     const uint32_t h = (log_count + 1) / 2;
     return (size_t(1) << h) + (size_t(1) << (log_count - h));
   };
-  return ((size_t(1) << log_n) + tables(log_n - 1) + tables(log_n)) * sizeof(DFr);
+  return ((size_t(1) << log_n) + tables(log_n - 1) + tables(log_n)) * sizeof(typename C::Fr);
 }
 
-DeviceDomain::DeviceDomain(uint32_t log_n, cudaStream_t st) : log_n_(log_n), h_(0) {
+template <class C>
+DeviceDomain<C>::DeviceDomain(uint32_t log_n, cudaStream_t st) : log_n_(log_n), h_(0) {
+  using namespace ntt_kernels;
+  using DFr = typename DCurve<C>::Fr;
   if (log_n_ == 0) return;  // one point: the transform is the identity
-  const DomainTables t = domain_tables(log_n);  // throws std::invalid_argument past 2^28
+  if (log_n > kMaxLogDomain) throw std::invalid_argument("DeviceDomain: log_n must be at most 28");
+  const DomainTables<C> t = domain_tables<C>(log_n);  // throws std::invalid_argument past C's 2-adicity
   h_ = t.coset.h;
-  expand(tw_, t.tw, log_n - 1, st);
-  expand(tw_inv_, t.tw_inv, log_n - 1, st);
+  expand<DFr>(tw_, t.tw, log_n - 1, st);
+  expand<DFr>(tw_inv_, t.tw_inv, log_n - 1, st);
   upload(lo_, t.coset.lo, st);
   upload(hi_, t.coset.hi, st);
   ZK_CUDA(cudaStreamSynchronize(st));  // the host tables go when this returns
 }
 
-void DeviceDomain::to_odd_coset(void* data, cudaStream_t st) const {
+template <class C>
+void DeviceDomain<C>::to_odd_coset(void* data, cudaStream_t st) const {
+  using namespace ntt_kernels;
+  using DFr = typename DCurve<C>::Fr;
   if (log_n_ == 0) return;
   DFr* v = static_cast<DFr*>(data);
   const DFr* tw = tw_.get<DFr>();
@@ -122,22 +143,25 @@ void DeviceDomain::to_odd_coset(void* data, cudaStream_t st) const {
   const uint32_t half = 1u << (log_n_ - 1);
   const uint32_t stage_blocks = (half + kThreads - 1) / kThreads;
   for (int lm = int(log_n_) - 1; lm >= int(log_b); --lm) {
-    k_stage<<<stage_blocks, kThreads, 0, st>>>(v, log_n_, uint32_t(lm), twi, false);
+    k_stage<DFr><<<stage_blocks, kThreads, 0, st>>>(v, log_n_, uint32_t(lm), twi, false);
     ZK_CUDA_LAUNCHED();
   }
   const uint32_t inner_threads = std::max(1u, (1u << log_b) / 2);
-  k_inner<<<1u << (log_n_ - log_b), inner_threads, (size_t(1) << log_b) * sizeof(DFr), st>>>(
+  k_inner<DFr><<<1u << (log_n_ - log_b), inner_threads, (size_t(1) << log_b) * sizeof(DFr), st>>>(
       v, log_n_, log_b, tw, twi, lo_.get<DFr>(), hi_.get<DFr>(), h_);
   ZK_CUDA_LAUNCHED();
   for (uint32_t lm = log_b; lm < log_n_; ++lm) {
-    k_stage<<<stage_blocks, kThreads, 0, st>>>(v, log_n_, lm, tw, true);
+    k_stage<DFr><<<stage_blocks, kThreads, 0, st>>>(v, log_n_, lm, tw, true);
     ZK_CUDA_LAUNCHED();
   }
 }
 
+template <class C>
 void h_scalars(const void* a, const void* b, const void* c, void* out, size_t n, cudaStream_t st) {
+  using namespace ntt_kernels;
+  using DFr = typename DCurve<C>::Fr;
   if (n == 0) return;
-  k_h<<<uint32_t((n + kThreads - 1) / kThreads), kThreads, 0, st>>>(
+  k_h<DFr><<<uint32_t((n + kThreads - 1) / kThreads), kThreads, 0, st>>>(
       static_cast<const DFr*>(a), static_cast<const DFr*>(b), static_cast<const DFr*>(c), static_cast<DFr*>(out), n);
   ZK_CUDA_LAUNCHED();
 }
