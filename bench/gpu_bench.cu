@@ -141,10 +141,10 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& du
     c = ms_since(t0);
     agree = got.equals(expect) ? "equal" : "DIFFERENT";
   }
-  if (!dump.empty()) {  // the sum's affine x, Montgomery limbs, for the other MSM to match
+  if (!dump.empty()) {  // the sum's affine x, Montgomery limbs (limb 0 first), for the other MSM to match
     const auto a = got.to_affine();
     std::fprintf(stderr, "zkfarm G1 MSM 2^%u: x =", log_n);
-    for (size_t i = a.x.N; i-- > 0;) std::fprintf(stderr, " %016llx", (unsigned long long)a.x.v[i]);
+    for (size_t i = 0; i < a.x.N; ++i) std::fprintf(stderr, " %016llx", (unsigned long long)a.x.v[i]);
     std::fprintf(stderr, "\n");
   }
   row(std::string(C::kName) + " G1 MSM 2^" + std::to_string(log_n) + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);

@@ -4,11 +4,13 @@
 //  - Affine: as a zkey stores points; (0, 0) is the point at infinity, which is
 //    also how snarkjs writes it (all-zero bytes), and is never on these curves.
 //  - Xyzz: extended Jacobian (X, Y, ZZ, ZZZ) with x = X/ZZ, y = Y/ZZZ, ZZ³ = ZZZ²;
-//    ZZ = 0 is infinity. Formulas from the Explicit-Formulas Database,
-//    "g1p/auto/shortw/xyzz": add-2008-s, madd-2008-s, dbl-2008-s-1.
+//    ZZ = 0 is infinity. The formulas (EFD add-2008-s, madd-2008-s,
+//    dbl-2008-s-1) are groth16/xyzz_formulas.hpp's, shared with the GPU.
 //    A mixed addition costs 8M + 2S, the cheapest form for Pippenger buckets.
 #include <cstdint>
 #include <cstring>
+
+#include "groth16/xyzz_formulas.hpp"
 
 namespace zkfarm {
 
@@ -53,79 +55,11 @@ struct Xyzz {
   Xyzz operator-() const { return {X, -Y, ZZ, ZZZ}; }
 
   /// dbl-2008-s-1.
-  Xyzz dbl() const {
-    if (is_infinity()) return *this;
-    F U = Y.dbl();
-    F V = U.sqr();
-    F W = U * V;
-    F S = X * V;
-    F XX = X.sqr();
-    F M = XX.dbl() + XX;
-    F X3 = M.sqr() - S.dbl();
-    F Y3 = M * (S - X3) - W * Y;
-    return {X3, Y3, V * ZZ, W * ZZZ};
-  }
-
+  Xyzz dbl() const { return xyzz::dbl(*this); }
   /// this + a (madd-2008-s), handling infinity on either side and a == ±this.
-  void add_affine(const Affine<C>& a) {
-    if (a.is_infinity()) return;
-    if (is_infinity()) {
-      *this = from_affine(a);
-      return;
-    }
-    F U2 = a.x * ZZ;
-    F S2 = a.y * ZZZ;
-    F P = U2 - X;
-    F R = S2 - Y;
-    if (P.is_zero()) {
-      if (R.is_zero()) {
-        *this = from_affine(a).dbl();  // a == this: rare (equal points in one bucket)
-      } else {
-        *this = infinity();
-      }
-      return;
-    }
-    F PP = P.sqr();
-    F PPP = P * PP;
-    F Q = X * PP;
-    F X3 = R.sqr() - PPP - Q.dbl();
-    Y = R * (Q - X3) - Y * PPP;
-    X = X3;
-    ZZ *= PP;
-    ZZZ *= PPP;
-  }
-
+  void add_affine(const Affine<C>& a) { xyzz::add_affine(*this, a); }
   /// this + o (add-2008-s).
-  void add(const Xyzz& o) {
-    if (o.is_infinity()) return;
-    if (is_infinity()) {
-      *this = o;
-      return;
-    }
-    F U1 = X * o.ZZ;
-    F U2 = o.X * ZZ;
-    F S1 = Y * o.ZZZ;
-    F S2 = o.Y * ZZZ;
-    F P = U2 - U1;
-    F R = S2 - S1;
-    if (P.is_zero()) {
-      if (R.is_zero()) {
-        *this = dbl();
-      } else {
-        *this = infinity();
-      }
-      return;
-    }
-    F PP = P.sqr();
-    F PPP = P * PP;
-    F Q = U1 * PP;
-    F X3 = R.sqr() - PPP - Q.dbl();
-    F Y3 = R * (Q - X3) - S1 * PPP;
-    X = X3;
-    Y = Y3;
-    ZZ = ZZ * o.ZZ * PP;
-    ZZZ = ZZZ * o.ZZZ * PPP;
-  }
+  void add(const Xyzz& o) { xyzz::add(*this, o); }
 
   /// k·this for a canonical 256-bit scalar k, double-and-add (not constant time:
   /// used on public points with secret r, s only in the final combination, as

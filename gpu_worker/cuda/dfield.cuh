@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gpu_worker/cuda/hd.hpp"
+#include "groth16/hd.hpp"
 
 namespace zkfarm::cuda {
 
@@ -219,17 +219,96 @@ struct DFp {
 #endif
 
 #if defined(__CUDA_ARCH__)
+  // The even/odd Montgomery product (the scheme of Emmart, Zheng and Weems,
+  // "Faster modular exponentiation using double precision floating point
+  // arithmetic on the GPU", ARITH 2018, and of sppark's ff/mont_t.cuh): the
+  // partial products of even and of odd words of a go to two accumulators,
+  // so each carry chain is one unbroken run of mad.lo/madc.hi pairs and no
+  // word shifts are needed; the accumulators swap roles every word of b (the
+  // CIOS shift by one word). Needs an even N and p < 2^(32N−1). The carry
+  // flag passes between consecutive asm statements, as in sppark.
+
+  /// acc[j], acc[j+1] = a[j]·bi (lo, hi) for even j < n.
+  __device__ __forceinline__ static void eo_mul(uint32_t* acc, const uint32_t* a, uint32_t bi, int n) {
+#pragma unroll
+    for (int j = 0; j < n; j += 2)
+      asm("mul.lo.u32 %0, %2, %3; mul.hi.u32 %1, %2, %3;" : "=r"(acc[j]), "=r"(acc[j + 1]) : "r"(a[j]), "r"(bi));
+  }
+  /// acc += Σ_{even j < n} a[j]·bi·2^(32j), leaving the carry flag set by the top word.
+  __device__ __forceinline__ static void eo_mad(uint32_t* acc, const uint32_t* a, uint32_t bi, int n) {
+    asm("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(acc[0]), "+r"(acc[1]) : "r"(a[0]), "r"(bi));
+#pragma unroll
+    for (int j = 2; j < n; j += 2)
+      asm("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(acc[j]), "+r"(acc[j + 1]) : "r"(a[j]), "r"(bi));
+  }
+  /// odd = (odd >> 2 words) + Σ a[j]·bi pairs, taking the carry flag in.
+  __device__ __forceinline__ static void eo_mad_shift(uint32_t* odd, const uint32_t* a, uint32_t bi) {
+#pragma unroll
+    for (int j = 0; j < N - 2; j += 2)
+      asm("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
+          : "=r"(odd[j]), "=r"(odd[j + 1]) : "r"(a[j]), "r"(bi), "r"(odd[j + 2]), "r"(odd[j + 3]));
+    asm("madc.lo.cc.u32 %0, %2, %3, 0; madc.hi.u32 %1, %2, %3, 0;" : "=r"(odd[N - 2]), "=r"(odd[N - 1]) : "r"(a[N - 2]), "r"(bi));
+  }
+  /// One word bi of b into the accumulators (even: words at 2^(32k), odd at
+  /// 2^(32(k+1))), then one Montgomery reduction step.
+  __device__ __forceinline__ static void eo_row(uint32_t* even, uint32_t* odd, const uint32_t* a, uint32_t bi,
+                                                const uint32_t* p, bool first) {
+    if (first) {
+      eo_mul(odd, a + 1, bi, N);
+      eo_mul(even, a, bi, N);
+    } else {
+      asm("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
+      eo_mad_shift(odd, a + 1, bi);
+      eo_mad(even, a, bi, N);
+      asm("addc.u32 %0, %0, 0;" : "+r"(odd[N - 1]));
+    }
+    const uint32_t m = even[0] * C::kInv;
+    eo_mad(odd, p + 1, m, N);
+    eo_mad(even, p, m, N);
+    asm("addc.u32 %0, %0, 0;" : "+r"(odd[N - 1]));
+  }
+
+  /// Montgomery product a·b·R⁻¹ mod p by even/odd accumulation (above).
+  __device__ __forceinline__ static DFp mul_evenodd(const DFp& a, const DFp& b) {
+    static_assert(N % 2 == 0, "the even/odd product needs an even limb count");
+    uint32_t p[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) p[j] = C::mod(j);
+    uint32_t even[N], odd[N];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+      eo_row(even, odd, a.l, b.l[i], p, i == 0);
+      eo_row(odd, even, a.l, b.l[i + 1], p, false);
+    }
+    // even + (odd >> 1 word): the result, below 2p.
+    asm("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
+#pragma unroll
+    for (int j = 1; j < N - 1; ++j) asm("addc.cc.u32 %0, %0, %1;" : "+r"(even[j]) : "r"(odd[j + 1]));
+    asm("addc.u32 %0, %0, 0;" : "+r"(even[N - 1]));
+    DFp r;
+#pragma unroll
+    for (int j = 0; j < N; ++j) r.l[j] = even[j];
+    reduce_once(r.l);
+    return r;
+  }
+#endif
+
+#if defined(__CUDA_ARCH__)
   /// One out-of-line copy per field: inlined at every call site, the point
   /// additions grew past the instruction cache and warps stalled on fetch
   /// (Nsight Compute on the H200: 57% of stall cycles, "no instruction").
-  // The portable form is the default: nvcc turns it into IMAD.WIDE chains that
-  // measured 3–4% faster in the MSM on the H200 than the PTX carry chains
-  // (docs/performance.md); ZKFARM_CUDA_PTX_MUL selects those.
+  // The even/odd product is the default (docs/performance.md: the MSMs of
+  // both curves on the H200); ZKFARM_CUDA_PORTABLE_MUL selects the portable
+  // CIOS (IMAD.WIDE chains), ZKFARM_CUDA_PTX_MUL the 8-limb PTX chains.
   __device__ __noinline__ static DFp mul_call(DFp a, DFp b) {
 #if defined(ZKFARM_CUDA_PTX_MUL)
     if constexpr (N == 8) return mul_ptx(a, b);
 #endif
+#if defined(ZKFARM_CUDA_PORTABLE_MUL)
     return mul_portable(a, b);
+#else
+    return mul_evenodd(a, b);
+#endif
   }
 #endif
 

@@ -73,9 +73,10 @@ std::vector<T> to_host(const DeviceBuffer& d, size_t count) {
 }
 
 template <class F>
-__global__ void k_mul(const F* a, const F* b, F* ptx, F* portable, F* dflt, size_t n) {
+__global__ void k_mul(const F* a, const F* b, F* ptx, F* portable, F* dflt, F* evenodd, size_t n) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  evenodd[i] = F::mul_evenodd(a[i], b[i]);
   if constexpr (F::N == 8) ptx[i] = F::mul_ptx(a[i], b[i]);
   else ptx[i] = F::mul_portable(a[i], b[i]);  // the PTX form is written for 8 limbs
   portable[i] = F::mul_portable(a[i], b[i]);
@@ -101,12 +102,13 @@ void check_products() {
   b[0] = -HostF::one();
   a[1] = HostF::zero();
   auto da = to_device(a.data(), n), db = to_device(b.data(), n);
-  DeviceBuffer p1(n * sizeof(HostF)), p2(n * sizeof(HostF)), p3(n * sizeof(HostF));
+  DeviceBuffer p1(n * sizeof(HostF)), p2(n * sizeof(HostF)), p3(n * sizeof(HostF)), p4(n * sizeof(HostF));
   k_mul<DevF><<<(n + 255) / 256, 256>>>(da.template get<DevF>(), db.template get<DevF>(), p1.template get<DevF>(),
-                                        p2.template get<DevF>(), p3.template get<DevF>(), n);
+                                        p2.template get<DevF>(), p3.template get<DevF>(), p4.template get<DevF>(), n);
   ZK_CUDA_LAUNCHED();
-  auto r1 = to_host<HostF>(p1, n), r2 = to_host<HostF>(p2, n), r3 = to_host<HostF>(p3, n);
+  auto r1 = to_host<HostF>(p1, n), r2 = to_host<HostF>(p2, n), r3 = to_host<HostF>(p3, n), r4 = to_host<HostF>(p4, n);
   for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(r4[i] == a[i] * b[i]) << "even/odd product " << i;
     ASSERT_TRUE(r1[i] == a[i] * b[i]) << "PTX product " << i;
     ASSERT_TRUE(r2[i] == a[i] * b[i]) << "portable product " << i;
     ASSERT_TRUE(r3[i] == a[i] * b[i]) << "default product " << i;
