@@ -297,9 +297,11 @@ struct DFp {
   /// One out-of-line copy per field: inlined at every call site, the point
   /// additions grew past the instruction cache and warps stalled on fetch
   /// (Nsight Compute on the H200: 57% of stall cycles, "no instruction").
-  // The even/odd product is the default (docs/performance.md: the MSMs of
-  // both curves on the H200); ZKFARM_CUDA_PORTABLE_MUL selects the portable
-  // CIOS (IMAD.WIDE chains), ZKFARM_CUDA_PTX_MUL the 8-limb PTX chains.
+  // Chosen per limb count by the MSMs on the H200 (docs/performance.md,
+  // 2026-12-03): the even/odd product for 8 limbs (BN254's G1 MSM at 2^24:
+  // 71.6 ms against 81.0 with the portable CIOS), the portable CIOS for 12
+  // (BLS12-381's: 174.5 ms against 178.6 even/odd). ZKFARM_CUDA_PORTABLE_MUL
+  // selects the portable CIOS everywhere, ZKFARM_CUDA_PTX_MUL the 8-limb PTX chains.
   __device__ __noinline__ static DFp mul_call(DFp a, DFp b) {
 #if defined(ZKFARM_CUDA_PTX_MUL)
     if constexpr (N == 8) return mul_ptx(a, b);
@@ -307,7 +309,8 @@ struct DFp {
 #if defined(ZKFARM_CUDA_PORTABLE_MUL)
     return mul_portable(a, b);
 #else
-    return mul_evenodd(a, b);
+    if constexpr (N == 8) return mul_evenodd(a, b);
+    else return mul_portable(a, b);
 #endif
   }
 #endif
