@@ -8,7 +8,7 @@
 # a new backend's key reload at 2^22 (its first proof minus a steady one);
 # then BLS12-381 (issue 17): its NTT at 2^22, G1 MSMs of 2^20, 2^22 and 2^24
 # points and the prove step at domains 2^20 and 2^22. With $SPPARK_MSM set
-# to sppark's BLS12-381 MSM timer (built from sppark's source, .sppark/BUILD.md),
+# to sppark's BLS12-381 MSM timer (bench/sppark/build.sh builds it from sppark's source),
 # sppark's MSM runs on the same points and scalars in the same run.
 # Each row has the CPU (all cores, same process) beside it, the ratio, and
 # whether both gave the same result. Binaries: $ZKFARM_BIN or build/bin.
