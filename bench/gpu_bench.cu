@@ -204,6 +204,8 @@ int prove_bench(const std::string& key_path, const std::string& wtns_path, bool 
 // proof's time minus a steady proof's of the same backend. The backend logs
 // the load's phases on stderr.
 int reload_bench(const std::string& key_path, const std::string& wtns_path, int reps) {
+  if (Zkey::open(key_path, ZkeyContents::unchecked).curve != CurveId::bn254)
+    throw std::invalid_argument(key_path + ": reload measures bn128 keys only");
   Wtns w = Wtns::open(wtns_path);
   std::vector<U256> witness(w.n_witness);
   std::memcpy(witness.data(), w.values.data(), witness.size() * sizeof(U256));
