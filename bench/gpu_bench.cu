@@ -152,12 +152,6 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& du
 }
 
 template <class C>
-ProofOf<C> prove_of(gpu::ProveBackend& b, const Zkey& key, const U256* w, const U256& r, const U256& s) {
-  if constexpr (std::is_same_v<C, Bn254>) return b.prove(key, w, r, s, nullptr);
-  else return b.prove_bls12_381(key, w, r, s, nullptr);
-}
-
-template <class C>
 int prove_bench(gpu::ProveBackend& cuda, gpu::CpuBackend& cpu, const Zkey& key, const Zkey& key_cpu, const Wtns& w,
                 bool g2_on_cpu, int reps) {
   // The witness in registered memory, as the worker's arena slot is; the
@@ -171,11 +165,11 @@ int prove_bench(gpu::ProveBackend& cuda, gpu::CpuBackend& cpu, const Zkey& key, 
   std::vector<double> tg;
   for (int i = 0; i < reps + 1; ++i) {
     auto t0 = Clock::now();
-    pg = prove_of<C>(cuda, key, witness.data(), r, s);
+    pg = gpu::prove_of<C>(cuda, key, witness.data(), r, s);
     if (i) tg.push_back(ms_since(t0));  // the first run warms up
   }
   auto t0 = Clock::now();
-  ProofOf<C> pc = prove_of<C>(cpu, key_cpu, witness.data(), r, s);
+  ProofOf<C> pc = gpu::prove_of<C>(cpu, key_cpu, witness.data(), r, s);
   const double c = ms_since(t0);
   const bool same = std::memcmp(&pg, &pc, sizeof pg) == 0;
   row(std::string(C::kName) + " prove step, domain 2^" + std::to_string(key.log_domain) +

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "groth16/errors.hpp"
 #include "groth16/prover.hpp"
@@ -73,6 +74,16 @@ class ProveBackend {
   /// unmapped (HostPin does). Never throws.
   virtual void unpin_host_memory(void* base) {}
 };
+
+/// `backend`'s prove for curve C (C: groth16 curve traits): prove for Bn254,
+/// prove_bls12_381 for bls12_381::Curve; for code written once for both curves.
+/// Throws as those do.
+template <class C>
+ProofOf<C> prove_of(ProveBackend& backend, const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                    const std::atomic<bool>* cancel = nullptr) {
+  if constexpr (std::is_same_v<C, Bn254>) return backend.prove(key, witness, r, s, cancel);
+  else return backend.prove_bls12_381(key, witness, r, s, cancel);
+}
 
 /// Pins [base, base + bytes) with `backend` for this object's life, or warns
 /// on stderr (prefixed by `program`) and goes on unpinned when that fails.

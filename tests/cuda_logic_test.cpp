@@ -35,20 +35,7 @@ using DFr = DCurve<Bn254>::Fr;
 using DFq2 = DCurve<Bn254>::Fq2;
 using Bls = bls12_381::Curve;
 using PowerTablesFr = PowerTables<Fr>;
-
-// A uniform element of any field F (a CPU Fp): random limbs below p's bit
-// length, then rejection.
-template <class F>
-F random_element(std::mt19937_64& rng) {
-  const uint64_t top = F::Params::kModulus[F::N - 1];
-  const uint64_t mask = (uint64_t(1) << std::bit_width(top)) - 1;
-  for (;;) {
-    typename F::Int x{};
-    for (auto& l : x) l = rng();
-    x[F::N - 1] &= mask;
-    if (is_canonical<typename F::Params>(x)) return F::from_int(x);
-  }
-}
+using test::random_element;
 
 // Host and device types share their bytes: std::bit_cast moves values across
 // (and fails to compile if a layout's size ever differs).

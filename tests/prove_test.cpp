@@ -218,6 +218,20 @@ TEST(ProveCommand, ProvesAFixture) {
   EXPECT_TRUE(snarkjs_verify({{test::shared_fixture("chain.vkey.json"), dir / "out.public.json", dir / "out.proof.json"}}));
 }
 
+// A `zkfarm-prove --backend cuda` run `r` that wrote `cuda_proof`: where no
+// device is usable, exit 3 saying so and no output; otherwise the same proof
+// bytes as the CPU backend's `cpu_proof` (same blinding).
+void expect_cuda_proof_equals(const CommandResult& r, const std::string& cpu_proof,
+                              const std::string& cuda_proof) {
+  if (r.exit_code == 3) {
+    EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(cuda_proof));
+  } else {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_file(cpu_proof), read_file(cuda_proof));
+  }
+}
+
 // A BLS12-381 key is recognized from its header and proved on the CPU; with
 // --backend cuda it is proved on the GPU, byte-identical with a fixed
 // blinding, or, where no device is usable, exit 3 with no output.
@@ -237,14 +251,7 @@ TEST(ProveCommand, ProvesABls12381FixtureOnBothBackends) {
   };
   const std::string blinding = "--test-blinding 123456789,987654321";
   ASSERT_EQ(prove("--backend cpu " + blinding, "cpu.json").exit_code, 0);
-  auto c = prove("--backend cuda " + blinding, "cuda.json");
-  if (c.exit_code == 3) {
-    EXPECT_NE(c.err.find("CUDA"), std::string::npos) << c.err;
-    EXPECT_FALSE(fs::exists(dir / "cuda.json"));
-  } else {
-    ASSERT_EQ(c.exit_code, 0) << c.err;
-    EXPECT_EQ(read_file(dir / "cpu.json"), read_file(dir / "cuda.json"));
-  }
+  expect_cuda_proof_equals(prove("--backend cuda " + blinding, "cuda.json"), dir / "cpu.json", dir / "cuda.json");
 }
 
 // Runs zkfarm-prove on bad input: exit 2, one line naming `names` and `fault`, no output.
@@ -398,14 +405,7 @@ TEST(ProveCommand, FixedBlindingAndBackendChoice) {
     EXPECT_NE(r.err.find("--test-blinding"), std::string::npos) << r.err;
   }
 
-  auto cuda = prove("--backend cuda " + blinding, "cuda.json");
-  if (cuda.exit_code == 3) {
-    EXPECT_NE(cuda.err.find("CUDA"), std::string::npos) << cuda.err;
-    EXPECT_FALSE(fs::exists(dir / "cuda.json"));
-  } else {
-    ASSERT_EQ(cuda.exit_code, 0) << cuda.err;
-    EXPECT_EQ(read_file(dir / "a.json"), read_file(dir / "cuda.json"));
-  }
+  expect_cuda_proof_equals(prove("--backend cuda " + blinding, "cuda.json"), dir / "a.json", dir / "cuda.json");
 }
 
 

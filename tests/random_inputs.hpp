@@ -4,6 +4,7 @@
 // fast, P_i = (start + i)·G by consecutive additions, then to affine with one
 // inversion per block (Montgomery's trick), in zkey layout.
 #include <algorithm>
+#include <bit>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,19 @@ U256 random_scalar_of(std::mt19937_64& rng) {
   for (;;) {
     U256 x{rng(), rng(), rng(), rng() & top};
     if (is_canonical<typename C::Fr::Params>(x)) return x;
+  }
+}
+
+/// A uniform element of any field F (a groth16::Fp, any limb count): random
+/// limbs below p's bit length, then rejection. Montgomery form.
+template <class F>
+F random_element(std::mt19937_64& rng) {
+  const uint64_t mask = (uint64_t(1) << std::bit_width(F::Params::kModulus[F::N - 1])) - 1;
+  for (;;) {
+    typename F::Int x{};
+    for (auto& l : x) l = rng();
+    x[F::N - 1] &= mask;
+    if (is_canonical<typename F::Params>(x)) return F::from_int(x);
   }
 }
 

@@ -78,17 +78,11 @@ int refuse_unverified(const std::string& wtns_name, const std::string& reason) {
   return kExitBadInput;
 }
 
-// The verifying key, the backend's proof and the verifier of curve C.
+// The verifying key and the verifier of curve C.
 template <class C>
 auto verifying_key(const zkfarm::Zkey& key) {
   if constexpr (std::is_same_v<C, zkfarm::Bn254>) return zkfarm::VerifyingKey::from_zkey(key);
   else return zkfarm::bls12_381::VerifyingKey::from_zkey(key);
-}
-template <class C>
-zkfarm::ProofOf<C> prove_with(zkfarm::gpu::ProveBackend& b, const zkfarm::Zkey& key, const zkfarm::U256* w,
-                              const zkfarm::U256& r, const zkfarm::U256& s) {
-  if constexpr (std::is_same_v<C, zkfarm::Bn254>) return b.prove(key, w, r, s, nullptr);
-  else return b.prove_bls12_381(key, w, r, s, nullptr);
 }
 template <class C, class Vk>
 zkfarm::VerifyResult verify_with(const Vk& vk, const zkfarm::ProofOf<C>& proof, const zkfarm::U256* pub, size_t n) {
@@ -123,7 +117,7 @@ int prove_on(const std::string& key_path, const zkfarm::Wtns& wtns, const std::s
   gpu::HostPin pin(*backend, witness.data(), witness.size() * sizeof(U256), "zkfarm-prove");
   std::memcpy(witness.data(), wtns.values.data(), witness.size() * sizeof(U256));
   std::string public_json = public_to_json(witness.data(), key.n_public);
-  const ProofOf<C> proof = prove_with<C>(*backend, key, witness.data(), r, s);
+  const ProofOf<C> proof = gpu::prove_of<C>(*backend, key, witness.data(), r, s);
 
   // Synthesis does not check the constraints, so an unsatisfying witness gives
   // a proof; so would a backend fault. Neither may reach the output files.

@@ -38,19 +38,7 @@ using Bls = bls12_381::Curve;
 using DFq = DCurve<Bn254>::Fq;
 using DFr = DCurve<Bn254>::Fr;
 using DFq2 = DCurve<Bn254>::Fq2;
-
-// A uniform element of any CPU field F: random limbs below p's bit length, then rejection.
-template <class F>
-F random_element(std::mt19937_64& rng) {
-  const uint64_t top = F::Params::kModulus[F::N - 1];
-  const uint64_t mask = (uint64_t(1) << (64 - __builtin_clzll(top))) - 1;
-  for (;;) {
-    typename F::Int x{};
-    for (auto& l : x) l = rng();
-    x[F::N - 1] &= mask;
-    if (is_canonical<typename F::Params>(x)) return F::from_int(x);
-  }
-}
+using test::random_element;
 
 #define NEED_GPU()                                                  \
   do {                                                              \
@@ -199,21 +187,27 @@ void check_msm(const std::vector<uint8_t>& points, const std::vector<U256>& scal
   EXPECT_TRUE(got.equals(expect)) << Curve::kName << " " << what << " n=" << n << " c=" << c;
 }
 
+// n MSM inputs over P (a point group of Curve): make_msm_case's edge cases
+// (infinity, repeated and opposite points; 0, 1, r − 1 scalars) for the first
+// min(n, edges), then consecutive multiples (start + i)·gen with random scalars.
+template <class P, class Curve>
+test::MsmCase<P> msm_inputs(size_t n, size_t edges, const Affine<P>& gen, uint64_t start, std::mt19937_64& rng,
+                            ThreadPool& pool) {
+  auto cs = test::make_msm_case<P, typename Curve::Fr::Params>(std::min(n, edges), gen, rng);
+  if (n > cs.scalars.size()) {
+    auto more = test::consecutive_points<P>(gen, start, n - cs.scalars.size(), pool);
+    cs.points.insert(cs.points.end(), more.begin(), more.end());
+    while (cs.scalars.size() < n) cs.scalars.push_back(test::random_scalar_of<Curve>(rng));
+  }
+  return cs;
+}
+
 TEST(Gpu, MsmMatchesTheCpu) {
   NEED_GPU();
   ThreadPool pool(0);
   std::mt19937_64 rng(14);
   for (size_t n : {size_t(1), size_t(7), size_t(1000), size_t(1) << 16, size_t(1) << 20}) {
-    auto cs = test::make_msm_case<G1Params>(std::min<size_t>(n, 2000), test::g1_generator(), rng);
-    // Edge cases (infinity, repeated, opposite points; 0, 1, r−1 scalars) in
-    // the first 2000, consecutive multiples of G after them.
-    std::vector<uint8_t> pts = cs.points;
-    std::vector<U256> sc = cs.scalars;
-    if (n > pts.size() / 64) {
-      auto more = test::consecutive_points<G1Params>(test::g1_generator(), 12345, n - sc.size(), pool);
-      pts.insert(pts.end(), more.begin(), more.end());
-      while (sc.size() < n) sc.push_back(test::random_scalar(rng));
-    }
+    auto [pts, sc] = msm_inputs<G1Params, Bn254>(n, 2000, test::g1_generator(), 12345, rng, pool);
     check_msm<G1Params>(pts, sc, 0, "G1 random");
     if (n == 1000)
       for (uint32_t c : {6u, 9u, 13u, 16u, 20u}) check_msm<G1Params>(pts, sc, c, "G1 window");
@@ -234,14 +228,7 @@ TEST(Gpu, G2MsmMatchesTheCpu) {
   ThreadPool pool(0);
   std::mt19937_64 rng(15);
   for (size_t n : {size_t(1), size_t(300), size_t(1) << 14}) {
-    auto cs = test::make_msm_case<G2Params>(std::min<size_t>(n, 300), test::g2_generator(), rng);
-    std::vector<uint8_t> pts = cs.points;
-    std::vector<U256> sc = cs.scalars;
-    if (n > sc.size()) {
-      auto more = test::consecutive_points<G2Params>(test::g2_generator(), 777, n - sc.size(), pool);
-      pts.insert(pts.end(), more.begin(), more.end());
-      while (sc.size() < n) sc.push_back(test::random_scalar(rng));
-    }
+    auto [pts, sc] = msm_inputs<G2Params, Bn254>(n, 300, test::g2_generator(), 777, rng, pool);
     check_msm<G2Params>(pts, sc, 0, "G2");
   }
 }
@@ -255,14 +242,7 @@ TEST(Gpu, Bls12381MsmMatchesTheCpu) {
   using G1P = bls12_381::G1Params;
   using G2P = bls12_381::G2Params;
   for (size_t n : {size_t(1), size_t(1000), size_t(1) << 16, size_t(1) << 20}) {
-    auto cs = test::make_msm_case<G1P, bls12_381::FrParams>(std::min<size_t>(n, 2000), Bls::g1_generator(), rng);
-    std::vector<uint8_t> pts = cs.points;
-    std::vector<U256> sc = cs.scalars;
-    if (n > sc.size()) {
-      auto more = test::consecutive_points<G1P>(Bls::g1_generator(), 4321, n - sc.size(), pool);
-      pts.insert(pts.end(), more.begin(), more.end());
-      while (sc.size() < n) sc.push_back(test::random_scalar_of<Bls>(rng));
-    }
+    auto [pts, sc] = msm_inputs<G1P, Bls>(n, 2000, Bls::g1_generator(), 4321, rng, pool);
     check_msm<G1P, Bls>(pts, sc, 0, "G1 random");
     if (n == 1000)
       for (uint32_t c : {6u, 8u, 15u, 16u, 20u}) check_msm<G1P, Bls>(pts, sc, c, "G1 window");
@@ -272,14 +252,7 @@ TEST(Gpu, Bls12381MsmMatchesTheCpu) {
     }
   }
   for (size_t n : {size_t(1), size_t(300), size_t(1) << 12}) {
-    auto cs = test::make_msm_case<G2P, bls12_381::FrParams>(std::min<size_t>(n, 300), Bls::g2_generator(), rng);
-    std::vector<uint8_t> pts = cs.points;
-    std::vector<U256> sc = cs.scalars;
-    if (n > sc.size()) {
-      auto more = test::consecutive_points<G2P>(Bls::g2_generator(), 99, n - sc.size(), pool);
-      pts.insert(pts.end(), more.begin(), more.end());
-      while (sc.size() < n) sc.push_back(test::random_scalar_of<Bls>(rng));
-    }
+    auto [pts, sc] = msm_inputs<G2P, Bls>(n, 300, Bls::g2_generator(), 99, rng, pool);
     check_msm<G2P, Bls>(pts, sc, 0, "G2");
   }
 }
