@@ -19,6 +19,18 @@ namespace {
 namespace msm_kernels {
 
 constexpr uint32_t kThreads = 128;       // per block: the point kernels use many registers
+// Threads per block of the accumulation kernels, by point field: as many
+// warps per SM as the registers allow with little or no spilling (the launch
+// bound caps them at 65536 / threads), measured on the H200
+// (docs/performance.md, 2026-12-03): G1 of BLS12-381 (12 limbs) 384, its
+// 168 registers against 184 at 128 threads (2^24: 160 against 175 ms before
+// the branch-free sums); G1 of BN254 (8 limbs) 256 (68.5 against 71.6 ms);
+// Fq2 points (G2) spill already at 128.
+template <class F>
+constexpr uint32_t acc_threads() {
+  if constexpr (requires { F::N; }) return F::N >= 12 ? 384 : 256;
+  return 128;
+}
 // Sorted pairs per thread at level 1: longer chunks leave fewer partial sums
 // (2 per chunk, added later with the dearer XYZZ+XYZZ formula) but fewer
 // threads; 32 keeps 2^20-point MSMs at several waves, 128 saves ~6% at 2^24.
@@ -34,7 +46,9 @@ void lap(StageClock& clock, cudaStream_t st, const char* phase, uint32_t n) {
   clock.lap("msm n=" + std::to_string(n) + " " + phase);
 }
 
-uint32_t blocks_for(uint64_t threads) { return uint32_t((threads + kThreads - 1) / kThreads); }
+uint32_t blocks_for(uint64_t threads, uint32_t per_block = kThreads) {
+  return uint32_t((threads + per_block - 1) / per_block);
+}
 
 __global__ void k_digits(const uint32_t* scalars, MsmShape sh, uint32_t* keys, uint32_t* vals, uint32_t* count) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -44,7 +58,7 @@ __global__ void k_digits(const uint32_t* scalars, MsmShape sh, uint32_t* keys, u
 }
 
 template <class F>
-__global__ void __launch_bounds__(kThreads) k_accumulate_affine(const uint32_t* keys, const uint32_t* vals,
+__global__ void __launch_bounds__(acc_threads<F>()) k_accumulate_affine(const uint32_t* keys, const uint32_t* vals,
                                                                  uint32_t count, uint32_t chunk, uint32_t chunks,
                                                                  const DAffine<F>* points, DXyzz<F>* buckets,
                                                                  uint32_t* out_keys, DXyzz<F>* out_pts, bool last) {
@@ -54,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) k_accumulate_affine(const uint32_t* 
 }
 
 template <class F>
-__global__ void __launch_bounds__(kThreads) k_accumulate_xyzz(const uint32_t* keys, const DXyzz<F>* in, uint32_t count,
+__global__ void __launch_bounds__(acc_threads<F>()) k_accumulate_xyzz(const uint32_t* keys, const DXyzz<F>* in, uint32_t count,
                                                                uint32_t chunks, DXyzz<F>* buckets, uint32_t* out_keys,
                                                                DXyzz<F>* out_pts, bool last) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -160,7 +174,7 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
     part_pts_[0].reserve(size_t(2) * chunks * sizeof(D));
     part_keys_[1].reserve(size_t(2) * next * 4);
     part_pts_[1].reserve(size_t(2) * next * sizeof(D));
-    k_accumulate_affine<F><<<blocks_for(chunks), kThreads, 0, st>>>(
+    k_accumulate_affine<F><<<blocks_for(chunks, acc_threads<F>()), acc_threads<F>(), 0, st>>>(
         sorted_keys_, sorted_vals_, count, chunk, chunks, points, buckets_.get<D>(), part_keys_[0].get<uint32_t>(),
         part_pts_[0].get<D>(), chunks == 1);
     ZK_CUDA_LAUNCHED();
@@ -168,7 +182,7 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
     while (chunks > 1) {  // each level leaves 2/kChunkNext of the entries
       const uint32_t in_count = 2 * chunks;
       chunks = (in_count + kChunkNext - 1) / kChunkNext;
-      k_accumulate_xyzz<F><<<blocks_for(chunks), kThreads, 0, st>>>(
+      k_accumulate_xyzz<F><<<blocks_for(chunks, acc_threads<F>()), acc_threads<F>(), 0, st>>>(
           part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<D>(), in_count, chunks, buckets_.get<D>(),
           part_keys_[1 - cur].get<uint32_t>(), part_pts_[1 - cur].get<D>(), chunks == 1);
       ZK_CUDA_LAUNCHED();

@@ -79,6 +79,9 @@ struct DFp {
 
   /// x − p when x ≥ p (x < 2p).
   ZK_HD static void reduce_once(uint32_t x[N]) {
+#if defined(__CUDA_ARCH__)
+    reduce_once_ptx(x);
+#else
     uint32_t t[N];
     uint32_t borrow = 0;
     ZK_UNROLL for (int i = 0; i < N; ++i) {
@@ -89,9 +92,54 @@ struct DFp {
     if (!borrow) {
       ZK_UNROLL for (int i = 0; i < N; ++i) x[i] = t[i];
     }
+#endif
   }
 
+#if defined(__CUDA_ARCH__)
+  // Sums and differences on the device: PTX carry chains and no branch (a
+  // warp's lanes that borrow and those that do not take one path; measured
+  // on the H200, docs/performance.md 2026-12-03). Each chain is volatile asm: statements
+  // whose only link is the carry flag must keep their order, and a
+  // statement with no input (the borrow's mask) must not be merged or moved.
+  __device__ __forceinline__ static void reduce_once_ptx(uint32_t x[N]) {
+    uint32_t t[N], keep;
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(x[0]), "r"(C::mod(0)));
+#pragma unroll
+    for (int i = 1; i < N; ++i) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(t[i]) : "r"(x[i]), "r"(C::mod(i)));
+    asm volatile("subc.u32 %0, 0, 0;" : "=r"(keep));  // all ones when x < p: keep x
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] = (x[i] & keep) | (t[i] & ~keep);
+  }
+  __device__ __forceinline__ static DFp add_ptx(const DFp& a, const DFp& b) {
+    DFp r;  // a + b < 2p < 2^(32N): no carry out of the top word
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(a.l[0]), "r"(b.l[0]));
+#pragma unroll
+    for (int i = 1; i < N - 1; ++i) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r.l[i]) : "r"(a.l[i]), "r"(b.l[i]));
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(r.l[N - 1]) : "r"(a.l[N - 1]), "r"(b.l[N - 1]));
+    reduce_once_ptx(r.l);
+    return r;
+  }
+  __device__ __forceinline__ static DFp sub_ptx(const DFp& a, const DFp& b) {
+    DFp r;
+    uint32_t p[N], mask;
+    asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r.l[0]) : "r"(a.l[0]), "r"(b.l[0]));
+#pragma unroll
+    for (int i = 1; i < N; ++i) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r.l[i]) : "r"(a.l[i]), "r"(b.l[i]));
+    asm volatile("subc.u32 %0, 0, 0;" : "=r"(mask));  // all ones when a < b: add p back
+#pragma unroll
+    for (int i = 0; i < N; ++i) p[i] = C::mod(i) & mask;
+    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(r.l[0]) : "r"(p[0]));
+#pragma unroll
+    for (int i = 1; i < N - 1; ++i) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(r.l[i]) : "r"(p[i]));
+    asm volatile("addc.u32 %0, %0, %1;" : "+r"(r.l[N - 1]) : "r"(p[N - 1]));
+    return r;
+  }
+#endif
+
   ZK_HD friend DFp operator+(const DFp& a, const DFp& b) {
+#if defined(__CUDA_ARCH__)
+    return add_ptx(a, b);
+#else
     DFp r;
     uint64_t carry = 0;
     ZK_UNROLL for (int i = 0; i < N; ++i) {
@@ -101,8 +149,12 @@ struct DFp {
     }
     reduce_once(r.l);
     return r;
+#endif
   }
   ZK_HD friend DFp operator-(const DFp& a, const DFp& b) {
+#if defined(__CUDA_ARCH__)
+    return sub_ptx(a, b);
+#else
     DFp r;
     uint32_t borrow = 0;
     ZK_UNROLL for (int i = 0; i < N; ++i) {
@@ -119,6 +171,7 @@ struct DFp {
       }
     }
     return r;
+#endif
   }
   ZK_HD DFp operator-() const { return zero() - *this; }
   ZK_HD DFp dbl() const { return *this + *this; }
@@ -297,11 +350,12 @@ struct DFp {
   /// One out-of-line copy per field: inlined at every call site, the point
   /// additions grew past the instruction cache and warps stalled on fetch
   /// (Nsight Compute on the H200: 57% of stall cycles, "no instruction").
-  // Chosen per limb count by the MSMs on the H200 (docs/performance.md,
-  // 2026-12-03): the even/odd product for 8 limbs (BN254's G1 MSM at 2^24:
-  // 71.6 ms against 81.0 with the portable CIOS), the portable CIOS for 12
-  // (BLS12-381's: 174.5 ms against 178.6 even/odd). ZKFARM_CUDA_PORTABLE_MUL
-  // selects the portable CIOS everywhere, ZKFARM_CUDA_PTX_MUL the 8-limb PTX chains.
+  // The even/odd product for every limb count, chosen by the MSMs on the
+  // H200 (docs/performance.md, 2026-12-03): BN254's G1 MSM at 2^24 71.6 ms
+  // against 81.0 with the portable CIOS; BLS12-381's 160 against 168.5 once
+  // its accumulation runs 384 threads a block (at 128 the portable CIOS had
+  // been ahead, 174.5 against 178.6). ZKFARM_CUDA_PORTABLE_MUL selects the
+  // portable CIOS everywhere, ZKFARM_CUDA_PTX_MUL the 8-limb PTX chains.
   __device__ __noinline__ static DFp mul_call(DFp a, DFp b) {
 #if defined(ZKFARM_CUDA_PTX_MUL)
     if constexpr (N == 8) return mul_ptx(a, b);
@@ -309,8 +363,7 @@ struct DFp {
 #if defined(ZKFARM_CUDA_PORTABLE_MUL)
     return mul_portable(a, b);
 #else
-    if constexpr (N == 8) return mul_evenodd(a, b);
-    else return mul_portable(a, b);
+    return mul_evenodd(a, b);
 #endif
   }
 #endif

@@ -71,6 +71,19 @@ __global__ void k_mul(const F* a, const F* b, F* ptx, F* portable, F* dflt, F* e
   dflt[i] = a[i] * b[i];  // the out-of-line product the kernels use
 }
 
+// The device's sums, differences, negations, doublings and squares (PTX
+// carry chains on the device, portable code on the host).
+template <class F>
+__global__ void k_addsub(const F* a, const F* b, F* sum, F* diff, F* neg, F* dbl, F* sq, size_t n) {
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  sum[i] = a[i] + b[i];
+  diff[i] = a[i] - b[i];
+  neg[i] = -a[i];
+  dbl[i] = a[i].dbl();
+  sq[i] = a[i].sqr();
+}
+
 template <class DFq2>
 __global__ void k_mul2(const DFq2* a, const DFq2* b, DFq2* out, size_t n) {
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -100,6 +113,24 @@ void check_products() {
     ASSERT_TRUE(r1[i] == a[i] * b[i]) << "PTX product " << i;
     ASSERT_TRUE(r2[i] == a[i] * b[i]) << "portable product " << i;
     ASSERT_TRUE(r3[i] == a[i] * b[i]) << "default product " << i;
+  }
+  b[2] = a[2];       // a − a = 0, a + a = dbl
+  b[3] = -a[3];      // a + (−a) = 0
+  b[4] = HostF::zero();
+  db = to_device(b.data(), n);
+  DeviceBuffer p5(n * sizeof(HostF));
+  k_addsub<DevF><<<(n + 255) / 256, 256>>>(da.template get<DevF>(), db.template get<DevF>(), p1.template get<DevF>(),
+                                           p2.template get<DevF>(), p3.template get<DevF>(), p4.template get<DevF>(),
+                                           p5.template get<DevF>(), n);
+  ZK_CUDA_LAUNCHED();
+  r1 = to_host<HostF>(p1, n), r2 = to_host<HostF>(p2, n), r3 = to_host<HostF>(p3, n), r4 = to_host<HostF>(p4, n);
+  auto r5 = to_host<HostF>(p5, n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(r1[i] == a[i] + b[i]) << "sum " << i;
+    ASSERT_TRUE(r2[i] == a[i] - b[i]) << "difference " << i;
+    ASSERT_TRUE(r3[i] == -a[i]) << "negation " << i;
+    ASSERT_TRUE(r4[i] == a[i] + a[i]) << "doubling " << i;
+    ASSERT_TRUE(r5[i] == a[i] * a[i]) << "square " << i;
   }
 }
 
