@@ -23,9 +23,10 @@ constexpr uint32_t kThreads = 128;       // per block: the point kernels use man
 // warps per SM as the registers allow with little or no spilling (the launch
 // bound caps them at 65536 / threads), measured on the H200
 // (docs/performance.md, 2026-12-03): G1 of BLS12-381 (12 limbs) 384, its
-// 168 registers against 184 at 128 threads (2^24: 160 against 175 ms before
-// the branch-free sums); G1 of BN254 (8 limbs) 256 (68.5 against 71.6 ms);
-// Fq2 points (G2) spill already at 128.
+// 168 registers against 184 at 128 threads (2^24: 168.5 against 174.4 ms
+// with the same product); G1 of BN254 (8 limbs) 256 (68.5 against 71.6 ms);
+// Fq2 points (G2) spill already at 128. A base field DFp has a limb count N,
+// its Fq2 (DFp2) has none.
 template <class F>
 constexpr uint32_t acc_threads() {
   if constexpr (requires { F::N; }) return F::N >= 12 ? 384 : 256;

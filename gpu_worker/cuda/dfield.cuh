@@ -6,10 +6,12 @@
 // own file, groth16/bn254.hpp or groth16/bls12_381.hpp, holds each constant
 // once; DLimbs splits them into 32-bit words at compile time): 8 limbs for
 // both scalar fields and BN254's Fq, 12 for BLS12-381's Fq.
-// Multiplication: CIOS (Koç, Acar, Kaliski, "Analyzing and comparing Montgomery
-// multiplication algorithms", 1996) on 32-bit words with 64-bit intermediates
-// (IMAD.WIDE on the GPU); a PTX carry-chain form (mad.lo.cc / madc.hi.cc) is
-// kept for comparison and checked by the GPU tests too.
+// Multiplication on the device: the even/odd product (below); the host, and
+// the device for comparison, have CIOS (Koç, Acar, Kaliski, "Analyzing and
+// comparing Montgomery multiplication algorithms", 1996) on 32-bit words with
+// 64-bit intermediates, and an 8-limb PTX carry-chain CIOS is kept for
+// comparison; the GPU tests check all three. Sums and differences on the
+// device are branch-free PTX carry chains.
 // Requires p < 2^(32N−1) (every field zkfarm knows: the CPU's Fp asserts a
 // spare top bit), so the CIOS result is < 2p and a sum of two elements never
 // carries out of the top limb.
@@ -279,28 +281,30 @@ struct DFp {
   // so each carry chain is one unbroken run of mad.lo/madc.hi pairs and no
   // word shifts are needed; the accumulators swap roles every word of b (the
   // CIOS shift by one word). Needs an even N and p < 2^(32N−1). The carry
-  // flag passes between consecutive asm statements, as in sppark.
+  // flag passes between consecutive asm statements, as in sppark; they are
+  // all volatile, so the compiler keeps their order (among themselves and
+  // with the volatile chains of reduce_once that follow once inlined).
 
   /// acc[j], acc[j+1] = a[j]·bi (lo, hi) for even j < n.
   __device__ __forceinline__ static void eo_mul(uint32_t* acc, const uint32_t* a, uint32_t bi, int n) {
 #pragma unroll
     for (int j = 0; j < n; j += 2)
-      asm("mul.lo.u32 %0, %2, %3; mul.hi.u32 %1, %2, %3;" : "=r"(acc[j]), "=r"(acc[j + 1]) : "r"(a[j]), "r"(bi));
+      asm volatile("mul.lo.u32 %0, %2, %3; mul.hi.u32 %1, %2, %3;" : "=r"(acc[j]), "=r"(acc[j + 1]) : "r"(a[j]), "r"(bi));
   }
   /// acc += Σ_{even j < n} a[j]·bi·2^(32j), leaving the carry flag set by the top word.
   __device__ __forceinline__ static void eo_mad(uint32_t* acc, const uint32_t* a, uint32_t bi, int n) {
-    asm("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(acc[0]), "+r"(acc[1]) : "r"(a[0]), "r"(bi));
+    asm volatile("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(acc[0]), "+r"(acc[1]) : "r"(a[0]), "r"(bi));
 #pragma unroll
     for (int j = 2; j < n; j += 2)
-      asm("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(acc[j]), "+r"(acc[j + 1]) : "r"(a[j]), "r"(bi));
+      asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(acc[j]), "+r"(acc[j + 1]) : "r"(a[j]), "r"(bi));
   }
   /// odd = (odd >> 2 words) + Σ a[j]·bi pairs, taking the carry flag in.
   __device__ __forceinline__ static void eo_mad_shift(uint32_t* odd, const uint32_t* a, uint32_t bi) {
 #pragma unroll
     for (int j = 0; j < N - 2; j += 2)
-      asm("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
+      asm volatile("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
           : "=r"(odd[j]), "=r"(odd[j + 1]) : "r"(a[j]), "r"(bi), "r"(odd[j + 2]), "r"(odd[j + 3]));
-    asm("madc.lo.cc.u32 %0, %2, %3, 0; madc.hi.u32 %1, %2, %3, 0;" : "=r"(odd[N - 2]), "=r"(odd[N - 1]) : "r"(a[N - 2]), "r"(bi));
+    asm volatile("madc.lo.cc.u32 %0, %2, %3, 0; madc.hi.u32 %1, %2, %3, 0;" : "=r"(odd[N - 2]), "=r"(odd[N - 1]) : "r"(a[N - 2]), "r"(bi));
   }
   /// One word bi of b into the accumulators (even: words at 2^(32k), odd at
   /// 2^(32(k+1))), then one Montgomery reduction step.
@@ -310,15 +314,15 @@ struct DFp {
       eo_mul(odd, a + 1, bi, N);
       eo_mul(even, a, bi, N);
     } else {
-      asm("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
+      asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
       eo_mad_shift(odd, a + 1, bi);
       eo_mad(even, a, bi, N);
-      asm("addc.u32 %0, %0, 0;" : "+r"(odd[N - 1]));
+      asm volatile("addc.u32 %0, %0, 0;" : "+r"(odd[N - 1]));
     }
     const uint32_t m = even[0] * C::kInv;
     eo_mad(odd, p + 1, m, N);
     eo_mad(even, p, m, N);
-    asm("addc.u32 %0, %0, 0;" : "+r"(odd[N - 1]));
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(odd[N - 1]));
   }
 
   /// Montgomery product a·b·R⁻¹ mod p by even/odd accumulation (above).
@@ -334,10 +338,10 @@ struct DFp {
       eo_row(odd, even, a.l, b.l[i + 1], p, false);
     }
     // even + (odd >> 1 word): the result, below 2p.
-    asm("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
+    asm volatile("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
 #pragma unroll
-    for (int j = 1; j < N - 1; ++j) asm("addc.cc.u32 %0, %0, %1;" : "+r"(even[j]) : "r"(odd[j + 1]));
-    asm("addc.u32 %0, %0, 0;" : "+r"(even[N - 1]));
+    for (int j = 1; j < N - 1; ++j) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(even[j]) : "r"(odd[j + 1]));
+    asm volatile("addc.u32 %0, %0, 0;" : "+r"(even[N - 1]));
     DFp r;
 #pragma unroll
     for (int j = 0; j < N; ++j) r.l[j] = even[j];

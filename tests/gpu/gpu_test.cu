@@ -1,7 +1,9 @@
 // The CUDA backend on a real GPU (scripts/gpu-check.sh runs this on the H200
 // machine; without a device every test skips). Each check is against the CPU
 // prover, for both curves (BN254, BLS12-381): field products bit for bit
-// (PTX for 8 limbs, portable and the default out-of-line multiplication),
+// (PTX for 8 limbs, portable, even/odd and the default out-of-line
+// multiplication) and the device's sums, differences, negations, doublings
+// and squares,
 // the domain's tables as the device makes them up to 2^22, the odd-coset NTT
 // up to 2^20, G1 MSMs up to 2^20 points with zero, one, binary and random
 // scalars and window widths 6 to 20, G2 MSMs up to 2^14 points, and the
@@ -117,6 +119,17 @@ void check_products() {
   b[2] = a[2];       // a − a = 0, a + a = dbl
   b[3] = -a[3];      // a + (−a) = 0
   b[4] = HostF::zero();
+  // Raw words near p (any canonical word string is an element): sums of
+  // exactly p − 1 and of 2p − 2, a difference that borrows by almost p.
+  HostF p_minus_1{}, p_minus_2{}, raw_one{};
+  for (size_t k = 0; k < HostF::N; ++k) p_minus_1.v[k] = p_minus_2.v[k] = HostF::Params::kModulus[k];
+  p_minus_1.v[0] -= 1;  // p is odd: no borrow
+  p_minus_2.v[0] -= 2;
+  raw_one.v[0] = 1;
+  a[5] = p_minus_1, b[5] = p_minus_1;
+  a[6] = p_minus_2, b[6] = raw_one;
+  a[7] = raw_one, b[7] = p_minus_1;
+  da = to_device(a.data(), n);
   db = to_device(b.data(), n);
   DeviceBuffer p5(n * sizeof(HostF));
   k_addsub<DevF><<<(n + 255) / 256, 256>>>(da.template get<DevF>(), db.template get<DevF>(), p1.template get<DevF>(),
