@@ -9,7 +9,10 @@
 # then BLS12-381 (issue 17): its NTT at 2^22, G1 MSMs of 2^20, 2^22 and 2^24
 # points and the prove step at domains 2^20 and 2^22. With $SPPARK_MSM set
 # to sppark's BLS12-381 MSM timer (bench/sppark/build.sh builds it from sppark's source),
-# sppark's MSM runs on the same points and scalars in the same run.
+# sppark's MSM runs on the same points and scalars in the same run. With
+# $MSM_WITNESSES set to BN254 .wtns files (bench/make_witness_scalars.sh
+# makes a SHA-256 and a Poseidon one; this machine needs no Node.js), each
+# adds G1 MSM rows whose scalars are that real witness's values (issue 18).
 # Each row has the CPU (all cores, same process) beside it, the ratio, and
 # whether both gave the same result. Binaries: $ZKFARM_BIN or build/bin.
 set -euo pipefail
@@ -37,6 +40,9 @@ run ntt 22
 run msm 20 --check
 run msm 22 --check
 run msm 24 --check
+for w in ${MSM_WITNESSES:-}; do
+  for log in 20 22 24; do run msm $log --check --scalars-from "$w"; done
+done
 run prove "$data/d20.zkey" "$data/d20.wtns" --g2 gpu
 run prove "$data/d20.zkey" "$data/d20.wtns" --g2 cpu
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 gpu --reps 3

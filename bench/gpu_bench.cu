@@ -4,8 +4,10 @@
 // all cores, their ratio, and whether the results agreed.
 //   zkfarm-bench-gpu h2d                      H2D GB/s: arena registered vs pageable
 //   zkfarm-bench-gpu ntt LOG [--curve C]      odd-coset transform (iNTT, shift, NTT) of 2^LOG
-//   zkfarm-bench-gpu msm LOG [--check] [--curve C] [--dump FILE]   G1 MSM of 2^LOG, points resident,
-//                                             random scalars (--dump: the inputs, for sppark's MSM)
+//   zkfarm-bench-gpu msm LOG [--check] [--curve C] [--dump FILE] [--scalars-from WTNS]
+//                                             G1 MSM of 2^LOG, points resident, random scalars
+//                                             (--dump: the inputs, for sppark's MSM; --scalars-from:
+//                                             a real witness's values, repeated, as the scalars)
 //   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step (the key's curve)
 // C: bn128 (default) or bls12381.
 //   zkfarm-bench-gpu reload KEY WTNS          a new backend's first proof minus a steady one
@@ -108,8 +110,33 @@ int ntt(uint32_t log_n) {
   return same ? 0 : 1;
 }
 
+// The scalars of a real witness at any size: value i mod nWitness of WTNS
+// (a circom witness of curve C's scalar field), so the MSM sees the
+// witness's own mix of zeros, ones, small and full-size values (a witness is
+// what the A, B and C MSMs of a proof sum). Prints that mix on stderr.
 template <class C>
-int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& dump) {
+std::vector<U256> witness_scalars(const std::string& path, size_t n) {
+  Wtns w = Wtns::open(path);
+  U256 r{};
+  for (size_t k = 0; k < 4; ++k) r[k] = C::Fr::Params::kModulus[k];
+  if (w.n8 != 32 || w.prime != r)
+    throw std::runtime_error(path + ": not a witness of " + C::kName + "'s scalar field");
+  std::vector<U256> sc(n);
+  size_t zeros = 0, ones = 0, small = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(sc[i].data(), w.value(uint32_t(i % w.n_witness)).data(), 32);
+    const bool high = sc[i][1] | sc[i][2] | sc[i][3];
+    zeros += !high && sc[i][0] == 0;
+    ones += !high && sc[i][0] == 1;
+    small += !high && sc[i][0] > 1;
+  }
+  std::fprintf(stderr, "%s: %u values repeated to %zu scalars: %.1f%% zero, %.1f%% one, %.1f%% other below 2^64\n",
+               path.c_str(), w.n_witness, n, 100.0 * zeros / n, 100.0 * ones / n, 100.0 * small / n);
+  return sc;
+}
+
+template <class C>
+int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& dump, const std::string& scalars_from) {
   using G1Params = typename C::G1Params;
   using G1 = Xyzz<G1Params>;
   ThreadPool pool(0);
@@ -117,8 +144,13 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& du
   const size_t n = size_t(1) << log_n;
   auto t0 = Clock::now();
   std::vector<uint8_t> pts = test::consecutive_points<G1Params>(C::g1_generator(), 1 + rng() % 1000, n, pool);
-  std::vector<U256> sc(n);
-  for (auto& s : sc) s = test::random_scalar_of<C>(rng);
+  std::vector<U256> sc;
+  if (scalars_from.empty()) {
+    sc.resize(n);
+    for (auto& s : sc) s = test::random_scalar_of<C>(rng);
+  } else {
+    sc = witness_scalars<C>(scalars_from, n);
+  }
   std::fprintf(stderr, "msm 2^%u: inputs made in %.0f ms\n", log_n, ms_since(t0));
   if (!dump.empty()) {  // for another MSM (bench/gpu.sh: sppark's) on the same inputs
     std::FILE* f = std::fopen(dump.c_str(), "wb");
@@ -147,7 +179,12 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& du
     for (size_t i = 0; i < a.x.N; ++i) std::fprintf(stderr, " %016llx", (unsigned long long)a.x.v[i]);
     std::fprintf(stderr, "\n");
   }
-  row(std::string(C::kName) + " G1 MSM 2^" + std::to_string(log_n) + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);
+  std::string what = std::string(C::kName) + " G1 MSM 2^" + std::to_string(log_n);
+  if (!scalars_from.empty()) {  // the witness file's name, without folders and extension
+    std::string base = scalars_from.substr(scalars_from.find_last_of('/') + 1);
+    what += ", " + base.substr(0, base.rfind('.')) + " witness";
+  }
+  row(what + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);
   return agree == "DIFFERENT";
 }
 
@@ -251,6 +288,8 @@ int main(int argc, char** argv) {
   m->add_option("LOG", log_n)->required()->check(CLI::Range(1, 26));
   m->add_flag("--check", check, "also run the CPU MSM and compare");
   m->add_option("--window", c_bits, "window bits (0: automatic)");
+  std::string scalars_from;
+  m->add_option("--scalars-from", scalars_from, "a witness (.wtns) whose values, repeated, are the scalars");
   std::string key, wtns, g2 = "gpu";
   int reps = 5;
   auto* p = app.add_subcommand("prove", "one partition's prove step, CUDA and CPU backends");
@@ -273,7 +312,8 @@ int main(int argc, char** argv) {
     const bool bls = curve == "bls12381";
     if (*n) return bls ? ntt<bls12_381::Curve>(log_n) : ntt<Bn254>(log_n);
     if (*m)
-      return bls ? msm_bench<bls12_381::Curve>(log_n, check, c_bits, dump) : msm_bench<Bn254>(log_n, check, c_bits, dump);
+      return bls ? msm_bench<bls12_381::Curve>(log_n, check, c_bits, dump, scalars_from)
+                 : msm_bench<Bn254>(log_n, check, c_bits, dump, scalars_from);
     if (*rl) return reload_bench(key, wtns, reps);
     return prove_bench(key, wtns, g2 == "cpu", reps);
   } catch (const std::exception& e) {
