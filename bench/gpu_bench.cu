@@ -6,7 +6,8 @@
 //   zkfarm-bench-gpu ntt LOG [--curve C]      odd-coset transform (iNTT, shift, NTT) of 2^LOG
 //   zkfarm-bench-gpu msm LOG [--check] [--curve C] [--dump FILE] [--scalars-from WTNS]
 //                                             G1 MSM of 2^LOG, points resident, random scalars
-//                                             (--dump: the inputs, for sppark's MSM; --scalars-from:
+//                                             (--dump: the inputs, for sppark's MSM, written to a new
+//                                             file renamed over FILE; --scalars-from:
 //                                             a real witness's values, repeated, as the scalars)
 //   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step (the key's curve)
 // C: bn128 (default) or bls12381.
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -27,7 +29,10 @@
 #include "gpu_worker/cuda_backend.hpp"
 #include "groth16/msm.hpp"
 #include "groth16/ntt.hpp"
+#include "files/safe_write.hpp"
+#include "files/temp_file.hpp"
 #include "groth16/prover.hpp"
+#include "groth16/wtns.hpp"
 #include "shm/arena.hpp"
 
 namespace {
@@ -117,10 +122,7 @@ int ntt(uint32_t log_n) {
 template <class C>
 std::vector<U256> witness_scalars(const std::string& path, size_t n) {
   Wtns w = Wtns::open(path);
-  U256 r{};
-  for (size_t k = 0; k < 4; ++k) r[k] = C::Fr::Params::kModulus[k];
-  if (w.n8 != 32 || w.prime != r)
-    throw std::runtime_error(path + ": not a witness of " + C::kName + "'s scalar field");
+  check_witness_field(w, C::kId);
   std::vector<U256> sc(n);
   size_t zeros = 0, ones = 0, small = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -153,10 +155,14 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& du
   }
   std::fprintf(stderr, "msm 2^%u: inputs made in %.0f ms\n", log_n, ms_since(t0));
   if (!dump.empty()) {  // for another MSM (bench/gpu.sh: sppark's) on the same inputs
-    std::FILE* f = std::fopen(dump.c_str(), "wb");
-    if (!f || std::fwrite(pts.data(), 1, pts.size(), f) != pts.size() ||
-        std::fwrite(sc.data(), 32, n, f) != n || std::fclose(f) != 0)
-      throw std::runtime_error(dump + ": cannot write the MSM inputs");
+    // Written beside the target and renamed over it: a link there is replaced, never followed.
+    const std::filesystem::path target(dump);
+    const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+    const auto dir_fd = files::open_dir(dir);
+    files::TempFile out(dir_fd.get(), dir, target.filename().string(), 0644);
+    out.write_all(pts.data(), pts.size());
+    out.write_all(sc.data(), n * sizeof(U256));
+    out.commit();
   }
   DeviceBuffer dp(pts.size()), ds(n * 32);
   ZK_CUDA(cudaMemcpy(dp.get(), pts.data(), pts.size(), cudaMemcpyHostToDevice));

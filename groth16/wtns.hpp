@@ -48,6 +48,11 @@ struct Wtns {
   explicit Wtns(BinFile f) : path(f.path()), file(std::move(f)) {}
 };
 
+/// Checks that W's values are elements of CURVE's scalar field: its prime must
+/// be that curve's r. Throws InputError naming the witness file:
+/// "W.PATH: witness is over another field (a prime of 48 bytes), key expects bn128's r".
+void check_witness_field(const Wtns& w, CurveId curve);
+
 /// Checks that witness W can be proved with KEY: W's prime must be the r of
 /// the key's curve (its scalar field) and W must have exactly key.n_vars
 /// values. Throws InputError naming the witness file:
