@@ -307,7 +307,33 @@ void emulate_to_odd_coset(std::vector<typename C::Fr>& v, uint32_t log_n) {
   const DFr* tw = tw_v.data();
   const DFr* twi = twi_v.data();
   const size_t half = v.size() / 2;
-  for (int lm = int(log_n) - 1; lm >= 0; --lm)
+  // The outer stages as k_pass runs them: each group copied out by
+  // ntt_group_index, its stages by ntt_group_pair, copied back.
+  const uint32_t log_b = std::min(log_n, kNttInnerBits);
+  const NttPasses outer = ntt_outer_passes(log_b, log_n);
+  auto pass = [&](const NttPass& p, const DFr* tws, bool dit) {
+    const uint32_t size = 1u << p.group_bits();
+    std::vector<DFr> s(size);
+    for (uint32_t g = 0; g < (1u << (log_n - p.group_bits())); ++g) {
+      for (uint32_t x = 0; x < size; ++x) s[x] = d[ntt_group_index(g, x, p)];
+      for (uint32_t step = 0; step < p.s; ++step) {
+        const uint32_t r = dit ? step : p.s - 1 - step;
+        for (uint32_t k = 0; k < size / 2; ++k) {
+          uint32_t x, w;
+          ntt_group_pair(g, k, r, p, log_n, x, w);
+          if (dit) {
+            butterfly_dit(s[x], s[x + (1u << (kNttRunBits + r))], tws[w]);
+          } else {
+            butterfly_dif(s[x], s[x + (1u << (kNttRunBits + r))], tws[w]);
+          }
+        }
+      }
+      for (uint32_t x = 0; x < size; ++x) d[ntt_group_index(g, x, p)] = s[x];
+    }
+  };
+  for (uint32_t i = outer.count; i-- > 0;) pass(outer.pass[i], twi, false);
+  // The inner block's stages (k_inner), over the whole array at once.
+  for (int lm = int(log_b) - 1; lm >= 0; --lm)
     for (uint32_t k = 0; k < half; ++k) {
       uint32_t i, w;
       ntt_pair(k, lm, log_n, i, w);
@@ -316,18 +342,45 @@ void emulate_to_odd_coset(std::vector<typename C::Fr>& v, uint32_t log_n) {
   for (uint32_t p = 0; p < v.size(); ++p)
     d[p] = d[p] * coset_factor(p, log_n, t.coset.h, reinterpret_cast<const DFr*>(t.coset.lo.data()),
                                reinterpret_cast<const DFr*>(t.coset.hi.data()));
-  for (uint32_t lm = 0; lm < log_n; ++lm)
+  for (uint32_t lm = 0; lm < log_b; ++lm)
     for (uint32_t k = 0; k < half; ++k) {
       uint32_t i, w;
       ntt_pair(k, lm, log_n, i, w);
       butterfly_dit(d[i], d[i + (1u << lm)], tw[w]);
     }
+  for (uint32_t i = 0; i < outer.count; ++i) pass(outer.pass[i], tw, true);
+}
+
+// The outer passes cover each stage once, in order, and a group's elements
+// are distinct array indices covering the array once over all groups.
+TEST(CudaLogic, NttPassesCoverTheOuterStages) {
+  for (uint32_t log_n = kNttInnerBits; log_n <= 28; ++log_n) {
+    const NttPasses ps = ntt_outer_passes(kNttInnerBits, log_n);
+    uint32_t next = kNttInnerBits;
+    for (uint32_t i = 0; i < ps.count; ++i) {
+      ASSERT_EQ(ps.pass[i].lm_lo, next) << "log_n=" << log_n;
+      ASSERT_GE(ps.pass[i].s, 1u);
+      ASSERT_LE(ps.pass[i].s, kNttPassStages);
+      next += ps.pass[i].s;
+    }
+    ASSERT_EQ(next, log_n);
+  }
+  for (uint32_t log_n : {11u, 15u, 17u}) {
+    const NttPasses ps = ntt_outer_passes(kNttInnerBits, log_n);
+    for (uint32_t i = 0; i < ps.count; ++i) {
+      const NttPass& p = ps.pass[i];
+      std::vector<uint8_t> seen(size_t(1) << log_n, 0);
+      for (uint32_t g = 0; g < (1u << (log_n - p.group_bits())); ++g)
+        for (uint32_t x = 0; x < (1u << p.group_bits()); ++x) ++seen[ntt_group_index(g, x, p)];
+      ASSERT_TRUE(std::all_of(seen.begin(), seen.end(), [](uint8_t c) { return c == 1; })) << "log_n=" << log_n;
+    }
+  }
 }
 
 TEST(CudaLogic, NttStepsMatchTheCpuDomain) {
   ThreadPool pool(2);
   std::mt19937_64 rng(4);
-  for (uint32_t log_n : {1u, 2u, 5u, 10u, 13u}) {
+  for (uint32_t log_n : {1u, 2u, 5u, 10u, 11u, 13u, 16u, 17u}) {
     std::vector<Fr> v(size_t(1) << log_n);
     for (auto& x : v) x = Fr::from_u256(test::random_scalar(rng));
     std::vector<Fr> expect = v;
@@ -336,7 +389,7 @@ TEST(CudaLogic, NttStepsMatchTheCpuDomain) {
     emulate_to_odd_coset<Bn254>(v, log_n);
     for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(v[i] == expect[i]) << "log_n=" << log_n << " i=" << i;
   }
-  for (uint32_t log_n : {1u, 3u, 10u, 12u}) {  // BLS12-381's Fr and roots
+  for (uint32_t log_n : {1u, 3u, 10u, 12u, 17u}) {  // BLS12-381's Fr and roots
     std::vector<Bls::Fr> v(size_t(1) << log_n);
     for (auto& x : v) x = random_element<Bls::Fr>(rng);
     std::vector<Bls::Fr> expect = v;

@@ -334,7 +334,7 @@ class CudaBackend final : public ProveBackend {
       runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
       check_cancel();
 
-      for (int i = 0; i < 3; ++i) dk->domain->to_odd_coset(d_abc + i * n * 32, *compute_);
+      dk->domain->to_odd_coset(d_abc, *compute_, 3);  // A, B and C, adjacent, in the same launches
       cuda::h_scalars<C>(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *compute_);
       runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
     } catch (...) {

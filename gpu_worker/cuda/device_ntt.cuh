@@ -21,11 +21,14 @@ class DeviceDomain {
   /// (std::invalid_argument otherwise); 0 holds nothing (the transform is the identity). Throws CudaError.
   DeviceDomain(uint32_t log_n, cudaStream_t stream);
 
-  /// In place on `stream`: v (n Fr = n·32 bytes, Montgomery, device) from evaluations over
-  /// the domain to evaluations over the odd coset, as Domain::to_odd_coset.
-  /// Passes over memory: 2·(log_n − 10) radix-2 stages plus one pass for the
-  /// 10 innermost stages of both transforms and the coset shift.
-  void to_odd_coset(void* v, cudaStream_t stream) const;
+  /// In place on `stream`: `count` vectors of n Fr each (n·32 bytes, Montgomery, device), one after
+  /// another from v, from evaluations over the domain to evaluations over the
+  /// odd coset, as Domain::to_odd_coset; the vectors share every launch (the
+  /// prover passes A, B and C at once). Passes over memory, when log_n > 10:
+  /// 2·⌈(log_n − 10)/6⌉ for the outer stages (ntt_steps.cuh, NttPass: up to 6
+  /// radix-2 stages each in shared memory) plus one for the 10 innermost
+  /// stages of both transforms and the coset shift. Throws CudaError when a launch fails.
+  void to_odd_coset(void* v, cudaStream_t stream, uint32_t count = 1) const;
 
   /// The resident tables, for tests: ω^j and ω^−j for j < n/2 (device, n/2
   /// DFr each), and the coset's power tables (2^coset_split() and

@@ -16,38 +16,60 @@ namespace zkfarm::cuda {
 namespace {
 namespace ntt_kernels {
 
-constexpr uint32_t kLogBlock = 10;  // 1024 elements (32 KiB of shared memory) per inner block
 constexpr uint32_t kThreads = 256;
 
-// One radix-2 stage over the whole array (half-width 2^log_m ≥ the inner block).
+// 32-byte elements move as two 16-byte words: granule u of a group is half
+// u & 1 of its element u >> 1, so a warp reads 512 contiguous bytes.
 template <class DFr>
-__global__ void k_stage(DFr* v, uint32_t log_n, uint32_t log_m, const DFr* tw, bool dit) {
-  const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= (1u << (log_n - 1))) return;
-  uint32_t i, t;
-  ntt_pair(k, log_m, log_n, i, t);
-  const uint32_t j = i + (1u << log_m);
-  DFr u = v[i], w = v[j];
-  if (dit) {
-    butterfly_dit(u, w, tw[t]);
-  } else {
-    butterfly_dif(u, w, tw[t]);
+__device__ void copy_granule(DFr* dst, const DFr* src, uint32_t u) {
+  static_assert(sizeof(DFr) == 32, "Fr of 8 words");
+  reinterpret_cast<uint4*>(dst)[u & 1] = reinterpret_cast<const uint4*>(src)[u & 1];
+}
+
+// One pass of outer stages (ntt_steps.cuh, NttPass) on group blockIdx.x of
+// vector blockIdx.y (vectors n elements apart): DIF stages from the widest
+// down, or DIT stages from the narrowest up.
+template <class DFr>
+__global__ void __launch_bounds__(kThreads) k_pass(DFr* data, uint32_t log_n, NttPass p, const DFr* tw, bool dit) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  DFr* s = reinterpret_cast<DFr*>(smem);
+  DFr* v = data + (size_t(blockIdx.y) << log_n);
+  const uint32_t g = blockIdx.x, size = 1u << p.group_bits();
+  for (uint32_t u = threadIdx.x; u < 2 * size; u += blockDim.x)
+    copy_granule(s + (u >> 1), v + ntt_group_index(g, u >> 1, p), u);
+  __syncthreads();
+  for (uint32_t step = 0; step < p.s; ++step) {
+    const uint32_t r = dit ? step : p.s - 1 - step;
+    for (uint32_t k = threadIdx.x; k < size / 2; k += blockDim.x) {
+      uint32_t x, t;
+      ntt_group_pair(g, k, r, p, log_n, x, t);
+      DFr& a = s[x];
+      DFr& b = s[x + (1u << (kNttRunBits + r))];
+      if (dit) {
+        butterfly_dit(a, b, tw[t]);
+      } else {
+        butterfly_dif(a, b, tw[t]);
+      }
+    }
+    __syncthreads();
   }
-  v[i] = u;
-  v[j] = w;
+  for (uint32_t u = threadIdx.x; u < 2 * size; u += blockDim.x)
+    copy_granule(v + ntt_group_index(g, u >> 1, p), s + (u >> 1), u);
 }
 
 // The stages inside one block of 2^log_b elements: the inverse transform's
 // last (DIF, half-widths 2^(log_b−1) … 1), the coset shift, the forward
 // transform's first (DIT, 1 … 2^(log_b−1)). Shared positions are the global
 // ones minus the block's base, so the twiddle indices are the global stage's.
+// Block blockIdx.x of vector blockIdx.y.
 template <class DFr>
-__global__ void k_inner(DFr* v, uint32_t log_n, uint32_t log_b, const DFr* tw, const DFr* tw_inv, const DFr* lo,
+__global__ void k_inner(DFr* data, uint32_t log_n, uint32_t log_b, const DFr* tw, const DFr* tw_inv, const DFr* lo,
                         const DFr* hi, uint32_t h) {
   extern __shared__ __align__(16) unsigned char smem[];
   DFr* s = reinterpret_cast<DFr*>(smem);
+  DFr* v = data + (size_t(blockIdx.y) << log_n);
   const uint32_t b = 1u << log_b, base = blockIdx.x << log_b;
-  for (uint32_t x = threadIdx.x; x < b; x += blockDim.x) s[x] = v[base + x];
+  for (uint32_t u = threadIdx.x; u < 2 * b; u += blockDim.x) copy_granule(s + (u >> 1), v + base + (u >> 1), u);
   __syncthreads();
   for (int lm = int(log_b) - 1; lm >= 0; --lm) {
     for (uint32_t k = threadIdx.x; k < b / 2; k += blockDim.x) {
@@ -67,7 +89,7 @@ __global__ void k_inner(DFr* v, uint32_t log_n, uint32_t log_b, const DFr* tw, c
     }
     __syncthreads();
   }
-  for (uint32_t x = threadIdx.x; x < b; x += blockDim.x) v[base + x] = s[x];
+  for (uint32_t u = threadIdx.x; u < 2 * b; u += blockDim.x) copy_granule(v + base + (u >> 1), s + (u >> 1), u);
 }
 
 template <class DFr>
@@ -132,28 +154,26 @@ DeviceDomain<C>::DeviceDomain(uint32_t log_n, cudaStream_t st) : log_n_(log_n), 
 }
 
 template <class C>
-void DeviceDomain<C>::to_odd_coset(void* data, cudaStream_t st) const {
+void DeviceDomain<C>::to_odd_coset(void* data, cudaStream_t st, uint32_t count) const {
   using namespace ntt_kernels;
   using DFr = typename DCurve<C>::Fr;
-  if (log_n_ == 0) return;
+  if (log_n_ == 0 || count == 0) return;
   DFr* v = static_cast<DFr*>(data);
   const DFr* tw = tw_.get<DFr>();
   const DFr* twi = tw_inv_.get<DFr>();
-  const uint32_t log_b = std::min(log_n_, kLogBlock);
-  const uint32_t half = 1u << (log_n_ - 1);
-  const uint32_t stage_blocks = (half + kThreads - 1) / kThreads;
-  for (int lm = int(log_n_) - 1; lm >= int(log_b); --lm) {
-    k_stage<DFr><<<stage_blocks, kThreads, 0, st>>>(v, log_n_, uint32_t(lm), twi, false);
+  const uint32_t log_b = std::min(log_n_, kNttInnerBits);
+  const NttPasses outer = ntt_outer_passes(log_b, log_n_);
+  auto pass = [&](const NttPass& p, const DFr* t, bool dit) {
+    const dim3 grid(1u << (log_n_ - p.group_bits()), count);
+    k_pass<DFr><<<grid, kThreads, (size_t(1) << p.group_bits()) * sizeof(DFr), st>>>(v, log_n_, p, t, dit);
     ZK_CUDA_LAUNCHED();
-  }
+  };
+  for (uint32_t i = outer.count; i-- > 0;) pass(outer.pass[i], twi, false);  // widest stages first
   const uint32_t inner_threads = std::max(1u, (1u << log_b) / 2);
-  k_inner<DFr><<<1u << (log_n_ - log_b), inner_threads, (size_t(1) << log_b) * sizeof(DFr), st>>>(
+  k_inner<DFr><<<dim3(1u << (log_n_ - log_b), count), inner_threads, (size_t(1) << log_b) * sizeof(DFr), st>>>(
       v, log_n_, log_b, tw, twi, lo_.get<DFr>(), hi_.get<DFr>(), h_);
   ZK_CUDA_LAUNCHED();
-  for (uint32_t lm = log_b; lm < log_n_; ++lm) {
-    k_stage<DFr><<<stage_blocks, kThreads, 0, st>>>(v, log_n_, lm, tw, true);
-    ZK_CUDA_LAUNCHED();
-  }
+  for (uint32_t i = 0; i < outer.count; ++i) pass(outer.pass[i], tw, true);
 }
 
 template <class C>

@@ -22,6 +22,70 @@ ZK_HD void ntt_pair(uint32_t k, uint32_t log_m, uint32_t log_n, uint32_t& i, uin
   tw_index = j << (log_n - 1 - log_m);
 }
 
+/// Stages of the inner block: the 10 innermost of both transforms and the
+/// coset shift run in one pass over blocks of 2^10 elements (32 KiB of
+/// shared memory).
+constexpr uint32_t kNttInnerBits = 10;
+/// The outer stages (half-widths ≥ 2^kNttInnerBits) run in passes of up to
+/// kNttPassStages stages each, on groups of 2^(s + kNttRunBits) elements in
+/// shared memory: runs of 2^kNttRunBits consecutive elements (512 bytes, so
+/// loads stay coalesced) at the 2^s positions the s stages combine. One pass
+/// reads and writes the array once where a radix-2 stage per pass read and
+/// wrote it s times.
+constexpr uint32_t kNttRunBits = 4;
+constexpr uint32_t kNttPassStages = 6;
+
+/// One pass over the outer stages: half-widths 2^lm_lo … 2^(lm_lo + s − 1),
+/// lm_lo ≥ kNttRunBits.
+struct NttPass {
+  uint32_t lm_lo = 0;
+  uint32_t s = 0;
+  ZK_HD uint32_t group_bits() const { return s + kNttRunBits; }
+};
+
+/// The passes for the outer stages [lo, hi) (as many as needed for at most
+/// kNttPassStages each, their sizes differing by at most one), lowest first.
+/// At most 4 (hi ≤ 28 = kMaxLogDomain, lo = kNttInnerBits); count says how many.
+struct NttPasses {
+  NttPass pass[4];
+  uint32_t count = 0;
+};
+inline NttPasses ntt_outer_passes(uint32_t lo, uint32_t hi) {
+  NttPasses r;
+  if (hi <= lo) return r;
+  const uint32_t stages = hi - lo;
+  r.count = (stages + kNttPassStages - 1) / kNttPassStages;
+  uint32_t at = lo;
+  for (uint32_t p = 0; p < r.count; ++p) {
+    const uint32_t s = stages / r.count + (p < stages % r.count ? 1 : 0);
+    r.pass[p] = NttPass{at, s};
+    at += s;
+  }
+  return r;
+}
+
+/// The array index of element x (< 2^group_bits) of group g (< 2^(log_n −
+/// group_bits)) of pass p: x's low kNttRunBits bits are the index's low bits,
+/// x's next s bits are bits lm_lo … lm_lo + s − 1, and g fills the rest
+/// (bits kNttRunBits … lm_lo − 1, then lm_lo + s upward).
+ZK_HD uint32_t ntt_group_index(uint32_t g, uint32_t x, const NttPass& p) {
+  const uint32_t q = kNttRunBits, gap = p.lm_lo - q;
+  const uint32_t run = x & ((1u << q) - 1), t = x >> q;
+  const uint32_t mid = g & ((1u << gap) - 1), high = g >> gap;
+  return run | (mid << q) | (t << p.lm_lo) | (high << (p.lm_lo + p.s));
+}
+
+/// Butterfly k (< 2^(group_bits − 1)) of the pass's stage r (< s; half-width
+/// 2^(lm_lo + r)) in group g: the pair (x, x + 2^(kNttRunBits + r)) of the
+/// group's elements it combines, and its twiddle's index (ntt_pair's, from
+/// the array index of x).
+ZK_HD void ntt_group_pair(uint32_t g, uint32_t k, uint32_t r, const NttPass& p, uint32_t log_n, uint32_t& x,
+                          uint32_t& tw_index) {
+  const uint32_t b = kNttRunBits + r, lm = p.lm_lo + r;
+  x = ((k >> b) << (b + 1)) | (k & ((1u << b) - 1));
+  tw_index = (ntt_group_index(g, x, p) & ((1u << lm) - 1)) << (log_n - 1 - lm);
+}
+
 /// Gentleman–Sande (decimation in frequency): (u, v) → (u + v, (u − v)·w).
 template <class DFr>
 ZK_HD void butterfly_dif(DFr& u, DFr& v, const DFr& w) {
