@@ -133,7 +133,10 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
 template <class C, class F>
 Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uint32_t c, uint32_t L1, uint32_t L,
                     uint32_t bits = Bn254::kFrBits) {
-  const MsmShape sh = msm_shape(uint32_t(scalars.size()), c, bits);
+  std::vector<uint32_t> ors(8, 0);
+  for (const U256& k : scalars)
+    for (int w = 0; w < 8; ++w) ors[w] |= uint32_t(k[w / 2] >> (32 * (w % 2)));
+  const MsmShape sh = msm_trim_windows(msm_shape(uint32_t(scalars.size()), c, bits), scalar_top_bits(ors.data()));
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
   uint32_t count = 0;
@@ -227,6 +230,44 @@ TEST(CudaLogic, MsmSkewedAndExtremeScalars) {
                      .equals(msm_naive<G1Params>(pts.data(), 64, ex.data(), ex.size()))))
         << "c=" << c;
   }
+  // Small scalars (witness values): the windows are trimmed to the largest
+  // scalar's bits; 2^b − 1 carries out of the top digit whenever b is a
+  // multiple of c, and that carry needs its window.
+  for (uint32_t c : {6u, 9u})
+    for (uint32_t b : {1u, c - 1, c, c + 1, 2 * c, 2 * c + 1}) {
+      std::vector<U256> small(n);
+      for (auto& k : small) k = U256{rng() & ((uint64_t(1) << b) - 1), 0, 0, 0};
+      small[7] = U256{(uint64_t(1) << b) - 1, 0, 0, 0};
+      small[8] = U256{0, 0, 0, 0};
+      EXPECT_TRUE((emulate_msm<G1Params, DFq>(pts.data(), small, c, 32, 16)
+                       .equals(msm_naive<G1Params>(pts.data(), 64, small.data(), n))))
+          << "c=" << c << " b=" << b;
+    }
+}
+
+// Step 0: the windows left for scalars of b bits still hold every digit
+// (W·c ≥ b + 1), and none is added.
+TEST(CudaLogic, MsmWindowsTrimToTheLargestScalar) {
+  uint32_t words[8] = {};
+  EXPECT_EQ(scalar_top_bits(words), 0u);
+  words[0] = 1;
+  EXPECT_EQ(scalar_top_bits(words), 1u);
+  words[3] = 0x80000000u;
+  EXPECT_EQ(scalar_top_bits(words), 128u);
+  words[7] = 0x20000000u;
+  EXPECT_EQ(scalar_top_bits(words), 254u);
+  for (uint32_t c : {0u, 2u, 7u, 16u, 20u}) {
+    const MsmShape full = msm_shape(1u << 20, c, Bn254::kFrBits);
+    for (uint32_t b = 0; b <= Bn254::kFrBits; ++b) {
+      const MsmShape t = msm_trim_windows(full, b);
+      EXPECT_GE(t.windows * t.c, b + 1) << "c=" << c << " b=" << b;
+      EXPECT_GE(t.windows, 1u);
+      EXPECT_LE(t.windows, full.windows);
+      EXPECT_EQ(t.c, full.c);
+      if (t.windows > 1) EXPECT_LT((t.windows - 1) * t.c, b + 1) << "c=" << c << " b=" << b << ": a window too many";
+    }
+  }
+  EXPECT_EQ(msm_trim_windows(msm_shape(1u << 20, 0, Bn254::kFrBits), 1).windows, 1u);
 }
 
 TEST(CudaLogic, MsmShapes) {

@@ -50,15 +50,17 @@ class MsmRunner {
            cudaStream_t stream, uint32_t c_override = 0);
 
  private:
+  // The bit length of the largest of n scalars (step 0: msm_steps.cuh); waits for the stream.
+  uint32_t top_bits(const uint32_t* d_scalars, uint32_t n, cudaStream_t stream);
   uint32_t sort_digits(const uint32_t* d_scalars, const MsmShape& sh, cudaStream_t stream);
   template <class P, class F>
   Xyzz<P> sum_points(const MsmShape& sh, uint32_t count, const DAffine<F>* points, cudaStream_t stream);
 
-  DeviceBuffer keys_[2], vals_[2], sort_temp_, count_;
+  DeviceBuffer keys_[2], vals_[2], sort_temp_, count_, or_words_;
   DeviceBuffer buckets_, part_keys_[2], part_pts_[2], acc_, run_, terms_;
   const uint32_t* sorted_keys_ = nullptr;
   const uint32_t* sorted_vals_ = nullptr;
-  uint32_t* host_count_ = nullptr;     // pinned
+  uint32_t* host_count_ = nullptr;     // pinned, 8 words
   void* host_terms_ = nullptr;         // pinned, kHostTermsBytes
 };
 

@@ -51,6 +51,16 @@ uint32_t blocks_for(uint64_t threads, uint32_t per_block = kThreads) {
   return uint32_t((threads + per_block - 1) / per_block);
 }
 
+// The OR of every scalar's words into or_words[0..8) (zeroed before).
+__global__ void k_or_scalars(const uint32_t* scalars, uint32_t n, uint32_t* or_words) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int w = 0; w < 8; ++w) {
+    uint32_t x = i < n ? scalars[size_t(i) * 8 + w] : 0;
+    x = __reduce_or_sync(0xffffffffu, x);  // every lane reaches here: no early return above
+    if ((threadIdx.x & 31) == 0 && x) atomicOr(or_words + w, x);
+  }
+}
+
 __global__ void k_digits(const uint32_t* scalars, MsmShape sh, uint32_t* keys, uint32_t* vals, uint32_t* count) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   uint32_t nz = i < sh.n ? msm_digits(i, scalars, sh, keys, vals) : 0;
@@ -115,11 +125,12 @@ template <class C>
 MsmRunner<C>::MsmRunner() {
   using namespace msm_kernels;
   void* p = nullptr;
-  ZK_CUDA(cudaMallocHost(&p, sizeof(uint32_t)));
+  ZK_CUDA(cudaMallocHost(&p, 8 * sizeof(uint32_t)));  // the sort's count, or the scalars' OR
   host_count_ = static_cast<uint32_t*>(p);
   try {
     ZK_CUDA(cudaMallocHost(&host_terms_, kHostTermsBytes));
     count_.reserve(sizeof(uint32_t));
+    or_words_.reserve(8 * sizeof(uint32_t));
   } catch (...) {
     cudaFreeHost(host_count_);
     if (host_terms_) cudaFreeHost(host_terms_);
@@ -132,6 +143,17 @@ MsmRunner<C>::~MsmRunner() {
   using namespace msm_kernels;
   cudaFreeHost(host_count_);
   cudaFreeHost(host_terms_);
+}
+
+template <class C>
+uint32_t MsmRunner<C>::top_bits(const uint32_t* d_scalars, uint32_t n, cudaStream_t st) {
+  using namespace msm_kernels;
+  ZK_CUDA(cudaMemsetAsync(or_words_.get(), 0, 8 * sizeof(uint32_t), st));
+  k_or_scalars<<<blocks_for(n), kThreads, 0, st>>>(d_scalars, n, or_words_.get<uint32_t>());
+  ZK_CUDA_LAUNCHED();
+  ZK_CUDA(cudaMemcpyAsync(host_count_, or_words_.get(), 8 * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  ZK_CUDA(cudaStreamSynchronize(st));
+  return scalar_top_bits(host_count_);
 }
 
 template <class C>
@@ -222,10 +244,11 @@ void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<
   const uint32_t slice = std::max<uint32_t>(1, std::min<uint32_t>(n, (1u << 30) / windows_max));
   for (uint32_t first = 0; first < n; first += slice) {
     const uint32_t len = std::min(slice, n - first);
-    const MsmShape sh = msm_shape(len, c_override, C::kFrBits);
     StageClock clock;
+    const MsmShape sh = msm_trim_windows(msm_shape(len, c_override, C::kFrBits),
+                                         top_bits(d_scalars + size_t(first) * 8, len, st));
     const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
-    lap(clock, st, "digits+sort", len);
+    lap(clock, st, "top bits+digits+sort", len);
     for (auto& j : g1)
       j.out->add(sum_points<typename C::G1Params>(sh, count, static_cast<const G1A*>(j.points) + first, st));
     for (auto& j : g2)

@@ -2,6 +2,8 @@
 // The per-thread steps of the GPU's Pippenger MSM, written once for the
 // kernels (device_msm.cu) and for the host emulation that tests them without a
 // GPU (tests/cuda_logic_test.cpp). The flow for Σ k_i·P_i over n points:
+//  0. top bits: the OR of all scalars; windows above the largest scalar's
+//               top bit are dropped (msm_trim_windows).
 //  1. digits:   each scalar → W signed c-bit digits d ∈ (−2^(c−1), 2^(c−1)];
 //               digit d ≠ 0 of window w becomes the pair
 //               (key = w·K + |d| − 1, value = i | sign<<31), K = 2^(c−1)
@@ -67,6 +69,25 @@ inline MsmShape msm_shape(uint32_t n, uint32_t c_override, uint32_t bits) {
   s.windows = windows;
   s.buckets = 1u << (c - 1);
   s.seg = s.buckets < 32 ? s.buckets : 32;
+  return s;
+}
+
+/// The bit length of the largest scalar, from the OR of all scalars' words
+/// (8 words, little-endian): 0 when every scalar is 0.
+inline uint32_t scalar_top_bits(const uint32_t* or_words) {
+  for (int w = 7; w >= 0; --w)
+    if (or_words[w]) return uint32_t(w) * 32 + (32 - uint32_t(__builtin_clz(or_words[w])));
+  return 0;
+}
+
+/// The shape s with only the windows that scalars of top_bits bits can touch
+/// (a witness of 0s and 1s needs one, where a full scalar needs W): W·c ≥
+/// top_bits + 1 as msm_shape, at least one window, never more than s had. c,
+/// the buckets and the segments stay; fewer windows mean fewer pairs to
+/// sort and fewer buckets to reduce.
+inline MsmShape msm_trim_windows(MsmShape s, uint32_t top_bits) {
+  const uint32_t need = (top_bits + s.c) / s.c;
+  if (need < s.windows) s.windows = need < 1 ? 1 : need;
   return s;
 }
 

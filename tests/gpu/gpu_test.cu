@@ -267,6 +267,12 @@ TEST(Gpu, MsmMatchesTheCpu) {
       check_msm<G1Params>(pts, bits, 0, "G1 binary");
       std::vector<U256> zeros(n, U256{0, 0, 0, 0});
       check_msm<G1Params>(pts, zeros, 0, "G1 all zero");
+      for (uint32_t b : {12u, 13u, 24u, 40u}) {  // trimmed windows; 2^b − 1 carries at b = c, 2c (c = 12 here)
+        std::vector<U256> small(n);
+        for (auto& k : small) k = U256{rng() & ((uint64_t(1) << b) - 1), 0, 0, 0};
+        small[5] = U256{(uint64_t(1) << b) - 1, 0, 0, 0};
+        check_msm<G1Params>(pts, small, 0, "G1 small scalars");
+      }
     }
   }
 }
