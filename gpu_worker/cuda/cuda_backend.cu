@@ -220,7 +220,10 @@ class CudaBackend final : public ProveBackend {
         "of device memory resident keys may take (gpu_key_memory_percent)", ContentChecks::alongside_prepare);
     copy_ = std::make_unique<Stream>();
     compute_ = std::make_unique<Stream>();
+    h_prep_ = std::make_unique<Stream>();
     witness_ready_ = std::make_unique<Event>();
+    abc_ready_ = std::make_unique<Event>();
+    h_ready_ = std::make_unique<Event>();
     msm_bn254_ = std::make_unique<cuda::MsmRunner<Bn254>>();
     msm_bls12_381_ = std::make_unique<cuda::MsmRunner<bls12_381::Curve>>();
   }
@@ -328,17 +331,25 @@ class CudaBackend final : public ProveBackend {
     try {
       ZK_CUDA(cudaStreamWaitEvent(*compute_, *witness_ready_, 0));
       dk->matrix->synthesize(witness_.get(), d_abc, *compute_);
+      // H's preparation (three odd-coset NTTs and a·b − c, in place in abc_)
+      // runs on its own stream beside the witness MSMs, which read only the
+      // witness; the H MSM waits for it. Nothing else touches abc_ meanwhile.
+      ZK_CUDA(cudaEventRecord(*abc_ready_, *compute_));
+      ZK_CUDA(cudaStreamWaitEvent(*h_prep_, *abc_ready_, 0));
+      dk->domain->to_odd_coset(d_abc, *h_prep_, 3);  // A, B and C, adjacent, in the same launches
+      cuda::h_scalars<C>(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *h_prep_);
+      ZK_CUDA(cudaEventRecord(*h_ready_, *h_prep_));
       std::vector<typename cuda::MsmRunner<C>::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
       std::vector<typename cuda::MsmRunner<C>::G2Job> g2;
       if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
       runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
       check_cancel();
 
-      dk->domain->to_odd_coset(d_abc, *compute_, 3);  // A, B and C, adjacent, in the same launches
-      cuda::h_scalars<C>(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *compute_);
+      ZK_CUDA(cudaStreamWaitEvent(*compute_, *h_ready_, 0));
       runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
     } catch (...) {
       if (b2_cpu.valid()) b2_cpu.wait();  // it reads the caller's witness: finish before unwinding
+      cudaStreamSynchronize(*h_prep_);    // it writes abc_, and the next partition's synthesis too
       throw;
     }
     if (opt_.g2_on_cpu) m.b2 = b2_cpu.get();
@@ -352,8 +363,8 @@ class CudaBackend final : public ProveBackend {
   ThreadPool pool_;
   std::unique_ptr<KeyCache<ResidentKey>> keys_;
   std::vector<void*> pinned_;
-  std::unique_ptr<Stream> copy_, compute_;
-  std::unique_ptr<Event> witness_ready_;
+  std::unique_ptr<Stream> copy_, compute_, h_prep_;
+  std::unique_ptr<Event> witness_ready_, abc_ready_, h_ready_;
   // One per curve: each keeps its device buffers, grown to its largest MSM.
   std::unique_ptr<cuda::MsmRunner<Bn254>> msm_bn254_;
   std::unique_ptr<cuda::MsmRunner<bls12_381::Curve>> msm_bls12_381_;
