@@ -264,7 +264,9 @@ TEST(CudaLogic, MsmWindowsTrimToTheLargestScalar) {
       EXPECT_GE(t.windows, 1u);
       EXPECT_LE(t.windows, full.windows);
       EXPECT_EQ(t.c, full.c);
-      if (t.windows > 1) EXPECT_LT((t.windows - 1) * t.c, b + 1) << "c=" << c << " b=" << b << ": a window too many";
+      if (t.windows > 1) {
+        EXPECT_LT((t.windows - 1) * t.c, b + 1) << "c=" << c << " b=" << b << ": a window too many";
+      }
     }
   }
   EXPECT_EQ(msm_trim_windows(msm_shape(1u << 20, 0, Bn254::kFrBits), 1).windows, 1u);
@@ -406,7 +408,7 @@ TEST(CudaLogic, NttPassesCoverTheOuterStages) {
     }
     ASSERT_EQ(next, log_n);
   }
-  for (uint32_t log_n : {11u, 15u, 17u}) {
+  for (uint32_t log_n : {11u, 15u, 17u, 23u, 25u}) {  // one, two and three passes
     const NttPasses ps = ntt_outer_passes(kNttInnerBits, log_n);
     for (uint32_t i = 0; i < ps.count; ++i) {
       const NttPass& p = ps.pass[i];

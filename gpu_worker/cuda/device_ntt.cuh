@@ -22,7 +22,8 @@ class DeviceDomain {
   DeviceDomain(uint32_t log_n, cudaStream_t stream);
 
   /// In place on `stream`: `count` vectors of n Fr each (n·32 bytes, Montgomery, device), one after
-  /// another from v, from evaluations over the domain to evaluations over the
+  /// another from v (16-byte aligned, as cudaMalloc's memory is; count ≤ 65535, the grid's y
+  /// limit: std::invalid_argument otherwise), from evaluations over the domain to evaluations over the
   /// odd coset, as Domain::to_odd_coset; the vectors share every launch (the
   /// prover passes A, B and C at once). Passes over memory, when log_n > 10:
   /// 2·⌈(log_n − 10)/6⌉ for the outer stages (ntt_steps.cuh, NttPass: up to 6

@@ -17,6 +17,8 @@ namespace {
 namespace ntt_kernels {
 
 constexpr uint32_t kThreads = 256;
+static_assert((kMaxLogDomain - kNttInnerBits + kNttPassStages - 1) / kNttPassStages <= 4,
+              "NttPasses holds 4 passes: the largest domain needs no more");
 
 // 32-byte elements move as two 16-byte words: granule u of a group is half
 // u & 1 of its element u >> 1, so a warp reads 512 contiguous bytes.
@@ -157,6 +159,7 @@ template <class C>
 void DeviceDomain<C>::to_odd_coset(void* data, cudaStream_t st, uint32_t count) const {
   using namespace ntt_kernels;
   using DFr = typename DCurve<C>::Fr;
+  if (count > 65535) throw std::invalid_argument("DeviceDomain::to_odd_coset: at most 65535 vectors a call");
   if (log_n_ == 0 || count == 0) return;
   DFr* v = static_cast<DFr*>(data);
   const DFr* tw = tw_.get<DFr>();
