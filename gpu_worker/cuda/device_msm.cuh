@@ -60,7 +60,7 @@ class MsmRunner {
   DeviceBuffer buckets_, part_keys_[2], part_pts_[2], acc_, run_, terms_;
   const uint32_t* sorted_keys_ = nullptr;
   const uint32_t* sorted_vals_ = nullptr;
-  uint32_t* host_count_ = nullptr;     // pinned, 8 words
+  uint32_t* host_words_ = nullptr;     // pinned, 8 words: the sort's count, or the scalars' OR
   void* host_terms_ = nullptr;         // pinned, kHostTermsBytes
 };
 

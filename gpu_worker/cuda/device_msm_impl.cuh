@@ -126,13 +126,13 @@ MsmRunner<C>::MsmRunner() {
   using namespace msm_kernels;
   void* p = nullptr;
   ZK_CUDA(cudaMallocHost(&p, 8 * sizeof(uint32_t)));  // the sort's count, or the scalars' OR
-  host_count_ = static_cast<uint32_t*>(p);
+  host_words_ = static_cast<uint32_t*>(p);
   try {
     ZK_CUDA(cudaMallocHost(&host_terms_, kHostTermsBytes));
     count_.reserve(sizeof(uint32_t));
     or_words_.reserve(8 * sizeof(uint32_t));
   } catch (...) {
-    cudaFreeHost(host_count_);
+    cudaFreeHost(host_words_);
     if (host_terms_) cudaFreeHost(host_terms_);
     throw;
   }
@@ -141,7 +141,7 @@ MsmRunner<C>::MsmRunner() {
 template <class C>
 MsmRunner<C>::~MsmRunner() {
   using namespace msm_kernels;
-  cudaFreeHost(host_count_);
+  cudaFreeHost(host_words_);
   cudaFreeHost(host_terms_);
 }
 
@@ -151,9 +151,9 @@ uint32_t MsmRunner<C>::top_bits(const uint32_t* d_scalars, uint32_t n, cudaStrea
   ZK_CUDA(cudaMemsetAsync(or_words_.get(), 0, 8 * sizeof(uint32_t), st));
   k_or_scalars<<<blocks_for(n), kThreads, 0, st>>>(d_scalars, n, or_words_.get<uint32_t>());
   ZK_CUDA_LAUNCHED();
-  ZK_CUDA(cudaMemcpyAsync(host_count_, or_words_.get(), 8 * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  ZK_CUDA(cudaMemcpyAsync(host_words_, or_words_.get(), 8 * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
   ZK_CUDA(cudaStreamSynchronize(st));
-  return scalar_top_bits(host_count_);
+  return scalar_top_bits(host_words_);
 }
 
 template <class C>
@@ -176,9 +176,9 @@ uint32_t MsmRunner<C>::sort_digits(const uint32_t* d_scalars, const MsmShape& sh
   ZK_CUDA(cub::DeviceRadixSort::SortPairs(sort_temp_.get(), temp, keys, vals, int(total), 0, int(sh.key_bits()), st));
   sorted_keys_ = keys.Current();
   sorted_vals_ = vals.Current();
-  ZK_CUDA(cudaMemcpyAsync(host_count_, count_.get(), sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  ZK_CUDA(cudaMemcpyAsync(host_words_, count_.get(), sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
   ZK_CUDA(cudaStreamSynchronize(st));
-  return *host_count_;
+  return *host_words_;
 }
 
 template <class C>

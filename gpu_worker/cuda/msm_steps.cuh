@@ -23,6 +23,8 @@
 //               Σ_s s·run_s = Σ_j 2^j·T_j with T_j = Σ_{s: bit j set} run_s.
 //               Those log2(S)+1 plain sums per window run as tree reductions;
 //               the host finishes (a few hundred additions) on the CPU types.
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 
 #include "gpu_worker/cuda/dcurve.cuh"
@@ -76,7 +78,7 @@ inline MsmShape msm_shape(uint32_t n, uint32_t c_override, uint32_t bits) {
 /// (8 words, little-endian): 0 when every scalar is 0.
 inline uint32_t scalar_top_bits(const uint32_t* or_words) {
   for (int w = 7; w >= 0; --w)
-    if (or_words[w]) return uint32_t(w) * 32 + (32 - uint32_t(__builtin_clz(or_words[w])));
+    if (or_words[w]) return uint32_t(w) * 32 + uint32_t(std::bit_width(or_words[w]));
   return 0;
 }
 
@@ -86,8 +88,7 @@ inline uint32_t scalar_top_bits(const uint32_t* or_words) {
 /// the buckets and the segments stay; fewer windows mean fewer pairs to
 /// sort and fewer buckets to reduce.
 inline MsmShape msm_trim_windows(MsmShape s, uint32_t top_bits) {
-  const uint32_t need = (top_bits + s.c) / s.c;
-  if (need < s.windows) s.windows = need < 1 ? 1 : need;
+  s.windows = std::min(s.windows, (top_bits + s.c) / s.c);  // ≥ 1: top_bits + c ≥ c
   return s;
 }
 
