@@ -95,4 +95,22 @@ nlohmann::json bin(std::string_view bytes) {
   return nlohmann::json::binary(std::vector<uint8_t>(bytes.begin(), bytes.end()));
 }
 
+std::string worker_route(std::string_view worker_id, long pid) {
+  return std::string(worker_id) + "#" + std::to_string(pid);
+}
+
+std::optional<std::pair<std::string, long>> parse_worker_route(std::string_view route) {
+  const size_t hash = route.rfind('#');
+  if (hash == std::string_view::npos || hash == 0) return std::nullopt;
+  const std::string_view digits = route.substr(hash + 1);
+  if (digits.empty() || digits.size() > 10 || digits[0] == '0') return std::nullopt;
+  long pid = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  if (pid > 0x7fffffffL) return std::nullopt;
+  return std::pair<std::string, long>(std::string(route.substr(0, hash)), pid);
+}
+
 }  // namespace zkfarm::protocol

@@ -25,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace zkfarm::protocol {
 
@@ -57,6 +58,20 @@ std::string encode(const Message& msg);
 /// walked once without recursion before nlohmann builds the value, so a
 /// hostile frame costs O(size) time and constant stack.
 Message decode(std::string_view frame);
+
+/// The ZeroMQ routing id of one spawned worker process: "ID#PID", e.g.
+/// "synth-0#4242". A worker id is reused when zkfarmd restarts or upgrades a
+/// worker, but its ROUTER ignores a connection whose routing id is still
+/// held by a pipe it has not yet torn down (the old process's, closed
+/// milliseconds before): a restarted worker under a bare id could then
+/// never be heard, and would die of missing heartbeats. The pid makes each
+/// process's route its own.
+std::string worker_route(std::string_view worker_id, long pid);
+
+/// The worker id and pid in a routing id made by worker_route; nullopt when
+/// `route` has no '#', an empty id, or a pid that is not a decimal number
+/// from 1 to 2^31 − 1 (a hostile peer chooses its routing id).
+std::optional<std::pair<std::string, long>> parse_worker_route(std::string_view route);
 
 /// The message's type ("t").
 std::string type_of(const Message& msg);

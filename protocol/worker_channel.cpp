@@ -426,7 +426,7 @@ WorkerChannel::WorkerChannel(WorkerOptions options, WorkHandler handler) : impl_
   }
   try {
     d.sock = zmq::socket_t(d.ctx, zmq::socket_type::dealer);
-    d.sock.set(zmq::sockopt::routing_id, d.opt.worker_id);
+    d.sock.set(zmq::sockopt::routing_id, worker_route(d.opt.worker_id, long(::getpid())));
     d.sock.set(zmq::sockopt::linger, 0);
     d.sock.connect(d.opt.endpoint);
   } catch (const zmq::error_t& e) {

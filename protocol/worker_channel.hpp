@@ -64,7 +64,7 @@ extern const char* const kFaultHelp;
 /// What a worker says about itself and how it talks.
 struct WorkerOptions {
   std::string endpoint;   // the supervisor's ROUTER, e.g. "ipc:///var/lib/zkfarm/workers.sock"
-  std::string worker_id;  // routing id and READY's "worker", e.g. "synth-0"
+  std::string worker_id;  // READY's "worker", e.g. "synth-0"; the routing id is worker_route(worker_id, getpid())
   std::string kind;       // "synth" (takes SYNTH) or "gpu" (takes PROVE)
   std::string version;    // READY's "version", e.g. "0.1.0"
   std::string backend;    // READY's "backend": "cpu" or "cuda"
@@ -122,7 +122,7 @@ class ChannelError : public std::runtime_error {
 /// The worker's DEALER connection to the supervisor and its event loop.
 class WorkerChannel {
  public:
-  /// Connects a DEALER (routing id = options.worker_id) to options.endpoint and
+  /// Connects a DEALER (routing id = worker_route(options.worker_id, getpid())) to options.endpoint and
   /// starts the compute thread. Nothing is sent before run(). Throws
   /// ChannelError when the socket, eventfd or signalfd cannot be made.
   WorkerChannel(WorkerOptions options, WorkHandler handler);

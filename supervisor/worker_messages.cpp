@@ -23,7 +23,8 @@ std::string printable(std::string_view s, size_t max) {
 
 void Supervisor::send_to_worker(const Worker& w, const json& msg) {
   std::string body = protocol::encode(msg);
-  std::array<zmq::const_buffer, 2> frames = {zmq::buffer(w.id), zmq::buffer(body)};
+  const std::string route = protocol::worker_route(w.id, long(w.pid));
+  std::array<zmq::const_buffer, 2> frames = {zmq::buffer(route), zmq::buffer(body)};
   try {
     zmq::send_multipart(workers_sock_, frames, zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
@@ -33,7 +34,8 @@ void Supervisor::send_to_worker(const Worker& w, const json& msg) {
 
 void Supervisor::on_worker_frame(const std::string& identity, const std::string& frame,
                                  const std::optional<Peer>& peer) {
-  Worker* found = workers_->find(identity);
+  const auto route = protocol::parse_worker_route(identity);
+  Worker* found = route ? workers_->find(route->first) : nullptr;
   if (!found) {
     warn_limited("dropped a message from unknown worker '" + printable(identity, 64) + "'");
     return;
@@ -41,7 +43,8 @@ void Supervisor::on_worker_frame(const std::string& identity, const std::string&
   Worker& w = *found;
   // A worker is the process zkfarmd started under that id, as the kernel says
   // (SO_PEERCRED at connect): nothing else can speak, or prove, in its name.
-  if (!peer || w.pid <= 0 || peer->pid != w.pid || peer->uid != ::geteuid()) {
+  // The pid in the routing id must be that process too: replies go to it.
+  if (!peer || w.pid <= 0 || peer->pid != w.pid || route->second != long(w.pid) || peer->uid != ::geteuid()) {
     warn_limited("worker " + w.id + ": dropped a message from pid " + (peer ? std::to_string(peer->pid) : "?") +
                          ", not the worker's process (pid " + std::to_string(w.pid) + ")");
     return;

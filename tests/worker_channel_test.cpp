@@ -129,8 +129,11 @@ class FakeSupervisor {
   bool heartbeats = true;
   std::map<std::string, int> heartbeats_seen;
 
+  // `worker` is a worker id ("synth-0"); the frame goes to the routing id
+  // (proto::worker_route) that worker last spoke from.
   void send_raw(const std::string& worker, const std::vector<std::string>& frames) {
-    sock_.send(zmq::buffer(worker), zmq::send_flags::sndmore);
+    auto route = routes_.find(worker);
+    sock_.send(zmq::buffer(route == routes_.end() ? worker : route->second), zmq::send_flags::sndmore);
     for (size_t i = 0; i < frames.size(); ++i) {
       sock_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
@@ -188,7 +191,10 @@ class FakeSupervisor {
       if (!sock_.recv(id, zmq::recv_flags::dontwait)) break;
       (void)sock_.recv(body);
       proto::Message m = proto::decode(body.to_string_view());
-      std::string w = id.to_string();
+      auto route = proto::parse_worker_route(id.to_string_view());
+      ASSERT_TRUE(route) << "a worker spoke from routing id '" << id.to_string() << "', not ID#PID";
+      std::string w = route->first;
+      routes_[w] = id.to_string();
       if (proto::type_of(m) == proto::kReady) known_.insert(w);
       if (proto::type_of(m) == proto::kHeartbeat) heartbeats_seen[w]++;
       inbox_[w].push_back(std::move(m));
@@ -203,6 +209,7 @@ class FakeSupervisor {
   zmq::socket_t sock_;
   std::map<std::string, std::deque<proto::Message>> inbox_;
   std::set<std::string> known_;
+  std::map<std::string, std::string> routes_;  // worker id → its routing id
   Clock::time_point next_beat_{};
 };
 
@@ -302,6 +309,46 @@ TEST(WorkerChannel, SynthThenProveVerifiesWithSnarkjs) {
   f.sup.send("gpu-0", proto::make(proto::kShutdown));
   EXPECT_EQ(synth.wait_exit(kTimeout), 0);
   EXPECT_EQ(gpu.wait_exit(kTimeout), 0);
+}
+
+// CI (2026-12-03) saw an upgraded synthesis worker die of missing heartbeats:
+// it connected 7 ms after its predecessor exited, while zkfarmd's ROUTER still
+// held the old pipe under the same bare routing id "synth-0", and ZeroMQ
+// ignores a connection whose routing id is taken. Two live processes under
+// one worker id are the race held open: each must be heard, and answered, on
+// its own route (ID#PID).
+TEST(WorkerChannel, TwoProcessesUnderOneWorkerIdAreEachHeardOnTheirOwnRoute) {
+  Farm f;
+  Child first(f.synth_args("synth-0"));
+  auto ready = f.sup.expect("synth-0", proto::kReady, kTimeout);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(proto::get_u64(*ready, "pid"), uint64_t(first.pid()));
+  Child second(f.synth_args("synth-0"));
+  ready = f.sup.expect("synth-0", proto::kReady, kTimeout);
+  ASSERT_TRUE(ready) << "the second process under synth-0 was never heard";
+  EXPECT_EQ(proto::get_u64(*ready, "pid"), uint64_t(second.pid()));
+  for (const Child* c : {&first, &second}) {
+    f.sup.send_raw(proto::worker_route("synth-0", long(c->pid())), {proto::encode(proto::make(proto::kShutdown))});
+  }
+  EXPECT_EQ(first.wait_exit(kTimeout), 0);
+  EXPECT_EQ(second.wait_exit(kTimeout), 0);
+}
+
+TEST(WorkerRoute, RoundTripsAndRefusesWhatIsNotIdHashPid) {
+  EXPECT_EQ(proto::worker_route("gpu-1", 4242), "gpu-1#4242");
+  auto r = proto::parse_worker_route("gpu-1#4242");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, "gpu-1");
+  EXPECT_EQ(r->second, 4242);
+  r = proto::parse_worker_route("a#b#7");  // the last '#' splits
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, "a#b");
+  EXPECT_EQ(r->second, 7);
+  EXPECT_EQ(proto::parse_worker_route("2147483647x#2147483647")->second, 2147483647);
+  for (const char* bad : {"gpu-0", "#12", "gpu-0#", "gpu-0#0", "gpu-0#012", "gpu-0#-3", "gpu-0#12a", "gpu-0#2147483648",
+                          "gpu-0#99999999999", ""}) {
+    EXPECT_FALSE(proto::parse_worker_route(bad)) << bad;
+  }
 }
 
 TEST(WorkerChannel, MalformedFramesAreDroppedAndTheWorkerStillAnswers) {

@@ -362,8 +362,9 @@ class WorkerSocketTest(FarmCase):
         # Sweep: workers.sock was 0660 and any process that connected with
         # routing id gpu-0 was gpu-0: it could say READY, take partitions and
         # answer PROVE_DONE with proofs of its choice.
-        # gpu-0's binary never connects: its id is free for the impostor (a
-        # second connection with a connected worker's id is dropped by ZeroMQ).
+        # gpu-0's binary never connects: its route (gpu-0#PID, the routing id
+        # a worker process takes) is free for the impostor, which names the
+        # real pid; only the kernel's SO_PEERCRED tells them apart.
         sleeper = script(os.path.join(self.tmp, "gpu-sleeps"), "exec sleep 600")
         farm = self.farm("--synth-workers", "1", "--gpu-binary", sleeper, config={"stop_timeout_ms": 1000},
                          wait=False)
@@ -377,7 +378,7 @@ class WorkerSocketTest(FarmCase):
                          "eve cannot reach control.sock: the probe proves nothing")
         gpu = {w["id"]: w for w in farm.status()["workers"]}["gpu-0"]
         self.assertEqual(gpu["state"], "starting")
-        z = Zmtp(sock, b"DEALER", identity=b"gpu-0")
+        z = Zmtp(sock, b"DEALER", identity=f"gpu-0#{gpu['pid']}".encode())
         try:
             z.send(msgpack({"v": 1, "t": "READY", "worker": "gpu-0", "kind": "gpu", "version": "6.6.6",
                             "pid": gpu["pid"], "backend": "cpu"}))
