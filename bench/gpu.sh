@@ -6,7 +6,9 @@
 # NTTs in one call and a·b − c); G1 MSMs of 2^20, 2^22 and 2^24 points with
 # the points resident and random scalars; one partition's prove step at
 # domains 2^20 and 2^22 (key resident), G2 on the GPU and on the CPU threads,
-# and at 2^24 (a 6.5 GB test key made here, G2 on the GPU);
+# and at 2^24 (a 6.5 GB test key made here, G2 on the GPU); 2^22 and 2^24
+# again over precomputed MSM tables (--msm-copies 0, issue 18), and each MSM
+# row is followed by the same MSM over a table;
 # a new backend's key reload at 2^22 (its first proof minus a steady one);
 # then BLS12-381 (issue 17): its NTT at 2^22, G1 MSMs of 2^20, 2^22 and 2^24
 # points and the prove step at domains 2^20 and 2^22. With $SPPARK_MSM set
@@ -50,6 +52,8 @@ run prove "$data/d20.zkey" "$data/d20.wtns" --g2 cpu
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 gpu --reps 3
 run prove "$data/d22.zkey" "$data/d22.wtns" --g2 cpu --reps 3
 run prove "$data/d24.zkey" "$data/d24.wtns" --g2 gpu --reps 2
+run prove "$data/d22.zkey" "$data/d22.wtns" --g2 gpu --reps 3 --msm-copies 0  # over precomputed tables (issue 18)
+run prove "$data/d24.zkey" "$data/d24.wtns" --g2 gpu --reps 2 --msm-copies 0
 run reload "$data/d22.zkey" "$data/d22.wtns" --reps 3
 if [ -z "${ZKFARM_BENCH_BN254_ONLY:-}" ]; then
   run ntt 22 --curve bls12381

@@ -9,7 +9,7 @@
 //                                             (--dump: the inputs, for sppark's MSM, written to a new
 //                                             file renamed over FILE; --scalars-from:
 //                                             a real witness's values, repeated, as the scalars)
-//   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu]   one partition's prove step (the key's curve)
+//   zkfarm-bench-gpu prove KEY WTNS [--g2 cpu|gpu] [--msm-copies M]   one partition's prove step (the key's curve)
 // C: bn128 (default) or bls12381.
 //   zkfarm-bench-gpu reload KEY WTNS          a new backend's first proof minus a steady one
 //                                             (the key's load; CPU column: the CPU backend's load)
@@ -227,12 +227,29 @@ int msm_bench(uint32_t log_n, bool check, unsigned c_bits, const std::string& du
     what += ", " + base.substr(0, base.rfind('.')) + " witness";
   }
   row(what + (c_bits ? " c=" + std::to_string(c_bits) : ""), g, c, agree);
-  return agree == "DIFFERENT";
+  if (c_bits) return agree == "DIFFERENT";
+  // The same MSM over a precomputed table (as resident keys have them): its
+  // "CPU" column is the plain GPU MSM above, so the ratio is the table's gain.
+  typename MsmRunner<C>::Table table{msm_table_shape(uint32_t(n), C::kFrBits, kMsmMaxCopies), uint32_t(n)};
+  DeviceBuffer dt(table.shape.copies * pts.size());
+  ZK_CUDA(cudaMemcpy(dt.get(), pts.data(), pts.size(), cudaMemcpyHostToDevice));
+  t0 = Clock::now();
+  MsmRunner<C>::build_g1_table(dt.get(), uint32_t(n), table.shape, nullptr);
+  ZK_CUDA(cudaDeviceSynchronize());
+  std::fprintf(stderr, "msm 2^%u: table of %u copies (c = %u, %.2f GB) built in %.0f ms\n", log_n, table.shape.copies,
+               table.shape.c, double(table.shape.copies * pts.size()) / 1e9, ms_since(t0));
+  G1 folded;
+  const double f = time_ms(5, [&] {
+    runner.run(ds.get<uint32_t>(), uint32_t(n), {{dt.get(), &folded}}, {}, nullptr, 0, &table);
+  });
+  const std::string same = folded.equals(got) ? (check ? agree : "same as plain") : "DIFFERENT";
+  row(what + ", table c=" + std::to_string(table.shape.c) + " m=" + std::to_string(table.shape.copies), f, g, same);
+  return agree == "DIFFERENT" || same == "DIFFERENT";
 }
 
 template <class C>
 int prove_bench(gpu::ProveBackend& cuda, gpu::CpuBackend& cpu, const Zkey& key, const Zkey& key_cpu, const Wtns& w,
-                bool g2_on_cpu, int reps) {
+                bool g2_on_cpu, int reps, unsigned msm_copies) {
   // The witness in registered memory, as the worker's arena slot is; the
   // backends synthesize from it and never write it.
   std::vector<U256> witness(key.n_vars);
@@ -252,14 +269,17 @@ int prove_bench(gpu::ProveBackend& cuda, gpu::CpuBackend& cpu, const Zkey& key, 
   const double c = ms_since(t0);
   const bool same = std::memcmp(&pg, &pc, sizeof pg) == 0;
   row(std::string(C::kName) + " prove step, domain 2^" + std::to_string(key.log_domain) +
-          (g2_on_cpu ? ", G2 on CPU" : ", G2 on GPU"),
+          (g2_on_cpu ? ", G2 on CPU" : ", G2 on GPU") +
+          (msm_copies == 1 ? "" : ", tables ≤ " + (msm_copies ? std::to_string(msm_copies) : std::string("16"))),
       median(tg), c, same ? "identical proofs" : "PROOFS DIFFER");
   return same ? 0 : 1;
 }
 
-int prove_bench(const std::string& key_path, const std::string& wtns_path, bool g2_on_cpu, int reps) {
+int prove_bench(const std::string& key_path, const std::string& wtns_path, bool g2_on_cpu, int reps,
+                unsigned msm_copies) {
   gpu::CudaOptions o;
   o.g2_on_cpu = g2_on_cpu;
+  o.msm_copies = msm_copies;
   auto cuda = gpu::make_cuda_backend(o);
   gpu::CpuBackend cpu(0, 1);
   const Zkey& key = cuda->load(key_path);
@@ -267,8 +287,8 @@ int prove_bench(const std::string& key_path, const std::string& wtns_path, bool 
   Wtns w = Wtns::open(wtns_path);
   check_witness_matches(key, w);
   if (key.curve == CurveId::bls12_381)
-    return prove_bench<bls12_381::Curve>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps);
-  return prove_bench<Bn254>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps);
+    return prove_bench<bls12_381::Curve>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps, msm_copies);
+  return prove_bench<Bn254>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps, msm_copies);
 }
 
 // What a replaced GPU worker pays before its first proof (issue 12: at most
@@ -339,6 +359,9 @@ int main(int argc, char** argv) {
   p->add_option("WTNS", wtns)->required();
   p->add_option("--g2", g2)->check(CLI::IsMember({"gpu", "cpu"}));
   p->add_option("--reps", reps);
+  unsigned msm_copies = 1;
+  p->add_option("--msm-copies", msm_copies, "precomputed copies of the key's MSM bases (1: none; 0: up to 16)")
+      ->check(CLI::Range(0u, 16u));
   auto* rl = app.add_subcommand("reload", "a new backend's first proof minus a steady one (the key's load)");
   rl->add_option("KEY", key)->required();
   rl->add_option("WTNS", wtns)->required();
@@ -357,7 +380,7 @@ int main(int argc, char** argv) {
       return bls ? msm_bench<bls12_381::Curve>(log_n, check, c_bits, dump, scalars_from)
                  : msm_bench<Bn254>(log_n, check, c_bits, dump, scalars_from);
     if (*rl) return reload_bench(key, wtns, reps);
-    return prove_bench(key, wtns, g2 == "cpu", reps);
+    return prove_bench(key, wtns, g2 == "cpu", reps, msm_copies);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zkfarm-bench-gpu: %s\n", e.what());
     return 1;

@@ -16,6 +16,11 @@ struct CudaOptions {
   double key_memory_share = 0.6;  ///< share (0–1) of the device's memory resident keys may use (LRU beyond)
   bool g2_on_cpu = false;         ///< B2 (the G2 MSM) on the CPU threads while the GPU does the rest
   unsigned window_bits = 0;       ///< MSM window bits 2..24 (0: chosen per size; tests and benchmarks only)
+  /// Most precomputed copies of each resident key's MSM bases (1: none; 0:
+  /// up to 16, the kernels' limit), within half of the key budget
+  /// (docs/gpu.md, "Precomputed bases"). 1 until the tables have run on a
+  /// GPU (they are emulated on the CPU only: docs/decisions.md, issue 18).
+  unsigned msm_copies = 1;
 };
 
 /// Whether this build has the CUDA backend and this process sees a CUDA device

@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   proto::WorkerFlags flags;
   flags.id = "gpu-0";
   std::string backend_name = "auto", g2 = "gpu";
-  unsigned key_memory_percent = 60;
+  unsigned key_memory_percent = 60, msm_copies = 1;
   proto::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
                  "CUDA backend: % of the device's memory resident proving keys may take (least recently used leave)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 95u));
+  app.add_option("--msm-copies", msm_copies,
+                 "CUDA backend: most precomputed copies of each resident key's MSM bases (1: none; 0: up to 16), "
+                 "within half of the key memory; not yet run on a GPU")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 16u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
   if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   // Load every kernel with the context, before READY: lazy loading (CUDA's
@@ -94,6 +99,7 @@ int main(int argc, char** argv) {
   cuda.threads = flags.threads;
   cuda.g2_on_cpu = g2 == "cpu";
   cuda.key_memory_share = key_memory_percent / 100.0;
+  cuda.msm_copies = msm_copies;
   std::unique_ptr<gpu::ProveBackend> backend;
   try {
     backend = gpu::make_backend(backend_name, cuda, "zkfarm-gpu");

@@ -12,7 +12,8 @@
 #    and tiny, BLS12-381's chain_bls12381) and of test keys with domains 2^16
 #    and 2^20 (zkfarm-testkey; BLS12-381 at 2^16 too) is proved by both
 #    backends with one fixed blinding (--test-blinding): proof.json must be
-#    byte-identical.
+#    byte-identical, from the CPU and from CUDA with G2 on the GPU, with G2 on
+#    the CPU threads, and over precomputed MSM tables (--msm-copies 0).
 # 4. OUT/proofs.tar.gz holds each proof, public.json and vkey for --verify.
 # Exit 0 when every check passed.
 set -euo pipefail
@@ -73,12 +74,14 @@ fails=0; count=0
 prove_both() {  # KEY WTNS NAME; a prover that fails counts as a difference, the check goes on
   local key=$1 wtns=$2 name=$3 kname
   kname=$(basename "$key" .zkey)
-  rm -f "$work/cpu.json" "$work/g2cpu.json"
+  rm -f "$work/cpu.json" "$work/g2cpu.json" "$work/tables.json"
   count=$((count + 1))
   if "$bin/zkfarm-prove" --backend cpu --test-blinding "$blinding" "$key" "$wtns" "$work/cpu.json" "$work/cpu.public.json" &&
      "$bin/zkfarm-prove" --backend cuda --test-blinding "$blinding" "$key" "$wtns" "$work/proofs/$name.proof.json" "$work/proofs/$name.public.json" &&
      "$bin/zkfarm-prove" --backend cuda --g2 cpu --test-blinding "$blinding" "$key" "$wtns" "$work/g2cpu.json" "$work/g2cpu.public.json" &&
+     "$bin/zkfarm-prove" --backend cuda --msm-copies 0 --test-blinding "$blinding" "$key" "$wtns" "$work/tables.json" "$work/tables.public.json" &&
      cmp -s "$work/cpu.json" "$work/proofs/$name.proof.json" && cmp -s "$work/cpu.json" "$work/g2cpu.json" &&
+     cmp -s "$work/cpu.json" "$work/tables.json" &&
      cmp -s "$work/cpu.public.json" "$work/proofs/$name.public.json"; then
     echo "identical  $name"
   else

@@ -45,7 +45,8 @@ SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string
   } else {
     args.insert(args.end(), {"--threads", std::to_string(cfg.gpu_threads), "--backend",
                              w.device.empty() && cfg.backend == "auto" ? "cpu" : cfg.backend,
-                             "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent)});
+                             "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent), "--msm-copies",
+                             std::to_string(cfg.gpu_msm_copies)});
   }
   bp::environment env = boost::this_process::environment();
   if (!synth && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;

@@ -58,7 +58,8 @@ void Config::load_toml(const std::string& path) {
                       std::to_string(e.source().begin.line) + ")");
   }
   static const std::set<std::string> known = {
-      "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent", "gpu_queue_depth", "arena_mib",
+      "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent",
+      "gpu_msm_copies", "gpu_queue_depth", "arena_mib",
       "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
       "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
@@ -76,6 +77,7 @@ void Config::load_toml(const std::string& path) {
   read_str(t, path, "backend", backend);
   read_uint(t, path, "gpu_threads", gpu_threads, 0, 1024);
   read_uint(t, path, "gpu_key_memory_percent", gpu_key_memory_percent, 1, 95);
+  read_uint(t, path, "gpu_msm_copies", gpu_msm_copies, 0, 16);
   read_uint(t, path, "gpu_queue_depth", gpu_queue_depth, 1, 32);
   read_uint(t, path, "arena_mib", arena_mib, 1, uint64_t(1) << 30);
   read_str(t, path, "synth_binary", synth_binary);

@@ -20,6 +20,7 @@ struct Config {
   std::string backend = "auto";        ///< "auto", "cpu" or "cuda"
   unsigned gpu_threads = 0;            ///< CPU backend threads per GPU worker; 0: all cores
   unsigned gpu_key_memory_percent = 60;  ///< CUDA backend: % of device memory resident keys may take (LRU beyond)
+  unsigned gpu_msm_copies = 1;  ///< CUDA backend: most precomputed copies of a key's MSM bases (1: none; 0: up to 16)
   unsigned gpu_queue_depth = 2;        ///< partitions a GPU worker holds at once: one computing, the rest queued there
   uint64_t arena_mib = 1024;           ///< the arena (memory budget), MiB
   std::string synth_binary;            ///< default: zkfarm-synth beside zkfarmd

@@ -130,13 +130,24 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
 }
 
 // The device MSM's steps in the order device_msm.cu launches them, one loop per kernel.
+// With `table`, the points first become a precomputed table (msm_fold_point,
+// one "thread" a point) and the MSM reads it, as run() does with a Table.
 template <class C, class F>
 Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uint32_t c, uint32_t L1, uint32_t L,
-                    uint32_t bits = Bn254::kFrBits) {
+                    uint32_t bits = Bn254::kFrBits, const MsmTableShape* table = nullptr) {
   std::vector<uint32_t> ors(8, 0);
   for (const U256& k : scalars)
     for (int w = 0; w < 8; ++w) ors[w] |= uint32_t(k[w / 2] >> (32 * (w % 2)));
-  const MsmShape sh = msm_trim_windows(msm_shape(uint32_t(scalars.size()), c, bits), scalar_top_bits(ors.data()));
+  const uint32_t n = uint32_t(scalars.size());
+  std::vector<DAffine<F>> folded;
+  if (table) {
+    folded.resize(size_t(table->copies) * n);
+    std::memcpy(folded.data(), points, n * sizeof(DAffine<F>));
+    for (uint32_t i = 0; i < n; ++i) msm_fold_point<F>(i, folded.data(), n, table->c, table->copies);
+    points = reinterpret_cast<const uint8_t*>(folded.data());
+  }
+  const MsmShape full = table ? msm_shape_for_table(n, *table, n, bits) : msm_shape(n, c, bits);
+  const MsmShape sh = msm_trim_windows(full, scalar_top_bits(ors.data()));
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
   uint32_t count = 0;
@@ -174,9 +185,10 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uin
     }
   }
   const uint32_t S = sh.segments(), logs = log2_exact(S);
-  std::vector<DXyzz<F>> acc(sh.windows * S), run(sh.windows * S), terms(sh.windows * (logs + 1));
-  for (uint32_t t = 0; t < sh.windows * S; ++t) msm_reduce_segment<F>(t, buckets.data(), sh, acc.data(), run.data());
-  for (uint32_t w = 0; w < sh.windows; ++w)
+  const uint32_t G = sh.groups();
+  std::vector<DXyzz<F>> acc(G * S), run(G * S), terms(G * (logs + 1));
+  for (uint32_t t = 0; t < G * S; ++t) msm_reduce_segment<F>(t, buckets.data(), sh, acc.data(), run.data());
+  for (uint32_t w = 0; w < G; ++w)
     for (uint32_t j = 0; j <= logs; ++j) {
       DXyzz<F> sum = DXyzz<F>::infinity();
       for (uint32_t s = 0; s < S; ++s)
@@ -270,6 +282,101 @@ TEST(CudaLogic, MsmWindowsTrimToTheLargestScalar) {
     }
   }
   EXPECT_EQ(msm_trim_windows(msm_shape(1u << 20, 0, Bn254::kFrBits), 1).windows, 1u);
+}
+
+// Precomputed bases: copy t of each point is 2^(c·t)·P as the CPU's curve
+// computes it (byte for byte, affine), infinity stays infinity, and MSMs over
+// full and partial tables (groups of windows; make_msm_case puts infinity,
+// repeated and opposite points among them) match the naive sum, with
+// random, small (trimmed) and extreme scalars, on both curves and in G2.
+template <class C, class F, class Curve>
+void check_folded_msm(size_t n, const Affine<C>& gen, uint32_t c, uint32_t copies, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto cs = test::make_msm_case<C, typename Curve::Fr::Params>(n, gen, rng);
+  const MsmTableShape table{c, copies};
+  // The table against the CPU's doublings.
+  std::vector<DAffine<F>> folded(size_t(copies) * n);
+  std::memcpy(folded.data(), cs.points.data(), n * sizeof(DAffine<F>));
+  for (uint32_t i = 0; i < n; ++i) msm_fold_point<F>(i, folded.data(), uint32_t(n), c, copies);
+  for (uint32_t i = 0; i < std::min<size_t>(n, 5); ++i) {
+    Xyzz<C> p = Xyzz<C>::from_affine(reinterpret_cast<const Affine<C>*>(cs.points.data())[i]);
+    for (uint32_t t = 1; t < copies; ++t) {
+      for (uint32_t b = 0; b < c; ++b) p = p.dbl();
+      const Affine<C> want = p.to_affine();
+      EXPECT_EQ(std::memcmp(&folded[size_t(t) * n + i], &want, sizeof want), 0) << "point " << i << " copy " << t;
+    }
+  }
+  auto naive = [&](const std::vector<U256>& k) {
+    return msm_naive<C>(cs.points.data(), sizeof(Affine<C>), k.data(), k.size());
+  };
+  EXPECT_TRUE((emulate_msm<C, F>(cs.points.data(), cs.scalars, 0, 8, 4, Curve::kFrBits, &table).equals(naive(cs.scalars))))
+      << "random scalars, c=" << c << " copies=" << copies;
+  std::vector<U256> small(n);
+  for (auto& k : small) k = U256{rng() & 0xfffff, 0, 0, 0};
+  small[0] = U256{1, 0, 0, 0};
+  EXPECT_TRUE((emulate_msm<C, F>(cs.points.data(), small, 0, 8, 4, Curve::kFrBits, &table).equals(naive(small))))
+      << "20-bit scalars, c=" << c << " copies=" << copies;
+  std::vector<U256> top(n, U256{~uint64_t(0), ~uint64_t(0), ~uint64_t(0), ~uint64_t(0) >> 3});  // 253 bits: every window, carries
+  EXPECT_TRUE((emulate_msm<C, F>(cs.points.data(), top, 0, 8, 4, Curve::kFrBits, &table).equals(naive(top))))
+      << "all-ones scalars, c=" << c << " copies=" << copies;
+}
+
+TEST(CudaLogic, PrecomputedBasesMatchTheCpuAndNaiveSums) {
+  for (uint32_t copies : {1u, 2u, 5u, 13u, 16u}) check_folded_msm<G1Params, DFq, Bn254>(60, test::g1_generator(), 20, copies, copies);
+  check_folded_msm<G1Params, DFq, Bn254>(200, test::g1_generator(), 9, 16, 7);  // 29 windows in 2 groups
+  check_folded_msm<G2Params, DFq2, Bn254>(30, test::g2_generator(), 16, 16, 8);
+  check_folded_msm<bls12_381::G1Params, DCurve<Bls>::Fq, Bls>(30, Bls::g1_generator(), 22, 12, 9);
+  check_folded_msm<bls12_381::G2Params, DCurve<Bls>::Fq2, Bls>(20, Bls::g2_generator(), 17, 8, 10);
+}
+
+template <class HostF, class DevF>
+void check_inverse(std::mt19937_64& rng) {
+  for (int i = 0; i < 20; ++i) {
+    const HostF x = random_element<HostF>(rng);
+    EXPECT_TRUE(std::bit_cast<HostF>(std::bit_cast<DevF>(x).inverse()) == x.inv());
+  }
+  EXPECT_TRUE(DevF::zero().inverse().is_zero());
+}
+
+TEST(CudaLogic, InversesMatchTheCpu) {
+  std::mt19937_64 rng(11);
+  check_inverse<Fq, DFq>(rng);
+  check_inverse<Bls::Fq, DCurve<Bls>::Fq>(rng);
+  for (int i = 0; i < 10; ++i) {
+    const DFq2 y = std::bit_cast<DFq2>(Fq2{random_element<Fq>(rng), random_element<Fq>(rng)});
+    EXPECT_TRUE(y * y.inverse() == DFq2::one());
+    const auto z = std::bit_cast<DCurve<Bls>::Fq2>(Bls::Fq2{random_element<Bls::Fq>(rng), random_element<Bls::Fq>(rng)});
+    EXPECT_TRUE(z * z.inverse() == DCurve<Bls>::Fq2::one());
+  }
+  EXPECT_TRUE(DFq2::zero().inverse().is_zero());
+}
+
+// The table shapes: within the copy cap and the sort's 31-bit values, as
+// many copies as the groups need, and the cost model's picks at 2^22 and 2^24.
+TEST(CudaLogic, MsmTableShapes) {
+  for (uint32_t bits : {254u, 255u})
+    for (uint32_t lg : {1u, 10u, 16u, 20u, 22u, 24u, 27u, 28u})
+      for (uint32_t cap : {1u, 2u, 6u, 16u, 40u}) {
+        const uint32_t n = 1u << lg;
+        const MsmTableShape t = msm_table_shape(n, bits, cap);
+        const MsmShape s = msm_shape_for_table(n, t, n, bits);
+        EXPECT_GE(t.copies, 1u);
+        EXPECT_LE(t.copies, std::min(cap, kMsmMaxCopies));
+        EXPECT_LT(uint64_t(t.copies) * n, uint64_t(1) << 31);
+        EXPECT_GE(s.windows * s.c, bits + 1);
+        EXPECT_LE(s.key_bits(), 32u);
+        if (t.copies > 1) {
+          EXPECT_LT((s.groups() - 1) * t.copies, s.windows) << "a copy no group uses";
+          EXPECT_EQ(s.stride, n);
+        } else {
+          EXPECT_EQ(s.groups(), s.windows);
+          EXPECT_EQ(t.c, msm_shape(n, 0, bits).c);
+        }
+      }
+  EXPECT_EQ(msm_table_shape(1u << 22, 254, 16).c, 20u);
+  EXPECT_EQ(msm_table_shape(1u << 22, 254, 16).copies, 13u);
+  EXPECT_EQ(msm_table_shape(1u << 24, 254, 16).c, 22u);
+  EXPECT_EQ(msm_table_shape(1u << 24, 254, 16).copies, 12u);
 }
 
 TEST(CudaLogic, MsmShapes) {

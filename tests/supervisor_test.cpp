@@ -193,6 +193,11 @@ TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
   expect_error("arena_mib = \"lots\"\n", "arena_mib: expected an integer");
   expect_error("heartbeat_ms = 1\n", "heartbeat_ms: 1 is out of range");
   expect_error("synth_workers = [\n", "line");
+  expect_error("gpu_msm_copies = 17\n", "gpu_msm_copies: 17 is out of range");
+  Config m;
+  EXPECT_EQ(m.gpu_msm_copies, 1u);  // precomputed tables off until they have run on a GPU
+  m.load_toml(write_temp("gpu_msm_copies = 0\n"));
+  EXPECT_EQ(m.gpu_msm_copies, 0u);
   std::filesystem::remove(path);
 }
 

@@ -39,6 +39,7 @@ struct Options {
   unsigned threads = 0;
   std::string backend = "auto";  // auto: cuda when built and a device is there, else cpu
   std::string g2 = "gpu";
+  unsigned msm_copies = 1;  // cuda backend: precomputed copies of the key's MSM bases (CudaOptions::msm_copies)
   std::string blinding;          // "R,S" in decimal: tests only (a fixed r, s makes proofs comparable)
 };
 
@@ -101,6 +102,7 @@ int prove_on(const std::string& key_path, const zkfarm::Wtns& wtns, const std::s
   gpu::CudaOptions cuda;
   cuda.threads = opt.threads;
   cuda.g2_on_cpu = opt.g2 == "cpu";
+  cuda.msm_copies = opt.msm_copies;
   std::unique_ptr<gpu::ProveBackend> backend;
   try {
     backend = gpu::make_backend(opt.backend, cuda, "zkfarm-prove");
@@ -178,6 +180,10 @@ void add_prover_flags(CLI::App& app, Options& opt) {
   app.add_option("--g2", opt.g2, "cuda backend: the G2 MSM on the gpu or on the cpu threads")
       ->capture_default_str()
       ->check(CLI::IsMember({"gpu", "cpu"}));
+  app.add_option("--msm-copies", opt.msm_copies,
+                 "cuda backend: precomputed copies of the key's MSM bases (1: none; 0: up to 16; not yet run on a GPU)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 16u));
   app.add_option("--test-blinding", opt.blinding,
                  "TESTS ONLY, breaks zero knowledge: fixed blinding scalars R,S (decimal) so that two backends' "
                  "proofs can be compared byte for byte");

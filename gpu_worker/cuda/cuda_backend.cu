@@ -35,11 +35,31 @@ namespace {
 
 using cuda::DeviceBuffer;
 
+// The precomputed MSM tables of one key (msm_steps.cuh, msm_table_shape):
+// one shape for the witness MSMs (A, B1, C, B2: n_vars points each, sorted
+// once, so one c and copy count) and one for H (domain_size points).
+struct KeyTables {
+  cuda::MsmTableShape witness, h;
+
+  /// The shapes for `key` when each point set may hold at most max_copies copies.
+  static KeyTables plan(const Zkey& key, uint32_t max_copies) {
+    const uint32_t bits = key.curve == CurveId::bls12_381 ? bls12_381::Curve::kFrBits : Bn254::kFrBits;
+    return {cuda::msm_table_shape(key.n_vars, bits, max_copies), cuda::msm_table_shape(key.domain_size, bits, max_copies)};
+  }
+  /// Device bytes of the key's points with these copies.
+  size_t point_bytes(const Zkey& key) const {
+    return size_t(witness.copies) * key.n_vars * (3 * key.g1_bytes + key.g2_bytes) +
+           size_t(h.copies) * key.domain_size * key.g1_bytes;
+  }
+};
+
 // A key's points on the device, in the zkey's layout (affine, Montgomery),
-// with its domain tables and constraint matrix, for curve C.
+// each set followed by its precomputed copies, with its domain tables and
+// constraint matrix, for curve C.
 template <class C>
 struct ResidentKeyOf {
   DeviceBuffer a, b1, b2, c, h;
+  typename cuda::MsmRunner<C>::Table witness_table, h_table;
   std::unique_ptr<cuda::DeviceDomain<C>> domain;
   std::unique_ptr<cuda::DeviceMatrix<C>> matrix;
 };
@@ -49,11 +69,12 @@ struct ResidentKey {
   std::unique_ptr<ResidentKeyOf<Bn254>> bn254;
   std::unique_ptr<ResidentKeyOf<bls12_381::Curve>> bls12_381;
 
-  /// The most device bytes a key takes (before it is uploaded): its points,
-  /// its domain's tables, and its matrix at the build's peak (the raw records
-  /// and the sort's buffers included), so the budget holds while it loads.
-  static size_t estimate(const Zkey& key) {
-    const size_t points = size_t(key.n_vars) * (3 * key.g1_bytes + key.g2_bytes) + size_t(key.domain_size) * key.g1_bytes;
+  /// The most device bytes a key takes (before it is uploaded): its points
+  /// with the copies of `tables`, its domain's tables, and its matrix at the
+  /// build's peak (the raw records and the sort's buffers included), so the
+  /// budget holds while it loads.
+  static size_t estimate(const Zkey& key, const KeyTables& tables) {
+    const size_t points = tables.point_bytes(key);
     if (key.curve == CurveId::bls12_381)
       return points + cuda::DeviceDomain<bls12_381::Curve>::peak_bytes(key.log_domain) +
              cuda::DeviceMatrix<bls12_381::Curve>::estimate(key.domain_size, key.n_coeffs);
@@ -121,15 +142,47 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Room for the key's point sets with their copies; false (nothing kept) when
+// the device has too little free memory for them.
+template <class C>
+bool reserve_points(ResidentKeyOf<C>& r, const Zkey& key, const KeyTables& t) {
+  const size_t nv = key.n_vars, wc = t.witness.copies;
+  try {
+    r.a.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
+    r.b1.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
+    r.b2.reserve(std::max<size_t>(1, wc * nv * C::kG2Bytes));
+    r.c.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
+    r.h.reserve(std::max<size_t>(1, size_t(t.h.copies) * key.domain_size * C::kG1Bytes));
+    return true;
+  } catch (const cuda::CudaError&) {
+    cudaGetLastError();  // an allocation failure is not sticky; clear it
+    for (DeviceBuffer* b : {&r.a, &r.b1, &r.b2, &r.c, &r.h}) b->release();
+    return false;
+  }
+}
+
 // The key's points and raw section-4 records cross the bus through the
 // staged uploader; then, on the uploader's stream, the device builds the
 // domain's tables and the constraint matrix. The host prepares nothing but
 // the copies (and, in KeyCache, Zkey's content checks alongside): the records
 // are read without being trusted, and the result is dropped if the checks fail.
+// Last, each point set's precomputed MSM copies (KeyTables) are built from it.
 template <class C>
-std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& pool) {
+std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& pool, KeyTables tables) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = std::make_unique<ResidentKeyOf<C>>();
+  // The copies fit the budget (KeyCache counted them) but the device may
+  // hold less free memory than that (another process, fragmentation): then
+  // the key goes without precomputed copies, as before issue 18.
+  if (!reserve_points(*r, key, tables)) {
+    const KeyTables plain = KeyTables::plan(key, 1);
+    std::fprintf(stderr, "zkfarm-gpu: %s: no room on the device for %u + %u precomputed MSM copies; none kept\n",
+                 key.path.c_str(), tables.witness.copies, tables.h.copies);
+    tables = plain;
+    if (!reserve_points(*r, key, tables)) ZK_CUDA(cudaErrorMemoryAllocation);
+  }
+  r->witness_table = {tables.witness, key.n_vars};
+  r->h_table = {tables.h, key.domain_size};
   StagedUploader up(pool);
   upload(up, r->a, key.a.data(), key.a.size());
   upload(up, r->b1, key.b1.data(), key.b1.size());
@@ -137,7 +190,6 @@ std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& 
   // C covers signals nPublic+1.. only: indices below are points at infinity
   // (all-zero bytes), so the witness' one sort serves C as it does A and B.
   const size_t c_first = size_t(key.n_public) + 1;
-  r->c.reserve(size_t(key.n_vars) * C::kG1Bytes);
   ZK_CUDA(cudaMemsetAsync(r->c.get(), 0, c_first * C::kG1Bytes, up.stream()));
   if (!key.c.empty()) up.copy(r->c.template get<uint8_t>() + c_first * C::kG1Bytes, key.c.data(), key.c.size());
   upload(up, r->h, key.h.data(), key.h.size());
@@ -152,24 +204,36 @@ std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& 
   r->matrix = std::make_unique<cuda::DeviceMatrix<C>>(records.get(), key.n_coeffs, key.domain_size, up.stream());
   records.release();
   const double matrix_ms = ms_since(t);
-  // Both builds waited for the uploader's stream: the key is complete on the
+  // The precomputed copies, from copy 0 of each set (on the uploader's stream, after its copies).
+  t = std::chrono::steady_clock::now();
+  using Runner = cuda::MsmRunner<C>;
+  Runner::build_g1_table(r->a.get(), key.n_vars, tables.witness, up.stream());
+  Runner::build_g1_table(r->b1.get(), key.n_vars, tables.witness, up.stream());
+  Runner::build_g1_table(r->c.get(), key.n_vars, tables.witness, up.stream());
+  Runner::build_g2_table(r->b2.get(), key.n_vars, tables.witness, up.stream());
+  Runner::build_g1_table(r->h.get(), key.domain_size, tables.h, up.stream());
+  up.finish();
+  const double tables_ms = ms_since(t);
+  // The builds waited for the uploader's stream: the key is complete on the
   // device before any other stream's kernel reads it.
   const size_t point_bytes = key.a.size() + key.b1.size() + key.b2.size() + key.c.size() + key.h.size();
   std::fprintf(stderr,
                "zkfarm-gpu: %s resident in %.0f ms (points and coefficient records %.0f ms for %.2f GB + %.2f GB; "
-               "built on the device: domain tables %.1f ms, constraint matrix of %u records %.1f ms)\n",
+               "built on the device: domain tables %.1f ms, constraint matrix of %u records %.1f ms, MSM tables "
+               "%.1f ms: c = %u with %u copies for the witness, c = %u with %u for H, %.2f GB)\n",
                key.path.c_str(), ms_since(t0), copy_ms, double(point_bytes) / 1e9, double(key.coeffs.size()) / 1e9,
-               domain_ms, key.n_coeffs, matrix_ms);
+               domain_ms, key.n_coeffs, matrix_ms, tables_ms, tables.witness.c, tables.witness.copies, tables.h.c,
+               tables.h.copies, double(tables.point_bytes(key)) / 1e9);
   return r;
 }
 
 // The key's curve, from its header (Zkey::curve), picks the templates.
-std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool) {
+std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool, const KeyTables& tables) {
   auto r = std::make_unique<ResidentKey>();
   if (key.curve == CurveId::bls12_381) {
-    r->bls12_381 = make_resident_of<bls12_381::Curve>(key, pool);
+    r->bls12_381 = make_resident_of<bls12_381::Curve>(key, pool, tables);
   } else {
-    r->bn254 = make_resident_of<Bn254>(key, pool);
+    r->bn254 = make_resident_of<Bn254>(key, pool, tables);
   }
   return r;
 }
@@ -210,13 +274,14 @@ class CudaBackend final : public ProveBackend {
     // Resident keys, most recently used first, within the configured share.
     // Zkey's content checks run while the key uploads and builds: nothing of
     // it is used before they pass (KeyCache drops a key that fails them).
+    budget_ = size_t(double(total) * opt_.key_memory_share);
     keys_ = std::make_unique<KeyCache<ResidentKey>>(
         kMaxResidentKeys,
         [this](const Zkey& key) {
           check_points(key);
-          return make_resident(key, pool_);
+          return make_resident(key, pool_, tables_for(key));
         },
-        ResidentKey::estimate, size_t(double(total) * opt_.key_memory_share),
+        [this](const Zkey& key) { return ResidentKey::estimate(key, tables_for(key)); }, budget_,
         "of device memory resident keys may take (gpu_key_memory_percent)", ContentChecks::alongside_prepare);
     copy_ = std::make_unique<Stream>();
     compute_ = std::make_unique<Stream>();
@@ -278,6 +343,20 @@ class CudaBackend final : public ProveBackend {
     }
   }
 
+  // The precomputed copies a key gets: as many as msm_copies allows (0: up to
+  // kMsmMaxCopies) while the key, copies included, takes at most half of the
+  // resident keys' budget, so that two keys of its size stay resident
+  // together rather than evicting each other (docs/decisions.md, issue 18).
+  KeyTables tables_for(const Zkey& key) const {
+    const uint32_t cap = opt_.msm_copies ? std::min<uint32_t>(opt_.msm_copies, cuda::kMsmMaxCopies) : cuda::kMsmMaxCopies;
+    const size_t allowed = budget_ / 2;
+    for (uint32_t m = cap; m > 1; --m) {
+      const KeyTables t = KeyTables::plan(key, m);
+      if (ResidentKey::estimate(key, t) <= allowed) return t;
+    }
+    return KeyTables::plan(key, 1);
+  }
+
   template <class C>
   cuda::MsmRunner<C>& msm_runner() {
     if constexpr (std::is_same_v<C, Bn254>) return *msm_bn254_;
@@ -303,7 +382,7 @@ class CudaBackend final : public ProveBackend {
       // From elsewhere, or of the other curve: check_key_points_of<C> refuses
       // a key of another curve, naming the file.
       check_key_points_of<C>(key);
-      once = make_resident(key, pool_);
+      once = make_resident(key, pool_, KeyTables::plan(key, 1));
       dk = resident_of<C>(*once);
     }
     auto check_cancel = [&] {
@@ -342,11 +421,12 @@ class CudaBackend final : public ProveBackend {
       std::vector<typename cuda::MsmRunner<C>::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
       std::vector<typename cuda::MsmRunner<C>::G2Job> g2;
       if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
-      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits);
+      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits, witness_table(*dk));
       check_cancel();
 
       ZK_CUDA(cudaStreamWaitEvent(*compute_, *h_ready_, 0));
-      runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits);
+      runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits,
+                 opt_.window_bits ? nullptr : &dk->h_table);
     } catch (...) {
       if (b2_cpu.valid()) b2_cpu.wait();  // it reads the caller's witness: finish before unwinding
       cudaStreamSynchronize(*h_prep_);    // it writes abc_, and the next partition's synthesis too
@@ -357,9 +437,16 @@ class CudaBackend final : public ProveBackend {
     return assemble_proof<C>(key, m, r, s);
   }
 
+  // The witness MSMs' table, unless the options force the window bits (tests).
+  template <class C>
+  const typename cuda::MsmRunner<C>::Table* witness_table(const ResidentKeyOf<C>& dk) const {
+    return opt_.window_bits ? nullptr : &dk.witness_table;
+  }
+
   static constexpr size_t kMaxResidentKeys = 64;  // the memory budget binds first
 
   CudaOptions opt_;
+  size_t budget_ = 0;  // device bytes resident keys may take
   ThreadPool pool_;
   std::unique_ptr<KeyCache<ResidentKey>> keys_;
   std::vector<void*> pinned_;

@@ -39,15 +39,35 @@ class MsmRunner {
   MsmRunner(const MsmRunner&) = delete;
   MsmRunner& operator=(const MsmRunner&) = delete;
 
+  /// Every job's point set as a precomputed table: `shape` (msm_table_shape),
+  /// and `points`, the table's points a copy (its stride; at least run()'s n).
+  /// Each job's `points` then holds shape.copies copies (build_g1_table).
+  struct Table {
+    MsmTableShape shape;
+    uint32_t points = 0;
+  };
+
   /// Σ_i k_i·P_i for every job, k_i the n canonical scalars (< 2^C::kFrBits,
   /// 8 words each) at d_scalars on the device. Runs on `stream` and waits for
   /// it (the chunk counts depend on how many digits are non-zero). Scalars
   /// are taken in slices of at most 2^30/W points (the sort's index range).
   /// c_override forces the window bits, 2..24 (tests; std::invalid_argument
-  /// otherwise). Throws CudaError on a device fault; device memory grows to
-  /// about n·W·16 bytes for the sort plus the buckets and partial sums.
+  /// otherwise, or when a table has another c). With `table` (all jobs'
+  /// point sets built with that shape), the windows fold into
+  /// ⌈W/copies⌉ groups (msm_steps.cuh). Throws CudaError on a device fault;
+  /// device memory grows to about n·W·16 bytes for the sort plus the buckets
+  /// and partial sums.
   void run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
-           cudaStream_t stream, uint32_t c_override = 0);
+           cudaStream_t stream, uint32_t c_override = 0, const Table* table = nullptr);
+
+  /// Fills copies 1..t.copies−1 of the n affine G1 points at d_points (copy 0,
+  /// n·C::kG1Bytes bytes, followed by room for the others: t.copies·n points
+  /// in all) with 2^(c·k)-multiples (msm_fold_point), on `stream` (not waited
+  /// for). Requires t.copies·n < 2^31 and t.copies ≤ kMsmMaxCopies
+  /// (std::invalid_argument). Throws CudaError.
+  static void build_g1_table(void* d_points, uint32_t n, const MsmTableShape& t, cudaStream_t stream);
+  /// The same for G2 points (C::kG2Bytes each).
+  static void build_g2_table(void* d_points, uint32_t n, const MsmTableShape& t, cudaStream_t stream);
 
  private:
   // The bit length of the largest of n scalars (step 0: msm_steps.cuh); waits for the stream.

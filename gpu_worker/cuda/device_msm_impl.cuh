@@ -52,6 +52,11 @@ uint32_t blocks_for(uint64_t threads, uint32_t per_block = kThreads) {
 }
 
 // The OR of every scalar's words into or_words[0..8) (zeroed before).
+// One thread a scalar and an atomicOr per warp and word: 2^24 / 32 × 8
+// atomics on 8 addresses, about 3 ms of a random 2^24 MSM on the H200
+// (docs/performance.md). A fixed grid striding over the scalars, ORing in
+// registers, would leave one atomic per warp; it waits for a run on the
+// device (docs/decisions.md, issue 18).
 __global__ void k_or_scalars(const uint32_t* scalars, uint32_t n, uint32_t* or_words) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   for (int w = 0; w < 8; ++w) {
@@ -66,6 +71,23 @@ __global__ void k_digits(const uint32_t* scalars, MsmShape sh, uint32_t* keys, u
   uint32_t nz = i < sh.n ? msm_digits(i, scalars, sh, keys, vals) : 0;
   nz = __reduce_add_sync(0xffffffffu, nz);  // every lane reaches here: no early return above
   if ((threadIdx.x & 31) == 0 && nz) atomicAdd(count, nz);
+}
+
+// One thread a point: its copies of a precomputed table.
+template <class F>
+__global__ void __launch_bounds__(kThreads) k_fold_bases(DAffine<F>* table, uint32_t n, uint32_t c, uint32_t copies) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) msm_fold_point<F>(i, table, n, c, copies);
+}
+
+template <class F>
+void fold_bases(void* d_points, uint32_t n, const MsmTableShape& t, cudaStream_t st) {
+  if (t.copies < 1 || t.copies > kMsmMaxCopies || uint64_t(t.copies) * n >= (uint64_t(1) << 31) || t.c < 2 ||
+      t.c > 24)
+    throw std::invalid_argument("MSM table shape out of range");
+  if (t.copies == 1 || n == 0) return;
+  k_fold_bases<F><<<blocks_for(n), kThreads, 0, st>>>(static_cast<DAffine<F>*>(d_points), n, t.c, t.copies);
+  ZK_CUDA_LAUNCHED();
 }
 
 template <class F>
@@ -148,6 +170,7 @@ MsmRunner<C>::~MsmRunner() {
 template <class C>
 uint32_t MsmRunner<C>::top_bits(const uint32_t* d_scalars, uint32_t n, cudaStream_t st) {
   using namespace msm_kernels;
+  if (n == 0) return 0;  // no grid of zero blocks
   ZK_CUDA(cudaMemsetAsync(or_words_.get(), 0, 8 * sizeof(uint32_t), st));
   k_or_scalars<<<blocks_for(n), kThreads, 0, st>>>(d_scalars, n, or_words_.get<uint32_t>());
   ZK_CUDA_LAUNCHED();
@@ -213,12 +236,12 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
     }
   }
   lap(clock, st, "accumulate", sh.n);
-  const uint32_t S = sh.segments(), log_s = log2_exact(S), total = sh.windows * S;
+  const uint32_t S = sh.segments(), log_s = log2_exact(S), total = sh.groups() * S;
   acc_.reserve(size_t(total) * sizeof(D));
   run_.reserve(size_t(total) * sizeof(D));
   k_reduce_segments<F><<<blocks_for(total), kThreads, 0, st>>>(buckets_.get<D>(), sh, total, acc_.get<D>(), run_.get<D>());
   ZK_CUDA_LAUNCHED();
-  const uint32_t n_terms = sh.windows * (log_s + 1);
+  const uint32_t n_terms = sh.groups() * (log_s + 1);
   if (size_t(n_terms) * sizeof(D) > kHostTermsBytes) throw std::logic_error("MSM terms exceed the staging buffer");
   terms_.reserve(size_t(n_terms) * sizeof(D));
   k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(D), st>>>(acc_.get<D>(), run_.get<D>(), S, log_s, terms_.get<D>());
@@ -233,9 +256,17 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
 
 template <class C>
 void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<G1Job>& g1, const std::vector<G2Job>& g2,
-                    cudaStream_t st, uint32_t c_override) {
+                    cudaStream_t st, uint32_t c_override, const Table* table) {
   using namespace msm_kernels;
   if (c_override == 1 || c_override > 24) throw std::invalid_argument("MSM window bits must be 2..24");
+  if (table && table->shape.copies > 1) {
+    if (c_override && c_override != table->shape.c)
+      throw std::invalid_argument("MSM window bits differ from the precomputed table's");
+    if (table->points < n) throw std::invalid_argument("MSM table holds fewer points than scalars");
+    c_override = table->shape.c;
+  } else {
+    table = nullptr;
+  }
   using G1A = typename DCurve<C>::G1A;
   using G2A = typename DCurve<C>::G2A;
   for (auto& j : g1) *j.out = G1::infinity();
@@ -245,8 +276,9 @@ void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<
   for (uint32_t first = 0; first < n; first += slice) {
     const uint32_t len = std::min(slice, n - first);
     StageClock clock;
-    const MsmShape sh = msm_trim_windows(msm_shape(len, c_override, C::kFrBits),
-                                         top_bits(d_scalars + size_t(first) * 8, len, st));
+    const MsmShape full = table ? msm_shape_for_table(len, table->shape, table->points, C::kFrBits)
+                                : msm_shape(len, c_override, C::kFrBits);
+    const MsmShape sh = msm_trim_windows(full, top_bits(d_scalars + size_t(first) * 8, len, st));
     const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
     lap(clock, st, "top bits+digits+sort", len);
     for (auto& j : g1)
@@ -254,6 +286,16 @@ void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<
     for (auto& j : g2)
       j.out->add(sum_points<typename C::G2Params>(sh, count, static_cast<const G2A*>(j.points) + first, st));
   }
+}
+
+template <class C>
+void MsmRunner<C>::build_g1_table(void* d_points, uint32_t n, const MsmTableShape& t, cudaStream_t st) {
+  msm_kernels::fold_bases<typename DCurve<C>::Fq>(d_points, n, t, st);
+}
+
+template <class C>
+void MsmRunner<C>::build_g2_table(void* d_points, uint32_t n, const MsmTableShape& t, cudaStream_t st) {
+  msm_kernels::fold_bases<typename DCurve<C>::Fq2>(d_points, n, t, st);
 }
 
 }  // namespace zkfarm::cuda

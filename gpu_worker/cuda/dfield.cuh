@@ -384,6 +384,23 @@ struct DFp {
   ZK_HD DFp& operator-=(const DFp& o) { return *this = *this - o; }
   ZK_HD DFp& operator*=(const DFp& o) { return *this = *this * o; }
 
+  /// x⁻¹ = x^(p−2) (Fermat), and 0 for 0: N·32 squarings and about half as
+  /// many multiplications, right to left over p − 2's bits. For tables built
+  /// once (the precomputed MSM bases, msm_fold_point), not for hot loops.
+  ZK_HD DFp inverse() const {
+    static_assert(C::mod(0) >= 2, "p − 2 must not borrow from the second word");
+    DFp r = one(), base = *this;
+    for (int i = 0; i < N; ++i) {
+      uint32_t e = C::mod(i) - (i == 0 ? 2u : 0u);
+      for (int b = 0; b < 32; ++b) {
+        if (e & 1u) r *= base;
+        base = base.sqr();
+        e >>= 1;
+      }
+    }
+    return r;
+  }
+
   /// Out of Montgomery form: the canonical integer's N words (x·R⁻¹).
   ZK_HD DFp from_montgomery() const {
     DFp one_plain = zero();
@@ -413,6 +430,11 @@ struct DFp2 {
   }
   ZK_HD DFp2 sqr() const { return {(c0 + c1) * (c0 - c1), (c0 * c1).dbl()}; }
   ZK_HD DFp2& operator*=(const DFp2& o) { return *this = *this * o; }
+  /// (c0 − c1·u) / (c0² + c1²) since u² = −1; 0 for 0.
+  ZK_HD DFp2 inverse() const {
+    const DFq t = (c0.sqr() + c1.sqr()).inverse();
+    return {c0 * t, -(c1 * t)};
+  }
 };
 
 }  // namespace zkfarm::cuda

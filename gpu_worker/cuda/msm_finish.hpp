@@ -1,8 +1,9 @@
 #pragma once
 // The host's end of the GPU MSM (step 4 of msm_steps.cuh): from the per-window
 // terms T[w][j] the device summed, the MSM's value on the CPU's curve types.
-// sum_w = T[w][L] + M·Σ_{j<L} 2^j·T[w][j]   (L = log2 S segments, M = shape.seg)
-// result = Σ_w 2^(c·w)·sum_w                 (Horner from the top window)
+// sum_g = T[g][L] + M·Σ_{j<L} 2^j·T[g][j]   (L = log2 S segments, M = shape.seg)
+// result = Σ_g 2^(c·m·g)·sum_g               (Horner from the top group; a
+//                                             group is a window when m = 1)
 // A few hundred additions: cheaper here than a serial device thread.
 #include <cstring>
 #include <type_traits>
@@ -30,14 +31,14 @@ Xyzz<C> to_host_point(const DPoint& d) {
   return h;
 }
 
-/// terms: shape.windows × (log2 S + 1) device points, window-major.
+/// terms: shape.groups() × (log2 S + 1) device points, group-major.
 template <class C, class DPoint>
 Xyzz<C> msm_finish(const MsmShape& sh, const DPoint* terms) {
   const uint32_t L = log2_exact(sh.segments());
   const uint32_t log_m = log2_exact(sh.seg);
   Xyzz<C> result = Xyzz<C>::infinity();
-  for (int w = int(sh.windows) - 1; w >= 0; --w) {
-    for (uint32_t b = 0; b < sh.c; ++b) result = result.dbl();
+  for (int w = int(sh.groups()) - 1; w >= 0; --w) {
+    for (uint32_t b = 0; b < sh.c * sh.copies; ++b) result = result.dbl();
     const DPoint* t = terms + size_t(w) * (L + 1);
     Xyzz<C> weighted = Xyzz<C>::infinity();
     for (int j = int(L) - 1; j >= 0; --j) {

@@ -8,6 +8,12 @@
 //               digit d ≠ 0 of window w becomes the pair
 //               (key = w·K + |d| − 1, value = i | sign<<31), K = 2^(c−1)
 //               buckets a window; d = 0 becomes the sentinel key W·K.
+//               With precomputed bases (m copies, copy t of point i being
+//               2^(c·t)·P_i at t·stride + i: msm_fold_point), window w
+//               = g·m + t instead uses group g's buckets and copy t's point:
+//               (key = g·K + |d| − 1, value = (t·stride + i) | sign<<31), so
+//               the W windows become G = ⌈W/m⌉ groups; m = W leaves one,
+//               and steps 4 and the host's finish run once instead of W times.
 //  2. sort:     pairs by key (CUB radix sort): each bucket's points adjacent,
 //               zero digits at the end, so only the first `count` are read.
 //  3. accumulate: chunks of L (32 to 128) sorted pairs per thread, whatever the bucket
@@ -22,7 +28,11 @@
 //               sum = Σ_s acc_s + M·Σ_s s·run_s, the last by bits of s:
 //               Σ_s s·run_s = Σ_j 2^j·T_j with T_j = Σ_{s: bit j set} run_s.
 //               Those log2(S)+1 plain sums per window run as tree reductions;
-//               the host finishes (a few hundred additions) on the CPU types.
+//               the host finishes (a few hundred additions) on the CPU types,
+//               group g weighted by 2^(c·m·g) (msm_finish.hpp).
+// Precomputation follows the ZPrize 2023 MSM entries (Yrrid/Snarkify): a
+// key's bases never change, so their shifted copies are built once when the
+// key becomes resident (device_msm_impl.cuh, k_fold_bases).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -39,8 +49,12 @@ struct MsmShape {
   uint32_t windows = 0;  // W = ⌈(bits + 1)/c⌉: the top window never carries out
   uint32_t buckets = 0;  // K = 2^(c−1) per window (digit magnitudes 1..K)
   uint32_t seg = 0;      // M: buckets a reduction thread sums (divides K)
+  uint32_t copies = 1;   // m: precomputed copies of the bases (1: none)
+  uint32_t stride = 0;   // points between two copies in the table (copies > 1)
 
-  ZK_HD uint32_t sentinel() const { return windows * buckets; }
+  /// G = ⌈W/m⌉: bucket sets to reduce (W without precomputation).
+  ZK_HD uint32_t groups() const { return (windows + copies - 1) / copies; }
+  ZK_HD uint32_t sentinel() const { return groups() * buckets; }
   ZK_HD uint32_t segments() const { return buckets / seg; }  // S per window, a power of two
   /// Bits of the sort key (the sentinel included).
   uint32_t key_bits() const {
@@ -71,6 +85,53 @@ inline MsmShape msm_shape(uint32_t n, uint32_t c_override, uint32_t bits) {
   s.windows = windows;
   s.buckets = 1u << (c - 1);
   s.seg = s.buckets < 32 ? s.buckets : 32;
+  return s;
+}
+
+/// The precomputation of one point set of n points: c-bit windows, m copies
+/// (copy t of point i is 2^(c·t)·P_i, stored at t·n + i).
+struct MsmTableShape {
+  uint32_t c = 0;
+  uint32_t copies = 1;
+};
+
+/// The most copies a table holds: the fold kernel keeps a point's copies'
+/// ZZ, ZZZ and prefix products in per-thread arrays of this size.
+inline constexpr uint32_t kMsmMaxCopies = 16;
+
+/// The table for n points of scalars below 2^bits when at most max_copies
+/// copies fit (≥ 1): over c from log2 n − 4 (within [6, 22]) to 22, the least
+/// n·W + G·2^(c+1), additions to accumulate plus (about) to reduce G groups
+/// of 2^(c−1) buckets, W = ⌈(bits+1)/c⌉ windows and G = ⌈W/m⌉ with m =
+/// min(W, max_copies); then the fewest copies giving that G. max_copies = 1
+/// gives msm_shape's c and one copy. Also m·n < 2^31 (the sort's 31-bit
+/// values). BN254 at 2^22 with room for all copies: c = 20, m = 13.
+inline MsmTableShape msm_table_shape(uint32_t n, uint32_t bits, uint32_t max_copies) {
+  max_copies = std::min(max_copies, kMsmMaxCopies);
+  while (max_copies > 1 && uint64_t(max_copies) * n >= (uint64_t(1) << 31)) --max_copies;
+  if (max_copies <= 1) return {msm_shape(n, 0, bits).c, 1};
+  uint32_t lg = 0;
+  while ((uint64_t(1) << lg) < n) ++lg;
+  MsmTableShape best{};
+  uint64_t best_cost = ~uint64_t(0);
+  for (uint32_t c = std::clamp<uint32_t>(lg > 4 ? lg - 4 : 0, 6, 22); c <= 22; ++c) {
+    const uint32_t windows = (bits + c) / c;
+    const uint32_t m = std::min(windows, max_copies), groups = (windows + m - 1) / m;
+    const uint64_t cost = uint64_t(n) * windows + uint64_t(groups) * (uint64_t(1) << (c + 1));
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = {c, (windows + groups - 1) / groups};
+    }
+  }
+  return best;
+}
+
+/// The shape of an MSM over a table: msm_shape at the table's c, reading
+/// copies `t.copies` at `stride` points apart (the table's point count).
+inline MsmShape msm_shape_for_table(uint32_t n, const MsmTableShape& t, uint32_t stride, uint32_t bits) {
+  MsmShape s = msm_shape(n, t.c, bits);
+  s.copies = t.copies;
+  s.stride = t.copies > 1 ? stride : 0;
   return s;
 }
 
@@ -122,12 +183,55 @@ ZK_HD uint32_t msm_digits(uint32_t i, const uint32_t* scalars, const MsmShape& s
       keys[at] = sh.sentinel();
       vals[at] = 0;
     } else {
-      keys[at] = w * sh.buckets + d - 1;
-      vals[at] = i | (neg ? 0x80000000u : 0u);
+      const uint32_t group = w / sh.copies, copy = w - group * sh.copies;
+      keys[at] = group * sh.buckets + d - 1;
+      vals[at] = (copy * sh.stride + i) | (neg ? 0x80000000u : 0u);
       ++nonzero;
     }
   }
   return nonzero;
+}
+
+/// Builds point i's copies 1..m−1 in `table` (n points a copy, copy 0 the
+/// key's own affine points): copy t = 2^(c·t)·P_i by c doublings from copy
+/// t − 1 (XYZZ), made affine with one inversion for all m − 1 copies
+/// (Montgomery's trick). With Π_t = ZZZ_1·…·ZZZ_(t−1), the forward pass
+/// parks (X·ZZ²·Π_t², Y·Π_t) in copy t's slot, since x = X/ZZ = X·ZZ²/ZZZ²
+/// (ZZ³ = ZZZ²) and y = Y/ZZZ; the backward pass multiplies by
+/// Π_(t+1)⁻¹ (squared for x), then steps Π_(t+1)⁻¹ → Π_t⁻¹ by ZZZ_t. Only
+/// the ZZZs stay in a per-thread array. Infinity (0, 0) stays (0, 0) in every
+/// copy, and a copy that doubles to infinity (no point of prime order r
+/// does; the key's checks refuse others) is (0, 0) without spoiling the
+/// others. 1 ≤ m ≤ kMsmMaxCopies.
+template <class F>
+ZK_HD void msm_fold_point(uint32_t i, DAffine<F>* table, uint32_t n, uint32_t c, uint32_t copies) {
+  const DAffine<F> p = table[i];
+  if (copies <= 1) return;
+  if (p.is_infinity()) {
+    for (uint32_t t = 1; t < copies; ++t) table[size_t(t) * n + i] = p;
+    return;
+  }
+  F zzz[kMsmMaxCopies];
+  DXyzz<F> q = DXyzz<F>::from_affine(p);
+  F prefix = F::one();  // Π_t
+  for (uint32_t t = 1; t < copies; ++t) {
+    for (uint32_t b = 0; b < c; ++b) q = q.dbl();
+    DAffine<F>& slot = table[size_t(t) * n + i];
+    if (q.is_infinity()) {
+      slot = DAffine<F>{F::zero(), F::zero()};
+      zzz[t] = F::one();
+      continue;
+    }
+    slot = DAffine<F>{q.X * q.ZZ.sqr() * prefix.sqr(), q.Y * prefix};
+    zzz[t] = q.ZZZ;
+    prefix *= q.ZZZ;
+  }
+  F inv = prefix.inverse();  // Π_m⁻¹
+  for (uint32_t t = copies - 1; t >= 1; --t) {
+    DAffine<F>& slot = table[size_t(t) * n + i];
+    slot = DAffine<F>{slot.x * inv.sqr(), slot.y * inv};
+    inv *= zzz[t];
+  }
 }
 
 /// Level-1 source: the affine point named by a sorted value, negated when its
@@ -207,7 +311,7 @@ template <class F>
 ZK_HD void msm_reduce_segment(uint32_t t, const DXyzz<F>* buckets, const MsmShape& sh, DXyzz<F>* acc_out,
                               DXyzz<F>* run_out) {
   const uint32_t S = sh.segments();
-  const uint32_t w = t / S, s = t % S;
+  const uint32_t w = t / S, s = t % S;  // w: the group (the window without precomputation)
   const DXyzz<F>* b = buckets + size_t(w) * sh.buckets + size_t(s) * sh.seg;
   DXyzz<F> run = DXyzz<F>::infinity(), acc = DXyzz<F>::infinity();
   for (int j = int(sh.seg) - 1; j >= 0; --j) {

@@ -216,23 +216,39 @@ TEST(Gpu, Bls12381OddCosetNttMatchesTheCpu) {
   check_odd_coset_ntt<Bls>({1u, 2u, 10u, 11u, 16u, 20u});
 }
 
+// With `copies` > 1 the points become a precomputed table on the device
+// (build_g1_table / build_g2_table, msm_table_shape's c) and the MSM reads
+// it; with `misaligned` the scalars sit 4 bytes past a 16-byte boundary (the
+// top-bits kernel's word-by-word path).
 template <class P, class Curve = Bn254>
-void check_msm(const std::vector<uint8_t>& points, const std::vector<U256>& scalars, uint32_t c, const char* what) {
+void check_msm(const std::vector<uint8_t>& points, const std::vector<U256>& scalars, uint32_t c, const char* what,
+               uint32_t copies = 1, bool misaligned = false) {
   ThreadPool pool(0);
   const size_t n = scalars.size();
   constexpr size_t stride = sizeof(Affine<P>);
+  constexpr bool g1 = std::is_same_v<P, typename Curve::G1Params>;
   auto plan = plan_scalars(scalars.data(), n, pool, 0, Curve::kFrBits);
   Xyzz<P> expect = msm<P>(points.data(), stride, plan, 0, n, pool);
-  auto dp = to_device(points.data(), points.size());
-  auto ds = to_device(scalars.data(), n);
-  MsmRunner<Curve> runner;
+  using Runner = MsmRunner<Curve>;
+  typename Runner::Table table{msm_table_shape(uint32_t(n), Curve::kFrBits, copies), uint32_t(n)};
+  DeviceBuffer dp(std::max<size_t>(1, table.shape.copies * points.size()));
+  ZK_CUDA(cudaMemcpy(dp.get(), points.data(), points.size(), cudaMemcpyHostToDevice));
+  if (g1) Runner::build_g1_table(dp.get(), uint32_t(n), table.shape, nullptr);
+  else Runner::build_g2_table(dp.get(), uint32_t(n), table.shape, nullptr);
+  DeviceBuffer ds(n * 32 + 16);
+  uint32_t* d_scalars = ds.template get<uint32_t>() + (misaligned ? 1 : 0);
+  ZK_CUDA(cudaMemcpy(d_scalars, scalars.data(), n * 32, cudaMemcpyHostToDevice));
+  Runner runner;
   Xyzz<P> got = Xyzz<P>::infinity();
-  if constexpr (std::is_same_v<P, typename Curve::G1Params>) {
-    runner.run(ds.template get<uint32_t>(), uint32_t(n), {{dp.get(), &got}}, {}, nullptr, c);
+  const typename Runner::Table* t = copies > 1 ? &table : nullptr;
+  if constexpr (g1) {
+    runner.run(d_scalars, uint32_t(n), {{dp.get(), &got}}, {}, nullptr, c, t);
   } else {
-    runner.run(ds.template get<uint32_t>(), uint32_t(n), {}, {{dp.get(), &got}}, nullptr, c);
+    runner.run(d_scalars, uint32_t(n), {}, {{dp.get(), &got}}, nullptr, c, t);
   }
-  EXPECT_TRUE(got.equals(expect)) << Curve::kName << " " << what << " n=" << n << " c=" << c;
+  EXPECT_TRUE(got.equals(expect)) << Curve::kName << " " << what << " n=" << n << " c=" << c << " copies "
+                                  << table.shape.copies << " (c = " << table.shape.c << ")"
+                                  << (misaligned ? " misaligned scalars" : "");
 }
 
 // n MSM inputs over P (a point group of Curve): make_msm_case's edge cases
@@ -275,6 +291,38 @@ TEST(Gpu, MsmMatchesTheCpu) {
       }
     }
   }
+}
+
+// Precomputed tables (issue 18): full and partial, G1 and G2, both curves,
+// with random, small, all-one and zero scalars; and misaligned scalars.
+TEST(Gpu, MsmOverPrecomputedTablesMatchesTheCpu) {
+  NEED_GPU();
+  ThreadPool pool(0);
+  std::mt19937_64 rng(19);
+  for (size_t n : {size_t(1), size_t(1000), size_t(1) << 16, size_t(1) << 20}) {
+    auto [pts, sc] = msm_inputs<G1Params, Bn254>(n, 2000, test::g1_generator(), 2222, rng, pool);
+    for (uint32_t copies : {2u, 5u, 16u}) check_msm<G1Params>(pts, sc, 0, "G1 table", copies);
+    check_msm<G1Params>(pts, sc, 0, "G1", 1, true);
+    if (n == (size_t(1) << 16)) {
+      std::vector<U256> ones(n, U256{1, 0, 0, 0}), zeros(n, U256{0, 0, 0, 0}), small(n);
+      for (auto& k : small) k = U256{rng() & 0xffffff, 0, 0, 0};
+      check_msm<G1Params>(pts, ones, 0, "G1 table, all ones", 16);
+      check_msm<G1Params>(pts, zeros, 0, "G1 table, all zero", 16);
+      check_msm<G1Params>(pts, small, 0, "G1 table, 24-bit scalars", 16);
+      check_msm<G1Params>(pts, small, 0, "G1 24-bit scalars", 1, true);
+    }
+  }
+  for (size_t n : {size_t(300), size_t(1) << 14}) {
+    auto [pts, sc] = msm_inputs<G2Params, Bn254>(n, 300, test::g2_generator(), 778, rng, pool);
+    check_msm<G2Params>(pts, sc, 0, "G2 table", 16);
+  }
+  using G1P = bls12_381::G1Params;
+  using G2P = bls12_381::G2Params;
+  auto [bp1, bs1] = msm_inputs<G1P, Bls>(size_t(1) << 16, 2000, Bls::g1_generator(), 4322, rng, pool);
+  check_msm<G1P, Bls>(bp1, bs1, 0, "G1 table", 16);
+  check_msm<G1P, Bls>(bp1, bs1, 0, "G1 table", 3);
+  auto [bp2, bs2] = msm_inputs<G2P, Bls>(size_t(1) << 12, 300, Bls::g2_generator(), 98, rng, pool);
+  check_msm<G2P, Bls>(bp2, bs2, 0, "G2 table", 16);
 }
 
 TEST(Gpu, G2MsmMatchesTheCpu) {
