@@ -131,14 +131,17 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
 
 // The device MSM's steps in the order device_msm.cu launches them, one loop per kernel.
 // With `table`, the points first become a precomputed table (msm_fold_point,
-// one "thread" a point) and the MSM reads it, as run() does with a Table.
+// one "thread" a point) and the MSM reads it, as run() does with a Table;
+// `first` > 0 sums only points first.. as run()'s later slices do (the
+// table's stride stays the whole count).
 template <class C, class F>
-Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uint32_t c, uint32_t L1, uint32_t L,
-                    uint32_t bits = Bn254::kFrBits, const MsmTableShape* table = nullptr) {
+Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars, uint32_t c, uint32_t L1, uint32_t L,
+                    uint32_t bits = Bn254::kFrBits, const MsmTableShape* table = nullptr, uint32_t first = 0) {
+  const uint32_t n = uint32_t(all_scalars.size());
+  const std::vector<U256> scalars(all_scalars.begin() + first, all_scalars.end());
   std::vector<uint32_t> ors(8, 0);
   for (const U256& k : scalars)
     for (int w = 0; w < 8; ++w) ors[w] |= uint32_t(k[w / 2] >> (32 * (w % 2)));
-  const uint32_t n = uint32_t(scalars.size());
   std::vector<DAffine<F>> folded;
   if (table) {
     folded.resize(size_t(table->copies) * n);
@@ -146,7 +149,9 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& scalars, uin
     for (uint32_t i = 0; i < n; ++i) msm_fold_point<F>(i, folded.data(), n, table->c, table->copies);
     points = reinterpret_cast<const uint8_t*>(folded.data());
   }
-  const MsmShape full = table ? msm_shape_for_table(n, *table, n, bits) : msm_shape(n, c, bits);
+  points += size_t(first) * sizeof(DAffine<F>);
+  const uint32_t len = n - first;
+  const MsmShape full = table ? msm_shape_for_table(len, *table, n, bits) : msm_shape(len, c, bits);
   const MsmShape sh = msm_trim_windows(full, scalar_top_bits(ors.data()));
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
@@ -319,10 +324,16 @@ void check_folded_msm(size_t n, const Affine<C>& gen, uint32_t c, uint32_t copie
   std::vector<U256> top(n, U256{~uint64_t(0), ~uint64_t(0), ~uint64_t(0), ~uint64_t(0) >> 3});  // 253 bits: every window, carries
   EXPECT_TRUE((emulate_msm<C, F>(cs.points.data(), top, 0, 8, 4, Curve::kFrBits, &table).equals(naive(top))))
       << "all-ones scalars, c=" << c << " copies=" << copies;
+  // A later slice: points 7.. against their scalars, copies still n apart.
+  std::vector<U256> tail = cs.scalars;
+  std::fill(tail.begin(), tail.begin() + 7, U256{0, 0, 0, 0});
+  EXPECT_TRUE((emulate_msm<C, F>(cs.points.data(), cs.scalars, 0, 8, 4, Curve::kFrBits, &table, 7).equals(naive(tail))))
+      << "slice from 7, c=" << c << " copies=" << copies;
 }
 
 TEST(CudaLogic, PrecomputedBasesMatchTheCpuAndNaiveSums) {
-  for (uint32_t copies : {1u, 2u, 5u, 13u, 16u}) check_folded_msm<G1Params, DFq, Bn254>(60, test::g1_generator(), 20, copies, copies);
+  for (uint32_t copies : {1u, 2u, 5u, 13u, 16u})
+    check_folded_msm<G1Params, DFq, Bn254>(60, test::g1_generator(), 20, copies, copies);
   check_folded_msm<G1Params, DFq, Bn254>(200, test::g1_generator(), 9, 16, 7);  // 29 windows in 2 groups
   check_folded_msm<G2Params, DFq2, Bn254>(30, test::g2_generator(), 16, 16, 8);
   check_folded_msm<bls12_381::G1Params, DCurve<Bls>::Fq, Bls>(30, Bls::g1_generator(), 22, 12, 9);

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <set>
 
 #include "gpu_worker/cuda/cuda_check.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
@@ -37,18 +38,25 @@ using cuda::DeviceBuffer;
 
 // The precomputed MSM tables of one key (msm_steps.cuh, msm_table_shape):
 // one shape for the witness MSMs (A, B1, C, B2: n_vars points each, sorted
-// once, so one c and copy count) and one for H (domain_size points).
+// once, so one c and copy count) and one for H (domain_size points). B2
+// gets no copies when its MSM runs on the CPU threads (g2_on_cpu).
 struct KeyTables {
   cuda::MsmTableShape witness, h;
+  bool b2 = true;  // B2's copies are built
 
   /// The shapes for `key` when each point set may hold at most max_copies copies.
-  static KeyTables plan(const Zkey& key, uint32_t max_copies) {
+  static KeyTables plan(const Zkey& key, uint32_t max_copies, bool b2) {
     const uint32_t bits = key.curve == CurveId::bls12_381 ? bls12_381::Curve::kFrBits : Bn254::kFrBits;
-    return {cuda::msm_table_shape(key.n_vars, bits, max_copies), cuda::msm_table_shape(key.domain_size, bits, max_copies)};
+    return {cuda::msm_table_shape(key.n_vars, bits, max_copies), cuda::msm_table_shape(key.domain_size, bits, max_copies),
+            b2};
   }
+  /// No copies at all: each set's points once, as before issue 18.
+  static KeyTables none(const Zkey& key) { return plan(key, 1, false); }
+  bool any() const { return witness.copies > 1 || h.copies > 1; }
+  size_t b2_copies() const { return b2 ? witness.copies : 1; }
   /// Device bytes of the key's points with these copies.
   size_t point_bytes(const Zkey& key) const {
-    return size_t(witness.copies) * key.n_vars * (3 * key.g1_bytes + key.g2_bytes) +
+    return size_t(witness.copies) * key.n_vars * 3 * key.g1_bytes + b2_copies() * key.n_vars * key.g2_bytes +
            size_t(h.copies) * key.domain_size * key.g1_bytes;
   }
 };
@@ -142,23 +150,15 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Room for the key's point sets with their copies; false (nothing kept) when
-// the device has too little free memory for them.
+// Room for the key's point sets with their copies (copy 0 first in each).
 template <class C>
-bool reserve_points(ResidentKeyOf<C>& r, const Zkey& key, const KeyTables& t) {
+void reserve_points(ResidentKeyOf<C>& r, const Zkey& key, const KeyTables& t) {
   const size_t nv = key.n_vars, wc = t.witness.copies;
-  try {
-    r.a.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
-    r.b1.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
-    r.b2.reserve(std::max<size_t>(1, wc * nv * C::kG2Bytes));
-    r.c.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
-    r.h.reserve(std::max<size_t>(1, size_t(t.h.copies) * key.domain_size * C::kG1Bytes));
-    return true;
-  } catch (const cuda::CudaError&) {
-    cudaGetLastError();  // an allocation failure is not sticky; clear it
-    for (DeviceBuffer* b : {&r.a, &r.b1, &r.b2, &r.c, &r.h}) b->release();
-    return false;
-  }
+  r.a.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
+  r.b1.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
+  r.b2.reserve(std::max<size_t>(1, t.b2_copies() * nv * C::kG2Bytes));
+  r.c.reserve(std::max<size_t>(1, wc * nv * C::kG1Bytes));
+  r.h.reserve(std::max<size_t>(1, size_t(t.h.copies) * key.domain_size * C::kG1Bytes));
 }
 
 // The key's points and raw section-4 records cross the bus through the
@@ -168,19 +168,10 @@ bool reserve_points(ResidentKeyOf<C>& r, const Zkey& key, const KeyTables& t) {
 // are read without being trusted, and the result is dropped if the checks fail.
 // Last, each point set's precomputed MSM copies (KeyTables) are built from it.
 template <class C>
-std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& pool, KeyTables tables) {
+std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& pool, const KeyTables& tables) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = std::make_unique<ResidentKeyOf<C>>();
-  // The copies fit the budget (KeyCache counted them) but the device may
-  // hold less free memory than that (another process, fragmentation): then
-  // the key goes without precomputed copies, as before issue 18.
-  if (!reserve_points(*r, key, tables)) {
-    const KeyTables plain = KeyTables::plan(key, 1);
-    std::fprintf(stderr, "zkfarm-gpu: %s: no room on the device for %u + %u precomputed MSM copies; none kept\n",
-                 key.path.c_str(), tables.witness.copies, tables.h.copies);
-    tables = plain;
-    if (!reserve_points(*r, key, tables)) ZK_CUDA(cudaErrorMemoryAllocation);
-  }
+  reserve_points(*r, key, tables);
   r->witness_table = {tables.witness, key.n_vars};
   r->h_table = {tables.h, key.domain_size};
   StagedUploader up(pool);
@@ -210,7 +201,7 @@ std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& 
   Runner::build_g1_table(r->a.get(), key.n_vars, tables.witness, up.stream());
   Runner::build_g1_table(r->b1.get(), key.n_vars, tables.witness, up.stream());
   Runner::build_g1_table(r->c.get(), key.n_vars, tables.witness, up.stream());
-  Runner::build_g2_table(r->b2.get(), key.n_vars, tables.witness, up.stream());
+  if (tables.b2) Runner::build_g2_table(r->b2.get(), key.n_vars, tables.witness, up.stream());
   Runner::build_g1_table(r->h.get(), key.domain_size, tables.h, up.stream());
   up.finish();
   const double tables_ms = ms_since(t);
@@ -279,7 +270,20 @@ class CudaBackend final : public ProveBackend {
         kMaxResidentKeys,
         [this](const Zkey& key) {
           check_points(key);
-          return make_resident(key, pool_, tables_for(key));
+          const KeyTables tables = tables_for(key);
+          try {
+            return make_resident(key, pool_, tables);
+          } catch (const cuda::CudaError& e) {
+            // The copies fit the budget, but the device may hold less free
+            // memory than it promised (another process): the key goes
+            // without copies, as before issue 18, and is counted so from now.
+            if (!tables.any()) throw;
+            cudaGetLastError();  // an allocation failure is not sticky; anything else fails again below
+            std::fprintf(stderr, "zkfarm-gpu: %s with precomputed MSM copies: %s; loading it without them\n",
+                         key.path.c_str(), e.what());
+            without_copies_.insert(key.path);
+            return make_resident(key, pool_, KeyTables::none(key));
+          }
         },
         [this](const Zkey& key) { return ResidentKey::estimate(key, tables_for(key)); }, budget_,
         "of device memory resident keys may take (gpu_key_memory_percent)", ContentChecks::alongside_prepare);
@@ -347,14 +351,17 @@ class CudaBackend final : public ProveBackend {
   // kMsmMaxCopies) while the key, copies included, takes at most half of the
   // resident keys' budget, so that two keys of its size stay resident
   // together rather than evicting each other (docs/decisions.md, issue 18).
+  // None when the options force the window bits (tests), or when this key
+  // once failed to load with them.
   KeyTables tables_for(const Zkey& key) const {
+    if (opt_.window_bits || without_copies_.contains(key.path)) return KeyTables::none(key);
     const uint32_t cap = opt_.msm_copies ? std::min<uint32_t>(opt_.msm_copies, cuda::kMsmMaxCopies) : cuda::kMsmMaxCopies;
     const size_t allowed = budget_ / 2;
     for (uint32_t m = cap; m > 1; --m) {
-      const KeyTables t = KeyTables::plan(key, m);
+      const KeyTables t = KeyTables::plan(key, m, !opt_.g2_on_cpu);
       if (ResidentKey::estimate(key, t) <= allowed) return t;
     }
-    return KeyTables::plan(key, 1);
+    return KeyTables::none(key);
   }
 
   template <class C>
@@ -382,7 +389,7 @@ class CudaBackend final : public ProveBackend {
       // From elsewhere, or of the other curve: check_key_points_of<C> refuses
       // a key of another curve, naming the file.
       check_key_points_of<C>(key);
-      once = make_resident(key, pool_, KeyTables::plan(key, 1));
+      once = make_resident(key, pool_, KeyTables::none(key));
       dk = resident_of<C>(*once);
     }
     auto check_cancel = [&] {
@@ -421,12 +428,13 @@ class CudaBackend final : public ProveBackend {
       std::vector<typename cuda::MsmRunner<C>::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
       std::vector<typename cuda::MsmRunner<C>::G2Job> g2;
       if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
-      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits, witness_table(*dk));
+      // Tables have one copy (none) when window_bits is set (tables_for).
+      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits, &dk->witness_table);
       check_cancel();
 
       ZK_CUDA(cudaStreamWaitEvent(*compute_, *h_ready_, 0));
       runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits,
-                 opt_.window_bits ? nullptr : &dk->h_table);
+                 &dk->h_table);
     } catch (...) {
       if (b2_cpu.valid()) b2_cpu.wait();  // it reads the caller's witness: finish before unwinding
       cudaStreamSynchronize(*h_prep_);    // it writes abc_, and the next partition's synthesis too
@@ -437,16 +445,11 @@ class CudaBackend final : public ProveBackend {
     return assemble_proof<C>(key, m, r, s);
   }
 
-  // The witness MSMs' table, unless the options force the window bits (tests).
-  template <class C>
-  const typename cuda::MsmRunner<C>::Table* witness_table(const ResidentKeyOf<C>& dk) const {
-    return opt_.window_bits ? nullptr : &dk.witness_table;
-  }
-
   static constexpr size_t kMaxResidentKeys = 64;  // the memory budget binds first
 
   CudaOptions opt_;
   size_t budget_ = 0;  // device bytes resident keys may take
+  std::set<std::string> without_copies_;  // keys whose copies did not fit on the device
   ThreadPool pool_;
   std::unique_ptr<KeyCache<ResidentKey>> keys_;
   std::vector<void*> pinned_;

@@ -96,7 +96,7 @@ struct MsmTableShape {
 };
 
 /// The most copies a table holds: the fold kernel keeps a point's copies'
-/// ZZ, ZZZ and prefix products in per-thread arrays of this size.
+/// ZZZ coordinates in a per-thread array of this size.
 inline constexpr uint32_t kMsmMaxCopies = 16;
 
 /// The table for n points of scalars below 2^bits when at most max_copies

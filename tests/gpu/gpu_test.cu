@@ -218,8 +218,8 @@ TEST(Gpu, Bls12381OddCosetNttMatchesTheCpu) {
 
 // With `copies` > 1 the points become a precomputed table on the device
 // (build_g1_table / build_g2_table, msm_table_shape's c) and the MSM reads
-// it; with `misaligned` the scalars sit 4 bytes past a 16-byte boundary (the
-// top-bits kernel's word-by-word path).
+// it; with `misaligned` the scalars sit 4 bytes past a 16-byte boundary (a
+// slot's witness need not be aligned: every kernel reading scalars must cope).
 template <class P, class Curve = Bn254>
 void check_msm(const std::vector<uint8_t>& points, const std::vector<U256>& scalars, uint32_t c, const char* what,
                uint32_t copies = 1, bool misaligned = false) {
