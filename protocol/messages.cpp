@@ -1,5 +1,8 @@
 #include "protocol/messages.hpp"
 
+#include <charconv>
+#include <cstdint>
+
 #include "protocol/msgpack_limits.hpp"
 
 namespace zkfarm::protocol {
@@ -103,13 +106,11 @@ std::optional<std::pair<std::string, long>> parse_worker_route(std::string_view 
   const size_t hash = route.rfind('#');
   if (hash == std::string_view::npos || hash == 0) return std::nullopt;
   const std::string_view digits = route.substr(hash + 1);
-  if (digits.empty() || digits.size() > 10 || digits[0] == '0') return std::nullopt;
-  long pid = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    pid = pid * 10 + (c - '0');
-  }
-  if (pid > 0x7fffffffL) return std::nullopt;
+  // Canonical decimal only (no sign, no leading zero): the route zkfarmd sends to must be this one.
+  if (digits.empty() || digits[0] < '1' || digits[0] > '9') return std::nullopt;
+  int32_t pid = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   return std::pair<std::string, long>(std::string(route.substr(0, hash)), pid);
 }
 

@@ -170,7 +170,6 @@ MsmRunner<C>::~MsmRunner() {
 template <class C>
 uint32_t MsmRunner<C>::top_bits(const uint32_t* d_scalars, uint32_t n, cudaStream_t st) {
   using namespace msm_kernels;
-  if (n == 0) return 0;  // no grid of zero blocks
   ZK_CUDA(cudaMemsetAsync(or_words_.get(), 0, 8 * sizeof(uint32_t), st));
   k_or_scalars<<<blocks_for(n), kThreads, 0, st>>>(d_scalars, n, or_words_.get<uint32_t>());
   ZK_CUDA_LAUNCHED();

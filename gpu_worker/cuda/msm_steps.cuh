@@ -64,14 +64,16 @@ struct MsmShape {
   }
 };
 
+/// ⌈log2 n⌉ (0 for n ≤ 1).
+inline uint32_t ceil_log2(uint32_t n) { return n > 1 ? uint32_t(std::bit_width(n - 1)) : 0; }
+
 /// Window bits for n points of scalars below 2^bits (≤ 255): c ≈ log2(n) − 4,
 /// in [6, 20], which minimises ⌈(bits+1)/c⌉·(n + 2^c) additions (accumulation
 /// plus reduction) near that value, then lowered to the fewest bits giving the
 /// same number of windows. Signed digits need W·c ≥ bits + 1: a top window
 /// of at most c − 1 bits plus a carry stays within the K buckets.
 inline MsmShape msm_shape(uint32_t n, uint32_t c_override, uint32_t bits) {
-  uint32_t lg = 0;
-  while ((uint64_t(1) << lg) < n) ++lg;
+  const uint32_t lg = ceil_log2(n);
   uint32_t c = lg > 10 ? lg - 4 : 6;
   if (c > 20) c = 20;
   if (c_override) c = c_override;
@@ -110,8 +112,7 @@ inline MsmTableShape msm_table_shape(uint32_t n, uint32_t bits, uint32_t max_cop
   max_copies = std::min(max_copies, kMsmMaxCopies);
   while (max_copies > 1 && uint64_t(max_copies) * n >= (uint64_t(1) << 31)) --max_copies;
   if (max_copies <= 1) return {msm_shape(n, 0, bits).c, 1};
-  uint32_t lg = 0;
-  while ((uint64_t(1) << lg) < n) ++lg;
+  const uint32_t lg = ceil_log2(n);
   MsmTableShape best{};
   uint64_t best_cost = ~uint64_t(0);
   for (uint32_t c = std::clamp<uint32_t>(lg > 4 ? lg - 4 : 0, 6, 22); c <= 22; ++c) {
