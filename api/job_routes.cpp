@@ -135,6 +135,11 @@ Response Service::job_create(Call& c, const Request& req) {
   if (out.size() > 4096) throw bad("'out' is longer than 4096 characters");
   if (!priority.empty() && priority != "low" && priority != "normal" && priority != "high" && priority != "critical")
     throw bad("'priority' must be low, normal, high or critical");
+  // zkfarm-api is an admin to zkfarmd, so the grant of critical (which jumps
+  // every tenant's queue) is made here: operator tokens only.
+  if (priority == "critical" && !role_allows(c.who.role, Role::kOperator))
+    throw ApiError{403, "forbidden", "'priority' critical needs the operator role; the token has " +
+                                         std::string(role_name(c.who.role))};
   const bool has_inputs = body.contains("inputs"), has_wtns = body.contains("witnesses");
   if (has_inputs == has_wtns) throw bad("give 'inputs' (circom inputs) or 'witnesses' (upload ids), not both, not neither");
   const json& list = has_inputs ? body["inputs"] : body["witnesses"];

@@ -58,7 +58,7 @@ bool exists_nofollow(const std::string& dir, const std::string& name) {
   return exists_nofollow(fd.get(), dir, name);
 }
 
-UniqueFd create_dir_safe(const std::string& path, mode_t mode) {
+UniqueFd create_dir_safe(const std::string& path, mode_t mode, LinksOnTheWay links) {
   if (path.empty()) throw FileError(path, EINVAL, "(empty path): cannot create a folder");
   // Walk from "/" or the working folder, one component at a time, holding the
   // parent open so each step is relative to the folder just checked.
@@ -82,8 +82,18 @@ UniqueFd create_dir_safe(const std::string& path, mode_t mode) {
       throw_errno(so_far, "create the folder", errno);
     }
     if (!last) {
-      UniqueFd sub(::openat(cur.get(), comp.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-      if (!sub) throw_errno(so_far, "create the folder (enter it)", errno);
+      const int nofollow = links == LinksOnTheWay::kRefuse ? O_NOFOLLOW : 0;
+      UniqueFd sub(::openat(cur.get(), comp.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | nofollow));
+      if (!sub) {
+        const int err = errno;
+        struct stat st {};
+        // O_PATH|O_NOFOLLOW on a symlink opens the link itself, which
+        // O_DIRECTORY then refuses with ENOTDIR: tell the two apart.
+        if (nofollow && ::fstatat(cur.get(), comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+          throw FileError(path, ELOOP, path + ": " + so_far + " is a symbolic link; results are written only through "
+                                                                "real folders");
+        throw_errno(so_far, "create the folder (enter it)", err);
+      }
       cur = std::move(sub);
       pos = next;
       continue;
@@ -98,6 +108,22 @@ UniqueFd create_dir_safe(const std::string& path, mode_t mode) {
     }
     throw_errno(path, "open the folder", err);
   }
+}
+
+std::string resolved_dir_path(int dir_fd, const std::string& what) {
+  const std::string link = "/proc/self/fd/" + std::to_string(dir_fd);
+  std::string buf(4096, '\0');
+  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  if (n < 0) throw_errno(what, "resolve the folder's path (/proc/self/fd)", errno);
+  if (size_t(n) >= buf.size()) throw FileError(what, ENAMETOOLONG, what + ": its resolved path is too long");
+  buf.resize(size_t(n));
+  // The kernel marks a removed folder " (deleted)"; anything but an absolute
+  // path (a folder outside this mount namespace's root) is no path to walk.
+  static const std::string kDeleted = " (deleted)";
+  if (buf.empty() || buf[0] != '/' ||
+      (buf.size() >= kDeleted.size() && buf.compare(buf.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0))
+    throw FileError(what, ENOENT, what + ": the folder was removed or is not reachable by a path");
+  return buf;
 }
 
 }  // namespace zkfarm::files

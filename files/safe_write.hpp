@@ -5,10 +5,14 @@
 // name), fsync'ed, and renamed over the final name (a symlink there is
 // replaced, never followed); every fault is a FileError.
 //
-// Folder paths ARE followed, symlinks included: the caller runs these under
-// FsCredentials of the client (fs_credentials.hpp), so a client reaches only
-// folders it could write itself. A root supervisor that skipped that would let
-// any client write proof JSON into /etc.
+// The folder itself is never a symlink (create_dir_safe refuses one as its
+// last component). Earlier components are followed where the client names a
+// path (submit, under FsCredentials of the client (fs_credentials.hpp), so a
+// client reaches only folders it could write itself; a root supervisor that
+// skipped that would let any client write proof JSON into /etc), and refused
+// where zkfarm walks a path again later (delivery: resolved at submit by
+// resolved_dir_path, then walked with LinksOnTheWay::kRefuse), so a folder on
+// the way swapped for a symlink after submit cannot redirect the write.
 #include <sys/types.h>
 
 #include <string>
@@ -57,15 +61,37 @@ bool exists_nofollow(const std::string& dir, const std::string& name);
 /// The same in a folder open at `dir_fd`; `dir_path` is for messages.
 bool exists_nofollow(int dir_fd, const std::string& dir_path, const std::string& name);
 
+/// How create_dir_safe treats symlinks in the components before the last.
+enum class LinksOnTheWay {
+  /// Followed, like any path (the caller's own resolution, e.g. at submit,
+  /// under the client's FsCredentials).
+  kFollow,
+  /// Refused: every component is opened with O_NOFOLLOW, so a folder that
+  /// was swapped for a symlink anywhere on the path since it was named
+  /// cannot redirect the write (delivery, which walks the path again later).
+  kRefuse,
+};
+
 /// mkdir -p `path` with exactly the permission bits `mode` for the folders
 /// it creates (the umask does not apply), as the filesystem credentials in force (run it under the
-/// client's FsCredentials); existing folders are kept as they are. Components
-/// before the last are followed like any path; the LAST one must be a real
-/// folder: a symlink there is refused (FileError "<path>: is a symbolic link,
-/// not a folder"), so the folder written into is the one the client named,
-/// not one a symlink swapped in. Returns the final folder open as open_dir
-/// would, for write_file_safe(int, …). FileError naming the path and the fault
-/// for everything else (EACCES, ENOTDIR, EROFS, ENOSPC).
-UniqueFd create_dir_safe(const std::string& path, mode_t mode = 0755);
+/// client's FsCredentials); existing folders are kept as they are. The walk
+/// goes one component at a time, each relative to the folder just opened.
+/// Components before the last are followed or refused as `links` says; the
+/// LAST one must always be a real folder: a symlink there is refused (FileError
+/// "<path>: is a symbolic link, not a folder"), so the folder written into is
+/// the one the client named, not one a symlink swapped in. With kRefuse an
+/// earlier symlink is FileError (ELOOP) "<path>: <component> is a symbolic
+/// link; results are written only through real folders". Returns the final
+/// folder open as open_dir would, for write_file_safe(int, …). FileError
+/// naming the path and the fault for everything else (EACCES, ENOTDIR, EROFS,
+/// ENOSPC).
+UniqueFd create_dir_safe(const std::string& path, mode_t mode = 0755, LinksOnTheWay links = LinksOnTheWay::kFollow);
+
+/// The absolute path of the folder open at `dir_fd`, as the kernel resolved
+/// it (readlink of /proc/self/fd/N): every symlink of the path it was opened
+/// by is resolved, so walking this path again with LinksOnTheWay::kRefuse
+/// reaches the same folder unless someone moved or replaced a component.
+/// FileError (naming `what`) when /proc cannot tell or the folder was removed.
+std::string resolved_dir_path(int dir_fd, const std::string& what);
 
 }  // namespace zkfarm::files

@@ -288,8 +288,16 @@ void Supervisor::finish_circuit_adds() {
 
 json Supervisor::circuit_request(const std::string& type, const json& req, const Peer& peer, Role role) {
   if (type == "circuit_list") {
+    // Any user may prove with any circuit, so every name is listed; where
+    // another user's files came from and who they are is for admins and the
+    // owner only.
     json list = json::array();
-    for (const auto& [name, c] : circuits_) list.push_back(circuit_json(c));
+    for (const auto& [name, c] : circuits_) {
+      json j = circuit_json(c);
+      if (role != Role::kAdmin && c.owner_uid != peer.uid)
+        for (const char* k : {"zkey", "source", "owner_uid"}) j.erase(k);
+      list.push_back(std::move(j));
+    }
     return {{"ok", true}, {"circuits", list}};
   }
   // circuit_remove

@@ -65,7 +65,8 @@ void Config::load_toml(const std::string& path) {
       "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
       "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
       "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_copies", "submit_queue", "submit_timeout_ms",
-      "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "input_max_bytes",
+      "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "input_max_bytes", "input_max_signals",
+      "input_max_values", "job_input_max_bytes", "critical_group", "upgrade_dir",
       "generator_build_timeout_ms", "generator_build_jobs", "generator_builds", "queue_url", "host_id", "shared_dir",
       "lease_seconds", "claim_poll_ms"};
   for (auto&& [k, v] : t) {
@@ -98,6 +99,8 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "max_attempts", max_attempts, 1, 1000);
   read_str(t, path, "control_group", control_group);
   read_str(t, path, "admin_group", admin_group);
+  read_str(t, path, "critical_group", critical_group);
+  read_str(t, path, "upgrade_dir", upgrade_dir);
   read_uint(t, path, "control_max_connections", control_max_connections, 4, 100000);
   read_uint(t, path, "http_max_connections", http_max_connections, 4, 100000);
   read_uint(t, path, "http_request_timeout_ms", http_request_timeout_ms, 100, 600000);
@@ -110,6 +113,9 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "witness_timeout_ms", witness_timeout_ms, 100, 86400000);
   read_uint(t, path, "witness_memory_mib", witness_memory_mib, 0, uint64_t(1) << 30);
   read_uint(t, path, "input_max_bytes", input_max_bytes, 1024, uint64_t(1) << 32);
+  read_uint(t, path, "input_max_signals", input_max_signals, 1, uint64_t(1) << 32);
+  read_uint(t, path, "input_max_values", input_max_values, 1, uint64_t(1) << 40);
+  read_uint(t, path, "job_input_max_bytes", job_input_max_bytes, 1024, uint64_t(1) << 44);
   read_uint(t, path, "generator_build_timeout_ms", generator_build_timeout_ms, 1000, 86400000);
   read_uint(t, path, "generator_build_jobs", generator_build_jobs, 0, 1024);
   read_uint(t, path, "generator_builds", generator_builds, 1, 64);
@@ -158,6 +164,8 @@ void Config::finalize(const std::string& self_dir) {
     if (host_id.find_first_not_of(allowed) != std::string::npos)
       throw ConfigError("host_id: only letters, digits and . _ - : / @ (it is shown in every host's status)");
   }
+  if (!upgrade_dir.empty() && upgrade_dir[0] != '/')
+    throw ConfigError("upgrade_dir: '" + upgrade_dir + "' is not an absolute path");
   static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
   if (!levels.count(log_level)) throw ConfigError("log_level: '" + log_level + "' is not one of trace, debug, info, warn, error");
 }

@@ -42,6 +42,8 @@ struct Config {
   unsigned max_attempts = 3;           ///< a partition whose worker died this many times fails (poison partition)
   std::string control_group;           ///< group of control.sock (mode 0660); empty: zkfarmd's own group
   std::string admin_group;             ///< members may stop, upgrade, restart, kill, cancel others' jobs; empty: root and zkfarmd's user only
+  std::string critical_group;          ///< members may submit with priority critical (besides admins); empty: admins only
+  std::string upgrade_dir;             ///< `upgrade` takes binaries only from inside this folder; empty: upgrades refused
   unsigned control_max_connections = 256;  ///< open connections on control.sock; beyond, the socket is closed until some go
   unsigned http_max_connections = 64;  ///< open HTTP connections; beyond, the slowest incomplete request is dropped
   unsigned http_request_timeout_ms = 5000;  ///< a request's headers must arrive within this; idle keep-alive too
@@ -55,6 +57,9 @@ struct Config {
   unsigned witness_timeout_ms = 600000;     ///< one partition's witness generation may take this long
   uint64_t witness_memory_mib = 0;          ///< a generator's data memory (RLIMIT_DATA), MiB; 0: unbounded
   uint64_t input_max_bytes = 67108864;      ///< largest input.json taken at submit (64 MiB)
+  uint64_t input_max_signals = 65536;       ///< distinct signal names in one input.json
+  uint64_t input_max_values = 16777216;     ///< values in one input.json, arrays flattened (2^24)
+  uint64_t job_input_max_bytes = 1073741824;  ///< all input.json files of one job together (1 GiB)
   unsigned generator_build_timeout_ms = 1800000;  ///< `circuit add`: building a generator may take this long
   unsigned generator_build_jobs = 0;        ///< compilers at once for a build; 0: the cores
   unsigned generator_builds = 1;            ///< builds at once (each may use generator_build_jobs compilers)

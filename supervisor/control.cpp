@@ -42,6 +42,16 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
     const std::string type = protocol::type_of(req);
     const Role role = role_of(*peer, cfg_.admin_group);
     if (type == "submit") {
+      // Critical jumps every queue, on every worker: the operator grants it
+      // (admin_group, critical_group), as nice(1) reserves negative values.
+      if (protocol::find_str(req, "priority").value_or("") == "critical" && role != Role::kAdmin &&
+          !member_of(*peer, cfg_.critical_group)) {
+        ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kInvalid)];
+        warn_limited("control: uid " + std::to_string(peer->uid) + " was refused priority critical");
+        return send_reply(identity, {{"ok", false},
+                                     {"error", "permission denied: priority critical is for root, zkfarmd's user and "
+                                               "members of admin_group or critical_group (docs/security.md)"}});
+      }
       start_submit(identity, req, *peer);  // answered when its files are checked (submit.cpp)
       return;
     }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "files/file_error.hpp"
@@ -25,26 +26,37 @@ namespace zkfarm::supervisor {
 namespace {
 
 // When zkfarmd is not root it cannot take a client's rights; it then writes
-// only into folders that client owns, and never into its own state dir.
-std::string unprivileged_refusal(const std::string& out, const Peer& as, const std::string& state_dir) {
+// only into folders that client owns (judged on the folder opened, not on a
+// second lookup of its path), and never into its own state dir.
+std::string unprivileged_refusal(const std::string& out, int dir_fd, const Peer& as, const std::string& state_dir) {
   if (::geteuid() == 0 || as.uid == ::geteuid()) return {};
   if (out == state_dir || out.rfind(state_dir + "/", 0) == 0) return out + ": inside zkfarmd's state dir";
   struct stat st {};
-  if (::stat(out.c_str(), &st) != 0) return out + ": does not exist (zkfarmd runs unprivileged and cannot create it as uid " + std::to_string(as.uid) + ")";
+  if (::fstat(dir_fd, &st) != 0) return out + ": cannot stat: " + std::strerror(errno);
   if (st.st_uid != as.uid) return out + ": not owned by uid " + std::to_string(as.uid) + " (zkfarmd runs unprivileged: it writes only into the submitter's own folders)";
   return {};
 }
 
 // Writes partition `index`'s public.json and proof.json (from the encoded
 // `proof`) into `out` as `as`; with only_missing, a pair already there is left
-// alone. Returns "" or the error. Any thread: touches nothing of the loop's.
+// alone. `out` is the folder as submit resolved it: it is walked with no
+// symlink allowed on the way (files::LinksOnTheWay::kRefuse), so a folder of
+// the path swapped for a link since then fails the write instead of moving it.
+// When zkfarmd is unprivileged and the folder is missing, it is not created
+// (it could not be made as the submitter). Returns "" or the error. Any
+// thread: touches nothing of the loop's.
 std::string write_result(const std::string& out, const Peer& as, uint32_t index, const std::string& proof,
                          const std::string& public_json, bool only_missing, const std::string& state_dir) {
   const std::string k = std::to_string(index);
   try {
-    if (auto why = unprivileged_refusal(out, as, state_dir); !why.empty()) throw files::FileError(out, EACCES, why);
+    const bool unprivileged = ::geteuid() != 0 && as.uid != ::geteuid();
+    if (unprivileged && ::access(out.c_str(), F_OK) != 0)
+      throw files::FileError(out, ENOENT, out + ": does not exist (zkfarmd runs unprivileged and cannot create it as uid " +
+                                              std::to_string(as.uid) + ")");
     files::FsCredentials creds(as.uid, as.gid);
-    files::UniqueFd dir = files::create_dir_safe(out, 0755);
+    files::UniqueFd dir = files::create_dir_safe(out, 0755, files::LinksOnTheWay::kRefuse);
+    if (auto why = unprivileged_refusal(out, dir.get(), as, state_dir); !why.empty())
+      throw files::FileError(out, EACCES, why);
     if (only_missing && files::exists_nofollow(dir.get(), out, k + ".proof.json") &&
         files::exists_nofollow(dir.get(), out, k + ".public.json"))
       return {};

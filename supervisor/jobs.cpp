@@ -84,14 +84,15 @@ uint64_t JobTable::add(Job job, int64_t now) {
     job.parts[i].queued_since_ms = now;
   }
   uint64_t id = job.id;
-  jobs_.emplace(id, std::move(job));
+  if (jobs_.emplace(id, std::move(job)).second) live_.insert(id);
   return id;
 }
 
 void JobTable::restore(Job job) {
   next_id_ = std::max(next_id_, job.id + 1);
   uint64_t id = job.id;
-  jobs_.emplace(id, std::move(job));
+  const bool live = !job.terminal();
+  if (jobs_.emplace(id, std::move(job)).second && live) live_.insert(id);
 }
 
 Job* JobTable::find_mut(uint64_t id) {
@@ -119,11 +120,18 @@ const Partition* JobTable::find(const PartRef& ref) const {
 std::optional<PartRef> JobTable::next(PartState s) const {
   std::optional<PartRef> best;
   int best_prio = -1;
-  for (const auto& [id, job] : jobs_) {  // ascending id: oldest first
-    if (job.terminal() || int(job.priority) <= best_prio) continue;
+  for (auto it = live_.begin(); it != live_.end();) {  // ascending id: oldest first
+    auto found = jobs_.find(*it);
+    if (found == jobs_.end() || found->second.terminal()) {
+      it = live_.erase(it);
+      continue;
+    }
+    const Job& job = found->second;
+    ++it;
+    if (int(job.priority) <= best_prio) continue;
     for (const auto& p : job.parts) {
       if (p.state == s) {
-        best = PartRef{id, p.index};
+        best = PartRef{job.id, p.index};
         best_prio = int(job.priority);
         break;
       }
@@ -134,8 +142,15 @@ std::optional<PartRef> JobTable::next(PartState s) const {
 
 size_t JobTable::count(PartState s) const {
   size_t n = 0;
-  for (const auto& [id, job] : jobs_)
-    if (!job.terminal()) n += job.count(s);
+  for (auto it = live_.begin(); it != live_.end();) {
+    auto found = jobs_.find(*it);
+    if (found == jobs_.end() || found->second.terminal()) {
+      it = live_.erase(it);
+      continue;
+    }
+    n += found->second.count(s);
+    ++it;
+  }
   return n;
 }
 

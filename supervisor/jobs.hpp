@@ -4,6 +4,7 @@
 // so the order and the state rules are unit-tested on their own.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -132,6 +133,9 @@ class JobTable {
   std::optional<PartRef> next(PartState s) const;
   /// Partitions in state `s` over all live jobs.
   size_t count(PartState s) const;
+  /// How many jobs next() and count() walk now: the live ones, plus ended
+  /// ones not yet met by a walk (for tests of that bound).
+  size_t live_index_size() const { return live_.size(); }
 
   // -- A partition's way through the pipeline (design.md §3).
   /// queued → synthesizing in `slot` by `worker`: an attempt. Returns true
@@ -215,6 +219,11 @@ class JobTable {
   Partition* find_mut(const PartRef& ref);
   std::vector<shm::Slot> end_job(Job& job, JobState state, PartState part_state, int64_t now_ms);
   std::map<uint64_t, Job> jobs_;
+  /// Ids of the jobs not known to have ended, ascending: what next() and
+  /// count() walk on every loop pass, so that the loop's cost follows the
+  /// live jobs, not the retained ones (a job never leaves a terminal state;
+  /// an id whose job ended or was pruned is dropped when a walk meets it).
+  mutable std::set<uint64_t> live_;
   uint64_t next_id_ = 1;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "supervisor/acked_mark.hpp"
 #include "supervisor/wal_check.hpp"
 
 namespace zkfarm::supervisor {
@@ -62,6 +63,9 @@ CREATE TABLE proofs (
 // circuit and generator, each partition's private input copy and the path the
 // client named (partitions.wtns is '' for them, and public_json is filled in
 // with the proof). circuits: the registered circuits (zkfarmctl circuit add).
+// acknowledged: one row counting the transactions whose success was told to a
+// client (add_job, put_circuit), matched at open against DB-acked
+// (acked_mark.hpp) so that a WAL cut after an acknowledged commit is found.
 constexpr const char* kAdditions = R"sql(
 CREATE TABLE IF NOT EXISTS meta (
   id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -89,6 +93,11 @@ CREATE TABLE IF NOT EXISTS partition_inputs (
   PRIMARY KEY (job, idx),
   FOREIGN KEY (job, idx) REFERENCES partitions(job, idx) ON DELETE CASCADE
 );
+CREATE TABLE IF NOT EXISTS acknowledged (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq INTEGER NOT NULL DEFAULT 0
+);
+INSERT OR IGNORE INTO acknowledged (id, seq) VALUES (1, 0);
 CREATE TABLE IF NOT EXISTS circuits (
   name TEXT PRIMARY KEY,
   kind TEXT NOT NULL,
@@ -227,7 +236,40 @@ std::string damaged_wal_message(const std::string& db, const std::string& wal, c
          "damaged frame, keeping a copy (cp " + wal + " " + wal + ".damaged && truncate -s " + off + " " + wal +
          ": every transaction committed before the frame stays), or " + aside +
          ". Jobs acknowledged from the damaged frame's transaction on (cut) or since the last checkpoint (move) may "
-         "then be lost: compare with what clients were told and resubmit them.";
+         "then be lost: compare with what clients were told and resubmit them (if they were, the next start says so "
+         "and names " + db + "-acked, which you then move aside too).";
+}
+
+// What the WAL looks like at its end, for the refusal below: the usual trace
+// of a cut (a partial frame, frames after the last commit) or nothing.
+std::string wal_tail(const std::string& wal_path, const WalReport& w) {
+  if (!w.exists) return wal_path + " does not exist";
+  if (w.torn_bytes > 0)
+    return wal_path + " ends with " + std::to_string(w.torn_bytes) + " bytes of a partial frame after " +
+           std::to_string(w.commits) + " complete commits";
+  if (w.uncommitted_frames > 0)
+    return wal_path + " ends with " + std::to_string(w.uncommitted_frames) + " frames after its last commit";
+  if (w.leftover_frames > 0)
+    return wal_path + " ends with " + std::to_string(w.leftover_frames) +
+           " frames whose salts are not the header's (overwritten or damaged headers)";
+  return wal_path + " holds " + std::to_string(w.commits) + " complete commits and nothing after them";
+}
+
+// The refusal of a journal behind its acknowledged mark (acked_mark.hpp).
+std::string lost_acknowledged_message(const std::string& db, const WalReport& w, uint64_t held, uint64_t acked,
+                                      bool journal_exists) {
+  const std::string mark = db + "-acked";
+  const std::string missing = std::to_string(acked - held);
+  return db + ": " + missing + " acknowledged transaction" + (acked - held == 1 ? "" : "s") +
+         " (submitted jobs, added circuits) missing: " + mark + " records " + std::to_string(acked) +
+         " acknowledged, the journal holds " + std::to_string(held) + ". " +
+         (journal_exists ? "The WAL was cut or damaged after they were committed (" + wal_tail(db + "-wal", w) +
+                               "): SQLite would silently start without them, "
+                         : db + " is missing or empty, ") +
+         "so zkfarmd will not open the journal. If a backup holds them, restore it (" + db + " and its -wal). To "
+         "start anyway: stop zkfarmd, keep a copy (cp -a " + db + "* a safe place), then move the mark aside (mv " +
+         mark + " " + mark + ".lost): the journal starts with what it holds, and the missing jobs are lost: compare "
+         "with what clients were told (zkfarmctl jobs) and resubmit them.";
 }
 
 }  // namespace
@@ -237,6 +279,9 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
   // Before SQLite reads the WAL: its recovery would drop a damaged frame silently.
   const WalReport wal = check_wal(path + "-wal");
   if (wal.damage) throw JournalError(damaged_wal_message(path, path + "-wal", *wal.damage));
+  // What was acknowledged, from outside SQLite's files (acked_mark.hpp): read
+  // now, compared once SQLite has replayed what it could of the WAL.
+  const AckedMarkRead mark = read_acked_mark(path + "-acked");
 
   const bool existed = ::access(path.c_str(), F_OK) == 0;
   if (existed && ::access(path.c_str(), R_OK | W_OK) != 0)
@@ -275,6 +320,21 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     }
     if (n_tables > 0 && app != kApplicationId)
       throw JournalError(path + ": not a zkfarm journal (another SQLite database); refusing to touch it");
+    // Before anything is written (a checkpoint would fold the WAL into the
+    // main file and lose the evidence): is every acknowledged transaction here?
+    if (mark.seq) {
+      int64_t held = 0;
+      if (n_tables > 0) {
+        Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'acknowledged'", where);
+        has.step();
+        if (has.i64(0) > 0) {
+          Stmt seq(db_, "SELECT seq FROM acknowledged WHERE id = 1", where);
+          held = seq.step() ? seq.i64(0) : 0;
+        }
+      }
+      if (uint64_t(held) < *mark.seq)
+        throw JournalError(lost_acknowledged_message(path, wal, uint64_t(held), *mark.seq, existed && n_tables > 0));
+    }
     if (app == kApplicationId && version > kSchemaVersion)
       throw JournalError(path + ": journal schema " + std::to_string(version) + " is newer than this zkfarmd's (" +
                          std::to_string(kSchemaVersion) + ")");
@@ -316,10 +376,11 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     {
       Stmt s(db_,
              "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name IN ('meta', 'job_meta', "
-             "'job_inputs', 'partition_inputs', 'circuits')) OR (type = 'index' AND name = 'jobs_finished')",
+             "'job_inputs', 'partition_inputs', 'circuits', 'acknowledged')) OR (type = 'index' AND name = "
+             "'jobs_finished')",
              where);
       s.step();
-      schema_current_ = s.i64(0) == 6;
+      schema_current_ = s.i64(0) == 7;
     }
   } catch (...) {
     sqlite3_close_v2(db_);
@@ -418,12 +479,18 @@ void Journal::after_commit() {
   }
 }
 
-void Journal::transact(const char* op, const std::function<void(const std::string& where)>& body) {
+void Journal::transact(const char* op, const std::function<void(const std::string& where)>& body, Told told) {
   const std::string where = path_ + ": " + op;
+  int64_t seq = 0;
   try {
     prepare_write(where);
     exec("BEGIN IMMEDIATE", where);
     body(where);
+    if (told == Told::kClient) {
+      exec("UPDATE acknowledged SET seq = seq + 1 WHERE id = 1", where);
+      Stmt s(db_, "SELECT seq FROM acknowledged WHERE id = 1", where);
+      seq = s.step() ? s.i64(0) : 0;
+    }
     exec("COMMIT", where);
   } catch (const JournalError& e) {
     last_error_ = e.what();
@@ -436,6 +503,20 @@ void Journal::transact(const char* op, const std::function<void(const std::strin
   last_error_.clear();
   if (wal_frames_ < checkpoint_at_ - kCheckpointFrames) checkpoint_at_ = kCheckpointFrames;  // SQLite restarted the WAL
   after_commit();
+  // After the commit's fsync and before the caller tells anyone: a crash in
+  // between leaves the mark one behind the journal, which the open accepts.
+  if (seq > 0) mark_acknowledged(uint64_t(seq));
+}
+
+void Journal::mark_acknowledged(uint64_t seq) {
+  std::string fault;
+  try {
+    if (!mark_) mark_ = std::make_unique<AckedMark>(path_ + "-acked");
+    fault = mark_->write(seq);
+  } catch (const JournalError& e) {
+    fault = e.what();
+  }
+  mark_fault_ = fault;
 }
 
 void Journal::statement(const char* op, const std::function<void(const std::string& where)>& body) {
@@ -482,7 +563,7 @@ uint64_t Journal::add_job(const Job& job) {
         pi.reset();
       }
     }
-  });
+  }, Told::kClient);
   return id;
 }
 
@@ -518,7 +599,7 @@ void Journal::put_circuit(const CircuitRecord& c) {
     s.bind(6, c.source).bind(7, int64_t(c.owner_uid)).bind(8, c.added_ms).bind(9, int64_t(c.n_vars));
     s.bind(10, int64_t(c.n_public));
     s.step();
-  });
+  }, Told::kClient);
 }
 
 bool Journal::remove_circuit(const std::string& name) {

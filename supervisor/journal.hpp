@@ -16,10 +16,12 @@
 // cannot read.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "supervisor/acked_mark.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/journal_error.hpp"
 #include "supervisor/ledger.hpp"
@@ -49,8 +51,10 @@ class Journal : public Ledger {
   /// JournalError naming the file and the fault, and what the operator can do,
   /// when it is not a zkfarm journal (another SQLite file, one of a later
   /// schema), is damaged (a WAL frame that may hold an acknowledged
-  /// transaction, a main file failing quick_check) or cannot be opened; such
-  /// files are never modified. An existing journal opens even when its disk is
+  /// transaction, a main file failing quick_check), holds fewer acknowledged
+  /// transactions than `path`-acked records (acked_mark.hpp: a WAL cut or
+  /// damaged after an acknowledged commit, a journal removed or restored from
+  /// an older backup) or cannot be opened; such files are never modified. An existing journal opens even when its disk is
   /// full: reads work, writes throw until writable() is true.
   explicit Journal(const std::string& path, const JournalOptions& options = {});
   ~Journal();
@@ -59,7 +63,8 @@ class Journal : public Ledger {
 
   /// Inserts the job and its partitions (each with its public.json) in one
   /// transaction and returns the id it was given. Durable (fsynced) when this
-  /// returns. Throws JournalError; then nothing of the job is journaled (but
+  /// returns, and counted in the acknowledged mark (`path`-acked, fsynced
+  /// too): the caller then tells the client. Throws JournalError; then nothing of the job is journaled (but
   /// see the report on an fsync that fails after the commit frame was written).
   uint64_t add_job(const Job& job) override;
   /// Journals the encoded proof of (job, partition) (protocol/proof_codec.hpp:
@@ -71,7 +76,8 @@ class Journal : public Ledger {
   /// on one host). Throws JournalError (also when the partition does not
   /// exist); then nothing changed.
   ProofStored add_proof(uint64_t job, uint32_t index, const ProofRecord& proof) override;
-  /// Adds or replaces a registered circuit (by name). Throws JournalError.
+  /// Adds or replaces a registered circuit (by name), counted in the
+  /// acknowledged mark like add_job. Throws JournalError.
   void put_circuit(const CircuitRecord& c) override;
   /// Removes circuit `name`; false when there was none. Throws JournalError.
   bool remove_circuit(const std::string& name) override;
@@ -103,6 +109,10 @@ class Journal : public Ledger {
   /// throws; false records the fault in last_error(). One fsync or more: call
   /// it while writes are failing (every few seconds), not per job.
   bool writable() override;
+  /// Why the acknowledged mark (DB-acked) could not be written after the
+  /// last acknowledged commit, "" when it was. The commit stands either way;
+  /// a mark left behind only weakens the open's check for that transaction.
+  std::string acknowledgement_fault() const override { return mark_fault_; }
   /// The message of the last fault of any call ("" once a write succeeds).
   const std::string& last_error() const override { return last_error_; }
   const char* kind() const override { return "sqlite"; }
@@ -118,8 +128,13 @@ class Journal : public Ledger {
   const std::string& path() const { return path_; }
 
  private:
+  /// Whether a transaction's success is told to a client (then it counts in
+  /// the acknowledged mark, acked_mark.hpp) or only used inside zkfarmd.
+  enum class Told { kNobody, kClient };
   // The write path (journal.cpp says why each step is there).
-  void transact(const char* op, const std::function<void(const std::string& where)>& body);
+  void transact(const char* op, const std::function<void(const std::string& where)>& body,
+                Told told = Told::kNobody);
+  void mark_acknowledged(uint64_t seq);
   void statement(const char* op, const std::function<void(const std::string& where)>& body);
   void prepare_write(const std::string& where);
   void after_failed_write();
@@ -136,6 +151,8 @@ class Journal : public Ledger {
   int checkpoint_at_ = 1000;     ///< wal_frames_ at which a commit is followed by a TRUNCATE checkpoint
   int64_t default_max_pages_ = 0;  ///< PRAGMA max_page_count at open (set_max_pages(0) restores it)
   std::string last_error_;
+  std::unique_ptr<AckedMark> mark_;  ///< DB-acked, opened at the first acknowledged commit
+  std::string mark_fault_;           ///< why the last mark write failed ("" when it worked)
 };
 
 }  // namespace zkfarm::supervisor

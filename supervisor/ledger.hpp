@@ -108,6 +108,10 @@ class Ledger {
   virtual bool writable() = 0;
   /// The message of the last fault of any call ("" once a write succeeds).
   virtual const std::string& last_error() const = 0;
+  /// Why the record that guards acknowledged writes beyond the store itself
+  /// could not be kept after the last one (the SQLite journal's acknowledged
+  /// mark, acked_mark.hpp); "" when it was, or when the store needs none.
+  virtual std::string acknowledgement_fault() const { return {}; }
 };
 
 }  // namespace zkfarm::supervisor

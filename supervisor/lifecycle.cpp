@@ -176,12 +176,24 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
       synth_bin = protocol::find_str(req, "synth");
       gpu_bin = protocol::find_str(req, "gpu");
       if (!synth_bin && !gpu_bin) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
-      // Only programs nobody but root or zkfarmd's user could have written
-      // (trusted_binary.hpp); what was checked (symlinks resolved) is what runs.
+      // Only programs inside the configured upgrade_dir (an operator's choice
+      // in the config file, not a request's: any root-owned program, such as
+      // /usr/bin/env, would otherwise run as a worker) that nobody but root
+      // or zkfarmd's user could have written (trusted_binary.hpp); what was
+      // checked (symlinks resolved) is what runs.
+      if (cfg_.upgrade_dir.empty())
+        return {{"ok", false},
+                {"error", "refused: upgrades are off: set upgrade_dir in zkfarmd's configuration to the folder new "
+                          "builds are installed under (e.g. /opt/zkfarm); zkfarmd then runs only binaries inside it "
+                          "(docs/configuration.md)"}};
       for (auto* p : {&synth_bin, &gpu_bin}) {
         if (!*p) continue;
         try {
           **p = trusted_binary(**p);
+          if (!inside_folder(**p, cfg_.upgrade_dir))
+            return {{"ok", false},
+                    {"error", "refused: " + **p + " is not inside upgrade_dir (" + cfg_.upgrade_dir +
+                                  "): zkfarmd runs new worker binaries only from there"}};
         } catch (const std::exception& e) {
           return {{"ok", false}, {"error", std::string("refused: ") + e.what()}};
         }

@@ -18,6 +18,7 @@
 #include "supervisor/config.hpp"
 #include "supervisor/http_server.hpp"
 #include "supervisor/log_sink.hpp"
+#include "supervisor/signals.hpp"
 #include "supervisor/state_lock.hpp"
 #include "supervisor/supervisor.hpp"
 
@@ -83,9 +84,7 @@ int main(int argc, char** argv) {
   using namespace zkfarm::supervisor;
   // Block the signals the loop takes through its signalfd before anything else:
   // a SIGTERM during start-up then waits for the loop and becomes a clean stop.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&mask, s);
+  const sigset_t mask = loop_signals();
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   // A closed stderr (a pipe whose reader went away) must not kill the farm.
   ::signal(SIGPIPE, SIG_IGN);

@@ -55,13 +55,17 @@ std::optional<gid_t> group_id(const std::string& name) {
 
 std::vector<gid_t> groups_of(uid_t uid, gid_t gid) { return files::FsCredentials::supplementary_groups(uid, gid); }
 
+bool member_of(const Peer& peer, const std::string& group) {
+  if (group.empty()) return false;
+  auto gid = group_id(group);
+  if (!gid) return false;
+  auto groups = groups_of(peer.uid, peer.gid);
+  return std::find(groups.begin(), groups.end(), *gid) != groups.end();
+}
+
 Role role_of(const Peer& peer, const std::string& admin_group) {
   if (peer.uid == 0 || peer.uid == ::geteuid()) return Role::kAdmin;
-  if (admin_group.empty()) return Role::kUser;
-  auto gid = group_id(admin_group);
-  if (!gid) return Role::kUser;
-  auto groups = groups_of(peer.uid, peer.gid);
-  return std::find(groups.begin(), groups.end(), *gid) != groups.end() ? Role::kAdmin : Role::kUser;
+  return member_of(peer, admin_group) ? Role::kAdmin : Role::kUser;
 }
 
 }  // namespace zkfarm::supervisor

@@ -37,6 +37,10 @@ enum class Role { kUser, kAdmin };
 /// has only its primary gid.
 Role role_of(const Peer& peer, const std::string& admin_group);
 
+/// Whether `peer` belongs to group `group` (a name; empty or unknown: no),
+/// by its primary gid or its supplementary groups (groups_of).
+bool member_of(const Peer& peer, const std::string& group);
+
 /// The peer's groups: files::FsCredentials::supplementary_groups (getgrouplist
 /// for the uid's user name; just {gid} when the uid has no passwd entry).
 std::vector<gid_t> groups_of(uid_t uid, gid_t gid);

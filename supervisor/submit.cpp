@@ -44,6 +44,16 @@ namespace {
 // A job's partitions at most: each is a file copied and a row journaled.
 constexpr size_t kMaxPartitions = 100000;
 
+// What a check given up at its deadline throws (the client was told already).
+InputError stopped_check() { return InputError("the check was stopped: it passed submit_timeout_ms"); }
+
+// A copy's progress callback that ends the copy once `cancel` is set.
+files::CopyProgress stop_when(const std::atomic<bool>& cancel) {
+  return [&cancel](uint64_t) {
+    if (cancel.load()) throw stopped_check();
+  };
+}
+
 }  // namespace
 
 std::string random_token() {
@@ -136,7 +146,8 @@ void take_witness(const std::string& path, uint32_t k, const Peer& peer, const s
 // first failure by index (so the same submit is refused with the same
 // message however the threads ran) is rethrown; after one failure the rest
 // are skipped. Returns the bytes copied.
-uint64_t take_all(size_t n, CheckPool& pool, const std::function<uint64_t(size_t)>& take) {
+uint64_t take_all(size_t n, CheckPool& pool, const std::atomic<bool>& cancel,
+                  const std::function<uint64_t(size_t)>& take) {
   struct Shared {
     std::mutex m;
     std::condition_variable cv;
@@ -149,6 +160,10 @@ uint64_t take_all(size_t n, CheckPool& pool, const std::function<uint64_t(size_t
   st.errors.resize(n);
   st.bytes.resize(n);
   auto one = [&](size_t k) {
+    if (!st.failed && cancel.load()) {
+      st.errors[k] = std::make_exception_ptr(stopped_check());
+      st.failed = true;
+    }
     if (!st.failed) {
       try {
         st.bytes[k] = take(k);
@@ -199,7 +214,7 @@ TakenKey take_key(const std::string& source, const Peer& peer, const SubmitConte
   files::UniqueFd keys_dir = files::open_dir(ctx.inputs_dir + "/keys");
   if (sha.empty() || !files::exists_nofollow(keys_dir.get(), ctx.inputs_dir + "/keys", sha + ".zkey")) {
     const std::string incoming = "incoming-" + ctx.token + ".zkey";
-    files::CopyResult c = files::copy_into(key_fd.get(), source, keys_dir.get(), incoming, 0400);
+    files::CopyResult c = files::copy_into(key_fd.get(), source, keys_dir.get(), incoming, 0400, stop_when(*ctx.cancel));
     sha = c.sha256_hex;
     if (::renameat(keys_dir.get(), incoming.c_str(), keys_dir.get(), (sha + ".zkey").c_str()) != 0) {
       const int err = errno;
@@ -271,31 +286,40 @@ std::vector<uint8_t> scalar_prime_le() {
 }
 
 // One circom input taken: opened with the submitter's rights, no larger than
-// `max_bytes`, copied into the job's folder as K.json and read back: its
-// values must be field elements (witgen/input_json.hpp); which signals the
-// circuit has is the generator's to say, at synthesis.
-uint64_t take_input(const std::string& path, uint32_t k, const Peer& peer, uint64_t max_bytes, int dir_fd,
-                    const std::string& job_dir, Partition& p) {
+// input_max_bytes (and, with the job's other inputs, job_input_max_bytes,
+// counted in `job_bytes`), copied into the job's folder as K.json and read
+// back as a stream: its values must be field elements, within
+// input_max_signals and input_max_values (witgen/input_json.hpp: one pass,
+// linear time, no value kept); which signals the circuit has is the
+// generator's to say, at synthesis.
+uint64_t take_input(const std::string& path, uint32_t k, const Peer& peer, const SubmitContext& ctx, int dir_fd,
+                    const std::string& job_dir, std::atomic<uint64_t>& job_bytes, Partition& p) {
   files::UniqueFd fd = open_client_file(path, peer);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw files::FileError(path, errno, path + ": cannot stat: " + std::strerror(errno));
-  if (uint64_t(st.st_size) > max_bytes)
+  if (uint64_t(st.st_size) > ctx.input_max_bytes)
     throw InputError(path + ": " + std::to_string(st.st_size) + " bytes, more than input_max_bytes (" +
-                     std::to_string(max_bytes) + ")");
+                     std::to_string(ctx.input_max_bytes) + ")");
+  if (job_bytes += uint64_t(st.st_size); job_bytes > ctx.job_input_max_bytes)
+    throw InputError(path + ": the job's inputs come to more than job_input_max_bytes (" +
+                     std::to_string(ctx.job_input_max_bytes) + " bytes): split it into several jobs");
   const std::string name = std::to_string(k) + ".json";
-  const uint64_t bytes =
-      files::copy_into(fd.get(), path, dir_fd, name, 0400, {}, files::TempMethod::kAuto, files::CopyHash::kNone).bytes;
+  const uint64_t bytes = files::copy_into(fd.get(), path, dir_fd, name, 0400, stop_when(*ctx.cancel),
+                                          files::TempMethod::kAuto, files::CopyHash::kNone)
+                             .bytes;
   p.input = job_dir + "/" + name;
   p.input_source = path;
-  std::string text;
-  {
-    std::ifstream in(p.input, std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
   static const std::vector<uint8_t> prime = scalar_prime_le();
+  witgen::InputLimits limits;
+  limits.max_signals = ctx.input_max_signals;
+  limits.max_values = ctx.input_max_values;
+  limits.cancel = ctx.cancel.get();
+  std::ifstream in(p.input, std::ios::binary);
+  if (!in) throw files::FileError(p.input, errno, p.input + ": cannot read the copy back");
   try {
-    witgen::parse_input(text, prime);
+    witgen::check_input(in, prime, limits);
   } catch (const witgen::InputFault& e) {
+    if (ctx.cancel->load()) throw stopped_check();
     throw InputError(path + ": " + e.what());
   }
   return bytes;
@@ -363,11 +387,12 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     files::UniqueFd dir = files::open_dir(job_dir);
     job.parts.resize(paths.size());
     if (inputs) {
-      out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, [&](size_t k) {
-        return take_input(paths[k], uint32_t(k), peer, ctx.input_max_bytes, dir.get(), job_dir, job.parts[k]);
+      std::atomic<uint64_t> job_bytes{0};
+      out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, *ctx.cancel, [&](size_t k) {
+        return take_input(paths[k], uint32_t(k), peer, ctx, dir.get(), job_dir, job_bytes, job.parts[k]);
       });
     } else {
-      out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, [&](size_t k) {
+      out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, *ctx.cancel, [&](size_t k) {
         uint64_t bytes = 0;
         take_witness(paths[k], uint32_t(k), peer, job.zkey_source, job.zkey, facts, dir.get(), job_dir, job.parts[k],
                      bytes, ctx.shared);
@@ -387,7 +412,12 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     job.client_delivery = ctx.shared || job.out.empty() || !Supervisor::can_act_as(peer.uid);
     if (!job.client_delivery) {
       files::FsCredentials as_peer(peer.uid, peer.gid);
-      files::create_dir_safe(job.out, 0755);
+      files::UniqueFd out_dir = files::create_dir_safe(job.out, 0755);
+      // Kept as the kernel resolved it: delivery walks this path again with
+      // no symlink allowed anywhere on it (delivery.cpp), so a folder on the
+      // way that someone swaps for a symlink after this reply (a folder of
+      // another user's inside the path) cannot send root's writes elsewhere.
+      job.out = files::resolved_dir_path(out_dir.get(), job.out);
     }
     out.job = std::move(job);
   } catch (const InputError& e) {
@@ -430,6 +460,9 @@ SubmitContext Supervisor::submit_context() {
   SubmitContext ctx{pg_ ? cfg_.shared_dir : cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_,
                     copy_pool_, std::nullopt};
   ctx.input_max_bytes = cfg_.input_max_bytes;
+  ctx.input_max_signals = cfg_.input_max_signals;
+  ctx.input_max_values = cfg_.input_max_values;
+  ctx.job_input_max_bytes = cfg_.job_input_max_bytes;
   ctx.shared = pg_ != nullptr;
   return ctx;
 }
@@ -446,9 +479,9 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
     return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
   SubmitContext ctx = submit_context();
   if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuit_for_submit(*name);
-  ctx.input_max_bytes = cfg_.input_max_bytes;
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
-  PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token};
+  PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token,
+                        false, ctx.cancel};
   const bool queued = submit_pool_->post([promise, req, peer, ctx] {
     try {
       promise->set_value(check_submission(req, peer, ctx));
@@ -470,13 +503,15 @@ void Supervisor::finish_submits() {
   for (auto it = pending_submits_.begin(); it != pending_submits_.end();) {
     if (it->check.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       if (!it->answered && now >= it->deadline_ms) {
-        // The client hears "refused" now; the check's thread may still be
-        // reading, so the entry stays until it ends and then its copies go.
+        // The client hears "refused" now and the check is told to stop; its
+        // thread may still be reading, so the entry stays until it ends and
+        // then its copies go.
         ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kTimeout)];
         send_reply(it->identity, {{"ok", false},
                                   {"error", "the check of the job's files took longer than submit_timeout_ms (" +
                                                 std::to_string(cfg_.submit_timeout_ms) + " ms); refused"}});
         it->answered = true;
+        it->cancel->store(true);
       }
       ++it;
       continue;
@@ -530,6 +565,9 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
     bool storage = false;
     try {
       pending->id = ledger_->add_job(*pending);
+      if (const std::string mark = ledger_->acknowledgement_fault(); !mark.empty())
+        log_->warn("job {}: journaled, but {} (the start's check that no acknowledged job was lost is one job "
+                   "behind until a later mark is written)", pending->id, mark);
     } catch (const JournalError& e) {
       error = e.what();
       storage = e.storage_fault();

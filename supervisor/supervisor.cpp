@@ -23,6 +23,7 @@
 #include "files/safe_write.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/process.hpp"
+#include "supervisor/signals.hpp"
 #include "witgen/generator_build.hpp"
 #include "witgen/subprocess.hpp"
 
@@ -177,9 +178,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   started_wall_ms_ = wall_ms();
   started_steady_ms_ = now_ms();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&mask, s);
+  const sigset_t mask = loop_signals();
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   sigfd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sigfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
@@ -414,6 +413,11 @@ void Supervisor::handle_signals() {
     }
     if (sig == SIGUSR2) {  // reserved: taken so that a stray kill -USR2 never ends the farm
       log_->info("SIGUSR2: ignored (reserved)");
+      continue;
+    }
+    if (stray_signal(sig)) {  // signals.hpp: their default action would end the farm
+      warn_limited(std::string("signal ") + (sigabbrev_np(sig) ? "SIG" + std::string(sigabbrev_np(sig)) : std::to_string(sig)) +
+                   " from pid " + std::to_string(si.ssi_pid) + " (uid " + std::to_string(si.ssi_uid) + "): ignored");
       continue;
     }
     if (stopping_ && (sig == SIGTERM || sig == SIGINT)) {

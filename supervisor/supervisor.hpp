@@ -79,9 +79,16 @@ struct SubmitContext {
   /// A submit of inputs: the circuit it names (nullopt when there is none by that name).
   std::optional<CircuitForSubmit> circuit;
   uint64_t input_max_bytes = 64ull << 20;
+  uint64_t input_max_signals = 65536;        ///< distinct names in one input.json
+  uint64_t input_max_values = 1ull << 24;    ///< values in one input.json
+  uint64_t job_input_max_bytes = 1ull << 30;  ///< all input.json files of the job together
   /// A shared queue: witness copies are hashed (their SHA-256 goes in the
   /// queue, and every host checks it before use).
   bool shared = false;
+  /// Set by the loop when the submit's deadline (submit_timeout_ms) passes:
+  /// the check stops at its next copy chunk, file or few thousand JSON tokens
+  /// instead of running on after its client was told "refused".
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// A proving key taken from a client's file (take_key): its private copy
@@ -348,7 +355,8 @@ class Supervisor {
     std::future<SubmitCheck> check;        ///< the job, or why it is refused
     int64_t deadline_ms = 0;               ///< submit_timeout_ms from the request (monotonic)
     std::string token;                     ///< its folder under inputs/jobs
-    bool answered = false;                 ///< refused on timeout; the check still runs
+    bool answered = false;                 ///< refused on timeout; the check is told to stop
+    std::shared_ptr<std::atomic<bool>> cancel;  ///< the check's stop flag (SubmitContext::cancel)
   };
   std::unique_ptr<CheckPool> submit_pool_;
   std::shared_ptr<KeyHashCache> key_hashes_ = std::make_shared<KeyHashCache>();

@@ -45,4 +45,13 @@ std::string trusted_binary(const std::string& path) {
   return resolved;
 }
 
+bool inside_folder(const std::string& path, const std::string& folder) {
+  std::error_code ec;
+  const std::filesystem::path root = std::filesystem::canonical(folder, ec);
+  if (ec) return false;
+  const std::string r = root.string();
+  if (path == r) return false;  // the folder itself is no binary
+  return path.rfind(r == "/" ? r : r + "/", 0) == 0;
+}
+
 }  // namespace zkfarm::supervisor

@@ -15,4 +15,10 @@ namespace zkfarm::supervisor {
 /// cannot rename or remove the root-owned entries checked below it).
 std::string trusted_binary(const std::string& path);
 
+/// Whether the canonical path `path` (from trusted_binary) lies inside folder
+/// `folder` (made canonical here, symlinks resolved; a folder that does not
+/// exist holds nothing). Component-wise: /opt/zkfarm-old is not inside
+/// /opt/zkfarm.
+bool inside_folder(const std::string& path, const std::string& folder);
+
 }  // namespace zkfarm::supervisor

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "supervisor/acked_mark.hpp"
 #include "supervisor/journal.hpp"
 #include "supervisor/wal_check.hpp"
 #include "test_util.hpp"
@@ -263,24 +264,133 @@ TEST(WalCheck, DamagedSaltsAndHeaderAreRefused) {
   }
 }
 
-TEST(WalCheck, ATornLastFrameOpensWithEveryEarlierCommit) {
+// The second pass's finding: damage that cuts the WAL after an acknowledged
+// commit (a torn tail, a lost last frame, a zeroed header, zeroed first bytes,
+// salts overwritten with data) reads, byte for byte, like a kill in the middle
+// of an unacknowledged write: check_wal sees no damage and SQLite silently
+// drops the job. The acknowledged mark (acked_mark.hpp) refuses each.
+TEST(WalCheck, AnAcknowledgedCommitCutFromTheWalIsRefusedInEveryForm) {
+  struct Damage {
+    const char* name;
+    std::function<void(std::string& wal, uint64_t last_at, uint32_t page)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"truncated mid-frame", [](std::string& w, uint64_t at, uint32_t page) { w.resize(at + (24 + page) / 2); }},
+      {"last frame dropped", [](std::string& w, uint64_t at, uint32_t) { w.resize(at); }},
+      {"last frame's header zeroed", [](std::string& w, uint64_t at, uint32_t) { std::fill_n(w.begin() + at, 24, 0); }},
+      {"last frame's first 512 bytes zeroed",
+       [](std::string& w, uint64_t at, uint32_t) { std::fill_n(w.begin() + at, 512, 0); }},
+      // Salts and checksums (bytes 8..23) overwritten with bytes of a page:
+      // the frame then reads as one of an older generation. (Salts alone
+      // damaged, with the chain intact, check_wal already refuses.)
+      {"last frame's salts and checksums overwritten with data",
+       [](std::string& w, uint64_t at, uint32_t page) {
+         for (int i = 0; i < 16; ++i) w[at + 8 + i] = char(w[at + 24 + page / 2 + i] ^ 0x5a);
+       }},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.name);
+    TempDir dir("zkfarm-wal");
+    const std::string db = dir / "journal.sqlite", wal = db + "-wal";
+    killed_after_jobs(db, 5);  // five jobs, each acknowledged (add_job returned)
+    const WalReport full = check_wal(wal);
+    ASSERT_EQ(full.commits, 5u);
+    std::string bytes = read_file(wal);
+    d.apply(bytes, frame_offset(full.valid_frames, full.page_size), full.page_size);
+    write_file(wal, bytes);
+    const WalReport cut = check_wal(wal);
+    EXPECT_FALSE(cut.damage.has_value()) << "the WAL's bytes alone show no damage: that is the finding";
+    const std::string main_before = read_file(db), mark_before = read_file(db + "-acked");
+    try {
+      Journal j(db);
+      FAIL() << "the journal opened without acknowledged job 5";
+    } catch (const JournalError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(db + ": 1 acknowledged transaction (submitted jobs, added circuits) missing"), std::string::npos)
+          << m;
+      EXPECT_NE(m.find(db + "-acked records 5 acknowledged, the journal holds 4"), std::string::npos) << m;
+      EXPECT_NE(m.find("mv " + db + "-acked"), std::string::npos) << m;
+    }
+    EXPECT_EQ(read_file(wal), bytes);  // refused without touching any file
+    EXPECT_EQ(read_file(db), main_before);
+    EXPECT_EQ(read_file(db + "-acked"), mark_before);
+    // What the mark prevents: SQLite alone opens it and silently drops job 5.
+    EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM jobs"), "4");
+    // The way out the message gives: the mark moved aside, the journal opens with what it holds.
+    ASSERT_EQ(::rename((db + "-acked").c_str(), (db + "-acked.lost").c_str()), 0);
+    Journal j(db);
+    EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4}));
+  }
+}
+
+// What the mark must not refuse: a kill in the middle of a write that was
+// never acknowledged (its commit frame torn before the mark was written).
+TEST(WalCheck, ATornUnacknowledgedWriteOpensWithEveryAcknowledgedJob) {
   TempDir dir("zkfarm-wal");
   const std::string db = dir / "journal.sqlite", wal = db + "-wal";
-  killed_after_jobs(db, 5);
+  std::string mark_after_four;
+  in_killed_child([&] {
+    Journal j(db);
+    for (int i = 1; i <= 4; ++i) j.add_job(make_job(i, 1));
+    mark_after_four = read_file(db + "-acked");
+    // Job 5's frames reach the WAL, the kill comes before its mark: write
+    // the mark of four back to stand for "killed between commit and mark".
+    j.add_job(make_job(5, 1));
+    write_file(db + "-acked", mark_after_four);
+    raise(SIGKILL);
+  });
   const WalReport full = check_wal(wal);
-  const uint64_t cut = full.file_bytes - (24 + full.page_size) / 2;  // the kill came in the last frame's write
+  const uint64_t cut = full.file_bytes - (24 + full.page_size) / 2;  // and the kill came in its last frame's write
   ASSERT_EQ(truncate(wal.c_str(), off_t(cut)), 0);
   const WalReport torn = check_wal(wal);
   EXPECT_FALSE(torn.damage.has_value());
   EXPECT_EQ(torn.commits, 4u);
   EXPECT_EQ(torn.torn_bytes, (24 + full.page_size) - (24 + full.page_size) / 2);
-  EXPECT_EQ(torn.valid_frames, full.valid_frames - 1);
 
   Journal j(db);
-  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4}));  // job 5's commit frame was torn
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4}));  // job 5 was never acknowledged
   EXPECT_EQ(check_wal(wal).file_bytes, 0u);  // the open checkpointed and truncated the WAL
   EXPECT_GT(j.add_job(make_job(6)), 4u);
   EXPECT_EQ(j.load().size(), 5u);
+}
+
+TEST(AckedMark, SlotsSurviveATornWriteAndAMissingJournalIsRefused) {
+  TempDir dir("zkfarm-mark");
+  const std::string path = dir / "m";
+  EXPECT_FALSE(read_acked_mark(path).exists);
+  {
+    AckedMark m(path);
+    EXPECT_EQ(m.write(7), "");
+    EXPECT_EQ(m.write(8), "");
+  }
+  EXPECT_EQ(read_acked_mark(path).seq, std::optional<uint64_t>(8));
+  std::string bytes = read_file(path);
+  ASSERT_EQ(bytes.size(), 64u);
+  bytes[0 * 32 + 9] ^= 1;  // slot of 8 (even) torn: the mark falls back to 7, never forward
+  write_file(path, bytes);
+  EXPECT_EQ(read_acked_mark(path).seq, std::optional<uint64_t>(7));
+  bytes[1 * 32 + 3] ^= 1;  // both damaged: a mark that says nothing (the check is skipped)
+  write_file(path, bytes);
+  const AckedMarkRead none = read_acked_mark(path);
+  EXPECT_TRUE(none.exists);
+  EXPECT_FALSE(none.seq.has_value());
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::symlink("/etc/passwd", path.c_str()), 0);
+  EXPECT_THROW(read_acked_mark(path), JournalError);  // never followed
+  EXPECT_THROW(AckedMark{path}, JournalError);
+
+  // A journal removed (or never there) beside a mark that records jobs.
+  const std::string db = dir / "journal.sqlite";
+  killed_after_jobs(db, 2);
+  ASSERT_EQ(::unlink(db.c_str()), 0);
+  ::unlink((db + "-wal").c_str());
+  ::unlink((db + "-shm").c_str());
+  try {
+    Journal j(db);
+    FAIL() << "an empty journal opened beside a mark of 2 acknowledged jobs";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find("is missing or empty"), std::string::npos) << e.what();
+  }
 }
 
 TEST(WalCheck, LeftoversOfAnOlderGenerationOpen) {

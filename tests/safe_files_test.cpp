@@ -554,6 +554,43 @@ TEST(CreateDirSafe, MakesParentsAndRefusesASymlinkedLastComponent) {
   EXPECT_THROW(files::create_dir_safe(d / "file/sub"), FileError);
 }
 
+// The second pass's finding: a folder on the way swapped for a symlink after
+// submit. Resolved at submit, walked again with kRefuse, the write fails
+// instead of landing where the link points.
+TEST(CreateDirSafe, ResolvedPathWalkedAgainRefusesAFolderOnTheWaySwappedForALink) {
+  Dir d;
+  ASSERT_EQ(::mkdir((d / "real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink((d / "real").c_str(), (d / "via").c_str()), 0);
+  files::UniqueFd fd = files::create_dir_safe(d / "via/m/res", 0755);  // the submitter's own link: followed
+  const std::string resolved = files::resolved_dir_path(fd.get(), d / "via/m/res");
+  EXPECT_EQ(resolved, fs::canonical(d / "real/m/res").string());
+  files::create_dir_safe(resolved, 0755, files::LinksOnTheWay::kRefuse);  // nothing swapped: the same folder
+
+  ASSERT_EQ(::mkdir((d / "victim").c_str(), 0700), 0);
+  ASSERT_EQ(::rename((d / "real/m").c_str(), (d / "real/m.old").c_str()), 0);
+  ASSERT_EQ(::symlink((d / "victim").c_str(), (d / "real/m").c_str()), 0);
+  try {
+    files::create_dir_safe(resolved, 0755, files::LinksOnTheWay::kRefuse);
+    FAIL() << "a symlink on the way was followed";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.code(), ELOOP);
+    EXPECT_NE(std::string(e.what()).find(fs::canonical(d / "real").string() + "/m is a symbolic link"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::is_empty(d / "victim")) << "the walk created a folder through the link";
+  // The same path followed (kFollow) would have gone through: what delivery used to do.
+  files::create_dir_safe(resolved, 0755, files::LinksOnTheWay::kFollow);
+  EXPECT_TRUE(fs::is_directory(d / "victim/res"));
+}
+
+TEST(CreateDirSafe, ResolvedPathOfARemovedFolderIsAnError) {
+  Dir d;
+  files::UniqueFd fd = files::create_dir_safe(d / "gone", 0755);
+  ASSERT_EQ(::rmdir((d / "gone").c_str()), 0);
+  EXPECT_THROW(files::resolved_dir_path(fd.get(), d / "gone"), FileError);
+}
+
 // ------------------------------------------------------------ FsCredentials ---
 
 std::vector<gid_t> thread_groups() {

@@ -5,16 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 
 namespace zkfarm::witgen {
 
 namespace {
 
-// ordered_json: signals in the file's order (duplicate keys: the last wins, as in JSON.parse).
-using json = nlohmann::ordered_json;
+// Values are judged one at a time (field_value takes a json scalar); the
+// reader below keeps signals in the file's order itself.
+using json = nlohmann::json;
 
-// Nested arrays deeper than this are refused before parsing (nlohmann's
-// parser recurses; a file of a million '[' would overflow the stack).
+// Nested arrays deeper than this are refused (no input of a circuit nests
+// deeper than its signals' dimensions; the parser itself does not recurse).
 constexpr int kMaxDepth = 64;
 
 // A natural number as little-endian 32-bit limbs, without leading zero limbs.
@@ -139,33 +141,146 @@ std::vector<uint8_t> field_value(const json& v, const Nat& p, size_t n8, const s
   return n.to_le(n8);
 }
 
-void flatten(const json& v, const Nat& p, size_t n8, const std::string& name, std::vector<std::vector<uint8_t>>& out) {
-  if (v.is_array()) {
-    for (const auto& e : v) flatten(e, p, n8, name, out);
-    return;
-  }
-  out.push_back(field_value(v, p, n8, "signal " + name + " value " + std::to_string(out.size())));
-}
+// The reader as a SAX handler (nlohmann's parser is iterative and calls these
+// per token): one pass over the text, no document tree, so time is linear in
+// the text and memory is the depth plus the signals' names (and, when
+// `keep`, their values). A fault is recorded and parsing stops (a handler
+// returning false ends sax_parse); parse_signals then throws it.
+class InputReader {
+ public:
+  InputReader(const Nat& p, size_t n8, const InputLimits& limits, bool keep)
+      : p_(p), n8_(n8), limits_(limits), keep_(keep) {}
 
-// Refuses nesting deeper than kMaxDepth (outside strings) before any parse.
-void check_depth(std::string_view text) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth)
-        throw InputFault("nested more than " + std::to_string(kMaxDepth) + " levels deep (at byte " + std::to_string(i) + ")");
-    } else if (c == ']' || c == '}') {
-      --depth;
+  // nlohmann's SAX interface (json_sax<json>).
+  bool null() { return scalar(json(nullptr)); }
+  bool boolean(bool v) { return scalar(json(v)); }
+  bool number_integer(json::number_integer_t v) { return scalar(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return scalar(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return scalar(json(v)); }
+  bool string(json::string_t& v) { return scalar(json(std::move(v))); }
+  bool binary(json::binary_t&) { return fail("a binary value"); }
+  bool start_object(std::size_t) {
+    if (!tick()) return false;
+    if (depth_ == 0) {
+      if (top_seen_) return fail("not a JSON object of input signals");
+      top_seen_ = true;
+      ++depth_;
+      return true;
     }
+    if (depth_ == 1)
+      return fail("signal " + shorten(current().name) + ": a nested object (write bus fields as \"" +
+                  shorten(current().name) + ".field\")");
+    return fail("signal " + shorten(current().name) + " value " + std::to_string(current_count_) +
+                ": not a field element (an object)");
   }
+  bool end_object() {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    if (!tick()) return false;
+    if (depth_ == 0) return fail("not a JSON object of input signals");
+    if (++depth_ > kMaxDepth)
+      return fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    return true;
+  }
+  bool end_array() {
+    --depth_;
+    return true;
+  }
+  bool key(json::string_t& k) {
+    if (!tick()) return false;
+    if (k.empty()) return fail("an input signal with an empty name");
+    // JSON.parse keeps a repeated key at its first place with its last value.
+    auto [it, added] = index_.try_emplace(k, signals_.size());
+    if (added) {
+      if (signals_.size() >= limits_.max_signals)
+        return fail("more than " + std::to_string(limits_.max_signals) + " input signals");
+      signals_.push_back(InputSignal{k, fnv1a(k), {}});
+    } else {
+      values_ -= counts_[it->second];
+      signals_[it->second].values.clear();
+      counts_[it->second] = 0;
+    }
+    if (counts_.size() < signals_.size()) counts_.resize(signals_.size(), 0);
+    at_ = it->second;
+    current_count_ = 0;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    // out_of_range.406: a number beyond a double (1e400); JSON.parse reads
+    // Infinity there, which no field element is (found by witgen_input_fuzz).
+    if (e.id == 406) return fail(std::string("a number out of range: ") + e.what());
+    return fail("not JSON (at byte " + std::to_string(position) + "): " + e.what());
+  }
+
+  /// The fault that stopped the parse, "" when none did.
+  const std::string& fault() const { return fault_; }
+  bool started() const { return top_seen_; }
+  std::vector<InputSignal> take() { return std::move(signals_); }
+  uint64_t values() const { return values_; }
+  size_t signals() const { return signals_.size(); }
+
+ private:
+  InputSignal& current() { return signals_[at_]; }
+
+  // A value inside a signal: checked (and kept), counted.
+  bool scalar(json v) {
+    if (!tick()) return false;
+    if (depth_ == 0) return fail("not a JSON object of input signals");
+    if (values_ >= limits_.max_values)
+      return fail("more than " + std::to_string(limits_.max_values) + " input values");
+    try {
+      std::vector<uint8_t> fe =
+          field_value(v, p_, n8_, "signal " + shorten(current().name) + " value " + std::to_string(current_count_));
+      if (keep_) current().values.push_back(std::move(fe));
+    } catch (const InputFault& e) {
+      return fail(e.what());
+    }
+    ++current_count_;
+    ++counts_[at_];
+    ++values_;
+    return true;
+  }
+
+  // Every few thousand tokens: has the caller given up (a submit timed out)?
+  bool tick() {
+    if ((++ticks_ & 0xfff) == 0 && limits_.cancel && limits_.cancel->load(std::memory_order_relaxed))
+      return fail("stopped: the check was given up (its deadline passed)");
+    return true;
+  }
+
+  bool fail(std::string why) {
+    if (fault_.empty()) fault_ = std::move(why);
+    return false;
+  }
+
+  const Nat& p_;
+  size_t n8_;
+  InputLimits limits_;
+  bool keep_;
+  int depth_ = 0;
+  bool top_seen_ = false;
+  std::vector<InputSignal> signals_;
+  std::vector<uint64_t> counts_;  // values of each signal (what a repeated key takes back)
+  std::unordered_map<std::string, size_t> index_;
+  size_t at_ = 0;
+  uint64_t current_count_ = 0;
+  uint64_t values_ = 0;
+  uint64_t ticks_ = 0;
+  std::string fault_;
+};
+
+// One pass of the reader over `source` (a text's iterators, or a stream);
+// throws InputFault.
+template <typename... Source>
+InputReader read_signals(const std::vector<uint8_t>& prime_le, const InputLimits& limits, bool keep, const Nat& p,
+                         Source&&... source) {
+  InputReader r(p, prime_le.size(), limits, keep);
+  const bool ok = json::sax_parse(std::forward<Source>(source)..., &r);
+  if (!r.fault().empty()) throw InputFault(r.fault());
+  if (!ok || !r.started()) throw InputFault("not a JSON object of input signals");
+  return r;
 }
 
 }  // namespace
@@ -197,31 +312,22 @@ std::string to_decimal(const std::vector<uint8_t>& le) {
   return out;
 }
 
-std::vector<InputSignal> parse_input(std::string_view text, const std::vector<uint8_t>& prime_le) {
-  check_depth(text);
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    throw InputFault(std::string("not JSON: ") + e.what());
-  } catch (const json::exception& e) {
-    // out_of_range.406: a number beyond a double (1e400); JSON.parse reads
-    // Infinity there, which no field element is (found by witgen_input_fuzz).
-    throw InputFault(std::string("a number out of range: ") + e.what());
-  }
-  if (!doc.is_object()) throw InputFault("not a JSON object of input signals");
+std::vector<InputSignal> parse_input(std::string_view text, const std::vector<uint8_t>& prime_le,
+                                     const InputLimits& limits) {
   const Nat p = Nat::from_le(prime_le);
-  std::vector<InputSignal> out;
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    if (it.key().empty()) throw InputFault("an input signal with an empty name");
-    if (it.value().is_object())
-      throw InputFault("signal " + shorten(it.key()) + ": a nested object (write bus fields as \"" + shorten(it.key()) +
-                       ".field\")");
-    InputSignal s{it.key(), fnv1a(it.key()), {}};
-    flatten(it.value(), p, prime_le.size(), shorten(it.key()), s.values);
-    out.push_back(std::move(s));
-  }
-  return out;
+  return read_signals(prime_le, limits, true, p, text.begin(), text.end()).take();
+}
+
+InputSummary check_input(std::string_view text, const std::vector<uint8_t>& prime_le, const InputLimits& limits) {
+  const Nat p = Nat::from_le(prime_le);
+  const InputReader r = read_signals(prime_le, limits, false, p, text.begin(), text.end());
+  return InputSummary{r.signals(), r.values()};
+}
+
+InputSummary check_input(std::istream& in, const std::vector<uint8_t>& prime_le, const InputLimits& limits) {
+  const Nat p = Nat::from_le(prime_le);
+  const InputReader r = read_signals(prime_le, limits, false, p, in);
+  return InputSummary{r.signals(), r.values()};
 }
 
 }  // namespace zkfarm::witgen

@@ -20,7 +20,9 @@
 // null, nested objects, the empty string (snarkjs: 0), and values of p or
 // more (snarkjs reduces them mod p: an input that silently wraps is almost
 // always a bug).
+#include <atomic>
 #include <cstdint>
+#include <iosfwd>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -46,12 +48,43 @@ struct InputSignal {
 /// circom's FNV-1a 64 of a signal name (calcwit.cpp's fnv1a, utils.js's fnvHash).
 uint64_t fnv1a(std::string_view s);
 
+/// Bounds on one input file beyond its size in bytes (which the caller caps).
+/// The defaults bound nothing: a generator parses its one input inside its
+/// own memory limit; zkfarmd, which checks every input of every submit in
+/// its own process, sets them (input_max_signals, input_max_values).
+struct InputLimits {
+  uint64_t max_signals = UINT64_MAX;  ///< distinct top-level keys
+  uint64_t max_values = UINT64_MAX;   ///< values over all signals, arrays flattened
+  /// Read every few thousand tokens; true stops the parse with an InputFault
+  /// (a submit whose check passed its deadline stops instead of running on).
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+/// What check_input found.
+struct InputSummary {
+  uint64_t signals = 0;  ///< distinct signal names
+  uint64_t values = 0;   ///< values over all signals
+};
+
 /// Parses `text` (the whole input file) against prime `prime_le` (n8 bytes,
 /// little-endian, as a .wtns header holds it). Signals come in the file's
-/// order. Throws InputFault: not JSON (with the byte offset), nested deeper
-/// than 64 levels, not an object, an empty key, a value that is not a field
-/// element (which one, and why).
-std::vector<InputSignal> parse_input(std::string_view text, const std::vector<uint8_t>& prime_le);
+/// order; a repeated name keeps its first place and its last values (as
+/// JSON.parse does). One pass over the text with nlohmann's SAX parser (no
+/// document tree): time linear in the text's length, memory the values kept
+/// (n8 bytes each plus a vector's overhead) and the names. Throws InputFault:
+/// not JSON (with the byte offset), nested deeper than 64 levels, not an
+/// object, an empty key, a value that is not a field element (which one, and
+/// why), past a limit of `limits`, or stopped by its `cancel`.
+std::vector<InputSignal> parse_input(std::string_view text, const std::vector<uint8_t>& prime_le,
+                                     const InputLimits& limits = {});
+
+/// The same checks as parse_input, keeping no value: memory is the nesting
+/// depth and the signals' names only, whatever the number of values. What
+/// zkfarmd runs on every input at submit. Throws InputFault.
+InputSummary check_input(std::string_view text, const std::vector<uint8_t>& prime_le, const InputLimits& limits);
+/// The same, reading the text from `in` as it goes (zkfarmd holds no copy of
+/// a file in memory: memory stays the depth plus the names).
+InputSummary check_input(std::istream& in, const std::vector<uint8_t>& prime_le, const InputLimits& limits);
 
 /// The decimal digits of a little-endian byte string (for messages and for
 /// circom's Fr_str2element).

@@ -83,6 +83,46 @@ class OutputAttackTest(FarmCase):
         verify_dir(self, out, 1)
         farm.stop_and_check(self)
 
+    def test_a_folder_on_the_way_swapped_for_a_symlink_after_submit_is_not_followed(self):
+        # Sweep (second pass): root submitted with --out EVE_DIR/m/res; after the
+        # reply eve ran `mv m m.old; ln -s /etc/rootonly m`, and delivery, which
+        # walked the path again, created /etc/rootonly/res/0.proof.json as uid 0.
+        # Delivery is held back 3 s here so that the swap surely comes first.
+        farm = self.farm(env={"ZKFARM_TEST_DELIVERY_DELAY_MS": "3000"})
+        secret, _ = self.root_secret()
+        root_only = os.path.dirname(secret)  # 0700, root's
+        eve_dir = self.eve_dir("eve_dir")
+        self.assertEqual(run_as(EVE, ["mkdir", "-p", os.path.join(eve_dir, "m")]).returncode, 0)
+        out = os.path.join(eve_dir, "m", "res")
+        code, job, err = ctl(farm.state, "submit", "--zkey", CHAIN_ZKEY, "--wtns", chain_wtns(3), "--out", out,
+                             check=False)
+        self.assertEqual(code, 0, err)
+        job = job.strip()
+        swap = run_as(EVE, ["sh", "-c", f"cd {eve_dir} && mv m m.old && ln -s {root_only} m"])
+        self.assertEqual(swap.returncode, 0, swap.stderr)
+        code, _, err = self.wait_job(farm, job)
+        self.assertNotEqual(code, 0, "the job reported done although its folder was swapped for a symlink")
+        self.assertEqual(os.listdir(root_only), ["secret"], "root wrote through the symlink planted mid-path")
+        failed = self.job(farm, job)
+        self.assertEqual(failed["state"], "failed")
+        self.assertIn("symbolic link", failed["error"])
+        # The proof is kept: root fetches it into a folder of its choice.
+        elsewhere = tempfile.mkdtemp(dir=self.tmp)
+        code, _, err = ctl(farm.state, "result", job, "--out", elsewhere, check=False)
+        self.assertEqual(code, 0, err)
+        verify_dir(self, elsewhere, 1)
+        # What the job named, resolved at submit, is a real folder: a path with
+        # a symlink of root's own choosing on the way still works.
+        link_out = os.path.join(self.tmp, "via-link")
+        os.symlink(tempfile.mkdtemp(dir=self.tmp), link_out)
+        code, job2, err = ctl(farm.state, "submit", "--zkey", CHAIN_ZKEY, "--wtns", chain_wtns(4), "--out",
+                              os.path.join(link_out, "res"), check=False)
+        self.assertEqual(code, 0, err)
+        code, _, err = self.wait_job(farm, job2.strip())
+        self.assertEqual(code, 0, err + farm.output())
+        verify_dir(self, os.path.join(link_out, "res"), 1)
+        farm.stop_and_check(self)
+
     def test_output_folder_eve_may_not_write_or_that_is_a_symlink_is_refused_at_submit(self):
         # Sweep: --out named a root-only folder (created and written as root), or
         # a symlink eve swapped to such a folder.

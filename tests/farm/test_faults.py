@@ -295,6 +295,49 @@ class JournalFaultTest(FaultCase):
         farm2 = self.farm("--synth-workers", "1", state=farm.state)
         farm2.stop_and_check(self)
 
+    def test_a_wal_cut_after_an_acknowledged_submit_stops_the_start(self):
+        # Sweep (second pass): after a SIGKILL right after an acknowledged
+        # submit, a WAL truncated mid-frame, or without its last frame, or with
+        # that frame's header zeroed, let zkfarmd start normally without the job.
+        for damage in ("truncated mid-frame", "last frame dropped", "last frame's first 512 bytes zeroed"):
+            with self.subTest(damage=damage):
+                farm = self.farm("--synth-workers", "1")
+                ctl(farm.state, "drain")  # the submit's commit is then the WAL's last
+                code, job, err, _ = farm.submit(CHAIN_ZKEY, [chain_wtns(0)])
+                self.assertEqual(code, 0, err)
+                workers = [w["pid"] for w in farm.status()["workers"]]
+                farm.proc.send_signal(signal.SIGKILL)
+                farm.proc.wait()
+                self.assertTrue(reap_until_gone(workers, 5.0))
+                wal = os.path.join(farm.state, "journal.sqlite-wal")
+                data = bytearray(read(wal))
+                page = struct.unpack_from(">I", data, 8)[0]
+                frame = 24 + page
+                frames = (len(data) - 32) // frame
+                self.assertGreater(frames, 0, "the WAL holds no frame")
+                last = 32 + (frames - 1) * frame
+                if damage == "truncated mid-frame":
+                    data = data[:last + frame // 2]
+                elif damage == "last frame dropped":
+                    data = data[:last]
+                else:
+                    data[last:last + 512] = bytes(512)
+                with open(wal, "wb") as f:
+                    f.write(data)
+                p = subprocess.run([os.path.join(BIN, "zkfarmd"), "--state-dir", farm.state, "--arena-mib", "64"],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                mark = os.path.join(farm.state, "journal.sqlite-acked")
+                self.assertIn("1 acknowledged transaction (submitted jobs, added circuits) missing", p.stderr)
+                self.assertIn(f"mv {mark}", p.stderr)
+                self.assertEqual(bytes(read(wal)), bytes(data), "the damaged WAL was modified")
+                # The way out the message gives: the mark moved aside; the job is
+                # then gone, as the operator was told.
+                os.rename(mark, mark + ".lost")
+                farm2 = self.farm("--synth-workers", "1", state=farm.state)
+                self.assertEqual(farm2.status()["job_counts"], {}, farm2.output())
+                farm2.stop_and_check(self)
+
 
 class WorkerFaultTest(FaultCase):
     def test_a_worker_exiting_3_is_retired_not_respawned_and_its_words_are_logged(self):
