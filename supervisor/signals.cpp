@@ -1,5 +1,7 @@
 #include "supervisor/signals.hpp"
 
+#include <initializer_list>
+
 namespace zkfarm::supervisor {
 
 bool stray_signal(int sig) {

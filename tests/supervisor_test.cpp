@@ -37,6 +37,34 @@ TEST(JobTable, OrderIsPriorityThenOldestJobThenLowestPartition) {
   EXPECT_EQ(order, expect);
 }
 
+// Issue 31: every loop pass walked every retained job (1.8 % of a core idle
+// at 5,400 jobs). next() and count() now walk the live ones only.
+TEST(JobTable, AWalkMeetsOnlyLiveJobsHoweverManyEndedOnesAreRetained) {
+  JobTable t;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 2000; ++i) ids.push_back(t.add(make_job(Priority::kNormal, 2)));
+  for (size_t i = 0; i + 1 < ids.size(); ++i) t.cancel(ids[i], 5);
+  Job ended = make_job(Priority::kCritical, 1);
+  ended.id = 90000;
+  ended.state = JobState::kDone;
+  ended.parts[0].state = PartState::kDone;
+  t.restore(ended);  // a retained finished job from the journal
+  Job live = make_job(Priority::kLow, 1);
+  live.id = 90001;
+  t.restore(live);
+  EXPECT_EQ(t.count(PartState::kQueued), 3u);  // the last added job's 2 and the restored live one
+  EXPECT_EQ(t.live_index_size(), 2u) << "ended jobs left the walk when it met them";
+  auto first = t.next(PartState::kQueued);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->job, ids.back()) << "normal before low";
+  EXPECT_EQ(t.all().size(), 2002u) << "the ended jobs are still retained for status and result";
+  t.cancel(ids.back(), 6);
+  t.cancel(90001, 6);
+  EXPECT_FALSE(t.next(PartState::kQueued).has_value());
+  EXPECT_EQ(t.live_index_size(), 0u);
+  EXPECT_EQ(t.count(PartState::kCancelled), 0u) << "count walks live jobs only, as documented";
+}
+
 TEST(JobTable, DoneWhenAllPartitionsAreProvedAndDeliveredAndCancelSkipsTheJob) {
   JobTable t;
   uint64_t a = t.add(make_job(Priority::kHigh, 2));

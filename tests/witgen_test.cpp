@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <sstream>
 #include <thread>
 
 #include "groth16/bn254.hpp"
@@ -100,6 +101,83 @@ TEST(WitgenInput, FlattensArraysInOrderAndKeepsTheFilesOrder) {
   EXPECT_EQ(fnv1a(""), 0xcbf29ce484222325ULL);
   EXPECT_EQ(fnv1a("a"), 0xaf63dc4c8601ec8cULL);
   EXPECT_EQ(fnv1a("in"), 0x8b73807b55c4bbeULL);
+}
+
+// Issue 31: zkfarmd checks every input of every submit in its own process.
+// 100,000 keys cost 7.5 s of its CPU before (a quadratic walk); the reader is
+// one SAX pass with a hash index, bounded by InputLimits.
+std::string many_signals(size_t n) {
+  std::string text = "{";
+  for (size_t i = 0; i < n; ++i) text += (i ? ",\"s" : "\"s") + std::to_string(i) + "\":" + std::to_string(i);
+  return text + "}";
+}
+
+TEST(WitgenInput, ManyKeysAreReadInOnePassAndTheLimitsNameThemselves) {
+  const std::string text = many_signals(100000);
+  auto sum = check_input(text, prime(), InputLimits{});
+  EXPECT_EQ(sum.signals, 100000u);
+  EXPECT_EQ(sum.values, 100000u);
+  auto all = parse_input(text, prime());
+  ASSERT_EQ(all.size(), 100000u);
+  EXPECT_EQ(all[99999].name, "s99999");
+  EXPECT_EQ(to_decimal(all[99999].values.at(0)), "99999");
+
+  InputLimits few;
+  few.max_signals = 65536;
+  try {
+    check_input(text, prime(), few);
+    ADD_FAILURE() << "100,000 signals passed a limit of 65536";
+  } catch (const InputFault& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 65536 input signals"), std::string::npos) << e.what();
+  }
+  InputLimits values;
+  values.max_values = 10;
+  try {
+    check_input("{\"a\": [1,2,3,4,5,6], \"b\": [[7,8],[9,10,11]]}", prime(), values);
+    ADD_FAILURE() << "11 values passed a limit of 10";
+  } catch (const InputFault& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 10 input values"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WitgenInput, ARepeatedKeyKeepsItsFirstPlaceAndLastValuesAndCountsOnce) {
+  // JSON.parse's reading: {"a":[1,2,3],"b":4,"a":[5]} is {a:[5], b:4}, a first.
+  auto s = parse_input(R"({"a": [1, 2, 3], "b": 4, "a": [5]})", prime());
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].name, "a");
+  ASSERT_EQ(s[0].values.size(), 1u);
+  EXPECT_EQ(to_decimal(s[0].values[0]), "5");
+  EXPECT_EQ(s[1].name, "b");
+  // The values a repeated key replaced no longer count against the limit.
+  InputLimits two;
+  two.max_values = 2;
+  auto sum = check_input(R"({"a": [1, 2], "a": [3], "b": 4})", prime(), two);
+  EXPECT_EQ(sum.signals, 2u);
+  EXPECT_EQ(sum.values, 2u);
+}
+
+TEST(WitgenInput, ACancelledCheckStopsAndAStreamReadsAsTheText) {
+  const std::string text = many_signals(20000);
+  std::atomic<bool> cancel{true};
+  InputLimits limits;
+  limits.cancel = &cancel;
+  try {
+    check_input(text, prime(), limits);
+    ADD_FAILURE() << "a cancelled check ran to its end";
+  } catch (const InputFault& e) {
+    EXPECT_NE(std::string(e.what()).find("given up"), std::string::npos) << e.what();
+  }
+  cancel = false;
+  std::istringstream in(text);
+  auto from_stream = check_input(in, prime(), limits);
+  EXPECT_EQ(from_stream.signals, 20000u);
+  std::istringstream bad("{\"x\": [1, \"" + kP + "\"]}");
+  try {
+    check_input(bad, prime(), InputLimits{});
+    ADD_FAILURE() << "a value of p passed";
+  } catch (const InputFault& e) {
+    EXPECT_NE(std::string(e.what()).find("signal x value 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(WitgenWtns, TheHeaderAndValuesAsSnarkjsWritesThem) {

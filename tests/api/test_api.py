@@ -283,6 +283,12 @@ class ApiTest(unittest.TestCase):
                              ("DELETE", "/v1/circuits/x")):
             r = reader.request(method, url + path, json={} if method == "POST" and path == "/v1/jobs" else None)
             self.assertEqual((r.status_code, error_code(r)), (403, "forbidden"), path)
+        # Priority critical jumps every tenant's jobs: the operator's grant
+        # (issue 31), refused before anything is read or queued.
+        r = self.api.session(self.tok_a).post(url + "/v1/jobs", json={"zkey": "u1", "witnesses": ["u2"],
+                                                                     "priority": "critical"})
+        self.assertEqual((r.status_code, error_code(r)), (403, "forbidden"), r.text)
+        self.assertIn("critical needs the operator role", r.text)
         # The farm's routes are the operator's.
         self.assertEqual(self.api.session(self.tok_a).get(url + "/v1/farm/status").status_code, 403)
         r = self.api.session(self.tok_op).get(url + "/v1/farm/status")

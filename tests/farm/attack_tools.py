@@ -22,6 +22,7 @@ from test_journal import become_subreaper
 EVE = "zkfarm-test-eve"           # the unprivileged attacker
 CTL_GROUP = "zkfarm-test-ctl"     # control_group of the farms here; eve is a member
 ADMIN_GROUP = "zkfarm-test-adm"   # admin_group of one farm; eve is a member
+CRIT_GROUP = "zkfarm-test-crit"   # critical_group of one farm; eve is a member
 CHAIN_ZKEY = os.path.join(FIX, "chain.zkey")
 CHAIN_VKEY = os.path.join(FIX, "chain.vkey.json")
 ARENA_MIB = "64"                  # the chain fixture needs far less; /dev/shm is shared with other tests
@@ -81,6 +82,17 @@ def ctl_as(user, state, *args, timeout=120):
     """zkfarmctl run as `user`; returns (exit code, stdout, stderr)."""
     p = run_as(user, [os.path.join(BIN, "zkfarmctl"), "--state-dir", state, *args], timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def wait_until(what, fn, timeout=60, step=0.05):
+    """fn()'s first true value, polled every `step` s; AssertionError naming `what` after `timeout` s."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError("timed out waiting for " + what)
 
 
 def write_config(path, **keys):

@@ -23,8 +23,9 @@ import tempfile
 import time
 import unittest
 
-from attack_tools import (ADMIN_GROUP, CHAIN_ZKEY, CTL_GROUP, EVE, FarmCase, Zmtp, ctl_as,
-                          ensure_group_member, msgpack, read, run_as, script, unsatisfying_witness, verify_dir)
+from attack_tools import (ADMIN_GROUP, CHAIN_ZKEY, CRIT_GROUP, CTL_GROUP, EVE, FarmCase, Zmtp, ctl_as,
+                          ensure_group_member, msgpack, read, run_as, script, unsatisfying_witness, verify_dir,
+                          wait_until)
 from test_farm import BIN, FIX, chain_wtns, ctl
 from test_journal import reap_until_gone
 
@@ -356,12 +357,67 @@ class PrivilegeTest(FarmCase):
         self.assertEqual(farm.status()["intake"], "open")
         farm.stop_and_check(self)
 
+    def test_priority_critical_is_granted_by_the_operator_not_taken(self):
+        # Sweep (issue 31): any submitter could jump every queue with priority
+        # critical. Now it is an admin's, or critical_group's.
+        farm = self.farm("--synth-workers", "1")
+        mine = self.eve_dir("crit")
+        code, _, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(1)], os.path.join(mine, "a"),
+                                       "--priority", "critical")
+        self.assertEqual(code, 1, err)
+        self.assertIn("permission denied: priority critical", err)
+        self.assertEqual(farm.status()["job_counts"], {}, "nothing was accepted")
+        code, job, err = self.eve_submit(farm, CHAIN_ZKEY, [chain_wtns(1)], os.path.join(mine, "b"),
+                                         "--priority", "high")
+        self.assertEqual(code, 0, err)
+        code, root_job, err, _ = farm.submit(CHAIN_ZKEY, [chain_wtns(2)], "--priority", "critical")
+        self.assertEqual(code, 0, err)
+        for j in (job, root_job):
+            self.assertEqual(self.wait_job(farm, j)[0], 0, farm.output())
+        self.assertIn(f"uid {self.eve.pw_uid} was refused priority critical", farm.output())
+        farm.stop_and_check(self)
+        ensure_group_member(CRIT_GROUP, EVE)
+        granted = self.farm("--synth-workers", "1", config={"critical_group": CRIT_GROUP})
+        code, job, err = self.eve_submit(granted, CHAIN_ZKEY, [chain_wtns(3)], os.path.join(mine, "c"),
+                                         "--priority", "critical")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(granted, job)[0], 0, granted.output())
+        self.assertEqual(self.job(granted, job)["priority"], "critical")
+        granted.stop_and_check(self)
+
+    def test_stray_signals_are_logged_and_do_not_end_the_farm(self):
+        # Sweep (issue 31): `kill -ALRM` ended zkfarmd (the default action).
+        farm = self.farm("--synth-workers", "1")
+        for sig in (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGPOLL, signal.SIGXCPU,
+                    signal.SIGXFSZ, signal.SIGPWR, signal.SIGRTMIN + 3, signal.SIGRTMAX):
+            os.kill(farm.proc.pid, sig)
+        wait_until("the stray signals logged", lambda: "signal SIGPWR from pid" in farm.output())
+        self.assertIsNone(farm.proc.poll(), farm.output())
+        self.assertRegex(farm.output(), r"signal SIGALRM from pid \d+ \(uid 0\): ignored")
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(4)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        verify_dir(self, out, 1)
+        farm.stop_and_check(self)
+
     def test_upgrade_takes_only_binaries_nobody_but_root_could_have_written(self):
         # Sweep: `upgrade` ran any path, so a binary in a folder eve can write
         # (or eve's own, or a group-writable one) would be run as root.
-        farm = self.farm("--synth-workers", "1")
         trusted = tempfile.mkdtemp(prefix="zkfarm-bin-", dir=os.path.dirname(BIN))  # root's, 0700, up to /
         self.addCleanup(shutil.rmtree, trusted, True)
+        # Issue 31: any root-owned program passed, /usr/bin/env ran as a
+        # worker. Upgrades are off until upgrade_dir names a folder, and then
+        # take only programs inside it.
+        off = self.farm("--synth-workers", "1")
+        code, _, err = ctl(off.state, "upgrade", "--synth", os.path.join(BIN, "zkfarm-synth"), check=False)
+        self.assertEqual(code, 1, err)
+        self.assertIn("upgrades are off: set upgrade_dir", err)
+        off.stop_and_check(self)
+        farm = self.farm("--synth-workers", "1", config={"upgrade_dir": trusted})
+        code, _, err = ctl(farm.state, "upgrade", "--synth", "/usr/bin/env", check=False)
+        self.assertEqual(code, 1, err)
+        self.assertIn("/usr/bin/env is not inside upgrade_dir", err)
+        self.assertIsNone(farm.status()["rolling"], "a refused upgrade started nothing")
         synth = os.path.join(BIN, "zkfarm-synth")
         group_writable = shutil.copy(synth, os.path.join(trusted, "synth-gw"))
         os.chmod(group_writable, 0o775)

@@ -168,7 +168,9 @@ class LifecycleTest(unittest.TestCase):
                            f'ZKFARM_TEST_VERSION=0.2.0-test exec {os.path.join(BIN, "zkfarm-synth")} "$@"')
         new_gpu = script(os.path.join(trusted, "gpu-v2"),
                          f'ZKFARM_TEST_VERSION=0.2.0-test exec {os.path.join(BIN, "zkfarm-gpu")} "$@"')
-        farm = self.farm("--synth-workers", "2", env={"ZKFARM_FAULT": "slow_ms:100"})
+        # Upgrades run only programs inside upgrade_dir (issue 31).
+        farm = self.farm("--synth-workers", "2", "--config", write_config(self.tmp, upgrade_dir=os.path.dirname(BIN)),
+                         env={"ZKFARM_FAULT": "slow_ms:100"})
         untrusted = script(os.path.join(self.tmp, "synth-v2"), "exit 0")
         os.chmod(untrusted, 0o775)  # its group could have written it
         code, _, err = ctl(farm.state, "upgrade", "--synth", untrusted, check=False)

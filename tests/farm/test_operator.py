@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from attack_tools import EVE, ctl_as, ensure_group_member, ensure_user, run_as, script, verify_dir, write_config
+from attack_tools import EVE, ctl_as, wait_until, ensure_group_member, ensure_user, run_as, script, verify_dir, write_config
 from test_farm import BIN, FIX, SRC, Farm, chain_wtns, ctl, pid_alive, snarkjs_verify
 from test_journal import become_subreaper
 
@@ -26,16 +26,6 @@ SVC = "zkfarm-test-svc"  # the service user an unprivileged zkfarmd runs as
 def table(state):
     """`zkfarmctl status` as people see it."""
     return ctl(state, "status")[1]
-
-
-def wait_until(what, fn, timeout=60, step=0.05):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError("timed out waiting for " + what)
 
 
 class OperatorTest(unittest.TestCase):
@@ -59,7 +49,11 @@ class OperatorTest(unittest.TestCase):
 
     def test_walkthrough_table_shows_drain_upgrade_error_and_release_wait(self):
         # The GPU worker's memory "is released" 2 s after its process is gone (test double).
-        farm = self.farm("--synth-workers", "1", env={"ZKFARM_TEST_RELEASE_MS": "2000"})
+        # Upgrades run only programs inside upgrade_dir (issue 31): a root folder beside the build.
+        trusted = tempfile.mkdtemp(prefix="zkfarm-bin-", dir=os.path.dirname(BIN))
+        self.addCleanup(shutil.rmtree, trusted, True)
+        cfg = write_config(os.path.join(self.tmp, "zkfarmd.toml"), upgrade_dir=trusted)
+        farm = self.farm("--synth-workers", "1", "--config", cfg, env={"ZKFARM_TEST_RELEASE_MS": "2000"})
         code, out, err = ctl(farm.state, "ready", "--wait", "--timeout", "30", check=False)
         self.assertEqual((code, out), (0, "ready\n"), err)
         t = table(farm.state)
@@ -84,8 +78,6 @@ class OperatorTest(unittest.TestCase):
         # An upgrade whose new GPU binary dies before READY: --wait exits 1
         # with the reason; meanwhile the table shows the release waits; after
         # it, the rollback under Rolling.
-        trusted = tempfile.mkdtemp(prefix="zkfarm-bin-", dir=os.path.dirname(BIN))
-        self.addCleanup(shutil.rmtree, trusted, True)
         bad = script(os.path.join(trusted, "gpu-bad"), "exit 1")
         up = subprocess.Popen([os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "upgrade", "--gpu", bad,
                                "--wait", "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -32,6 +32,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.environ["ZKFARM_SOURCE_DIR"], "tests", "farm"))
 from test_farm import BIN, SRC, Farm, ctl, snarkjs_verify  # noqa: E402
 from test_journal import become_subreaper  # noqa: E402
+from attack_tools import CTL_GROUP, EVE, ctl_as, ensure_group_member, write_config  # noqa: E402
 
 CIRCUITS = os.path.join(SRC, "tests", "witgen", "circuits")
 NODE = os.path.join(SRC, "node_modules")
@@ -220,6 +221,15 @@ class FarmTest(unittest.TestCase):
         self.farms.append(f)
         return f
 
+    def shared_farm(self):
+        """A farm whose control.sock eve (an unprivileged user) may use."""
+        ensure_group_member(CTL_GROUP, EVE)
+        cfg_dir = tempfile.mkdtemp(prefix="zkfarm-witgen-cfg-")
+        self.addCleanup(shutil.rmtree, cfg_dir, True)
+        f = self.farm("--config", write_config(os.path.join(cfg_dir, "zkfarmd.toml"), control_group=CTL_GROUP))
+        os.chmod(f.dir, 0o711)  # the state dir inside is 0750 root:CTL_GROUP
+        return f
+
     def add(self, farm, name, circuit, kind):
         code, out, err = ctl(farm.state, "circuit", "add", name, "--zkey", circ(circuit, "zkey"),
                              "--wasm" if kind == "wasm" else "--c", circ(circuit, kind), check=False, timeout=900)
@@ -227,13 +237,22 @@ class FarmTest(unittest.TestCase):
         return out
 
     def test_jobs_of_inputs_for_both_generator_kinds_verify_and_bad_inputs_fail_their_job(self):
-        farm = self.farm()
+        farm = self.shared_farm()
         self.assertIn("wasm generator", self.add(farm, "hash", "poseidon3", "wasm"))
         self.assertIn("native generator", self.add(farm, "tree", "merkle8", "c"))
         self.add(farm, "checks", "checks", "wasm")
         listed = {c["name"]: c for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}
         self.assertEqual(set(listed), {"hash", "tree", "checks"})
         self.assertEqual(listed["tree"]["kind"], "native")
+        self.assertEqual(listed["tree"]["zkey"], circ("merkle8", "zkey"), "the owner (root) sees where it came from")
+        # Issue 31: another user saw every circuit's paths and owner uid. The
+        # names stay (any user may prove with any circuit); the rest is the owner's.
+        code, out, err = ctl_as(EVE, farm.state, "circuit", "list", "--json")
+        self.assertEqual(code, 0, err)
+        seen = {c["name"]: c for c in json.loads(out)}
+        self.assertEqual(set(seen), {"hash", "tree", "checks"})
+        for c in seen.values():
+            self.assertFalse({"zkey", "source", "owner_uid"} & set(c), c)
         jobs = []
         for name, circuit, inputs in (("hash", "poseidon3", [0, 1]), ("tree", "merkle8", [0, 1, 2, 3])):
             out = os.path.join(farm.dir, "out-" + name)
