@@ -383,6 +383,10 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
       schema_current_ = s.i64(0) == 7;
     }
   } catch (...) {
+    // A refused journal stays as it was: the last connection's close would
+    // otherwise checkpoint the WAL into the main file and delete it, folding
+    // away the evidence (and what a restore needs).
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_close_v2(db_);
     db_ = nullptr;
     throw;
