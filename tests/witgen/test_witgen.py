@@ -285,6 +285,17 @@ class FarmTest(unittest.TestCase):
                            write_json("farm-nan.json", {"in": ["1", "x", "3"]}), "--out", farm.dir, check=False)
         self.assertEqual(code, 1)
         self.assertIn("farm-nan.json: signal in value 1", err)
+        # Issue 31: 300,000 keys took seconds of zkfarmd's CPU per input (a
+        # quadratic parse) and blocked other submits; now one pass, refused at
+        # input_max_signals, naming the file, and the farm answers on.
+        many = os.path.join(WORK, "farm-many-keys.json")
+        with open(many, "w") as f:
+            f.write("{" + ",".join(f'"k{i}": {i}' for i in range(300000)) + "}")
+        code, _, err = ctl(farm.state, "submit", "--circuit", "hash", "--input", many, many, "--out", farm.dir,
+                           check=False)
+        self.assertEqual(code, 1, err)
+        self.assertIn("farm-many-keys.json: more than 65536 input signals", err)
+        self.assertEqual(ctl(farm.state, "status", "--json", check=False)[0], 0)
         # A key of another circuit: the circuit is refused at add.
         code, _, err = ctl(farm.state, "circuit", "add", "mixed", "--zkey", circ("merkle8", "zkey"), "--wasm",
                            circ("poseidon3", "wasm"), check=False, timeout=900)
