@@ -298,8 +298,10 @@ class JournalFaultTest(FaultCase):
     def test_a_wal_cut_after_an_acknowledged_submit_stops_the_start(self):
         # Sweep (second pass): after a SIGKILL right after an acknowledged
         # submit, a WAL truncated mid-frame, or without its last frame, or with
-        # that frame's header zeroed, let zkfarmd start normally without the job.
-        for damage in ("truncated mid-frame", "last frame dropped", "last frame's first 512 bytes zeroed"):
+        # that frame's header zeroed, or its salt changed, let zkfarmd start
+        # normally without the job.
+        for damage in ("truncated mid-frame", "last frame dropped", "last frame's first 512 bytes zeroed",
+                       "last frame's salt changed"):
             with self.subTest(damage=damage):
                 farm = self.farm("--synth-workers", "1")
                 ctl(farm.state, "drain")  # the submit's commit is then the WAL's last
@@ -320,6 +322,8 @@ class JournalFaultTest(FaultCase):
                     data = data[:last + frame // 2]
                 elif damage == "last frame dropped":
                     data = data[:last]
+                elif damage == "last frame's salt changed":
+                    data[last + 8] ^= 0x5A  # frame header: page, size, salt-1 (bytes 8..11), salt-2, checksums
                 else:
                     data[last:last + 512] = bytes(512)
                 with open(wal, "wb") as f:
@@ -327,6 +331,17 @@ class JournalFaultTest(FaultCase):
                 p = subprocess.run([os.path.join(BIN, "zkfarmd"), "--state-dir", farm.state, "--arena-mib", "64"],
                                    capture_output=True, text=True, timeout=60)
                 self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertEqual(bytes(read(wal)), bytes(data), "the damaged WAL was modified")
+                if damage == "last frame's salt changed":
+                    # The frame check names it first; following its advice
+                    # (cut the WAL before the frame) meets the mark.
+                    self.assertIn(f"frame {frames} (at byte {last}) is damaged", p.stderr)
+                    self.assertIn("salt bytes were damaged", p.stderr)
+                    os.truncate(wal, last)
+                    data = data[:last]
+                    p = subprocess.run([os.path.join(BIN, "zkfarmd"), "--state-dir", farm.state, "--arena-mib", "64"],
+                                       capture_output=True, text=True, timeout=60)
+                    self.assertEqual(p.returncode, 1, p.stderr)
                 mark = os.path.join(farm.state, "journal.sqlite-acked")
                 self.assertIn("1 acknowledged transaction (submitted jobs, added circuits) missing", p.stderr)
                 self.assertIn(f"mv {mark}", p.stderr)
