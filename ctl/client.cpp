@@ -1,5 +1,6 @@
 #include "ctl/client.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <vector>
+
+#include "protocol/stream_frame.hpp"
 
 namespace zkfarm::ctl {
 
@@ -67,47 +70,21 @@ protocol::Message parse_reply(std::string_view frame) {
 }
 
 Client::Client(const std::string& state_dir, int timeout_ms)
-    : state_dir_(absolute_dir(state_dir)),
-      timeout_ms_(timeout_ms),
-      ctx_(1),
-      sock_(ctx_, zmq::socket_type::req),
-      monitor_(ctx_, zmq::socket_type::pair) {
-  sock_.set(zmq::sockopt::linger, 0);
-  monitor_.set(zmq::sockopt::linger, 0);
-  if (zmq_socket_monitor(sock_.handle(), "inproc://zkfarmctl-monitor", ZMQ_EVENT_DISCONNECTED) == 0)
-    monitor_.connect("inproc://zkfarmctl-monitor");
-}
+    : state_dir_(absolute_dir(state_dir)), timeout_ms_(timeout_ms) {}
 
-Client::~Client() {
-  if (monitor_.handle()) {
-    zmq_socket_monitor(sock_.handle(), nullptr, 0);
-    zmq::message_t event;
-    while (monitor_.recv(event, zmq::recv_flags::dontwait)) {
-    }
-  }
-  monitor_.close();
-  sock_.close();
+Client::~Client() { disconnect(); }
+
+void Client::disconnect() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 namespace {
+using clock = std::chrono::steady_clock;
 
-// A socket file whose listener is gone (zkfarmd killed) refuses connect(2) at
-// once; ZeroMQ would retry quietly until the call's timeout. Ask the kernel.
-bool nobody_listens(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    ::close(fd);
-    return false;
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  const bool refused = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno == ECONNREFUSED;
-  ::close(fd);
-  return refused;
+int64_t ms_left(clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
 }
-
 }  // namespace
 
 void Client::connect() {
@@ -122,78 +99,117 @@ void Client::connect() {
     throw NoSupervisor(state_dir_, path + ": " + std::strerror(errno));
   }
   if (!S_ISSOCK(st.st_mode)) throw NoSupervisor(state_dir_, path + " is not a socket");
-  // Connecting to a Unix socket needs write permission on it; ZeroMQ would
-  // retry silently, so say so now.
-  if (access(path.c_str(), W_OK) != 0 && errno == EACCES) {
-    throw CtlError(kExitNoSupervisor, "cannot connect to zkfarmd at " + state_dir_ + " (" + path +
-                                          ": permission denied; the socket is mode 0660, is this user in its group?)");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path)
+    throw NoSupervisor(state_dir_, path + " is longer than a Unix socket path may be");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms_);
+  for (;;) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd_ < 0) throw NoSupervisor(state_dir_, std::string("socket: ") + std::strerror(errno));
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return;
+    const int err = errno;
+    disconnect();
+    if (err == EACCES || err == EPERM)
+      throw CtlError(kExitNoSupervisor, "cannot connect to zkfarmd at " + state_dir_ + " (" + path +
+                                            ": permission denied; the socket is mode 0660, is this user in its group?)");
+    if (err == ECONNREFUSED)
+      throw NoSupervisor(state_dir_,
+                         path + " refuses connections: zkfarmd is not running (a stale socket of a dead instance)");
+    // EAGAIN: zkfarmd's backlog is full (it is at its connection cap, or busy); try again.
+    if (err != EAGAIN && err != EINTR)
+      throw NoSupervisor(state_dir_, "cannot connect to " + path + ": " + std::strerror(err));
+    if (ms_left(deadline) <= 0)
+      throw NoSupervisor(state_dir_, path + " accepted no connection within " + std::to_string(timeout_ms_) + " ms");
+    ::poll(nullptr, 0, 10);
   }
-  if (nobody_listens(path))
-    throw NoSupervisor(state_dir_, path + " refuses connections: zkfarmd is not running (a stale socket of a dead instance)");
-  try {
-    sock_.connect("ipc://" + path);
-  } catch (const zmq::error_t& e) {
-    throw NoSupervisor(state_dir_, "cannot connect to ipc://" + path + ": " + e.what());
+}
+
+void Client::send_all(const std::string& bytes) {
+  const std::string path = control_socket_path(state_dir_);
+  const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms_);
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += size_t(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      const int64_t left = ms_left(deadline);
+      if (left <= 0)
+        throw NoSupervisor(state_dir_, "could not send the request on " + path + " within " +
+                                           std::to_string(timeout_ms_) + " ms");
+      pollfd p{fd_, POLLOUT, 0};
+      ::poll(&p, 1, int(std::min<int64_t>(left, 1000)));
+      continue;
+    }
+    const std::string why = std::strerror(errno);
+    disconnect();
+    throw NoSupervisor(state_dir_, "zkfarmd closed the connection on " + path + " (" + why + "); retry");
   }
-  connected_ = true;
 }
 
 protocol::Message Client::call(const protocol::Message& request) {
   auto reply = call_waiting(request, timeout_ms_);
   if (!reply)
-    throw NoSupervisor(state_dir_, "no reply on ipc://" + control_socket_path(state_dir_) + " within " +
+    throw NoSupervisor(state_dir_, "no reply on " + control_socket_path(state_dir_) + " within " +
                                        std::to_string(timeout_ms_) + " ms");
   return std::move(*reply);
 }
 
 std::optional<protocol::Message> Client::call_waiting(const protocol::Message& request, int64_t wait_ms,
                                                       const std::function<void()>& tick, int tick_ms) {
-  using clock = std::chrono::steady_clock;
-  if (!connected_) connect();
   const std::string path = control_socket_path(state_dir_);
-  const std::string frame = protocol::encode(request);
-  for (;;) {  // disconnects from before this call are old news
-    zmq::message_t old;
-    if (!monitor_.handle() || !monitor_.recv(old, zmq::recv_flags::dontwait)) break;
+  if (fd_ >= 0) {
+    // Between two requests nothing may arrive: readable means zkfarmd
+    // closed this connection (its cap, a restart); make a new one.
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) != 0) disconnect();
   }
+  if (fd_ < 0) connect();
+  std::string frame;
   try {
-    // REQ queues the request even before the connection is up; a full queue
-    // (nobody ever connected) reads as no supervisor.
-    if (!sock_.send(zmq::buffer(frame), zmq::send_flags::dontwait)) {
-      throw NoSupervisor(state_dir_, "cannot send on ipc://" + path);
-    }
-    const auto deadline = clock::now() + std::chrono::milliseconds(wait_ms < 0 ? 0 : wait_ms);
-    for (;;) {
-      int64_t slice = tick ? tick_ms : (wait_ms < 0 ? 1000 : wait_ms);
-      if (wait_ms >= 0) {
-        const int64_t left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-        if (left <= 0) return std::nullopt;
-        slice = std::min(slice, left);
-      }
-      zmq::pollitem_t items[] = {{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0},
-                                 {static_cast<void*>(monitor_), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, std::chrono::milliseconds(slice));
-      if (items[0].revents & ZMQ_POLLIN) break;
-      if (items[1].revents & ZMQ_POLLIN)  // zkfarmd went away, or shed its connections at its cap
-        throw NoSupervisor(state_dir_, "zkfarmd closed the connection on ipc://" + path +
-                                           " before it answered (it stopped, or is at its connection cap); retry");
-      if (tick) tick();
-    }
-    std::vector<zmq::message_t> parts;
-    for (;;) {
-      zmq::message_t part;
-      if (!sock_.recv(part, zmq::recv_flags::dontwait)) break;
-      parts.push_back(std::move(part));
-      if (!parts.back().more()) break;
-    }
-    if (parts.size() != 1) {
-      throw MalformedReply("expected one frame, got " + std::to_string(parts.size()));
-    }
-    return parse_reply(std::string_view(static_cast<const char*>(parts[0].data()), parts[0].size()));
-  } catch (const zmq::error_t& e) {
-    throw NoSupervisor(state_dir_, std::string("ZeroMQ error on ipc://") + path + ": " + e.what());
+    frame = protocol::frame_of(protocol::encode(request));
+  } catch (const protocol::ProtocolError& e) {
+    throw CtlError(kExitFailed, std::string("the request is too large: ") + e.what());
   }
+  send_all(frame);
+  protocol::FrameReader reader;
+  const auto deadline = clock::now() + std::chrono::milliseconds(wait_ms < 0 ? 0 : wait_ms);
+  std::vector<char> buf(64 * 1024);
+  while (!reader.has_frame()) {
+    int64_t slice = tick ? tick_ms : (wait_ms < 0 ? 1000 : wait_ms);
+    if (wait_ms >= 0) {
+      const int64_t left = ms_left(deadline);
+      if (left <= 0) {
+        disconnect();  // the reply may still come: never read it as the next call's
+        return std::nullopt;
+      }
+      slice = std::min(slice, left);
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, int(slice)) == 0) {
+      if (tick) tick();
+      continue;
+    }
+    const ssize_t n = ::read(fd_, buf.data(), std::min(reader.room(), buf.size()));
+    if (n > 0) {
+      reader.feed(buf.data(), size_t(n));
+      if (reader.too_large()) {
+        disconnect();
+        throw MalformedReply("frame of " + std::to_string(reader.announced()) + " bytes exceeds the limit of " +
+                             std::to_string(protocol::kMaxFrameBytes));
+      }
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    disconnect();
+    throw NoSupervisor(state_dir_, "zkfarmd closed the connection on " + path +
+                                       " before it answered (it stopped, or is at its connection cap); retry");
+  }
+  return parse_reply(*reader.take());
 }
 
 }  // namespace zkfarm::ctl

@@ -1,12 +1,12 @@
 #pragma once
-// The request/reply client of zkfarmctl: one ZeroMQ REQ socket connected to
-// ipc://STATE/control.sock, one request, one reply (docs/protocol.md).
+// The request/reply client of zkfarmctl (and zkfarm-api): a Unix stream
+// connection to STATE/control.sock carrying length-prefixed frames
+// (protocol/stream_frame.hpp); one request, then its reply (docs/protocol.md).
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <zmq.hpp>
 
 #include "ctl/exit_codes.hpp"
 #include "protocol/messages.hpp"
@@ -77,17 +77,15 @@ class Caller {
 };
 
 /// A connection to one supervisor's control socket. Connects on the first
-/// call; every call is one request and one reply. After a NoSupervisor error
-/// the client must not be used again (the REQ socket is left mid-exchange).
+/// call; every call is one request and one reply. A connection zkfarmd
+/// closed while idle (its connection cap, a restart) is made again before
+/// the next request. After a NoSupervisor error or a timeout the client must
+/// not be used again (a reply may still be on its way).
 class Client : public Caller {
  public:
   /// state_dir: the supervisor's state dir (made absolute here);
   /// timeout_ms: how long one call waits for its reply.
   Client(const std::string& state_dir, int timeout_ms);
-  /// Stops the disconnect monitor and drops its pending events before the
-  /// sockets close: libzmq 4.3 leaks an event's address frame when the
-  /// monitor's pipe is torn down with one in flight (LeakSanitizer saw it
-  /// after `stop --wait`, whose zkfarmd closes the connection as it exits).
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -114,15 +112,16 @@ class Client : public Caller {
   const std::string& state_dir() const { return state_dir_; }
 
  private:
-  /// Checks the socket file exists and is a socket, then connects.
+  /// Checks the socket file exists and is a socket, then connects (waiting
+  /// up to the call timeout while zkfarmd's backlog is full).
   void connect();
+  /// Writes all of `bytes` before the call timeout; throws NoSupervisor.
+  void send_all(const std::string& bytes);
+  void disconnect();
 
   std::string state_dir_;
   int timeout_ms_;
-  zmq::context_t ctx_;
-  zmq::socket_t sock_;
-  zmq::socket_t monitor_;  // the REQ socket's disconnect events: a closed connection fails the call at once
-  bool connected_ = false;
+  int fd_ = -1;
 };
 
 }  // namespace zkfarm::ctl

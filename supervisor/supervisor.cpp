@@ -204,7 +204,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                                                "workers.sock", log_, [](const std::string& path) {
                                                  ::chmod(path.c_str(), 0600);
                                                });
-  control_ = std::make_unique<ControlChannel>(ctx_, ipc_path(cfg_.state_dir, "control.sock"), control_gid,
+  control_ = std::make_unique<ControlChannel>(ipc_path(cfg_.state_dir, "control.sock"), control_gid,
                                               cfg_.control_max_connections, log_);
 
   release_check_ = FakeReleaseCheck::from_env();

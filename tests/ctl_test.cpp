@@ -1,4 +1,4 @@
-// zkfarmctl against a fake supervisor: a ROUTER bound at ipc://TMP/control.sock
+// zkfarmctl against a fake supervisor: a Unix stream socket at TMP/control.sock
 // in a thread, answering canned replies and recording the requests. Checks the
 // requests each verb sends, its output and its exit code, including no
 // supervisor (exit 3), refusals (exit 1) and garbage replies (exit 1, no crash).
@@ -6,25 +6,28 @@
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
-#include <zmq.hpp>
 
 #include "ctl/render.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/stream_frame.hpp"
 
 namespace zkfarm {
 namespace {
@@ -130,21 +133,30 @@ std::string error_reply(const std::string& error) {
   return protocol::encode(m);
 }
 
-/// The fake supervisor. handler gets each decoded request and returns the
-/// reply frames to send (none: no answer at all).
+/// The fake supervisor: a Unix stream socket at TMP/control.sock speaking
+/// zkfarmd's framing (protocol/stream_frame.hpp), one connection at a time.
+/// handler gets each decoded request and returns the reply frames to send,
+/// each length-prefixed (none: no answer at all); a frame that begins with
+/// kRaw is written as it is, without a prefix (a hostile header).
 class FakeSupervisor {
  public:
   using Handler = std::function<std::vector<std::string>(const Message&)>;
+  static inline const std::string kRaw = std::string("\0RAW:", 5);
 
-  FakeSupervisor(const fs::path& state_dir, Handler handler)
-      : handler_(std::move(handler)), sock_(ctx_, zmq::socket_type::router) {
-    sock_.set(zmq::sockopt::linger, 0);
-    sock_.bind("ipc://" + (state_dir / "control.sock").string());
+  FakeSupervisor(const fs::path& state_dir, Handler handler) : handler_(std::move(handler)) {
+    const std::string path = (state_dir / "control.sock").string();
+    listen_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    if (::bind(listen_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_, 16) != 0)
+      ADD_FAILURE() << "cannot listen at " << path << ": " << std::strerror(errno);
     thread_ = std::thread([this] { loop(); });
   }
   ~FakeSupervisor() {
     stop_ = true;
     thread_.join();
+    ::close(listen_);
   }
 
   /// The requests received so far (decoded with the protocol's own decoder).
@@ -155,44 +167,52 @@ class FakeSupervisor {
 
  private:
   void loop() {
+    std::vector<int> conns;
+    std::map<int, protocol::FrameReader> readers;
     while (!stop_) {
-      zmq::pollitem_t item{static_cast<void*>(sock_), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(20));
-      if (!(item.revents & ZMQ_POLLIN)) continue;
-      std::vector<zmq::message_t> parts;
-      do {
-        parts.emplace_back();
-        (void)sock_.recv(parts.back());
-      } while (parts.back().more());
-      // REQ → ROUTER: identity, empty delimiter, the request.
-      if (parts.size() != 3 || parts[1].size() != 0) {
-        ADD_FAILURE() << "request of " << parts.size() << " frames";
-        continue;
+      std::vector<pollfd> fds{{listen_, POLLIN, 0}};
+      for (int c : conns) fds.push_back({c, POLLIN, 0});
+      ::poll(fds.data(), fds.size(), 20);
+      if (fds[0].revents & POLLIN) {
+        int c = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c >= 0) conns.push_back(c), readers.emplace(c, protocol::FrameReader());
       }
-      Message req;
-      try {
-        req = protocol::decode(parts[2].to_string_view());
-      } catch (const protocol::ProtocolError& e) {
-        ADD_FAILURE() << "request does not decode: " << e.what();
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        requests_.push_back(req);
-      }
-      std::vector<std::string> reply = handler_(req);
-      if (reply.empty()) continue;
-      sock_.send(zmq::buffer(parts[0].to_string_view()), zmq::send_flags::sndmore);
-      sock_.send(zmq::message_t(), zmq::send_flags::sndmore);
-      for (size_t i = 0; i < reply.size(); ++i) {
-        sock_.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        const int c = fds[i].fd;
+        auto& reader = readers.at(c);
+        char buf[65536];
+        const ssize_t n = ::read(c, buf, std::min(reader.room(), sizeof buf));
+        if (n <= 0) {
+          ::close(c);
+          conns.erase(std::find(conns.begin(), conns.end(), c));
+          readers.erase(c);
+          continue;
+        }
+        reader.feed(buf, size_t(n));
+        if (!reader.has_frame()) continue;
+        Message req;
+        try {
+          req = protocol::decode(*reader.take());
+        } catch (const protocol::ProtocolError& e) {
+          ADD_FAILURE() << "request does not decode: " << e.what();
+          continue;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          requests_.push_back(req);
+        }
+        for (const std::string& f : handler_(req)) {
+          const std::string bytes = f.rfind(kRaw, 0) == 0 ? f.substr(kRaw.size()) : protocol::frame_of(f, SIZE_MAX);
+          (void)!::send(c, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        }
       }
     }
+    for (int c : conns) ::close(c);
   }
 
   Handler handler_;
-  zmq::context_t ctx_{1};
-  zmq::socket_t sock_;
+  int listen_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
@@ -719,7 +739,7 @@ TEST(Ctl, ASupervisorThatNeverAnswersExits3) {
   FakeSupervisor sup(dir.path, [](const Message&) { return std::vector<std::string>{}; });
   CtlRun r = run_ctl(base_args(dir, 300) + std::vector<std::string>{"wait", "1"}, dir.path);
   EXPECT_EQ(r.rc, 3);
-  EXPECT_NE(r.err.find("no reply on ipc://" + dir.path.string() + "/control.sock within 300 ms"), std::string::npos)
+  EXPECT_NE(r.err.find("no reply on " + dir.path.string() + "/control.sock within 300 ms"), std::string::npos)
       << r.err;
 }
 
@@ -737,7 +757,7 @@ TEST(Ctl, GarbageRepliesExit1WithoutACrash) {
       {{protocol::encode(Message{{"v", 1}, {"t", "reply"}})}, {"status"}, "no boolean \"ok\""},
       {{protocol::encode(Message{{"v", 1}, {"ok", "yes"}})}, {"status"}, "no boolean \"ok\""},
       {{protocol::encode(other_version)}, {"status"}, "protocol version 2"},
-      {{ok_reply(), ok_reply()}, {"status"}, "expected one frame, got 2"},
+      {{FakeSupervisor::kRaw + std::string("\x7f\xff\xff\xff", 4) + "x"}, {"status"}, "frame of 2147483647 bytes exceeds the limit"},
       {{ok_reply()}, {"status"}, "\"status\""},
       {{ok_reply({{"status", 3}})}, {"status", "--json"}, "\"status\""},
       {{ok_reply({{"jobs", "none"}})}, {"jobs"}, "\"jobs\""},

@@ -265,6 +265,46 @@ class Zmtp:
         self.sock.close()
 
 
+class Control:
+    """A client of control.sock speaking its framing by hand (docs/protocol.md):
+    each frame is a 4-byte big-endian length, then that many bytes (one
+    MessagePack map)."""
+
+    def __init__(self, path, timeout=30):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+
+    def _exact(self, n):
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("zkfarmd closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    def request(self, body):
+        """Sends one frame holding `body` (bytes)."""
+        self.sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def recv(self):
+        """One reply frame's body."""
+        return self._exact(struct.unpack(">I", self._exact(4))[0])
+
+    def close(self):
+        self.sock.close()
+
+
+def vm_rss_kib(pid):
+    """The resident memory of process `pid` (VmRSS of /proc/PID/status), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
 # --- the test base -------------------------------------------------------------
 
 class FarmCase(unittest.TestCase):

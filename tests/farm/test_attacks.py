@@ -19,14 +19,15 @@ import signal
 import socket
 import sqlite3
 import stat
+import struct
 import subprocess
 import tempfile
 import time
 import unittest
 
-from attack_tools import (ADMIN_GROUP, CHAIN_ZKEY, CRIT_GROUP, CTL_GROUP, EVE, FarmCase, Zmtp, ctl_as,
+from attack_tools import (ADMIN_GROUP, CHAIN_ZKEY, CRIT_GROUP, CTL_GROUP, EVE, Control, FarmCase, Zmtp, ctl_as,
                           ensure_group_member, msgpack, read, run_as, script, unsatisfying_witness, verify_dir,
-                          wait_until)
+                          vm_rss_kib, wait_until)
 from test_farm import BIN, FIX, chain_wtns, ctl
 from test_journal import reap_until_gone
 
@@ -570,22 +571,21 @@ class ControlSocketTest(FarmCase):
         # zkfarmd's stack (nlohmann's recursive parser); 2,000 malformed requests
         # wrote 2,000 log lines.
         farm = self.farm("--synth-workers", "1")
-        z = Zmtp(os.path.join(farm.state, "control.sock"), b"REQ")
+        z = Control(os.path.join(farm.state, "control.sock"))
         try:
             z.request(b"\x91" * 500000 + b"\xc0")
             reply = z.recv()
-            self.assertEqual(reply[0], b"")
-            self.assertIn(b"bad request", reply[1])
-            self.assertIn(b"nested deeper", reply[1])
+            self.assertIn(b"bad request", reply)
+            self.assertIn(b"nested deeper", reply)
             self.assertIsNone(farm.proc.poll())
             n = 2000
-            for batch in range(0, n, 100):  # in batches: replies past ROUTER's high-water mark would be dropped
+            for batch in range(0, n, 100):  # pipelined: zkfarmd reads the next once it answered one
                 for i in range(batch, batch + 100):
                     z.request(b"\xc1 not MessagePack " + str(i).encode())
                 for _ in range(100):
-                    self.assertIn(b"bad request", z.recv()[1])
+                    self.assertIn(b"bad request", z.recv())
             z.request(msgpack({"v": 1, "t": "status"}))
-            self.assertIn(b"job_counts", z.recv()[1])  # the same connection still served
+            self.assertIn(b"job_counts", z.recv())  # the same connection still served
         finally:
             z.close()
         self.assertIsNone(farm.proc.poll())
@@ -619,6 +619,97 @@ class ControlSocketTest(FarmCase):
         farm2 = self.farm("--synth-workers", "1", state=farm.state)
         self.assertNotIn("removed a stale arena", farm2.output())
         farm2.stop_and_check(self)
+
+
+    def _flood(self, path, head, chunk, limit):
+        """Connects to `path`, sends `head`, then `chunk` again and again until
+        `limit` bytes are sent or zkfarmd cuts the connection. Bytes sent."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect(path)
+        sent = 0
+        try:
+            s.sendall(head)
+            sent = len(head)
+            while sent < limit:
+                s.sendall(chunk)
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            pass
+        finally:
+            s.close()
+        return sent
+
+    def test_an_endless_message_is_cut_and_zkfarmd_stays_small(self):
+        # Sweep (issue 31): raw ZMTP frames of 1 MiB with MORE set took zkfarmd
+        # from 17 MB to 1.55 GB (libzmq holds a multipart message whole until
+        # its last part), and 1.3 GB stayed after the peer left. control.sock
+        # now carries length-prefixed frames of at most 1 MiB, one at a time.
+        farm = self.farm("--synth-workers", "1")
+        path = os.path.join(farm.state, "control.sock")
+        farm.status()
+        before = vm_rss_kib(farm.proc.pid)
+        gib = 1 << 30
+        mib = 1 << 20
+        # 1. The sweep's flood, as sent: ZMTP 3.0 greeting, READY, then 1 MiB
+        # frames flagged MORE (0x03: MORE | LONG, 8-byte size) without end.
+        greeting = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + b"\x00" + bytes(31)
+        ready = b"\x05READY" + bytes([11]) + b"Socket-Type" + struct.pack(">I", 3) + b"REQ"
+        zmtp = greeting + bytes([0x04, len(ready)]) + ready
+        sent_zmtp = self._flood(path, zmtp, b"\x03" + struct.pack(">Q", mib) + bytes(mib), gib)
+        # 2. The framing's own: a length of 2^31 - 1, then endless bytes.
+        sent_long = self._flood(path, struct.pack(">I", 0x7fffffff), bytes(mib), gib)
+        # 3. Many connections, each one byte short of a whole 1 MiB frame:
+        # past the budget for bytes in flight the largest holders are closed.
+        held = []
+        for _ in range(160):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(30)
+            s.connect(path)
+            try:
+                s.sendall(struct.pack(">I", mib) + bytes(mib - 1))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            held.append(s)
+        farm.status()  # the loop has read what was sent
+        peak = vm_rss_kib(farm.proc.pid)
+        for s in held:
+            s.close()
+        farm.status()  # the loop has seen them go
+        time.sleep(0.5)
+        after = vm_rss_kib(farm.proc.pid)
+        print(f"\ncontrol.sock floods: ZMTP {sent_zmtp >> 20} MiB and 2^31-byte header {sent_long >> 20} MiB sent "
+              f"before the cut; 160 partial 1 MiB frames; VmRSS {before // 1024} MiB before, {peak // 1024} MiB "
+              f"with them held, {after // 1024} MiB after", flush=True)
+        self.assertIsNone(farm.proc.poll(), farm.output()[-3000:])
+        self.assertLess(sent_zmtp, gib, "the ZMTP flood was never cut")
+        self.assertLess(sent_long, gib, "the oversized frame was never cut")
+        # Bound: the 64 MiB budget plus one frame and the allocator's slack;
+        # the sweep saw 1.5 GB.
+        self.assertLess(peak - before, 100 * 1024, f"VmRSS grew {(peak - before) // 1024} MiB")
+        self.assertLess(after - before, 24 * 1024, "the flood's memory stayed after the peers left")
+        log = farm.output()
+        self.assertIn("announced a frame of 4278190080 bytes, the limit is 1048576", log)  # the greeting's 0xff000000
+        self.assertIn("pass the budget of 67108864", log)
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(5)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        verify_dir(self, out, 1)
+        farm.stop_and_check(self)
+
+    def test_a_frame_begun_and_never_finished_is_cut(self):
+        # A slow peer holding a partial frame is closed after 10 s
+        # (ControlChannel::kPartialFrameMs), so stalled frames never pile up.
+        farm = self.farm("--synth-workers", "1")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(60)
+        s.connect(os.path.join(farm.state, "control.sock"))
+        s.sendall(struct.pack(">I", 100) + b"abc")
+        self.assertEqual(s.recv(1), b"", "the stalled connection was not closed")
+        s.close()
+        self.assertIn("a frame begun", farm.output())
+        self.assertIn("is still not whole (7 of 104 bytes)", farm.output())
+        farm.stop_and_check(self)
 
 
 class BoundedStatusTest(FarmCase):
