@@ -1,8 +1,8 @@
 #pragma once
 // The messages between zkfarmd, its workers and zkfarmctl.
 //
-// Wire format: one ZeroMQ frame per message (after the ROUTER identity frame
-// where there is one), holding a MessagePack map (nlohmann::json's encoder)
+// Wire format: one frame per message (a ZeroMQ frame after the ROUTER identity
+// frame on workers.sock; a length-prefixed frame on control.sock), holding a MessagePack map (nlohmann::json's encoder)
 // with at least {"v": kProtocolVersion, "t": TYPE}. Large data never travels
 // here: partitions move through the shared-memory arena, messages carry only
 // slot ids, offsets, sizes, generations, states, paths and the proof (256 or 384 bytes).
@@ -16,8 +16,9 @@
 //    answers SYNTH_DONE / PROVE_DONE, each carrying the same job, partition,
 //    slot and generation; ABORT withdraws one; SHUTDOWN asks a worker to
 //    finish what it holds and exit 0.
-//  - zkfarmctl (REQ) ↔ supervisor (ROUTER, ipc://STATE/control.sock): strictly
-//    one request, one reply {"ok": true, ...} or {"ok": false, "error": TEXT}.
+//  - zkfarmctl ↔ supervisor (STATE/control.sock, a Unix stream socket whose
+//    frames carry a 4-byte length: protocol/stream_frame.hpp): strictly one
+//    request, one reply {"ok": true, ...} or {"ok": false, "error": TEXT}.
 // docs/protocol.md lists every type and field.
 #include <cstdint>
 #include <nlohmann/json.hpp>

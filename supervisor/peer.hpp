@@ -1,8 +1,9 @@
 #pragma once
 // Who is on the other end of a control or worker connection, and what they may
 // do (docs/security.md). The identity comes from the kernel (SO_PEERCRED at
-// connect, which libzmq reports as the message property "Peer-Address" =
-// "HOST:UID:GID:PID" on ipc:// connections), never from the request itself.
+// connect: read with getsockopt on control.sock's accepted connections, and
+// reported by libzmq as the message property "Peer-Address" =
+// "HOST:UID:GID:PID" on workers.sock), never from the request itself.
 #include <sys/types.h>
 
 #include <optional>

@@ -508,8 +508,8 @@ class WorkerSocketTest(FarmCase):
 class ControlSocketTest(FarmCase):
     def test_a_connection_flood_neither_kills_nor_wedges_zkfarmd(self):
         # Sweep: about 20,000 connections to control.sock made libzmq hit EMFILE
-        # and abort zkfarmd. Now at control_max_connections (256) the listener
-        # sheds its connections and reopens.
+        # and abort zkfarmd. Now at control_max_connections (256) the oldest
+        # connection without a request in zkfarmd is closed for each new one.
         farm = self.farm("--synth-workers", "1")
         path = os.path.join(farm.state, "control.sock")
         fds_before = len(os.listdir(f"/proc/{farm.proc.pid}/fd"))
@@ -549,7 +549,7 @@ class ControlSocketTest(FarmCase):
             time.sleep(0.2)
         self.assertEqual(code, 0, err)
         self.assertGreater(farm.status()["connections"]["control_sheds"], 0)
-        # the socket made anew at each shed keeps its mode and group: eve still gets in
+        # the socket keeps its mode and group: eve still gets in
         st = os.stat(path)
         self.assertEqual((stat.S_IMODE(st.st_mode), st.st_gid), (0o660, grp.getgrnam(CTL_GROUP).gr_gid))
         code, _, err = ctl_as(EVE, farm.state, "status")
