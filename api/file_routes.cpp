@@ -118,6 +118,7 @@ Response Service::circuit_create(Call& c, const Request& req) {
     freq["name"] = row.farm_name;
     freq["zkey"] = upload_path(zkey);
     freq["wasm"] = upload_path(wasm);
+    freq["submitter"] = c.who.tenant;  // zkfarmd's build slot is per tenant, not per zkfarm-api
     // zkfarm-api is an admin to zkfarmd: a name a local user holds would be
     // replaced, so such a name is refused here instead.
     for (const auto& fc : farm_.call(protocol::make("circuit_list")).value("circuits", json::array()))

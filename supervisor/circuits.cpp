@@ -114,6 +114,10 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     src.dir = incoming;
     if (wasm) {
       files::UniqueFd fd = open_client_file(*wasm, peer);
+      struct stat st{};
+      if (::fstat(fd.get(), &st) == 0 && bc.wasm_max_bytes && uint64_t(st.st_size) > bc.wasm_max_bytes)
+        throw InputError(*wasm + ": " + std::to_string(st.st_size) + " bytes, more than circuit_wasm_max_mib (" +
+                         std::to_string(bc.wasm_max_bytes >> 20) + " MiB) allows");
       files::copy_into(fd.get(), *wasm, in_dir.get(), "circuit.wasm", 0400, {}, files::TempMethod::kAuto,
                        files::CopyHash::kNone);
       src.kind = witgen::GeneratorKind::kWasm;
@@ -150,10 +154,12 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     bo.witgen_root = bc.witgen_root;
     bo.jobs = bc.jobs;
     bo.timeout = bc.timeout;
+    bo.sandbox = bc.build_sandbox;
+    bo.memory_bytes = bc.build_memory_bytes;
     const std::string exe = witgen::cached_generator(src, bc.circuits_dir, bo);
     // Used now: housekeeping keeps an unused build for retention_hours from here.
     fs::last_write_time(fs::path(exe).parent_path(), fs::file_time_type::clock::now(), ec);
-    const witgen::GeneratorInfo info = witgen::generator_info(exe, std::chrono::milliseconds(60000));
+    const witgen::GeneratorInfo info = witgen::generator_info(exe, bc.info_run);
     if (info.prime != scalar_prime_decimal() || info.n8 != 32)
       throw InputError(c.source + ": the circuit is over another field (prime " + info.prime.substr(0, 20) +
                        "…), the key over BN254's r (zkfarm proves bn128 circuits)");
@@ -218,13 +224,36 @@ void Supervisor::start_circuit_add(const std::string& identity, const json& req,
     return refuse("circuit " + name + " exists and is uid " + std::to_string(it->second.owner_uid) + "'s");
   if (building_.count(name)) return refuse("circuit " + name + " is being added already");
   if (stopping_) return refuse("zkfarmd is stopping");
+  // One build slot per submitter: a uid, or the tenant zkfarm-api (an admin)
+  // names, so that one submitter's builds never queue another's.
+  std::string submitter = "uid " + std::to_string(peer.uid);
+  if (auto t = protocol::find_str(req, "submitter"); t && role == Role::kAdmin && !t->empty())
+    submitter = "tenant " + t->substr(0, 128);
+  for (const auto& p : pending_builds_)
+    if (p.submitter == submitter)
+      return refuse(submitter + " is adding circuit " + p.name + " already: one circuit build at a time per "
+                    "submitter; retry when it has finished");
+  witgen::Sandbox build_sandbox, run_sandbox;
+  try {
+    build_sandbox = witgen::make_sandbox(cfg_.sandbox_user, cfg_.circuit_build_cpu_s);
+    run_sandbox = witgen::make_sandbox(cfg_.sandbox_user, cfg_.witness_cpu_s);
+  } catch (const witgen::SandboxError& e) {
+    log_->error("circuit {}: {}", name, e.what());
+    return refuse(e.what());
+  }
   SubmitContext ctx = submit_context();
   CircuitBuildContext bc{cfg_.state_dir + "/circuits", witgen_root_,
                          cfg_.generator_build_jobs ? cfg_.generator_build_jobs
                                                    : std::max(1u, std::thread::hardware_concurrency()),
                          std::chrono::milliseconds(cfg_.generator_build_timeout_ms), pg_ ? cfg_.shared_dir : ""};
+  bc.build_sandbox = build_sandbox;
+  bc.build_memory_bytes = cfg_.circuit_build_memory_mib << 20;
+  bc.wasm_max_bytes = cfg_.circuit_wasm_max_mib << 20;
+  bc.info_run.timeout = std::chrono::milliseconds(60000);
+  bc.info_run.memory_bytes = cfg_.witness_memory_mib << 20;
+  bc.info_run.sandbox = run_sandbox;
   auto promise = std::make_shared<std::promise<CircuitBuild>>();
-  PendingBuild pending{identity, promise->get_future(), name, peer.uid};
+  PendingBuild pending{identity, promise->get_future(), name, peer.uid, submitter};
   const bool queued = build_pool_->post([promise, req, peer, ctx, bc] {
     try {
       promise->set_value(build_circuit(req, peer, ctx, bc));

@@ -55,14 +55,19 @@ struct Config {
   unsigned status_finished_jobs = 50;  ///< finished jobs `status` lists (newest first); `jobs` pages through all
   // Circuits and circom inputs (docs/witness.md).
   unsigned witness_timeout_ms = 600000;     ///< one partition's witness generation may take this long
-  uint64_t witness_memory_mib = 0;          ///< a generator's data memory (RLIMIT_DATA), MiB; 0: unbounded
+  uint64_t witness_memory_mib = 4096;       ///< a generator's data memory (RLIMIT_DATA), MiB, also of its --info run; 0: unbounded
+  uint64_t witness_cpu_s = 600;             ///< a generator's CPU time (RLIMIT_CPU), s; 0: unbounded
+  std::string sandbox_user = "zkfarm-sandbox";  ///< as root: circuit code is built and run as this user (witgen/sandbox.hpp)
+  uint64_t circuit_build_memory_mib = 2048; ///< each compiler of a generator build (RLIMIT_DATA), MiB
+  uint64_t circuit_build_cpu_s = 600;       ///< each compiler of a generator build (RLIMIT_CPU), s
+  uint64_t circuit_wasm_max_mib = 64;       ///< largest circuit.wasm `circuit add` takes, MiB
   uint64_t input_max_bytes = 67108864;      ///< largest input.json taken at submit (64 MiB)
   uint64_t input_max_signals = 65536;       ///< distinct signal names in one input.json
   uint64_t input_max_values = 16777216;     ///< values in one input.json, arrays flattened (2^24)
   uint64_t job_input_max_bytes = 1073741824;  ///< all input.json files of one job together (1 GiB)
   unsigned generator_build_timeout_ms = 1800000;  ///< `circuit add`: building a generator may take this long
   unsigned generator_build_jobs = 0;        ///< compilers at once for a build; 0: the cores
-  unsigned generator_builds = 1;            ///< builds at once (each may use generator_build_jobs compilers)
+  unsigned generator_builds = 2;            ///< builds at once (each may use generator_build_jobs compilers); one per submitter
   // Several hosts, one queue (docs/cluster.md).
   std::string queue_url;               ///< PostgreSQL connection (postgresql://…); empty: SQLite under the state dir
   std::string host_id;                 ///< this host's name in the queue; default: hostname + ":" + state dir

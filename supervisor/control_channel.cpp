@@ -47,7 +47,9 @@ ControlChannel::ControlChannel(std::string path, std::optional<gid_t> group, uns
   }
   // zkfarmd's user and control_group may connect (docs/security.md); the
   // process umask (077) kept the file private from its bind until now.
-  if (group && ::chown(path_.c_str(), uid_t(-1), *group) == 0) ::chmod(path_.c_str(), 0660);
+  // Without control_group the file keeps zkfarmd's own group; a group that
+  // cannot be given leaves it 0600.
+  if (!group || ::chown(path_.c_str(), uid_t(-1), *group) == 0) ::chmod(path_.c_str(), 0660);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;

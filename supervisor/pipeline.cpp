@@ -245,6 +245,8 @@ void Supervisor::dispatch() {
       m["input_name"] = p->input_source;
       m["witness_timeout_ms"] = cfg_.witness_timeout_ms;
       m["witness_memory_mib"] = cfg_.witness_memory_mib;
+      m["witness_cpu_s"] = cfg_.witness_cpu_s;
+      m["sandbox_user"] = cfg_.sandbox_user;
     } else {
       m["wtns"] = p->wtns;
     }

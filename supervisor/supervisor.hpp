@@ -34,6 +34,8 @@
 #include "supervisor/release.hpp"
 #include "supervisor/status_view.hpp"
 #include "supervisor/worker_table.hpp"
+#include "witgen/generator_run.hpp"
+#include "witgen/sandbox.hpp"
 
 #include <deque>
 #include <set>
@@ -125,6 +127,10 @@ struct CircuitBuildContext {
   /// A shared queue's shared dir: the build is published under
   /// SHARED/generators by the SHA-256 of each file ("" on one host).
   std::string shared_dir;
+  witgen::Sandbox build_sandbox;     ///< the compilers' (circuit_build_cpu_s; witgen/sandbox.hpp)
+  uint64_t build_memory_bytes = 0;   ///< each compiler's RLIMIT_DATA (circuit_build_memory_mib)
+  uint64_t wasm_max_bytes = 0;       ///< circuit_wasm_max_mib
+  witgen::GenerateOptions info_run;  ///< the built generator's --info run (witness limits)
 };
 
 /// `circuit add` on a build thread: takes the key and the generator sources
@@ -372,6 +378,7 @@ class Supervisor {
     std::future<CircuitBuild> result;
     std::string name;
     uint32_t owner_uid = 0;
+    std::string submitter;  ///< whose build slot it holds: "uid N", or "tenant T" (zkfarm-api)
   };
   std::vector<PendingBuild> pending_builds_;
   std::set<std::string> building_;  ///< names whose add is in progress

@@ -52,6 +52,12 @@ Wtns generate(const proto::Message& req, const Zkey& key) {
   witgen::GenerateOptions opt;
   opt.timeout = std::chrono::milliseconds(req.value("witness_timeout_ms", uint64_t(600000)));
   opt.memory_bytes = req.value("witness_memory_mib", uint64_t(0)) << 20;
+  try {  // circuit code never runs as root (docs/witness.md, "Circuit code is confined")
+    opt.sandbox = witgen::make_sandbox(req.value("sandbox_user", std::string("zkfarm-sandbox")),
+                                       req.value("witness_cpu_s", uint64_t(600)));
+  } catch (const witgen::SandboxError& e) {
+    throw InputError(name + ": " + e.what());
+  }
   opt.cancel = &proto::abort_flag();
   files::UniqueFd out;
   try {

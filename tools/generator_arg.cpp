@@ -61,7 +61,9 @@ files::UniqueFd witness_from_input(const std::string& exe, const std::string& ge
                                    const WitnessOptions& wo) {
   witgen::GeneratorInfo info;
   try {
-    info = witgen::generator_info(exe, std::chrono::milliseconds(60000));
+    witgen::GenerateOptions io;  // zkfarm-prove runs circuit code with its user's own rights
+    io.timeout = std::chrono::milliseconds(60000);
+    info = witgen::generator_info(exe, io);
   } catch (const witgen::GenerateError& e) {
     throw InputError(generator_path + ": " + e.what());
   }

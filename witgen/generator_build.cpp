@@ -64,6 +64,9 @@ class Builder {
     spec.timeout = left;
     spec.cancel = opt_.cancel;
     spec.output_limit = 16 * 1024;
+    spec.sandbox = opt_.sandbox;
+    spec.memory_bytes = opt_.memory_bytes;
+    spec.file_bytes = uint64_t(4) << 30;  // the C of a large wasm is hundreds of MB, never GBs
     RunResult r = run(spec);
     if (!r.ok())
       throw BuildError(s.what + " failed (" + s.argv.front() + ": " + r.how() + ")" +

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "witgen/sandbox.hpp"
+
 namespace zkfarm::witgen {
 
 enum class GeneratorKind { kWasm, kNative };
@@ -56,6 +58,11 @@ struct BuildOptions {
   unsigned jobs = 2;                            ///< compilers at once
   std::chrono::milliseconds timeout{30 * 60 * 1000};  ///< the whole build
   const std::atomic<bool>* cancel = nullptr;
+  /// Every compiler runs confined (sandbox.hpp). With sandbox.drop_uid a
+  /// wasm build runs in a folder of the sandbox user's own under the
+  /// temporary folder, and only its product is taken (generator_cache.cpp).
+  Sandbox sandbox;
+  uint64_t memory_bytes = 0;  ///< RLIMIT_DATA of each compiler; 0: unchanged
 };
 
 /// Builds `src` into folder `out` (made if missing): out/generator, and for

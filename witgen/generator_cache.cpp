@@ -9,10 +9,81 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace zkfarm::witgen {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Copies the regular file `name` of folder `from` (the sandbox user's) into a
+// new file of `to` (zkfarmd's), mode 0755: never through a link, only a file
+// that user made.
+void take_product(const fs::path& from, const fs::path& to, const std::string& name, uid_t owner) {
+  const std::string src_path = (from / name).string();
+  const int in = ::open(src_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (in < 0) throw BuildError(src_path + ": the build left no such file: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } close_in{in};
+  struct stat st{};
+  if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1)
+    throw BuildError(src_path + ": not a plain file the build made");
+  const std::string dst_path = (to / name).string();
+  const int out = ::open(dst_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+  if (out < 0) throw BuildError(dst_path + ": cannot create: " + std::strerror(errno));
+  Closer close_out{out};
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n == 0) break;
+    if (n < 0 || ::write(out, buf.data(), size_t(n)) != n)
+      throw BuildError(dst_path + ": cannot copy the built generator: " + std::strerror(errno));
+  }
+  if (::fchmod(out, 0755) != 0 || ::fsync(out) != 0)
+    throw BuildError(dst_path + ": cannot finish the built generator: " + std::strerror(errno));
+}
+
+// A wasm build as the sandbox user (opt.sandbox.drop_uid): in
+// TMP/zkfarm-build-XXXXXX (root's, 0711) the sources are copied into src/
+// (root's, readable) and the compilers write only into out/ (the sandbox
+// user's); the product is then copied into `dest` (zkfarmd's). The sandbox
+// user can reach neither the state dir nor the cache.
+void build_as_sandbox_user(const GeneratorSources& src, const fs::path& dest, const BuildOptions& opt) {
+  std::string tmpl = (fs::temp_directory_path() / "zkfarm-build-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw BuildError(tmpl + ": cannot create: " + std::strerror(errno));
+  const fs::path work = tmpl;
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(p, ec);  // removes links, never follows them
+    }
+  } remove{work};
+  const fs::path sdir = work / "src", out = work / "out";
+  if (::chmod(work.c_str(), 0711) != 0 || ::mkdir(sdir.c_str(), 0755) != 0 || ::chmod(sdir.c_str(), 0755) != 0 ||
+      ::mkdir(out.c_str(), 0700) != 0 || ::mkdir((out / "build").c_str(), 0700) != 0 ||
+      ::chown(out.c_str(), opt.sandbox.uid, opt.sandbox.gid) != 0 ||
+      ::chown((out / "build").c_str(), opt.sandbox.uid, opt.sandbox.gid) != 0)
+    throw BuildError(work.string() + ": cannot prepare the build folder: " + std::strerror(errno));
+  GeneratorSources copy = src;
+  copy.dir = sdir.string();
+  for (const auto& f : src.files) {
+    std::error_code ec;
+    fs::copy_file(fs::path(src.dir) / f, sdir / f, ec);
+    if (ec || ::chmod((sdir / f).c_str(), 0644) != 0)
+      throw BuildError(f + ": cannot copy into the build folder: " + ec.message());
+  }
+  build_generator(copy, out.string(), opt);
+  std::error_code ec;
+  fs::create_directories(dest, ec);
+  if (ec) throw BuildError(dest.string() + ": cannot create: " + ec.message());
+  take_product(out, dest, "generator", opt.sandbox.uid);
+}
+
+}  // namespace
 
 std::string cached_generator(const GeneratorSources& src, const std::string& cache, const BuildOptions& opt) {
   std::error_code ec;
@@ -35,7 +106,10 @@ std::string cached_generator(const GeneratorSources& src, const std::string& cac
   const fs::path tmp = fs::path(cache) / (hash + ".building-" + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
   try {
-    build_generator(src, tmp.string(), opt);
+    if (opt.sandbox.enabled && opt.sandbox.drop_uid && src.kind == GeneratorKind::kWasm)
+      build_as_sandbox_user(src, tmp, opt);
+    else
+      build_generator(src, tmp.string(), opt);  // as zkfarmd's user (not root, or a native circuit: admins' code)
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

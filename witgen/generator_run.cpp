@@ -1,6 +1,8 @@
 #include "witgen/generator_run.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,12 +30,36 @@ std::string explain(const RunResult& r, std::chrono::milliseconds timeout) {
   return "the generator failed (" + r.how() + ")" + with;
 }
 
+// Fills spec's program, limits and sandbox for `exe`; returns the descriptor
+// it is executed from when the uid is dropped (kept open by the caller).
+files::UniqueFd confine(const std::string& exe, const GenerateOptions& opt, RunSpec& spec) {
+  spec.memory_bytes = opt.memory_bytes;
+  spec.sandbox = opt.sandbox;
+  files::UniqueFd fd;
+  if (!opt.sandbox.enabled || !opt.sandbox.drop_uid) return fd;
+  struct stat st{};
+  if (::stat((exe + ".dat").c_str(), &st) == 0) {  // native: see GenerateOptions::sandbox
+    spec.sandbox.drop_uid = false;
+    return fd;
+  }
+  fd.reset(::open(exe.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw GenerateError(exe + ": cannot open the generator: " + std::strerror(errno), false);
+  // Built before generators were run as the sandbox user (mode 0700): zkfarmd's own file.
+  if ((st.st_mode & 0005) != 0005 && st.st_uid == ::geteuid()) ::fchmod(fd.get(), 0755);
+  spec.exec_fd = fd.get();
+  return fd;
+}
+
 }  // namespace
 
-GeneratorInfo generator_info(const std::string& exe, std::chrono::milliseconds timeout) {
+GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt) {
+  const auto timeout = opt.timeout;
   RunSpec spec;
   spec.argv = {exe, "--info"};
   spec.timeout = timeout;
+  spec.cancel = opt.cancel;
+  files::UniqueFd keep = confine(exe, opt, spec);
   RunResult r = run(spec);
   if (!r.ok()) throw GenerateError(exe + " --info: " + explain(r, timeout), false);
   try {
@@ -65,7 +91,7 @@ files::UniqueFd generate_witness(const std::string& exe, int input_fd, const Gen
   spec.stdin_fd = input_fd;
   spec.fd3 = out.get();
   spec.timeout = opt.timeout;
-  spec.memory_bytes = opt.memory_bytes;
+  files::UniqueFd keep = confine(exe, opt, spec);
   spec.file_bytes = 44 + uint64_t(info.n8) * (uint64_t(info.witness_size) + 1);
   spec.cancel = opt.cancel;
   RunResult r = run(spec);

@@ -6,6 +6,8 @@
 // anonymous memory file (memfd), never on disk.
 #include <atomic>
 #include <chrono>
+
+#include "witgen/sandbox.hpp"
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -42,11 +44,17 @@ struct GenerateOptions {
   std::chrono::milliseconds timeout{60000};
   uint64_t memory_bytes = 0;            ///< RLIMIT_DATA of the generator; 0: unchanged
   const std::atomic<bool>* cancel = nullptr;  ///< killed when it turns true (GenerateError "cancelled")
+  /// Confinement (sandbox.hpp). With drop_uid, a wasm generator is opened
+  /// here and executed from its descriptor as the sandbox user (who cannot
+  /// reach the state dir); a native one (EXE.dat beside it: admins' code,
+  /// which reads its .dat by path) keeps zkfarmd's uid and the other limits.
+  Sandbox sandbox;
 };
 
-/// `exe --info`, within `timeout`. Throws GenerateError when it fails or says
-/// something that is not its info line.
-GeneratorInfo generator_info(const std::string& exe, std::chrono::milliseconds timeout);
+/// `exe --info`, within opt.timeout, under opt's memory and sandbox (the
+/// input is not read). Throws GenerateError when it fails or says something
+/// that is not its info line.
+GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt);
 
 /// Runs `exe` with the input JSON read from `input_fd` (from its start) and
 /// returns a memfd holding the .wtns it wrote (at most 44 + n8·(witness_size

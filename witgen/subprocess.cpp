@@ -144,12 +144,15 @@ RunResult run(const RunSpec& spec) {
     struct rlimit core{0, 0};
     ::setrlimit(RLIMIT_CORE, &core);
     if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) child_fail(2, "chdir");
+    if (const char* step = enter_sandbox(spec.sandbox)) child_fail(2, step);
     // ETXTBSY: a generator just written (built, or copied from a cluster's
     // shared folder) can still be open for writing in a process another
     // thread forked meanwhile, until that process execs; it closes within
     // moments, so the exec is retried for up to a second (as Go's os/exec does).
     for (int attempt = 0; attempt < 50; ++attempt) {
-      if (spec.env.empty()) ::execvp(argv[0], argv.data());
+      if (spec.exec_fd >= 0)  // a file opened by the parent: the sandbox user need not reach its path
+        ::syscall(SYS_execveat, spec.exec_fd, "", argv.data(), spec.env.empty() ? environ : envp.data(), AT_EMPTY_PATH);
+      else if (spec.env.empty()) ::execvp(argv[0], argv.data());
       else ::execvpe(argv[0], argv.data(), envp.data());
       if (errno != ETXTBSY) break;
       struct timespec pause{0, 20 * 1000 * 1000};

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "witgen/sandbox.hpp"
+
 namespace zkfarm::witgen {
 
 /// How to run one command.
@@ -30,6 +32,8 @@ struct RunSpec {
   uint64_t file_bytes = 0;                ///< RLIMIT_FSIZE: largest file it may write; 0: unchanged
   size_t output_limit = 64 * 1024;        ///< bytes of stdout+stderr kept (the last ones)
   const std::atomic<bool>* cancel = nullptr;  ///< read every 50 ms; true: killed
+  Sandbox sandbox;                        ///< circuit code: confined (sandbox.hpp); default: not
+  int exec_fd = -1;                       ///< ≥ 0: exec this open file (execveat AT_EMPTY_PATH) instead of argv[0]'s path
 };
 
 /// How it ended.
