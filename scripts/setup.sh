@@ -37,6 +37,8 @@ packages=(
   # server and psql for the tests, which start clusters of their own (the
   # package's cluster "main" is made but, as below, not started).
   libpq-dev postgresql-15
+  # The seccomp filter circuit code runs under (witgen/sandbox.cpp).
+  libseccomp-dev
   # Proving as a service (docs/api.md): cpp-httplib for zkfarmctl --api's
   # HTTPS client; openssl makes the tests' CA; python3-requests runs the
   # Python example of docs/api.md and the API's tests.
@@ -72,6 +74,13 @@ if [ -z "${ZKFARM_SKIP_APT:-}" ]; then
     sudo_if_needed apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     if [ -n "$made_policy" ]; then sudo_if_needed rm -f "$policy"; fi
   fi
+fi
+
+# The unprivileged user circuit code runs as when zkfarmd runs as root
+# (sandbox_user; docs/witness.md); the package's postinst makes it too.
+if [ -z "${ZKFARM_SKIP_APT:-}" ] && ! getent passwd zkfarm-sandbox >/dev/null; then
+  sudo_if_needed adduser --system --quiet --group --no-create-home --home /nonexistent \
+    --shell /usr/sbin/nologin --gecos "zkfarm circuit sandbox" zkfarm-sandbox
 fi
 
 # snarkjs 0.7.6, circom2 and circomlib, pinned by package-lock.json.

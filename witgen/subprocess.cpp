@@ -114,6 +114,9 @@ RunResult run(const RunSpec& spec) {
     for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
     const int in = spec.stdin_fd >= 0 ? spec.stdin_fd : ::open("/dev/null", O_RDONLY);
     if (in < 0) child_fail(out, "open /dev/null");
+    // The program's own descriptor, out of the way of 0-3 (kept close-on-exec).
+    int exec_fd = -1;
+    if (spec.exec_fd >= 0 && (exec_fd = ::fcntl(spec.exec_fd, F_DUPFD_CLOEXEC, 10)) < 0) child_fail(out, "fcntl");
     // fd 3 first: it may be any number, also 0-2.
     int three = spec.fd3;
     if (three >= 0 && three < 3) {
@@ -132,7 +135,12 @@ RunResult run(const RunSpec& spec) {
     }
     if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(out_fd, 2) < 0) child_fail(out_fd, "dup2");
     if (three >= 0 && ::dup2(three, 3) < 0) child_fail(out_fd, "dup2");
-    ::syscall(SYS_close_range, three >= 0 ? 4u : 3u, ~0u, 0u);
+    unsigned keep = three >= 0 ? 4u : 3u;  // descriptors below it stay
+    if (exec_fd >= 0) {
+      if (::dup3(exec_fd, int(keep), O_CLOEXEC) < 0) child_fail(2, "dup3");
+      exec_fd = int(keep++);
+    }
+    ::syscall(SYS_close_range, keep, ~0u, 0u);
     if (spec.memory_bytes) {
       struct rlimit r{spec.memory_bytes, spec.memory_bytes};
       ::setrlimit(RLIMIT_DATA, &r);
@@ -150,8 +158,8 @@ RunResult run(const RunSpec& spec) {
     // thread forked meanwhile, until that process execs; it closes within
     // moments, so the exec is retried for up to a second (as Go's os/exec does).
     for (int attempt = 0; attempt < 50; ++attempt) {
-      if (spec.exec_fd >= 0)  // a file opened by the parent: the sandbox user need not reach its path
-        ::syscall(SYS_execveat, spec.exec_fd, "", argv.data(), spec.env.empty() ? environ : envp.data(), AT_EMPTY_PATH);
+      if (exec_fd >= 0)  // a file opened by the parent: the sandbox user need not reach its path
+        ::syscall(SYS_execveat, exec_fd, "", argv.data(), spec.env.empty() ? environ : envp.data(), AT_EMPTY_PATH);
       else if (spec.env.empty()) ::execvp(argv[0], argv.data());
       else ::execvpe(argv[0], argv.data(), envp.data());
       if (errno != ETXTBSY) break;

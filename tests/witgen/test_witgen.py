@@ -342,5 +342,133 @@ class FarmTest(unittest.TestCase):
         again.stop_and_check(self)
 
 
+
+# A wasm with circom's interface (what witgen/wasm_host.cpp calls) whose
+# init() is hostile: the generator's --info run at `circuit add` calls it.
+HOSTILE_WAT = """(module
+  (import "runtime" "exceptionHandler" (func $eh (param i32)))
+  (import "runtime" "printErrorMessage" (func $pem))
+  (import "runtime" "writeBufferMessage" (func $wbm))
+  (import "runtime" "showSharedRWMemory" (func $ssm))
+  (memory (export "memory") 1)
+  (func (export "getVersion") (result i32) (i32.const 2))
+  (func (export "getMinorVersion") (result i32) (i32.const 1))
+  (func (export "getPatchVersion") (result i32) (i32.const 6))
+  (func (export "getSharedRWMemoryStart") (result i32) (i32.const 0))
+  (func (export "readSharedRWMemory") (param i32) (result i32) (i32.const 0))
+  (func (export "writeSharedRWMemory") (param i32 i32))
+  (func (export "getFieldNumLen32") (result i32) (i32.const 8))
+  (func (export "getRawPrime"))
+  (func (export "getWitnessSize") (result i32) (i32.const 1))
+  (func (export "getInputSize") (result i32) (i32.const 1))
+  (func (export "getInputSignalSize") (param i32 i32) (result i32) (i32.const 1))
+  (func (export "setInputSignal") (param i32 i32 i32))
+  (func (export "getWitness") (param i32))
+  (func (export "getMessageChar") (result i32) (i32.const 0))
+  (func (export "init") (param i32) INIT))
+"""
+HOSTILE_INIT = {
+    # an endless loop
+    "loop": "(loop $l (br $l))",
+    # a memory bomb: 1 MiB pages (16 wasm pages) until refused, then a trap
+    "bomb": "(block $done (loop $l (br_if $done (i32.eq (memory.grow (i32.const 16)) (i32.const -1))) (br $l))) "
+            "unreachable",
+}
+
+
+class SandboxTest(FarmTest):
+    """Issue 31: circuit code ran as root without limits, one build slot for
+    everyone. A tenant's hostile wasm now fails its own `circuit add` within
+    its limits while another user's add and jobs carry on."""
+
+    def hostile(self, folder, kind):
+        wat = os.path.join(folder, kind + ".wat")
+        with open(wat, "w") as f:
+            f.write(HOSTILE_WAT.replace("INIT", HOSTILE_INIT[kind]))
+        run(["wat2wasm", wat, "-o", os.path.join(folder, kind + ".wasm")])
+        return os.path.join(folder, kind + ".wasm")
+
+    def test_hostile_wasm_fails_its_own_add_within_its_limits_and_another_users_carry_on(self):
+        ensure_group_member(CTL_GROUP, EVE)
+        mine = tempfile.mkdtemp(prefix="zkfarm-sandbox-")
+        self.addCleanup(shutil.rmtree, mine, True)
+        os.chmod(mine, 0o755)
+        loop, bomb = self.hostile(mine, "loop"), self.hostile(mine, "bomb")
+        huge = os.path.join(mine, "huge.wasm")
+        with open(huge, "wb") as f:
+            f.write(b"\0asm" + bytes(2 << 20))
+        # eve's good circuit, in a folder she can read
+        for part, name in (("wasm", "hash.wasm"), ("zkey", "hash.zkey")):
+            shutil.copy(circ("poseidon3", part), os.path.join(mine, name))
+            os.chmod(os.path.join(mine, name), 0o644)
+        cfg = write_config(os.path.join(mine, "zkfarmd.toml"), control_group=CTL_GROUP, witness_cpu_s=2,
+                           witness_memory_mib=256, circuit_wasm_max_mib=1)
+        farm = self.farm("--config", cfg)
+        os.chmod(farm.dir, 0o711)
+        zkey = circ("poseidon3", "zkey")
+        add = lambda name, wasm: subprocess.Popen(  # noqa: E731
+            [os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "circuit", "add", name, "--zkey", zkey,
+             "--wasm", wasm], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        looping = add("loop", loop)
+        # The generator's --info run (the endless loop) runs as the sandbox
+        # user: found by its command line while it spins.
+        sandbox_uid = __import__("pwd").getpwnam("zkfarm-sandbox").pw_uid
+
+        def info_run_uids():
+            uids = set()
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().split(b"\0")
+                    if len(argv) > 1 and argv[1] == b"--info" and farm.state.encode() in argv[0]:
+                        with open(f"/proc/{pid}/status") as f:
+                            uids |= {int(l.split()[1]) for l in f if l.startswith("Uid:")}
+                except OSError:
+                    pass
+            return uids
+
+        deadline = time.time() + 300
+        seen = set()
+        while time.time() < deadline and not seen and looping.poll() is None:
+            seen = info_run_uids()
+            time.sleep(0.05)
+        self.assertEqual(seen, {sandbox_uid}, "the hostile generator's --info run: " + farm.output()[-2000:])
+        # The same submitter's second add is refused at once (one slot each) ...
+        code, _, err = ctl(farm.state, "circuit", "add", "bomb", "--zkey", zkey, "--wasm", bomb, check=False)
+        self.assertEqual(code, 1)
+        self.assertIn("uid 0 is adding circuit loop already", err)
+        # ... while eve's add goes on beside it.
+        code, out, err = ctl_as(EVE, farm.state, "circuit", "add", "hash", "--zkey", os.path.join(mine, "hash.zkey"),
+                                "--wasm", os.path.join(mine, "hash.wasm"), timeout=900)
+        self.assertEqual(code, 0, err + farm.output()[-2000:])
+        _, err = looping.communicate(timeout=600)
+        self.assertEqual(looping.returncode, 1)
+        self.assertIn("circuit loop: the built generator does not answer", err)
+        self.assertIn("killed by signal 24 (CPU time limit exceeded)", err)
+        # The memory bomb grows until witness_memory_mib refuses it, then traps.
+        code, _, err = ctl(farm.state, "circuit", "add", "bomb", "--zkey", zkey, "--wasm", bomb, check=False,
+                           timeout=900)
+        self.assertEqual(code, 1, err)
+        self.assertIn("circuit bomb: the built generator does not answer", err)
+        # A huge module is refused before anything is built.
+        code, _, err = ctl(farm.state, "circuit", "add", "huge", "--zkey", zkey, "--wasm", huge, check=False)
+        self.assertEqual(code, 1)
+        self.assertIn(f"{huge}: {(2 << 20) + 4} bytes, more than circuit_wasm_max_mib (1 MiB) allows", err)
+        self.assertEqual({c["name"] for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}, {"hash"})
+        # eve's jobs of inputs run (their generator as the sandbox user) and verify.
+        inp = os.path.join(mine, "in.json")
+        shutil.copy(f"{WORK}/poseidon3.0.json", inp)
+        os.chmod(inp, 0o644)
+        out = os.path.join(mine, "out")
+        os.mkdir(out)
+        os.chown(out, __import__("pwd").getpwnam(EVE).pw_uid, -1)
+        code, job, err = ctl_as(EVE, farm.state, "submit", "--circuit", "hash", "--input", inp, "--out", out)
+        self.assertEqual(code, 0, err)
+        code, _, err = ctl_as(EVE, farm.state, "wait", job.strip(), "--timeout", "300", timeout=400)
+        self.assertEqual(code, 0, err + farm.output()[-2000:])
+        ok, text = snarkjs_verify([(circ("poseidon3", "vkey"), f"{out}/0.public.json", f"{out}/0.proof.json")])
+        self.assertTrue(ok, text)
+
+
 if __name__ == "__main__":
     unittest.main()
