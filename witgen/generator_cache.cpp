@@ -108,8 +108,11 @@ std::string cached_generator(const GeneratorSources& src, const std::string& cac
   try {
     if (opt.sandbox.enabled && opt.sandbox.drop_uid && src.kind == GeneratorKind::kWasm)
       build_as_sandbox_user(src, tmp, opt);
-    else
-      build_generator(src, tmp.string(), opt);  // as zkfarmd's user (not root, or a native circuit: admins' code)
+    else {  // as zkfarmd's user: it is not root, or a native circuit (admins' code, sources in the state dir)
+      BuildOptions own = opt;
+      own.sandbox.drop_uid = false;
+      build_generator(src, tmp.string(), own);
+    }
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -376,10 +376,12 @@ HOSTILE_INIT = {
 }
 
 
-class SandboxTest(FarmTest):
+class SandboxTest(unittest.TestCase):
     """Issue 31: circuit code ran as root without limits, one build slot for
     everyone. A tenant's hostile wasm now fails its own `circuit add` within
     its limits while another user's add and jobs carry on."""
+
+    setUp, tearDown, farm = FarmTest.setUp, FarmTest.tearDown, FarmTest.farm
 
     def hostile(self, folder, kind):
         wat = os.path.join(folder, kind + ".wat")
@@ -396,13 +398,13 @@ class SandboxTest(FarmTest):
         loop, bomb = self.hostile(mine, "loop"), self.hostile(mine, "bomb")
         huge = os.path.join(mine, "huge.wasm")
         with open(huge, "wb") as f:
-            f.write(b"\0asm" + bytes(2 << 20))
+            f.write(b"\0asm" + bytes(3 << 20))
         # eve's good circuit, in a folder she can read
         for part, name in (("wasm", "hash.wasm"), ("zkey", "hash.zkey")):
             shutil.copy(circ("poseidon3", part), os.path.join(mine, name))
             os.chmod(os.path.join(mine, name), 0o644)
         cfg = write_config(os.path.join(mine, "zkfarmd.toml"), control_group=CTL_GROUP, witness_cpu_s=2,
-                           witness_memory_mib=256, circuit_wasm_max_mib=1)
+                           witness_memory_mib=256, circuit_wasm_max_mib=2)
         farm = self.farm("--config", cfg)
         os.chmod(farm.dir, 0o711)
         zkey = circ("poseidon3", "zkey")
@@ -453,7 +455,7 @@ class SandboxTest(FarmTest):
         # A huge module is refused before anything is built.
         code, _, err = ctl(farm.state, "circuit", "add", "huge", "--zkey", zkey, "--wasm", huge, check=False)
         self.assertEqual(code, 1)
-        self.assertIn(f"{huge}: {(2 << 20) + 4} bytes, more than circuit_wasm_max_mib (1 MiB) allows", err)
+        self.assertIn(f"{huge}: {(3 << 20) + 4} bytes, more than circuit_wasm_max_mib (2 MiB) allows", err)
         self.assertEqual({c["name"] for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}, {"hash"})
         # eve's jobs of inputs run (their generator as the sandbox user) and verify.
         inp = os.path.join(mine, "in.json")
