@@ -472,5 +472,21 @@ class SandboxTest(unittest.TestCase):
         self.assertTrue(ok, text)
 
 
+    def test_a_build_past_its_memory_limit_fails_its_add_at_the_limit(self):
+        # The sweep: a 3.8 MB wasm made gcc take 1.1 GB. gcc needs some
+        # 240 MB for poseidon3's wasm2c output (wasm2c itself more than 64
+        # MiB); at 64 MiB the tool (as the sandbox user) is refused memory
+        # and the add fails, naming the step.
+        cfg_dir = tempfile.mkdtemp(prefix="zkfarm-sandbox-")
+        self.addCleanup(shutil.rmtree, cfg_dir, True)
+        farm = self.farm("--config", write_config(os.path.join(cfg_dir, "zkfarmd.toml"), circuit_build_memory_mib=64))
+        code, _, err = ctl(farm.state, "circuit", "add", "hash", "--zkey", circ("poseidon3", "zkey"), "--wasm",
+                           circ("poseidon3", "wasm"), check=False, timeout=900)
+        self.assertEqual(code, 1, err)
+        self.assertIn("circuit hash: the witness generator cannot be built: ", err)
+        self.assertRegex(err, r"(wasm2c|compiling the circuit's C \(wasm2c output\)) failed .*(out of memory|bad_alloc)")
+        self.assertEqual(ctl(farm.state, "status", "--json", check=False)[0], 0)
+
+
 if __name__ == "__main__":
     unittest.main()
