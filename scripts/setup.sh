@@ -79,8 +79,13 @@ fi
 # The unprivileged user circuit code runs as when zkfarmd runs as root
 # (sandbox_user; docs/witness.md); the package's postinst makes it too.
 if [ -z "${ZKFARM_SKIP_APT:-}" ] && ! getent passwd zkfarm-sandbox >/dev/null; then
-  sudo_if_needed adduser --system --quiet --group --no-create-home --home /nonexistent \
-    --shell /usr/sbin/nologin --gecos "zkfarm circuit sandbox" zkfarm-sandbox
+  if command -v adduser >/dev/null 2>&1; then
+    sudo_if_needed adduser --system --quiet --group --no-create-home --home /nonexistent \
+      --shell /usr/sbin/nologin --gecos "zkfarm circuit sandbox" zkfarm-sandbox
+  else  # a minimal image without Debian's adduser: shadow's useradd
+    sudo_if_needed useradd --system --user-group --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin --comment "zkfarm circuit sandbox" zkfarm-sandbox
+  fi
 fi
 
 # snarkjs 0.7.6, circom2 and circomlib, pinned by package-lock.json.
