@@ -685,9 +685,14 @@ class ControlSocketTest(FarmCase):
         self.assertLess(sent_zmtp, gib, "the ZMTP flood was never cut")
         self.assertLess(sent_long, gib, "the oversized frame was never cut")
         # Bound: the 64 MiB budget plus one frame and the allocator's slack;
-        # the sweep saw 1.5 GB.
-        self.assertLess(peak - before, 100 * 1024, f"VmRSS grew {(peak - before) // 1024} MiB")
-        self.assertLess(after - before, 24 * 1024, "the flood's memory stayed after the peers left")
+        # the sweep saw 1.5 GB. An AddressSanitizer build keeps freed blocks
+        # in its quarantine (256 MiB) and never hands them back: there the
+        # bound is the budget plus the quarantine.
+        with open(f"/proc/{farm.proc.pid}/maps") as f:
+            asan = "libasan" in f.read()
+        self.assertLess(peak - before, (400 if asan else 100) * 1024, f"VmRSS grew {(peak - before) // 1024} MiB")
+        if not asan:
+            self.assertLess(after - before, 24 * 1024, "the flood's memory stayed after the peers left")
         log = farm.output()
         self.assertIn("announced a frame of 4278190080 bytes, the limit is 1048576", log)  # the greeting's 0xff000000
         self.assertIn("pass the budget of 67108864", log)
