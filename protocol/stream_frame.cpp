@@ -41,7 +41,6 @@ size_t FrameReader::feed(const char* data, size_t n) {
         too_large_ = true;  // refused from the header: nothing is allocated for the body
         break;
       }
-      buf_.reserve(kFrameHeaderBytes + announced_);
     }
   }
   return taken;

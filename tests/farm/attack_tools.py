@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from test_farm import BIN, FIX, Farm, ctl, snarkjs_verify
+from test_farm import BIN, FIX, Farm, chain_wtns, ctl, snarkjs_verify
 from test_journal import become_subreaper
 
 EVE = "zkfarm-test-eve"           # the unprivileged attacker
@@ -198,6 +198,17 @@ def msgpack(obj):
     raise TypeError(type(obj))
 
 
+def recv_exact(sock, n):
+    """Exactly `n` bytes from `sock`; ConnectionError when the peer closes first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("peer closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
 class Zmtp:
     """A ZeroMQ peer speaking ZMTP 3.0 by hand over a Unix socket (pyzmq is
     not a dependency): greeting, READY with Socket-Type (and Identity), then
@@ -222,13 +233,7 @@ class Zmtp:
         return bytes([len(name)]) + name + struct.pack(">I", len(value)) + value
 
     def _exact(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("peer closed the connection")
-            buf += chunk
-        return bytes(buf)
+        return recv_exact(self.sock, n)
 
     def _frame(self, body, more=False, command=False):
         flags = (1 if more else 0) | (4 if command else 0)
@@ -276,13 +281,7 @@ class Control:
         self.sock.connect(path)
 
     def _exact(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("zkfarmd closed the connection")
-            buf += chunk
-        return bytes(buf)
+        return recv_exact(self.sock, n)
 
     def request(self, body):
         """Sends one frame holding `body` (bytes)."""
@@ -362,6 +361,13 @@ class FarmCase(unittest.TestCase):
         if who:
             return ctl_as(who, farm.state, *args, timeout=timeout + 60)
         return ctl(farm.state, *args, check=False, timeout=timeout + 60)
+
+    def assert_still_proves(self, farm, k):
+        """After an attack: a job of chain.K.wtns from root proves and snarkjs verifies it."""
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(k)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
+        verify_dir(self, out, 1)
 
     def job(self, farm, job):
         for j in json.loads(ctl(farm.state, "jobs", "--json", "--limit", "1000")[1]):

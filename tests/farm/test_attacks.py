@@ -409,10 +409,7 @@ class PrivilegeTest(FarmCase):
         wait_until("the stray signals logged or counted", accounted)
         self.assertIsNone(farm.proc.poll(), farm.output())
         self.assertRegex(farm.output(), r"signal SIGALRM from pid \d+ \(uid 0\): ignored")
-        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(4)])
-        self.assertEqual(code, 0, err)
-        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
-        verify_dir(self, out, 1)
+        self.assert_still_proves(farm, 4)
         farm.stop_and_check(self)
 
     def test_upgrade_takes_only_binaries_nobody_but_root_could_have_written(self):
@@ -560,10 +557,7 @@ class ControlSocketTest(FarmCase):
         while time.time() < deadline and fds() > fds_before + 16:
             time.sleep(0.2)
         self.assertLessEqual(fds(), fds_before + 16, f"zkfarmd holds {fds()} descriptors, {fds_before} before the flood")
-        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(9)])
-        self.assertEqual(code, 0, err)
-        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
-        verify_dir(self, out, 1)
+        self.assert_still_proves(farm, 9)
         farm.stop_and_check(self)
 
     def test_deeply_nested_and_malformed_requests_are_refused_in_bounded_log_lines(self):
@@ -696,10 +690,7 @@ class ControlSocketTest(FarmCase):
         log = farm.output()
         self.assertIn("announced a frame of 4278190080 bytes, the limit is 1048576", log)  # the greeting's 0xff000000
         self.assertIn("pass the budget of 67108864", log)
-        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(5)])
-        self.assertEqual(code, 0, err)
-        self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
-        verify_dir(self, out, 1)
+        self.assert_still_proves(farm, 5)
         farm.stop_and_check(self)
 
     def test_a_frame_begun_and_never_finished_is_cut(self):
