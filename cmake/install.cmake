@@ -45,7 +45,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/witgen/generator_host.hpp ${PROJECT_SOURCE_D
               ${PROJECT_SOURCE_DIR}/witgen/input_json.cpp ${PROJECT_SOURCE_DIR}/witgen/wtns_writer.hpp
               ${PROJECT_SOURCE_DIR}/witgen/native_main.cpp ${PROJECT_SOURCE_DIR}/witgen/wasm_host.cpp
               ${PROJECT_SOURCE_DIR}/witgen/fr_inline.hpp
+              ${PROJECT_SOURCE_DIR}/witgen/graph_recorder.cpp ${PROJECT_SOURCE_DIR}/witgen/graph_hooks.hpp
+              ${PROJECT_SOURCE_DIR}/witgen/graph_format.hpp ${PROJECT_SOURCE_DIR}/witgen/graph_ops.hpp
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/witgen)
+# The witness graph recorder's field arithmetic (graph_ops.hpp needs these).
+install(FILES ${PROJECT_SOURCE_DIR}/groth16/field.hpp ${PROJECT_SOURCE_DIR}/groth16/mont_mul_x86.hpp
+              ${PROJECT_SOURCE_DIR}/groth16/scalar_fields.hpp
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/groth16)
 
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/init/zkfarmd.logrotate
         DESTINATION ${ZKFARM_ETC_DIR}/logrotate.d RENAME zkfarmd)

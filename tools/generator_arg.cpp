@@ -13,6 +13,7 @@
 #include "groth16/errors.hpp"
 #include "witgen/generator_cache.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/witness_engine.hpp"
 
 namespace zkfarm::tools {
 
@@ -21,9 +22,14 @@ void add_witness_flags(CLI::App& app, WitnessOptions& wo) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 86400000u));
   app.add_option("--build-jobs", wo.build_jobs, "compilers at once when a generator is built (default: the cores)");
+  app.add_option("--witness-engine", wo.engine,
+                 "graph: the circuit's witness graph; native or wasm: its generator; auto: the graph where the "
+                 "circuit has one")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "graph", "native", "wasm"}));
 }
 
-std::string generator_for(const std::string& path, const WitnessOptions& wo) {
+std::string generator_for(const std::string& path, const WitnessOptions& wo, const std::string& first_input) {
   using namespace witgen;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
@@ -45,6 +51,16 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo) {
   bo.witgen_root =
       find_witgen_root(n > 0 ? std::filesystem::path(std::string(self, size_t(n))).parent_path().string() : ".");
   bo.jobs = wo.build_jobs ? wo.build_jobs : std::max(1u, std::thread::hardware_concurrency());
+  bo.graph = wo.engine != "native" && wo.engine != "wasm";
+  if (!first_input.empty()) {  // the user's own input: the graph's first test (a bad one is reported later)
+    const int fd = ::open(first_input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat ist {};
+    if (fd >= 0 && ::fstat(fd, &ist) == 0 && S_ISREG(ist.st_mode) && ist.st_size < (64 << 20)) {
+      std::string text(size_t(ist.st_size), '\0');
+      if (::read(fd, text.data(), text.size()) == ssize_t(text.size())) bo.graph_test_inputs.push_back(text);
+    }
+    if (fd >= 0) ::close(fd);
+  }
   try {
     const std::string cache = user_generator_cache();
     std::error_code ec;
@@ -75,8 +91,10 @@ files::UniqueFd witness_from_input(const std::string& exe, const std::string& ge
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw InputError(input + ": not a regular file");
   witgen::GenerateOptions go;
   go.timeout = std::chrono::milliseconds(wo.timeout_ms);
+  witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
+  witgen::parse_witness_engine(wo.engine, engine);
   try {
-    return witgen::generate_witness(exe, in.get(), info, go);
+    return witgen::make_witness(exe, in.get(), info, go, engine);
   } catch (const witgen::GenerateError& e) {
     throw InputError(input + ": " + e.what());
   }

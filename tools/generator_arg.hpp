@@ -15,18 +15,22 @@ namespace zkfarm::tools {
 struct WitnessOptions {
   unsigned timeout_ms = 600000;  ///< one witness may take this long
   unsigned build_jobs = 0;       ///< compilers at once when a generator is built (0: the cores)
+  std::string engine = "auto";   ///< --witness-engine: auto, graph, native/wasm (witgen/witness_engine.hpp)
 };
 
-/// --timeout-ms and --build-jobs.
+/// --timeout-ms, --build-jobs and --witness-engine.
 void add_witness_flags(CLI::App& app, WitnessOptions& wo);
 
 /// The generator executable for `path`: built (once, cached) from a wasm or
 /// a --c folder, or `path` itself when it is an executable that is not a
-/// wasm. Throws InputError naming `path` and why it cannot be used.
-std::string generator_for(const std::string& path, const WitnessOptions& wo);
+/// wasm. A --c folder's witness graph is built with it and checked first on
+/// `first_input` (an input.json path; "" for none). Throws InputError naming
+/// `path` and why it cannot be used.
+std::string generator_for(const std::string& path, const WitnessOptions& wo, const std::string& first_input = "");
 
-/// Runs generator `exe` (made from `generator_path`, for messages) on the
-/// input file `input` (a regular file). Returns the .wtns in a memfd. Throws
+/// Makes the witness of the input file `input` (a regular file) with the
+/// circuit's graph or generator `exe` (made from `generator_path`, for
+/// messages), as wo.engine says. Returns the .wtns in a memfd. Throws
 /// InputError naming the input and the fault (GenerateError's words).
 files::UniqueFd witness_from_input(const std::string& exe, const std::string& generator_path, const std::string& input,
                                    const WitnessOptions& wo);

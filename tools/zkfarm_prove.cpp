@@ -147,7 +147,7 @@ int fullprove(const std::string& input, const std::string& generator_path, const
               const std::string& proof_path, const std::string& public_path, const Options& opt,
               const zkfarm::tools::WitnessOptions& wo) {
   using namespace zkfarm;
-  const std::string exe = tools::generator_for(generator_path, wo);
+  const std::string exe = tools::generator_for(generator_path, wo, input);
   files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
   const std::string name = input + " (its witness)";
   Wtns wtns = tools::open_generated(wtns_fd, name);
@@ -159,7 +159,7 @@ int fullprove(const std::string& input, const std::string& generator_path, const
 int witness(const std::string& generator_path, const std::string& input, const std::string& out,
             const zkfarm::tools::WitnessOptions& wo) {
   using namespace zkfarm;
-  const std::string exe = tools::generator_for(generator_path, wo);
+  const std::string exe = tools::generator_for(generator_path, wo, input);
   files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
   std::string bytes;
   char buf[1 << 16];

@@ -44,11 +44,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// One build step: a command that must succeed within what is left of the build.
-struct Step {
-  std::string what;
-  std::vector<std::string> argv;
-};
+using Step = BuildStep;
 
 class Builder {
  public:
@@ -154,6 +150,13 @@ std::string find_witgen_root(const std::string& exe_dir) {
   const std::string built = ZKFARM_WITGEN_SOURCE_ROOT;
   if (!built.empty() && fs::exists(fs::path(built) / "witgen" / "generator_host.hpp", ec)) return built;
   return {};
+}
+
+void run_build_steps(const std::string& cwd, const BuildOptions& opt, const std::vector<BuildStep>& at_once,
+                     const std::vector<BuildStep>& then) {
+  Builder b(cwd, opt);
+  b.run_all(at_once);
+  for (const auto& s : then) b.run_one(s);
 }
 
 void build_generator(const GeneratorSources& src, const std::string& out, const BuildOptions& opt) {

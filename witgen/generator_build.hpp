@@ -45,7 +45,7 @@ std::vector<std::string> native_source_files(const std::vector<std::string>& nam
 
 /// The version of the generator hosts: part of every source hash, so a
 /// zkfarm whose hosts changed builds its generators anew.
-inline constexpr const char* kHostVersion = "zkfarm-witgen-2";
+inline constexpr const char* kHostVersion = "zkfarm-witgen-3";
 
 /// SHA-256 (hex) over kHostVersion, the kind, and each file's name, size and
 /// SHA-256 in name order: the generator's identity.
@@ -63,7 +63,24 @@ struct BuildOptions {
   /// temporary folder, and only its product is taken (generator_cache.cpp).
   Sandbox sandbox;
   uint64_t memory_bytes = 0;  ///< RLIMIT_DATA of each compiler; 0: unchanged
+  // The witness graph of a native circuit (graph_build.hpp), built with it.
+  bool graph = true;                             ///< build one at all
+  uint64_t graph_max_nodes = uint64_t(1) << 26;  ///< witness_graph_max_nodes
+  uint32_t graph_random_inputs = 6;              ///< random inputs it is checked on
+  std::vector<std::string> graph_test_inputs;    ///< and these input.json texts first
 };
+
+/// One step of a build: a command that must succeed; `what` names it in errors.
+struct BuildStep {
+  std::string what;
+  std::vector<std::string> argv;
+};
+
+/// Runs `at_once` (opt.jobs at a time) and then `then` in order, each in
+/// `cwd`, confined by opt.sandbox and opt.memory_bytes, all within
+/// opt.timeout. Throws BuildError naming the first step that failed.
+void run_build_steps(const std::string& cwd, const BuildOptions& opt, const std::vector<BuildStep>& at_once,
+                     const std::vector<BuildStep>& then = {});
 
 /// Builds `src` into folder `out` (made if missing): out/generator, and for
 /// native out/generator.dat. Intermediate files stay in out/build (removed at

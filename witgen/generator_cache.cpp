@@ -11,6 +11,8 @@
 #include <fstream>
 #include <vector>
 
+#include "witgen/graph_build.hpp"
+
 namespace zkfarm::witgen {
 
 namespace fs = std::filesystem;
@@ -112,6 +114,8 @@ std::string cached_generator(const GeneratorSources& src, const std::string& cac
       BuildOptions own = opt;
       own.sandbox.drop_uid = false;
       build_generator(src, tmp.string(), own);
+      // The graph is the generator's companion: kept (or its refusal) in the same folder.
+      if (src.kind == GeneratorKind::kNative && opt.graph) build_graph(src, tmp.string(), own);
     }
   } catch (...) {
     fs::remove_all(tmp, ec);

@@ -8,6 +8,9 @@
 //   GENERATOR < INPUT.json 3> WITNESS.wtns
 //                               the witness, as snarkjs writes it, on fd 3;
 //                               the circuit's own log lines on stdout
+//   GENERATOR --hashed-keys < INPUT.json 3> WITNESS.wtns
+//                               the same, the input's keys "#HASH" (decimal
+//                               FNV-1a of a name) instead of names
 //
 // Exit codes: 0 written; 2 the input is wrong (the message on stderr names
 // the signal and the fault); 3 the circuit failed (circom's own message on
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -60,7 +64,11 @@ inline int generator_main(int argc, char** argv, CircuitBackend& c) {
                 to_decimal(c.prime()).c_str(), c.prime().size(), c.witness_size(), c.input_count());
     return 0;
   }
-  if (argc != 1) fail(4, "usage: " + std::string(argv[0]) + " [--info] < INPUT.json 3> WITNESS.wtns");
+  // --hashed-keys: each key is "#" and the decimal hash of a name (the graph
+  // check of graph_build.cpp knows the circuit's inputs by hash only).
+  const bool hashed_keys = argc == 2 && std::strcmp(argv[1], "--hashed-keys") == 0;
+  if (argc != 1 && !hashed_keys)
+    fail(4, "usage: " + std::string(argv[0]) + " [--info | --hashed-keys] < INPUT.json 3> WITNESS.wtns");
   std::string text;
   char buf[1 << 16];
   for (;;) {
@@ -78,6 +86,8 @@ inline int generator_main(int argc, char** argv, CircuitBackend& c) {
   } catch (const InputFault& e) {
     fail(2, e.what());
   }
+  if (hashed_keys)
+    for (auto& s : signals) s.hash = std::strtoull(s.name.c_str() + (s.name.empty() ? 0 : 1), nullptr, 10);
   // Every signal and size is checked before any is set: the circuit starts
   // running as its last input is set, so a wrong file must fail first.
   uint64_t given = 0;

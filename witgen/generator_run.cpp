@@ -88,6 +88,7 @@ files::UniqueFd generate_witness(const std::string& exe, int input_fd, const Gen
   if (::lseek(input_fd, 0, SEEK_SET) < 0) throw std::system_error(errno, std::generic_category(), "lseek");
   RunSpec spec;
   spec.argv = {exe};
+  if (opt.hashed_keys) spec.argv.push_back("--hashed-keys");
   spec.stdin_fd = input_fd;
   spec.fd3 = out.get();
   spec.timeout = opt.timeout;

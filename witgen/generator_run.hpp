@@ -49,6 +49,8 @@ struct GenerateOptions {
   /// reach the state dir); a native one (EXE.dat beside it: admins' code,
   /// which reads its .dat by path) keeps zkfarmd's uid and the other limits.
   Sandbox sandbox;
+  /// The input's keys are "#HASH" (generator_host.hpp's --hashed-keys).
+  bool hashed_keys = false;
 };
 
 /// `exe --info`, within opt.timeout, under opt's memory and sandbox (the

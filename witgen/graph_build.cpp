@@ -1,0 +1,273 @@
+#include "witgen/graph_build.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "groth16/scalar_fields.hpp"
+#include "witgen/generator_run.hpp"
+#include "witgen/graph_eval.hpp"
+#include "witgen/graph_file.hpp"
+#include "witgen/graph_format.hpp"
+#include "witgen/graph_rewrite.hpp"
+#include "witgen/input_json.hpp"
+#include "witgen/subprocess.hpp"
+
+namespace zkfarm::witgen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<uint8_t> prime_le(uint32_t curve) {
+  const uint64_t* p = curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus;
+  std::vector<uint8_t> le(32);
+  std::memcpy(le.data(), p, 32);
+  return le;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw BuildError(p.string() + ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+files::UniqueFd memfd_with(const std::string& text) {
+  files::UniqueFd fd(::memfd_create("zkfarm-graph-check", MFD_CLOEXEC));
+  if (!fd) throw BuildError(std::string("memfd_create: ") + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (w <= 0) throw BuildError(std::string("cannot write a test input: ") + std::strerror(errno));
+    done += size_t(w);
+  }
+  return fd;
+}
+
+// Test inputs of three kinds, so that circuits that check their inputs
+// (bits, ranges) pass some: every value a bit, every value below 2^16, every
+// value anywhere in the field. Deterministic: a rebuild checks the same ones.
+std::vector<std::vector<U256>> random_inputs(const graph::Graph& g, uint32_t n) {
+  std::mt19937_64 rng(0x7a6b6661726d3332ULL);
+  const uint64_t* p = g.curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus;
+  std::vector<std::vector<U256>> out(n, std::vector<U256>(g.input_values));
+  for (uint32_t k = 0; k < n; ++k)
+    for (auto& v : out[k]) {
+      v = U256{};
+      switch (k % 3) {
+        case 0: v[0] = rng() & 1; break;
+        case 1: v[0] = rng() & 0xffff; break;
+        default:
+          do {
+            for (auto& l : v) l = rng();
+            v[3] &= p[3] | (p[3] >> 1) | (p[3] >> 2) | (p[3] >> 4) | (p[3] >> 8) | (p[3] >> 16) | (p[3] >> 32);
+          } while (!(v[3] < p[3] || (v[3] == p[3] && v[2] < p[2])));
+      }
+    }
+  return out;
+}
+
+// The same values as an input file the generator reads with --hashed-keys.
+std::string hashed_json(const graph::Graph& g, const std::vector<U256>& values) {
+  std::string j = "{";
+  for (size_t s = 0; s < g.signals.size(); ++s) {
+    const auto& sig = g.signals[s];
+    j += (s ? ",\"#" : "\"#") + std::to_string(sig.hash) + "\":[";
+    for (uint32_t i = 0; i < sig.size; ++i) {
+      std::vector<uint8_t> le(32);
+      std::memcpy(le.data(), values[sig.offset + i].data(), 32);
+      j += (i ? ",\"" : "\"") + to_decimal(le) + "\"";
+    }
+    j += "]";
+  }
+  return j + "}";
+}
+
+// The witness values (section 2 of a .wtns in memfd `fd`), or empty when it is not one of 32-byte values.
+std::vector<uint8_t> wtns_values(int fd, uint32_t witness_size) {
+  const uint64_t n = uint64_t(witness_size) * 32;
+  std::vector<uint8_t> buf(size_t(44 + 32 + n));
+  const ssize_t got = ::pread(fd, buf.data(), buf.size(), 0);
+  if (got != ssize_t(buf.size())) return {};
+  return std::vector<uint8_t>(buf.begin() + 76, buf.end());
+}
+
+}  // namespace
+
+uint32_t graph_curve_of(const std::string& prime) {
+  auto dec = [](const uint64_t* m) {
+    std::vector<uint8_t> le(32);
+    std::memcpy(le.data(), m, 32);
+    return to_decimal(le);
+  };
+  if (prime == dec(Bn254FrParams::kModulus)) return graph::kCurveBn254;
+  if (prime == dec(Bls12381FrParams::kModulus)) return graph::kCurveBls12381;
+  return 0;
+}
+
+GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir, const BuildOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GraphBuildResult res;
+  const fs::path out(dir), work = out / "graph-build";
+  auto finish = [&](std::string why) {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (why.empty()) return res;
+    res.built = false;
+    res.reason = why;
+    std::ofstream(out / "graph.refused") << why << "\n";
+    return res;
+  };
+  if (src.kind != GeneratorKind::kNative) return finish("built from a wasm: a graph is recorded from the circom --c folder");
+  const std::string exe = (out / "generator").string();
+  GenerateOptions run_opt;
+  run_opt.sandbox = opt.sandbox;
+  run_opt.sandbox.drop_uid = false;  // native: zkfarmd's user (generator_run.hpp)
+  run_opt.timeout = std::chrono::milliseconds(60000);
+  GeneratorInfo info;
+  try {
+    info = generator_info(exe, run_opt);
+  } catch (const GenerateError& e) {
+    return finish(std::string("the generator's --info failed: ") + e.what());
+  }
+  const uint32_t curve = graph_curve_of(info.prime);
+  if (!curve) return finish("its prime is neither bn128's nor bls12381's scalar field");
+
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  if (ec) throw BuildError(work.string() + ": cannot create: " + ec.message());
+  std::string dat;
+  for (const auto& f : src.files)
+    if (f.size() > 4 && f.compare(f.size() - 4, 4, ".dat") == 0) dat = f;
+  const std::string cpp = dat.substr(0, dat.size() - 4) + ".cpp";
+  {
+    std::ofstream rewritten(work / "graph_circuit.cpp", std::ios::binary);
+    rewritten << rewrite_for_recording(read_all(fs::path(src.dir) / cpp));
+    if (!rewritten) throw BuildError((work / "graph_circuit.cpp").string() + ": cannot write");
+  }
+  // -O1: the recorder runs once; its build time matters more than its speed.
+  const std::string root = opt.witgen_root;
+  const std::vector<std::string> cxx = {"g++", "-std=c++20", "-O1", "-pthread", "-I" + src.dir, "-I" + root};
+  auto step = [&](const std::string& what, std::vector<std::string> extra) {
+    BuildStep s{what, cxx};
+    s.argv.insert(s.argv.end(), extra.begin(), extra.end());
+    return s;
+  };
+  const std::string s = src.dir + "/";
+  BuildOptions bo = opt;
+  bo.sandbox.drop_uid = false;
+  try {
+    run_build_steps(work.string(), bo,
+                    {step("compiling the circuit for the graph recorder", {"-c", "graph_circuit.cpp", "-o", "circuit.o"}),
+                     step("compiling circom's main.cpp for the recorder",
+                          {"-Dmain=circom_generated_main", "-c", s + "main.cpp", "-o", "circom_main.o"}),
+                     step("compiling calcwit.cpp for the recorder", {"-c", s + "calcwit.cpp", "-o", "calcwit.o"}),
+                     step("compiling the graph recorder", {"-DZKG_CURVE=" + std::to_string(curve), "-c",
+                                                           root + "/witgen/graph_recorder.cpp", "-o", "recorder.o"})},
+                    {step("linking the graph recorder", {"-o", "recorder", "circuit.o", "circom_main.o", "calcwit.o",
+                                                         "recorder.o", "-lgmp"})});
+  } catch (const BuildError& e) {
+    return finish(std::string("the graph recorder did not build: ") + e.what());
+  }
+  RunSpec spec;
+  spec.argv = {(work / "recorder").string(), (out / "generator.dat").string(), (work / "graph.raw").string(),
+               std::to_string(opt.graph_max_nodes)};
+  spec.cwd = work.string();
+  spec.timeout = opt.timeout;
+  spec.cancel = opt.cancel;
+  spec.sandbox = bo.sandbox;
+  spec.memory_bytes = opt.memory_bytes;
+  spec.file_bytes = opt.graph_max_nodes * 13 + (uint64_t(1) << 30);
+  spec.output_limit = 4096;
+  const RunResult r = run(spec);
+  if (r.exit_code == graph::kExitNotStatic) return finish(r.tail(1));
+  if (r.exit_code == graph::kExitTooLarge)
+    return finish("its graph passes witness_graph_max_nodes (" + std::to_string(opt.graph_max_nodes) + " nodes)");
+  if (!r.ok()) return finish("the graph recorder failed (" + r.how() + (r.output.empty() ? ")" : "): " + r.tail(3)));
+
+  std::vector<uint8_t> raw;
+  std::unique_ptr<graph::Evaluator> ev;
+  try {
+    const std::string bytes = read_all(work / "graph.raw");
+    raw.assign(bytes.begin(), bytes.end());
+    graph::Graph g = graph::parse_graph(raw.data(), raw.size(), opt.graph_max_nodes);
+    res.nodes = g.nodes.size();
+    if (g.witness_size != info.witness_size || g.input_values != info.input_count)
+      return finish("the recorded graph's sizes are not the generator's");
+    ev = std::make_unique<graph::Evaluator>(std::move(g));
+  } catch (const std::exception& e) {
+    return finish(std::string("the recorded graph is unusable: ") + e.what());
+  }
+
+  // Held to the generator, byte for byte: the circuit's own test inputs, then random ones.
+  const graph::Graph& g = ev->graph();
+  const std::vector<uint8_t> prime = prime_le(curve);
+  struct Case {
+    std::string text;
+    bool hashed;
+    std::vector<U256> values;
+    bool input_fault = false;
+  };
+  std::vector<Case> cases;
+  for (const auto& t : opt.graph_test_inputs) {
+    Case c{t, false, {}};
+    try {
+      c.values = ev->arrange(parse_input(t, prime));
+    } catch (const InputFault&) {
+      c.input_fault = true;
+    }
+    cases.push_back(std::move(c));
+  }
+  for (auto& v : random_inputs(g, opt.graph_random_inputs)) cases.push_back({hashed_json(g, v), true, std::move(v)});
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    const std::string which = k < opt.graph_test_inputs.size() ? "test input " + std::to_string(k + 1)
+                                                          : "random input " + std::to_string(k + 1 - opt.graph_test_inputs.size());
+    GenerateOptions go = run_opt;
+    go.timeout = std::chrono::milliseconds(600000);
+    go.memory_bytes = opt.memory_bytes;
+    go.cancel = opt.cancel;
+    go.hashed_keys = c.hashed;
+    files::UniqueFd in = memfd_with(c.text);
+    std::vector<uint8_t> want;
+    bool generator_ok = false, generator_input_fault = false;
+    try {
+      files::UniqueFd w = generate_witness(exe, in.get(), info, go);
+      want = wtns_values(w.get(), info.witness_size);
+      generator_ok = true;
+    } catch (const GenerateError& e) {
+      if (std::string(e.what()).find("timed out") != std::string::npos) continue;  // no verdict either way
+      generator_input_fault = e.input_fault();
+    }
+    if (c.input_fault || generator_input_fault) {
+      if (c.input_fault != generator_input_fault) return finish("the graph and the generator disagree on " + which + "'s shape");
+      continue;
+    }
+    std::vector<uint8_t> got(size_t(g.witness_size) * 32);
+    std::vector<graph::InputOutcome> outcome;
+    ev->evaluate({&c.values}, {got.data()}, outcome);
+    if (generator_ok != outcome[0].ok)
+      return finish("on " + which + " the " + (generator_ok ? "generator succeeded and the graph failed"
+                                                            : "generator failed and the graph did not"));
+    if (generator_ok && got != want) return finish("its witness differs from the generator's on " + which);
+    ++res.checked;
+  }
+  try {
+    graph::write_graph_file((out / "graph").string(), raw);
+  } catch (const graph::GraphError& e) {
+    throw BuildError(e.what());
+  }
+  res.built = true;
+  return finish("");
+}
+
+}  // namespace zkfarm::witgen

@@ -1,0 +1,75 @@
+#pragma once
+// Evaluating a witness graph (graph_file.hpp) for a batch of inputs at once:
+// the same node for every input before the next node, so the interpreter's
+// cost per node is paid once per batch and the values of a node sit side by
+// side. Nothing but zkfarm's own code runs: the graph is data.
+//
+// Before evaluation the graph is planned: nodes no witness value, assert or
+// log depends on are dropped, and each value gets a slot that is reused
+// once its last reader has run, so memory is the graph's widest point (live
+// values) × batch × 32 bytes, not its length.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "witgen/graph_file.hpp"
+#include "witgen/input_json.hpp"
+
+namespace zkfarm::witgen::graph {
+
+/// What evaluating one input gave.
+struct InputOutcome {
+  /// False when one of the circuit's asserts failed for this input or it
+  /// divided by zero (integer division): the caller runs the circuit's own
+  /// generator on it for circom's message (the graph keeps no message).
+  bool ok = true;
+  std::string log;  ///< the circuit's log() output for this input (lines end in '\n')
+};
+
+/// A graph planned for evaluation.
+class Evaluator {
+ public:
+  explicit Evaluator(Graph g);
+
+  const Graph& graph() const { return g_; }
+  /// Nodes evaluated (after dead ones were dropped) and slots a lane needs.
+  size_t instructions() const { return code_.size(); }
+  uint32_t slots() const { return slots_; }
+
+  /// The values of one parsed input file (parse_input), in the circuit's
+  /// input order, canonical. Throws InputFault in the generators' words: a
+  /// signal that is not an input, an array of the wrong length, a missing
+  /// signal (generator_host.hpp).
+  std::vector<U256> arrange(const std::vector<InputSignal>& input) const;
+
+  /// Evaluates inputs[i] (input_values() canonical values each) into out[i]:
+  /// witness_size × 32 bytes, each value canonical little-endian (the body
+  /// of a .wtns). outcomes gets one entry per input. The whole batch runs in
+  /// one pass; memory: slots() × inputs.size() × 32 bytes.
+  void evaluate(const std::vector<const std::vector<U256>*>& inputs, const std::vector<uint8_t*>& out,
+                std::vector<InputOutcome>& outcomes) const;
+
+  /// One operand as planned: a slot, a constant or an input value.
+  struct Operand {
+    uint8_t kind = 0;  ///< 0 slot, 1 constant, 2 input
+    uint32_t index = 0;
+  };
+  struct Instr {
+    Op op;
+    uint32_t dst;          ///< slot of the value (ops with a value)
+    Operand a, b, c;       ///< kLogText: b.index is the string
+    uint32_t out_begin = 0, out_end = 0;  ///< witness indices this value fills (outs_)
+  };
+
+ private:
+  template <class F>
+  void run(const std::vector<const std::vector<U256>*>& inputs, const std::vector<uint8_t*>& out,
+           std::vector<InputOutcome>& outcomes) const;
+
+  Graph g_;
+  std::vector<Instr> code_;
+  std::vector<uint32_t> outs_;  ///< witness indices, grouped by instruction
+  uint32_t slots_ = 0;
+};
+
+}  // namespace zkfarm::witgen::graph

@@ -1,0 +1,230 @@
+#include "witgen/graph_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "files/sha256.hpp"
+#include "groth16/scalar_fields.hpp"
+#include "witgen/graph_format.hpp"
+
+namespace zkfarm::witgen::graph {
+
+namespace {
+
+// Reads little-endian fields, refusing to read past the end.
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  size_t at() const { return at_; }
+  size_t left() const { return n_ - at_; }
+  void need(uint64_t bytes, const char* what) const {
+    if (bytes > left())
+      throw GraphError(std::string(what) + " at byte " + std::to_string(at_) + " needs " + std::to_string(bytes) +
+                       " bytes, " + std::to_string(left()) + " are left");
+  }
+  uint32_t u32(const char* what) {
+    need(4, what);
+    uint32_t v;
+    std::memcpy(&v, p_ + at_, 4);
+    at_ += 4;
+    return v;
+  }
+  uint64_t u64(const char* what) {
+    need(8, what);
+    uint64_t v;
+    std::memcpy(&v, p_ + at_, 8);
+    at_ += 8;
+    return v;
+  }
+  uint8_t u8(const char* what) {
+    need(1, what);
+    return p_[at_++];
+  }
+  const uint8_t* bytes(size_t n, const char* what) {
+    need(n, what);
+    const uint8_t* r = p_ + at_;
+    at_ += n;
+    return r;
+  }
+  /// A count of records of `each` bytes that must fit in what is left.
+  uint32_t count(uint64_t each, const char* what) {
+    const uint32_t n = u32(what);
+    need(uint64_t(n) * each, what);
+    return n;
+  }
+
+ private:
+  const uint8_t* p_;
+  size_t n_;
+  size_t at_ = 0;
+};
+
+const uint64_t* modulus_of(uint32_t curve) {
+  if (curve == kCurveBn254) return Bn254FrParams::kModulus;
+  if (curve == kCurveBls12381) return Bls12381FrParams::kModulus;
+  return nullptr;
+}
+
+}  // namespace
+
+const char* curve_name(uint32_t curve) {
+  return curve == kCurveBn254 ? "bn128" : curve == kCurveBls12381 ? "bls12381" : "unknown";
+}
+
+Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
+  Reader r(data, size);
+  Graph g;
+  if (std::memcmp(r.bytes(8, "the magic"), kMagic, 8) != 0) throw GraphError("not a witness graph (no ZKWGRAPH magic)");
+  const uint32_t version = r.u32("the version");
+  if (version != kVersion)
+    throw GraphError("graph version " + std::to_string(version) + ", this zkfarm reads " + std::to_string(kVersion));
+  g.curve = r.u32("the curve");
+  const uint64_t* p = modulus_of(g.curve);
+  if (!p) throw GraphError("unknown curve " + std::to_string(g.curve));
+  g.input_values = r.u32("the input count");
+  g.witness_size = r.u32("the witness size");
+  if (g.input_values > kIndexMask || g.witness_size > kIndexMask) throw GraphError("input or witness count too large");
+
+  const uint32_t n_signals = r.count(16, "the input signals");
+  g.signals.resize(n_signals);
+  for (auto& s : g.signals) {
+    s.hash = r.u64("a signal's hash");
+    s.offset = r.u32("a signal's offset");
+    s.size = r.u32("a signal's size");
+    if (uint64_t(s.offset) + s.size > g.input_values)
+      throw GraphError("input signal at byte " + std::to_string(r.at() - 16) + " lies past the input values");
+  }
+  const uint32_t n_strings = r.count(4, "the strings");
+  g.strings.resize(n_strings);
+  for (auto& s : g.strings) {
+    const uint32_t len = r.u32("a string's length");
+    if (len > kMaxString) throw GraphError("a string of " + std::to_string(len) + " bytes at byte " + std::to_string(r.at()));
+    const uint8_t* b = r.bytes(len, "a string");
+    s.assign(reinterpret_cast<const char*>(b), len);
+  }
+  const uint32_t n_consts = r.count(32, "the constants");
+  g.consts.resize(n_consts);
+  for (auto& c : g.consts) {
+    std::memcpy(c.data(), r.bytes(32, "a constant"), 32);
+    bool below = false;
+    for (int i = 3; i >= 0; --i)
+      if (c[i] != p[i]) {
+        below = c[i] < p[i];
+        break;
+      }
+    if (!below) throw GraphError("constant at byte " + std::to_string(r.at() - 32) + " is not below the prime");
+  }
+  const uint32_t n_nodes = r.count(13, "the nodes");
+  if (n_nodes > max_nodes)
+    throw GraphError("the graph has " + std::to_string(n_nodes) + " nodes, the limit is " + std::to_string(max_nodes));
+  g.nodes.resize(n_nodes);
+  // A reference read at node `at` (or from the witness when at = n_nodes).
+  auto check_ref = [&](uint32_t ref, uint32_t at) {
+    const uint32_t i = ref_index(ref);
+    switch (ref_kind(ref)) {
+      case RefKind::kNode:
+        if (i < at && has_value(g.nodes[i].op)) return;
+        break;
+      case RefKind::kConst:
+        if (i < n_consts) return;
+        break;
+      case RefKind::kInput:
+        if (i < g.input_values) return;
+        break;
+      default:
+        break;
+    }
+    throw GraphError("node " + std::to_string(at) + " reads reference " + std::to_string(ref) +
+                     ", which names nothing before it");
+  };
+  for (uint32_t k = 0; k < n_nodes; ++k) {
+    Node& n = g.nodes[k];
+    const uint8_t op = r.u8("a node");
+    if (op < uint8_t(Op::kAdd) || op > uint8_t(Op::kLast))
+      throw GraphError("node " + std::to_string(k) + " has unknown operation " + std::to_string(op));
+    n.op = Op(op);
+    n.a = r.u32("a node");
+    n.b = r.u32("a node");
+    n.c = r.u32("a node");
+    const int ar = arity(n.op);
+    check_ref(n.a, k);
+    if (n.op == Op::kLogText) {
+      if (n.b >= n_strings) throw GraphError("node " + std::to_string(k) + " logs string " + std::to_string(n.b) + " of " + std::to_string(n_strings));
+    } else if (ar >= 2) {
+      check_ref(n.b, k);
+    } else if (n.b != 0) {
+      throw GraphError("node " + std::to_string(k) + " has an operand its operation does not read");
+    }
+    if (ar == 3) check_ref(n.c, k);
+    else if (n.c != 0) throw GraphError("node " + std::to_string(k) + " has an operand its operation does not read");
+  }
+  g.witness.resize(g.witness_size);
+  r.need(uint64_t(g.witness_size) * 4, "the witness");
+  for (auto& w : g.witness) {
+    w = r.u32("the witness");
+    check_ref(w, n_nodes);
+  }
+  if (r.left() != 0) throw GraphError(std::to_string(r.left()) + " bytes after the graph's end");
+  return g;
+}
+
+void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) {
+  files::Sha256 h;
+  h.add(raw.data(), raw.size());
+  const std::string digest = h.hex_digest();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw GraphError(path + ": cannot create: " + std::strerror(errno));
+  auto write_all = [&](const uint8_t* p, size_t n) {
+    while (n) {
+      const ssize_t w = ::write(fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      p += w;
+      n -= size_t(w);
+    }
+    return true;
+  };
+  const bool ok = write_all(raw.data(), raw.size()) && write_all(reinterpret_cast<const uint8_t*>(digest.data()), digest.size()) && ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) throw GraphError(path + ": cannot write: " + std::strerror(saved));
+}
+
+Graph read_graph_file(const std::string& path, uint64_t max_nodes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw GraphError(path + ": cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
+  // 13 bytes a node plus constants and witness: far below this for any graph within max_nodes.
+  const uint64_t limit = max_nodes * 13 + (uint64_t(1) << 34);
+  if (uint64_t(st.st_size) > limit || st.st_size < 64) throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
+  std::vector<uint8_t> buf(size_t(st.st_size));
+  size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t n = ::read(fd, buf.data() + got, buf.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw GraphError(path + ": cannot read: " + (n < 0 ? std::strerror(errno) : "shorter than it was"));
+    got += size_t(n);
+  }
+  const size_t body = buf.size() - 64;
+  files::Sha256 h;
+  h.add(buf.data(), body);
+  const std::string digest = h.hex_digest();
+  if (std::memcmp(digest.data(), buf.data() + body, 64) != 0)
+    throw GraphError(path + ": its SHA-256 does not match its content (corrupted)");
+  try {
+    return parse_graph(buf.data(), body, max_nodes);
+  } catch (const GraphError& e) {
+    throw GraphError(path + ": " + e.what());
+  }
+}
+
+}  // namespace zkfarm::witgen::graph

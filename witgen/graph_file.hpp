@@ -1,0 +1,67 @@
+#pragma once
+// Reading a witness graph (graph_format.hpp) as hostile input: every count
+// is checked against the bytes that are left, every reference against what
+// precedes it, every constant against the prime, so a corrupted or crafted
+// file is refused with what is wrong and where, never evaluated out of
+// bounds. Graph files zkfarm keeps end in the SHA-256 of their content (64
+// hex digits).
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "groth16/field.hpp"
+#include "witgen/graph_ops.hpp"
+
+namespace zkfarm::witgen::graph {
+
+/// A graph that cannot be used; what() names the fault and its byte offset.
+struct GraphError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One input signal of the main component: circom's FNV-1a hash of its name
+/// and its values' place among the input values.
+struct InputSignalSlot {
+  uint64_t hash = 0;
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
+/// One operation; operands are references (graph_format.hpp), or for
+/// kLogText's second one a string index. Operands past the arity are 0.
+struct Node {
+  Op op = Op::kAdd;
+  uint32_t a = 0, b = 0, c = 0;
+};
+
+/// A parsed graph, valid by construction (parse_graph's checks).
+struct Graph {
+  uint32_t curve = 0;         ///< kCurveBn254 or kCurveBls12381
+  uint32_t input_values = 0;  ///< values of the inputs, flattened
+  uint32_t witness_size = 0;
+  std::vector<InputSignalSlot> signals;
+  std::vector<std::string> strings;
+  std::vector<U256> consts;   ///< canonical residues
+  std::vector<Node> nodes;
+  std::vector<uint32_t> witness;  ///< a reference per witness value
+};
+
+/// Parses a graph as the recorder writes it (no trailer). At most
+/// `max_nodes` nodes. Throws GraphError.
+Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes);
+
+/// Writes `raw` (a graph as the recorder wrote it, already parsed) to a new
+/// file `path` (O_EXCL, no link followed) with its SHA-256 (64 hex digits)
+/// appended; fsynced.
+/// Throws GraphError.
+void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw);
+
+/// Reads a file write_graph_file wrote (opened without following a link),
+/// checks its SHA-256 and parses it. Throws GraphError naming the file.
+Graph read_graph_file(const std::string& path, uint64_t max_nodes);
+
+/// The decimal name of a curve for messages ("bn128", "bls12381": circom's --prime names).
+const char* curve_name(uint32_t curve);
+
+}  // namespace zkfarm::witgen::graph

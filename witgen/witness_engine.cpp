@@ -1,0 +1,133 @@
+#include "witgen/witness_engine.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "groth16/scalar_fields.hpp"
+#include "witgen/generator_host.hpp"
+#include "witgen/graph_format.hpp"
+#include "witgen/input_json.hpp"
+#include "witgen/wtns_writer.hpp"
+
+namespace zkfarm::witgen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<uint8_t> prime_of(uint32_t curve) {
+  std::vector<uint8_t> le(32);
+  std::memcpy(le.data(), curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus, 32);
+  return le;
+}
+
+std::string read_fd(int fd) {
+  if (::lseek(fd, 0, SEEK_SET) < 0) throw GenerateError(std::string("cannot read the input: ") + std::strerror(errno), false);
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw GenerateError(std::string("cannot read the input: ") + std::strerror(errno), false);
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > kMaxInputBytes) throw GenerateError("the input is larger than 256 MiB", true);
+  }
+  return text;
+}
+
+}  // namespace
+
+bool parse_witness_engine(const std::string& s, WitnessEngine& out) {
+  if (s == "auto") out = WitnessEngine::kAuto;
+  else if (s == "graph") out = WitnessEngine::kGraph;
+  else if (s == "native" || s == "wasm" || s == "generator") out = WitnessEngine::kGenerator;
+  else return false;
+  return true;
+}
+
+GraphState graph_state(const std::string& generator_exe) {
+  GraphState st;
+  const fs::path dir = fs::path(generator_exe).parent_path();
+  st.path = (dir / "graph").string();
+  std::error_code ec;
+  if (fs::is_regular_file(fs::symlink_status(st.path, ec))) {
+    st.present = true;
+    return st;
+  }
+  std::ifstream in(dir / "graph.refused");
+  if (!std::getline(in, st.reason) || st.reason.empty()) st.reason = "no graph was built for it";
+  if (st.reason.size() > 300) st.reason.resize(300);
+  return st;
+}
+
+std::string witness_engine_line(const std::string& generator_exe, const std::string& kind) {
+  const GraphState st = graph_state(generator_exe);
+  return st.present ? "graph" : kind + " (" + st.reason + ")";
+}
+
+std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path) {
+  static std::mutex m;
+  static std::map<std::string, std::shared_ptr<const graph::Evaluator>> loaded;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = loaded.find(path); it != loaded.end()) return it->second;
+  auto ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask));
+  if (loaded.size() >= 16) loaded.erase(loaded.begin());  // a worker serves few circuits at once
+  loaded.emplace(path, ev);
+  return ev;
+}
+
+files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count) {
+  WtnsWriter w(prime_of(curve), count);
+  for (uint32_t i = 0; i < count; ++i) w.value(values + size_t(i) * 32, 32);
+  files::UniqueFd fd(::memfd_create("zkfarm-witness", MFD_CLOEXEC));
+  if (!fd || !w.write_to(fd.get()))
+    throw GenerateError(std::string("cannot keep the witness in memory: ") + std::strerror(errno), false);
+  ::lseek(fd.get(), 0, SEEK_SET);
+  return fd;
+}
+
+files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
+                             const GenerateOptions& opt, WitnessEngine engine, bool* used_graph) {
+  if (used_graph) *used_graph = false;
+  if (engine != WitnessEngine::kGenerator) {
+    const GraphState st = graph_state(exe);
+    if (!st.present && engine == WitnessEngine::kGraph)
+      throw GenerateError("the circuit has no witness graph: " + st.reason, false);
+    if (st.present) {
+      std::shared_ptr<const graph::Evaluator> ev;
+      try {
+        ev = load_graph(st.path);
+      } catch (const graph::GraphError& e) {
+        if (engine == WitnessEngine::kGraph) throw GenerateError(e.what(), false);
+      }
+      if (ev) {
+        const graph::Graph& g = ev->graph();
+        std::vector<U256> values;
+        try {
+          values = ev->arrange(parse_input(read_fd(input_fd), prime_of(g.curve)));
+        } catch (const InputFault& e) {
+          throw GenerateError(e.what(), true);
+        }
+        std::vector<uint8_t> out(size_t(g.witness_size) * 32);
+        std::vector<graph::InputOutcome> outcome;
+        ev->evaluate({&values}, {out.data()}, outcome);
+        if (outcome[0].ok) {
+          if (used_graph) *used_graph = true;
+          return wtns_memfd(g.curve, out.data(), g.witness_size);
+        }
+        // An assert failed: the generator says so in circom's words.
+      }
+    }
+  }
+  return generate_witness(exe, input_fd, info, opt);
+}
+
+}  // namespace zkfarm::witgen

@@ -1,0 +1,56 @@
+#pragma once
+// One witness from one input, by whichever engine the circuit has: its
+// witness graph (graph_eval.hpp), evaluated in this process, or its
+// generator (generator_run.hpp), in a process of its own. The graph is used
+// where it was built and the caller allows it; an input the graph fails (an
+// assert, a division by zero) goes to the generator, so a failure always
+// carries circom's own words and never differs from the generator's verdict.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "files/unique_fd.hpp"
+#include "witgen/generator_run.hpp"
+#include "witgen/graph_eval.hpp"
+
+namespace zkfarm::witgen {
+
+/// Which engine makes witnesses: `--witness-engine` and `witness_engine`.
+enum class WitnessEngine {
+  kAuto,       ///< the graph where the circuit has one, else the generator
+  kGraph,      ///< the graph; an error for a circuit without one
+  kGenerator,  ///< the generator (native or wasm, as the circuit was given)
+};
+/// "auto", "graph", "native"/"wasm"/"generator" -> the engine; nullopt otherwise.
+bool parse_witness_engine(const std::string& s, WitnessEngine& out);
+
+/// What a built generator's folder says of its graph: DIR/graph, or why not.
+struct GraphState {
+  bool present = false;
+  std::string path;    ///< DIR/graph
+  std::string reason;  ///< when absent: DIR/graph.refused's line, or "no graph was built"
+};
+GraphState graph_state(const std::string& generator_exe);
+
+/// How a circuit's witnesses are made, for status and `circuit add`:
+/// "graph" or "native (REASON)" / "wasm (REASON)".
+std::string witness_engine_line(const std::string& generator_exe, const std::string& kind);
+
+/// The evaluator of the graph file `path`, read, checked and planned once
+/// per process (kept by path; a file that changed under the same path is
+/// not noticed: the cache folder is zkfarm's own and written once). Throws
+/// graph::GraphError.
+std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path);
+
+/// The witness of the input in `input_fd` (read from its start, at most
+/// kMaxInputBytes) as a .wtns in a memfd. With the graph when `engine`
+/// allows and the circuit has one (then *used_graph is set), else with
+/// the generator `exe`. Throws GenerateError as generate_witness does.
+files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
+                             const GenerateOptions& opt, WitnessEngine engine, bool* used_graph = nullptr);
+
+/// The .wtns of `values` (count × 32 bytes, canonical little-endian) of the
+/// curve's scalar field, in a memfd.
+files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count);
+
+}  // namespace zkfarm::witgen
