@@ -186,7 +186,8 @@ int run_circuit_add(Caller& client, const CircuitAddOptions& opt) {
   const Message& c = reply_field(reply, "circuit", Message::value_t::object, "a circuit");
   std::cout << "circuit " << cell(c, "name") << " added: " << cell(c, "kind") << " generator "
             << cell(c, "generator").substr(0, 16) << ", key " << cell(c, "zkey") << " (" << cell(c, "n_vars")
-            << " signals, " << cell(c, "n_public") << " public)\n";
+            << " signals, " << cell(c, "n_public") << " public)\n"
+            << "witness: " << (c.contains("witness") ? cell(c, "witness") : std::string("-")) << "\n";
   return kExitOk;
 }
 
@@ -203,10 +204,10 @@ int run_circuit_list(Caller& client, bool json) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : list)
-    rows.push_back({cell(c, "name"), cell(c, "kind"), cell(c, "n_vars"), cell(c, "n_public"), cell(c, "owner_uid"),
+    rows.push_back({cell(c, "name"), cell(c, "kind"), c.contains("witness") ? cell(c, "witness") : "-", cell(c, "n_vars"), cell(c, "n_public"), cell(c, "owner_uid"),
                     format_time_ms(c.contains("added_ms") ? c["added_ms"] : Message()), cell(c, "zkey"),
                     cell(c, "source")});
-  std::cout << format_table({"NAME", "KIND", "SIGNALS", "PUBLIC", "OWNER", "ADDED", "KEY", "GENERATOR FROM"}, rows);
+  std::cout << format_table({"NAME", "KIND", "WITNESS", "SIGNALS", "PUBLIC", "OWNER", "ADDED", "KEY", "GENERATOR FROM"}, rows);
   return kExitOk;
 }
 

@@ -26,6 +26,7 @@
 #include "supervisor/supervisor.hpp"
 #include "witgen/generator_cache.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/witness_engine.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -55,9 +56,10 @@ std::string scalar_prime_decimal() {
 
 }  // namespace
 
-json circuit_json(const CircuitRecord& c) {
+json circuit_json(const CircuitRecord& c, const std::string& witness) {
   return {{"name", c.name},
           {"kind", c.kind},
+          {"witness", witness},
           {"generator", c.generator},
           {"zkey_sha256", c.zkey_sha256},
           {"zkey", c.zkey_source},
@@ -156,6 +158,8 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     bo.timeout = bc.timeout;
     bo.sandbox = bc.build_sandbox;
     bo.memory_bytes = bc.build_memory_bytes;
+    bo.graph = bc.graph;
+    bo.graph_max_nodes = bc.graph_max_nodes;
     const std::string exe = witgen::cached_generator(src, bc.circuits_dir, bo);
     // Used now: housekeeping keeps an unused build for retention_hours from here.
     fs::last_write_time(fs::path(exe).parent_path(), fs::file_time_type::clock::now(), ec);
@@ -249,6 +253,8 @@ void Supervisor::start_circuit_add(const std::string& identity, const json& req,
   bc.build_sandbox = build_sandbox;
   bc.build_memory_bytes = cfg_.circuit_build_memory_mib << 20;
   bc.wasm_max_bytes = cfg_.circuit_wasm_max_mib << 20;
+  bc.graph = cfg_.witness_engine != "generator";
+  bc.graph_max_nodes = cfg_.witness_graph_max_nodes;
   bc.info_run.timeout = std::chrono::milliseconds(60000);
   bc.info_run.memory_bytes = cfg_.witness_memory_mib << 20;
   bc.info_run.sandbox = run_sandbox;
@@ -309,7 +315,7 @@ void Supervisor::finish_circuit_adds() {
         log_->info("circuit {}: added ({} generator {}, key {}, {} signals, {} public)", record->name, record->kind,
                    record->generator.substr(0, 16), record->zkey_sha256.substr(0, 16), record->n_vars,
                    record->n_public);
-        send_reply(identity, {{"ok", true}, {"circuit", circuit_json(*record)}});
+        send_reply(identity, {{"ok", true}, {"circuit", circuit_json(*record, witgen::witness_engine_line(generator_path(record->generator), record->kind))}});
       });
     });
   }
@@ -322,7 +328,7 @@ json Supervisor::circuit_request(const std::string& type, const json& req, const
     // owner only.
     json list = json::array();
     for (const auto& [name, c] : circuits_) {
-      json j = circuit_json(c);
+      json j = circuit_json(c, witgen::witness_engine_line(generator_path(c.generator), c.kind));
       if (role != Role::kAdmin && c.owner_uid != peer.uid)
         for (const char* k : {"zkey", "source", "owner_uid"}) j.erase(k);
       list.push_back(std::move(j));

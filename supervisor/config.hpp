@@ -57,6 +57,11 @@ struct Config {
   unsigned witness_timeout_ms = 600000;     ///< one partition's witness generation may take this long
   uint64_t witness_memory_mib = 4096;       ///< a generator's data memory (RLIMIT_DATA), MiB, also of its --info run; 0: unbounded
   uint64_t witness_cpu_s = 600;             ///< a generator's CPU time (RLIMIT_CPU), s; 0: unbounded
+  /// How synthesis workers make witnesses from inputs (witgen/witness_engine.hpp):
+  /// "auto" (the circuit's witness graph where it has one), "graph" (only
+  /// circuits with a graph), "generator" (never the graph; none is built).
+  std::string witness_engine = "auto";
+  uint64_t witness_graph_max_nodes = uint64_t(1) << 26;  ///< a witness graph's nodes at most (its build is refused past it)
   std::string sandbox_user = "zkfarm-sandbox";  ///< as root: circuit code is built and run as this user (witgen/sandbox.hpp)
   uint64_t circuit_build_memory_mib = 2048; ///< each compiler of a generator build (RLIMIT_DATA), MiB
   uint64_t circuit_build_cpu_s = 600;       ///< each compiler of a generator build (RLIMIT_CPU), s

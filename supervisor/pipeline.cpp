@@ -247,6 +247,7 @@ void Supervisor::dispatch() {
       m["witness_memory_mib"] = cfg_.witness_memory_mib;
       m["witness_cpu_s"] = cfg_.witness_cpu_s;
       m["sandbox_user"] = cfg_.sandbox_user;
+      m["witness_engine"] = cfg_.witness_engine;
     } else {
       m["wtns"] = p->wtns;
     }

@@ -130,6 +130,8 @@ struct CircuitBuildContext {
   witgen::Sandbox build_sandbox;     ///< the compilers' (circuit_build_cpu_s; witgen/sandbox.hpp)
   uint64_t build_memory_bytes = 0;   ///< each compiler's RLIMIT_DATA (circuit_build_memory_mib)
   uint64_t wasm_max_bytes = 0;       ///< circuit_wasm_max_mib
+  bool graph = true;                 ///< build a witness graph (witness_engine != "generator")
+  uint64_t graph_max_nodes = 0;      ///< witness_graph_max_nodes
   witgen::GenerateOptions info_run;  ///< the built generator's --info run (witness limits)
 };
 
@@ -140,7 +142,9 @@ CircuitBuild build_circuit(const nlohmann::json& req, const Peer& peer, const Su
                            const CircuitBuildContext& bc);
 
 /// A circuit as `circuit list` and `circuit add` answer it (docs/protocol.md).
-nlohmann::json circuit_json(const CircuitRecord& c);
+/// A circuit as `circuit add|list` answer it; `witness`: how its witnesses
+/// are made ("graph", "native (REASON)": witgen::witness_engine_line).
+nlohmann::json circuit_json(const CircuitRecord& c, const std::string& witness);
 
 /// Opens `source` with `peer`'s rights, stores its content once under
 /// ctx.inputs_dir/keys (not read again while the file is unchanged), and

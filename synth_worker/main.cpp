@@ -1,9 +1,10 @@
 // zkfarm-synth: the witness worker. Started by zkfarmd; connects to its
 // workers socket, says READY, and answers each SYNTH by reading the
-// partition's .wtns -- or, for a job of circom inputs, by running the
-// circuit's witness generator on the input in a process of its own
-// (witgen/generator_run.hpp: a failed assertion, a crash or an endless loop
-// fails this partition only) -- checking the witness against its key (prime,
+// partition's .wtns -- or, for a job of circom inputs, by evaluating the
+// circuit's witness graph on the input (witgen/witness_engine.hpp) or, for
+// a circuit without one, running its witness generator in a process of its
+// own (witgen/generator_run.hpp: a failed assertion, a crash or an endless
+// loop fails this partition only) -- checking the witness against its key (prime,
 // count, every value canonical) and writing its values into the named arena
 // slot (SYNTH_DONE).
 // Synthesis proper (a = A·w, b = B·w, c = a∘b) runs in the GPU worker, next to
@@ -28,6 +29,7 @@
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/witness_engine.hpp"
 
 namespace {
 
@@ -36,9 +38,11 @@ namespace proto = zkfarm::protocol;
 
 constexpr const char* kVersion = "0.1.0";
 
-// The witness of a partition of circom inputs: the generator run on the
-// input (fields generator, input, input_name, witness_timeout_ms,
-// witness_memory_mib), into a memfd; InputError naming the client's input
+// The witness of a partition of circom inputs (fields generator, input,
+// input_name, witness_timeout_ms, witness_memory_mib, witness_engine), into
+// a memfd: evaluated here from the circuit's witness graph where it has one
+// (data, zkfarm's own interpreter: no circuit code runs), else by its
+// generator in a process of its own; InputError naming the client's input
 // file for anything the input or the circuit did wrong.
 Wtns generate(const proto::Message& req, const Zkey& key) {
   const std::string generator = proto::get_str(req, "generator");
@@ -61,7 +65,9 @@ Wtns generate(const proto::Message& req, const Zkey& key) {
   opt.cancel = &proto::abort_flag();
   files::UniqueFd out;
   try {
-    out = witgen::generate_witness(generator, in.get(), info, opt);
+    witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
+    witgen::parse_witness_engine(req.value("witness_engine", std::string("auto")), engine);
+    out = witgen::make_witness(generator, in.get(), info, opt, engine);
   } catch (const witgen::GenerateError& e) {
     if (proto::abort_flag().load()) throw Cancelled();
     throw InputError(name + ": " + e.what());

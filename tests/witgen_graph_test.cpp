@@ -1,0 +1,218 @@
+// The witness graph's reader and evaluator (witgen/graph_file.hpp,
+// graph_eval.hpp) on graphs written here byte by byte, and the rewrite of a
+// circuit's C++ for the recorder (graph_rewrite.hpp). The recorder and the
+// graphs of real circuits are tested end to end against snarkjs
+// (tests/witgen/test_witgen.py, GraphTest).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "groth16/bn254.hpp"
+#include "witgen/graph_eval.hpp"
+#include "witgen/graph_file.hpp"
+#include "witgen/graph_format.hpp"
+#include "witgen/graph_rewrite.hpp"
+
+namespace {
+
+using namespace zkfarm;
+using namespace zkfarm::witgen::graph;
+
+// A graph file's bytes, written field by field (graph_format.hpp).
+struct GraphBytes {
+  std::vector<uint8_t> b;
+  void u32(uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i))); }
+  void u64(uint64_t v) { for (int i = 0; i < 8; ++i) b.push_back(uint8_t(v >> (8 * i))); }
+  void node(Op op, uint32_t a, uint32_t x = 0, uint32_t c = 0) {
+    b.push_back(uint8_t(op));
+    u32(a);
+    u32(x);
+    u32(c);
+  }
+};
+
+uint32_t in(uint32_t i) { return make_ref(RefKind::kInput, i); }
+uint32_t k(uint32_t i) { return make_ref(RefKind::kConst, i); }
+uint32_t n(uint32_t i) { return make_ref(RefKind::kNode, i); }
+
+// Two inputs x, y. Asserts x != 3; logs "x=" x; witness: 1, x·y,
+// (x != 3 ? x·y : 7), x, and x·y again (a value two witness entries share).
+std::vector<uint8_t> sample_graph() {
+  GraphBytes g;
+  g.b.insert(g.b.end(), kMagic, kMagic + 8);
+  g.u32(kVersion);
+  g.u32(kCurveBn254);
+  g.u32(2);  // input values
+  g.u32(5);  // witness
+  g.u32(2);  // signals: x at 0, y at 1
+  g.u64(0x1111);
+  g.u32(0);
+  g.u32(1);
+  g.u64(0x2222);
+  g.u32(1);
+  g.u32(1);
+  g.u32(1);  // strings
+  g.u32(2);
+  g.b.push_back('x');
+  g.b.push_back('=');
+  g.u32(3);  // constants 1, 3, 7
+  for (uint64_t c : {1, 3, 7}) {
+    g.u64(c);
+    g.u64(0);
+    g.u64(0);
+    g.u64(0);
+  }
+  g.u32(6);
+  g.node(Op::kMul, in(0), in(1));          // 0: x·y
+  g.node(Op::kNeq, in(0), k(1));           // 1: x != 3
+  g.node(Op::kAssert, k(0), n(1));         // 2
+  g.node(Op::kSelect, n(1), n(0), k(2));   // 3
+  g.node(Op::kLogText, k(0), 0);           // 4: "x="
+  g.node(Op::kLogValue, k(0), in(0));      // 5: x
+  for (uint32_t w : {k(0), n(0), n(3), in(0), n(0)}) g.u32(w);
+  return g.b;
+}
+
+U256 u(uint64_t x) { return U256{x, 0, 0, 0}; }
+
+TEST(WitnessGraph, EvaluatesABatchWithAFailedAssertFailingOnlyItsInput) {
+  const std::vector<uint8_t> bytes = sample_graph();
+  Evaluator ev(parse_graph(bytes.data(), bytes.size(), 100));
+  EXPECT_EQ(ev.instructions(), 6u);
+  std::mt19937_64 rng(5);
+  const std::vector<uint64_t> xs = {2, 3, 5, 3, 11};
+  std::vector<std::vector<U256>> inputs;
+  for (uint64_t x : xs) inputs.push_back({u(x), u(rng() >> 4)});
+  std::vector<const std::vector<U256>*> ptrs;
+  std::vector<std::vector<uint8_t>> outs(xs.size(), std::vector<uint8_t>(5 * 32));
+  std::vector<uint8_t*> out_ptrs;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    ptrs.push_back(&inputs[i]);
+    out_ptrs.push_back(outs[i].data());
+  }
+  std::vector<InputOutcome> outcome;
+  ev.evaluate(ptrs, out_ptrs, outcome);
+  ASSERT_EQ(outcome.size(), xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_EQ(outcome[i].ok, xs[i] != 3) << "input " << i;
+    EXPECT_EQ(outcome[i].log, "x=" + std::to_string(xs[i]));
+    // The naive reference: Fr arithmetic on the same values.
+    const Fr prod = Fr::from_u256(inputs[i][0]) * Fr::from_u256(inputs[i][1]);
+    const U256 want[5] = {u(1), prod.to_u256(), xs[i] != 3 ? prod.to_u256() : u(7), inputs[i][0], prod.to_u256()};
+    for (int w = 0; w < 5; ++w)
+      EXPECT_EQ(std::memcmp(outs[i].data() + 32 * w, want[w].data(), 32), 0) << "input " << i << " witness " << w;
+  }
+}
+
+TEST(WitnessGraph, InputsAreCheckedInTheGeneratorsWords) {
+  const std::vector<uint8_t> bytes = sample_graph();
+  Evaluator ev(parse_graph(bytes.data(), bytes.size(), 100));
+  auto sig = [](const char* name, uint64_t hash, size_t n) {
+    witgen::InputSignal s;
+    s.name = name;
+    s.hash = hash;
+    s.values.assign(n, std::vector<uint8_t>(32, 0));
+    return s;
+  };
+  EXPECT_EQ(ev.arrange({sig("x", 0x1111, 1), sig("y", 0x2222, 1)}).size(), 2u);
+  EXPECT_THROW(
+      try { ev.arrange({sig("x", 0x1111, 1), sig("z", 0x3333, 1)}); } catch (const witgen::InputFault& e) {
+        EXPECT_STREQ(e.what(), "signal z is not an input of the circuit");
+        throw;
+      },
+      witgen::InputFault);
+  EXPECT_THROW(
+      try { ev.arrange({sig("x", 0x1111, 2), sig("y", 0x2222, 1)}); } catch (const witgen::InputFault& e) {
+        EXPECT_STREQ(e.what(), "signal x has 2 values, the circuit's has 1");
+        throw;
+      },
+      witgen::InputFault);
+  EXPECT_THROW(
+      try { ev.arrange({sig("x", 0x1111, 1)}); } catch (const witgen::InputFault& e) {
+        EXPECT_NE(std::string(e.what()).find("a signal is missing"), std::string::npos) << e.what();
+        throw;
+      },
+      witgen::InputFault);
+}
+
+// Every truncation and every single-byte change of a valid graph is refused
+// or yields a graph that evaluates within its bounds (under ASan in the
+// sanitizer run, an out-of-bounds read would fail this test).
+TEST(WitnessGraph, CorruptedGraphsAreRefusedOrStayInBounds) {
+  const std::vector<uint8_t> good = sample_graph();
+  auto try_one = [](const std::vector<uint8_t>& b) {
+    try {
+      Evaluator ev(parse_graph(b.data(), b.size(), 100));
+      if (ev.graph().input_values > 64) return true;  // a count changed: arrange() refuses such an input first
+      std::vector<U256> values(ev.graph().input_values, U256{2, 0, 0, 0});
+      std::vector<uint8_t> out(size_t(ev.graph().witness_size) * 32 + 1);
+      std::vector<InputOutcome> outcome;
+      ev.evaluate({&values}, {out.data()}, outcome);
+      return true;
+    } catch (const GraphError&) {
+      return false;
+    }
+  };
+  EXPECT_TRUE(try_one(good));
+  size_t refused = 0;
+  for (size_t len = 0; len < good.size(); ++len) {
+    std::vector<uint8_t> b(good.begin(), good.begin() + long(len));
+    EXPECT_FALSE(try_one(b)) << "a graph cut at byte " << len << " was taken";
+  }
+  for (size_t i = 0; i < good.size(); ++i)
+    for (uint8_t x : {uint8_t(0xff), uint8_t(0x01), uint8_t(0x80)}) {
+      std::vector<uint8_t> b = good;
+      b[i] ^= x;
+      refused += !try_one(b);
+    }
+  EXPECT_GT(refused, good.size());  // most changes are caught by structure alone
+  std::vector<uint8_t> longer = good;
+  longer.push_back(0);
+  EXPECT_FALSE(try_one(longer));
+}
+
+TEST(WitnessGraph, ReferencesForwardOrToValuelessNodesAreRefused) {
+  std::vector<uint8_t> b = sample_graph();
+  // Node 3 (select) reads node 0; make it read node 4 (after it) instead.
+  const size_t nodes_at = b.size() - 5 * 4 - 6 * 13;
+  const size_t select_a = nodes_at + 3 * 13 + 1 + 4;  // its second operand
+  uint32_t fwd = n(4);
+  std::memcpy(&b[select_a], &fwd, 4);
+  EXPECT_THROW(parse_graph(b.data(), b.size(), 100), GraphError);
+  b = sample_graph();
+  uint32_t valueless = n(2);  // the assert
+  std::memcpy(&b[select_a], &valueless, 4);
+  EXPECT_THROW(parse_graph(b.data(), b.size(), 100), GraphError);
+  b = sample_graph();
+  EXPECT_THROW(parse_graph(b.data(), b.size(), 5), GraphError);  // past max_nodes
+}
+
+TEST(WitnessGraph, RewriteRoutesTruthTestsAssertsAndLogsToTheRecorder) {
+  const std::string cpp =
+      "void Foo_3_run(uint ctx_index,Circom_CalcWit* ctx){\n"
+      "Fr_neq(&expaux[0],&signalValues[mySignalStart + 1],&circuitConstants[0]); // line circom 11\n"
+      "if (!Fr_isTrue(&expaux[0])) std::cout << \"Failed assert in template/function \" << myTemplateName << \" line 11. \" "
+      "<<  \"Followed trace of components: \" << ctx->getTrace(myId) << std::endl;\n"
+      "assert(Fr_isTrue(&expaux[0]));\n"
+      "if(Fr_isTrue(&expaux[1])){\n"
+      "while(Fr_isTrue(&expaux[2])){\n"
+      "printf(\"a is\");\n"
+      "}\n";
+  const std::string out = witgen::rewrite_for_recording(cpp);
+  auto line = [&](int i) {  // line i of the circuit (1-based), after the include and #line
+    size_t at = 0;
+    for (int k = 0; k < i + 1; ++k) at = out.find('\n', at) + 1;
+    return out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(line(1), "void Foo_3_run(uint ctx_index,Circom_CalcWit* ctx){ ZkgScope zkg_scope(\"template Foo\");");
+  EXPECT_EQ(line(2).rfind("zkg_line = 11; Fr_neq(", 0), 0u) << line(2);
+  EXPECT_EQ(line(3), "zkg_assert(&expaux[0], 11);");
+  EXPECT_EQ(line(4), "");
+  EXPECT_EQ(line(5), "for (ZkgIf zkg_if(&expaux[1]); zkg_if.pass() >= 0; zkg_if.next()) if (zkg_if.pass()) {");
+  EXPECT_EQ(line(6), "while(zkg_loop(&expaux[2])){");
+  EXPECT_EQ(line(7), "zkg_printf(\"a is\");");
+  EXPECT_EQ(out.rfind("#include \"witgen/graph_hooks.hpp\"\n#line 1\n", 0), 0u);
+}
+
+}  // namespace
