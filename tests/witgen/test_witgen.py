@@ -82,6 +82,13 @@ def setUpModule():
         if name != "merkle8_root":
             run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", circ(name, "r1cs"), "--out", os.path.join(WORK, name),
                  "--seed", "7"])
+    for name in ("gadgets", "index"):  # witness-graph circuits (issue 32): no key needed
+        run(["node", os.path.join(NODE, "circom2", "cli.js"), os.path.join("tests", "witgen", "circuits", name + ".circom"),
+             "--wasm", "--c", "-o", WORK, "-l", "node_modules"], cwd=SRC)
+    for k, inp in enumerate(GADGET_INPUTS):
+        write_json(f"gadgets.{k}.json", {n: str(v) for n, v in inp.items()})
+    for sel in range(4):
+        write_json(f"index.{sel}.json", {"sel": sel, "v": ["11", "12", "13", "14"]})
     rng = random.Random(14)
     write_json("poseidon3.0.json", {"in": ["1", "2", "3"]})
     # Every way snarkjs reads a value: a number, decimal, hex, negative.
@@ -102,6 +109,13 @@ def setUpModule():
 def tearDownModule():
     shutil.rmtree(WORK, ignore_errors=True)
 
+
+# Inputs of tests/witgen/circuits/gadgets.circom taking both sides of its
+# branches: a = 0 (IsZero's other side), y = 5 (the nested if), "negative"
+# values (above (p-1)/2) for the signed comparisons and shifts, a shift past
+# the field's bits, equal inputs.
+GADGET_INPUTS = [dict(a=0, b=5, s=1000, k=3), dict(a=123456789, b=5, s=65535, k=2), dict(a=P - 1, b=17, s=3, k=250),
+                 dict(a=42, b=42, s=7, k=0), dict(a=2**200 + 12345, b=P - 5, s=0, k=1)]
 
 GOOD = [("poseidon3", 0), ("poseidon3", 1), ("merkle8", 0), ("merkle8", 1), ("sha256_440", 0), ("checks", 0)]
 
@@ -199,6 +213,83 @@ class OneShotTest(unittest.TestCase):
         self.assertIn("values, key expects nVars", p.stderr)
 
 
+class GraphTest(unittest.TestCase):
+    """The witness graph (issue 32): recorded once from the --c folder,
+    byte for byte snarkjs's; circuits it cannot be stay on the generator."""
+
+    def reference(self, circuit, inp):
+        snarkjs("wtns", "calculate", circ(circuit, "wasm"), inp, f"{WORK}/ref.wtns")
+        with open(f"{WORK}/ref.wtns", "rb") as f:
+            return f.read()
+
+    def witness(self, generator, inp, engine):
+        out = f"{WORK}/graph.wtns"
+        if os.path.exists(out):
+            os.unlink(out)
+        p = prove_tool("witness", "--witness-engine", engine, generator, inp, out)
+        if p.returncode != 0:
+            self.assertFalse(os.path.exists(out), "a failed witness left its file")
+            return p, None
+        with open(out, "rb") as f:
+            return p, f.read()
+
+    def test_graph_witnesses_are_snarkjs_byte_for_byte_on_both_sides_of_every_branch(self):
+        cases = [(n, k) for n, k in GOOD if n != "checks"] + [("gadgets", k) for k in range(len(GADGET_INPUTS))]
+        for name, k in cases:
+            inp = f"{WORK}/{name}.{k}.json"
+            p, got = self.witness(circ(name, "c"), inp, "graph")
+            self.assertEqual(p.returncode, 0, f"{name} input {k}: {p.stderr}")
+            self.assertEqual(got, self.reference(name, inp), f"{name} input {k}: the graph's witness differs from snarkjs's")
+
+    def test_input_dependent_control_flow_stays_on_the_generator_and_is_right(self):
+        for name, inputs, why in (("checks", [f"{WORK}/checks.0.json"], "input-dependent loop condition at template Checks line 13"),
+                                  ("index", [f"{WORK}/index.{s}.json" for s in range(4)], "input-dependent array index")):
+            p, _ = self.witness(circ(name, "c"), inputs[0], "graph")
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("has no witness graph", p.stderr)
+            self.assertIn(why, p.stderr)
+            for inp in inputs:  # the default takes the generator, and is right
+                p, got = self.witness(circ(name, "c"), inp, "auto")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(got, self.reference(name, inp), f"{name} {inp}")
+
+    def test_a_failed_assert_fails_its_input_in_circoms_words(self):
+        with open(f"{WORK}/merkle8.0.json") as f:
+            inp = json.load(f)
+        inp["root"] = str((int(inp["root"]) + 1) % P)
+        bad = write_json("merkle8.badroot.json", inp)
+        for engine in ("auto", "graph"):
+            p, _ = self.witness(circ("merkle8", "c"), bad, engine)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("merkle8.badroot.json", p.stderr)
+            self.assertIn("Failed assert in template/function", p.stderr)  # the generator's words, not the graph's
+
+    def test_a_corrupted_graph_is_refused_and_the_generator_takes_over(self):
+        inp = f"{WORK}/poseidon3.0.json"
+        self.assertEqual(self.witness(circ("poseidon3", "c"), inp, "graph")[0].returncode, 0)
+        with open(os.path.join(circ("poseidon3", "c"), "poseidon3.dat"), "rb") as f:
+            dat = f.read()
+        cache = os.path.join(WORK, "cache", "zkfarm", "generators")
+        def same_dat(d):
+            with open(os.path.join(cache, d, "generator.dat"), "rb") as f:
+                return f.read() == dat
+        (built,) = [d for d in os.listdir(cache) if os.path.isfile(os.path.join(cache, d, "graph")) and same_dat(d)]
+        copy = os.path.join(WORK, "corrupt")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(os.path.join(cache, built), copy)
+        with open(os.path.join(copy, "graph"), "r+b") as f:
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 1]))
+        p, _ = self.witness(os.path.join(copy, "generator"), inp, "graph")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("SHA-256 does not match", p.stderr)
+        p, got = self.witness(os.path.join(copy, "generator"), inp, "auto")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(got, self.reference("poseidon3", inp))
+
+
 def journal_proofs(state):
     """{(job, partition): number of proofs} from the journal, read-only."""
     db = sqlite3.connect(f"file:{state}/journal.sqlite?mode=ro", uri=True)
@@ -244,6 +335,9 @@ class FarmTest(unittest.TestCase):
         listed = {c["name"]: c for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}
         self.assertEqual(set(listed), {"hash", "tree", "checks"})
         self.assertEqual(listed["tree"]["kind"], "native")
+        # Issue 32: a --c circuit gets a witness graph; a wasm one says why not.
+        self.assertEqual(listed["tree"]["witness"], "graph")
+        self.assertTrue(listed["hash"]["witness"].startswith("wasm ("), listed["hash"])
         self.assertEqual(listed["tree"]["zkey"], circ("merkle8", "zkey"), "the owner (root) sees where it came from")
         # Issue 31: another user saw every circuit's paths and owner uid. The
         # names stay (any user may prove with any circuit); the rest is the owner's.
