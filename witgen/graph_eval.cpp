@@ -30,83 +30,160 @@ std::string decimal(U256 x) {
 
 }  // namespace
 
+// The planner's own operations (never in a graph file).
+constexpr Op kToMont = Op(100);     ///< a canonical -> Montgomery
+constexpr Op kToCanon = Op(101);    ///< a Montgomery -> canonical
+constexpr Op kMulMixed = Op(102);   ///< a canonical × b Montgomery -> the canonical product (one multiplication)
+
+bool is_linear(Op op) { return op == Op::kAdd || op == Op::kSub || op == Op::kNeg || op == Op::kSelect; }
+
 Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
   const uint32_t n = uint32_t(g_.nodes.size());
+  auto operands = [&](const Node& nd, auto&& f) {  // the references a node reads
+    f(nd.a, 0);
+    if (nd.op != Op::kLogText && arity(nd.op) >= 2) f(nd.b, 1);
+    if (arity(nd.op) == 3) f(nd.c, 2);
+  };
   // Dead code: what no witness value, assert or log reaches.
   std::vector<uint8_t> live(n, 0);
+  std::vector<uint32_t> votes_canon(n, 0), votes_mont(n, 0);
   for (uint32_t w : g_.witness)
-    if (ref_kind(w) == RefKind::kNode) live[ref_index(w)] = 1;
+    if (ref_kind(w) == RefKind::kNode) {
+      live[ref_index(w)] = 1;
+      ++votes_canon[ref_index(w)];  // the witness is written canonical
+    }
+  // Backwards: liveness, and the form each value's readers want (a reader
+  // that only adds passes on the form its own readers want).
+  std::vector<uint8_t> pref(n, kMont);
   for (uint32_t k = n; k-- > 0;) {
     const Node& nd = g_.nodes[k];
     if (!has_value(nd.op)) live[k] = 1;
     if (!live[k]) continue;
-    auto mark = [&](uint32_t ref) {
-      if (ref_kind(ref) == RefKind::kNode) live[ref_index(ref)] = 1;
-    };
-    mark(nd.a);
-    if (nd.op != Op::kLogText && arity(nd.op) >= 2) mark(nd.b);
-    if (arity(nd.op) == 3) mark(nd.c);
+    pref[k] = votes_canon[k] > votes_mont[k] ? kCanon : kMont;
+    operands(nd, [&](uint32_t ref, int which) {
+      if (ref_kind(ref) != RefKind::kNode) return;
+      const uint32_t src = ref_index(ref);
+      live[src] = 1;
+      if (canonical_op(nd.op) || nd.op == Op::kLogValue) ++votes_canon[src];
+      else if (is_linear(nd.op) && !(nd.op == Op::kSelect && which == 0)) ++(pref[k] == kCanon ? votes_canon : votes_mont)[src];
+      else if (nd.op != Op::kAssert && nd.op != Op::kSelect && nd.op != Op::kLogText) ++votes_mont[src];
+    });
   }
   // Each live node's last reader (an instruction index).
   std::vector<uint32_t> instr_of(n, kNone), last_use(n, kNone);
   uint32_t count = 0;
   for (uint32_t k = 0; k < n; ++k)
     if (live[k]) instr_of[k] = count++;
-  for (uint32_t k = 0; k < n; ++k) {
-    if (!live[k]) continue;
-    const Node& nd = g_.nodes[k];
-    auto use = [&](uint32_t ref) {
+  for (uint32_t k = 0; k < n; ++k)
+    if (live[k]) operands(g_.nodes[k], [&](uint32_t ref, int) {
       if (ref_kind(ref) == RefKind::kNode) last_use[ref_index(ref)] = instr_of[k];
-    };
-    use(nd.a);
-    if (nd.op != Op::kLogText && arity(nd.op) >= 2) use(nd.b);
-    if (arity(nd.op) == 3) use(nd.c);
-  }
-  // Witness indices per node.
-  std::vector<std::vector<uint32_t>> outs_of_node;
+    });
   std::unordered_map<uint32_t, std::vector<uint32_t>> outs;
   for (uint32_t w = 0; w < g_.witness.size(); ++w)
     if (ref_kind(g_.witness[w]) == RefKind::kNode) outs[ref_index(g_.witness[w])].push_back(w);
-  // Slots: a free list; an operand's slot is free once its last reader has read it.
+
+  // Forwards: forms, conversions and slots (a free list; an operand's slot
+  // is free once its last reader has read it).
   std::vector<uint32_t> slot_of(n, kNone), free_slots;
+  std::vector<uint8_t> form_of(n, kMont);
+  auto new_slot = [&] {
+    if (free_slots.empty()) free_slots.push_back(slots_++);
+    const uint32_t s = free_slots.back();
+    free_slots.pop_back();
+    return s;
+  };
   code_.reserve(count);
   for (uint32_t k = 0; k < n; ++k) {
     if (!live[k]) continue;
     const Node& nd = g_.nodes[k];
     Instr in{};
     in.op = nd.op;
-    auto operand = [&](uint32_t ref) {
-      Operand o;
+    Operand ops[3];
+    int flexible[3] = {1, 1, 1};  // a constant or an input: read in whichever form is wanted
+    uint8_t have[3] = {kMont, kMont, kMont};
+    operands(nd, [&](uint32_t ref, int which) {
+      Operand& o = ops[which];
       o.index = ref_index(ref);
       switch (ref_kind(ref)) {
-        case RefKind::kNode: o.kind = 0; o.index = slot_of[o.index]; break;
+        case RefKind::kNode:
+          o.kind = 0;
+          have[which] = form_of[o.index];
+          o.index = slot_of[o.index];
+          flexible[which] = 0;
+          break;
         case RefKind::kConst: o.kind = 1; break;
         default: o.kind = 2; break;
       }
-      return o;
-    };
-    in.a = operand(nd.a);
-    if (nd.op == Op::kLogText) in.b = Operand{1, nd.b};
-    else if (arity(nd.op) >= 2) in.b = operand(nd.b);
-    if (arity(nd.op) == 3) in.c = operand(nd.c);
-    const uint32_t here = uint32_t(code_.size());
-    auto release = [&](uint32_t ref) {
+      o.form = have[which];
+    });
+    if (nd.op == Op::kLogText) ops[1] = Operand{1, kCanon, nd.b};
+    // The form each operand must be read in, and the result's.
+    uint8_t want[3] = {kMont, kMont, kMont};
+    const int ar = nd.op == Op::kLogText ? 1 : arity(nd.op);
+    if (canonical_op(nd.op)) {
+      want[0] = want[1] = kCanon;
+      in.form = kCanon;
+    } else if (nd.op == Op::kMul) {
+      const bool a_c = !flexible[0] && have[0] == kCanon, b_c = !flexible[1] && have[1] == kCanon;
+      const bool a_m = !flexible[0] && have[0] == kMont, b_m = !flexible[1] && have[1] == kMont;
+      if (pref[k] == kMont || (a_m && b_m)) {
+        in.form = kMont;  // plain Montgomery product
+      } else {  // a canonical product: one operand canonical, the other Montgomery
+        in.op = kMulMixed;
+        in.form = kCanon;
+        // The canonical one (or a constant or input, read canonical) first, the Montgomery one second.
+        if ((b_c && !a_c) || (a_m && !b_m)) std::swap(ops[0], ops[1]), std::swap(flexible[0], flexible[1]), std::swap(have[0], have[1]);
+        want[0] = kCanon;
+        want[1] = kMont;
+      }
+    } else if (is_linear(nd.op)) {
+      const int first = nd.op == Op::kSelect ? 1 : 0, last = nd.op == Op::kSelect ? 2 : ar - 1;
+      int canon = 0, mont = 0;
+      for (int i = first; i <= last; ++i)
+        if (!flexible[i]) ++(have[i] == kCanon ? canon : mont);
+      in.form = canon && !mont ? kCanon : mont && !canon ? kMont : pref[k];
+      for (int i = first; i <= last; ++i) want[i] = in.form;
+      if (nd.op == Op::kSelect) want[0] = have[0];  // only its zero-ness is read
+    } else if (nd.op == Op::kAssert || nd.op == Op::kLogText) {
+      want[0] = have[0];
+      want[1] = have[1];
+    } else if (nd.op == Op::kLogValue) {
+      want[0] = have[0];
+      want[1] = kCanon;
+    }  // div, inv, pow: Montgomery throughout
+    // Conversions of slots read in the other form, into temporary slots.
+    std::vector<uint32_t> temps;
+    for (int i = 0; i < ar; ++i) {
+      ops[i].form = want[i];
+      if (flexible[i] || have[i] == want[i]) continue;
+      Instr cv{};
+      cv.op = want[i] == kMont ? kToMont : kToCanon;
+      cv.form = want[i];
+      cv.a = ops[i];
+      cv.a.form = have[i];
+      cv.dst = new_slot();
+      code_.push_back(cv);
+      temps.push_back(cv.dst);
+      ops[i] = Operand{0, want[i], cv.dst};
+    }
+    in.a = ops[0];
+    in.b = ops[1];
+    in.c = ops[2];
+    const uint32_t here = instr_of[k];
+    operands(nd, [&](uint32_t ref, int) {
       if (ref_kind(ref) != RefKind::kNode) return;
       const uint32_t src = ref_index(ref);
       if (last_use[src] == here && slot_of[src] != kNone) {
         free_slots.push_back(slot_of[src]);
         slot_of[src] = kNone;  // released once even when read twice here
       }
-    };
-    release(nd.a);
-    if (nd.op != Op::kLogText && arity(nd.op) >= 2) release(nd.b);
-    if (arity(nd.op) == 3) release(nd.c);
+    });
+    for (uint32_t t : temps) free_slots.push_back(t);
     if (has_value(nd.op)) {
       // Reusing a slot just read is safe: each lane reads its operands before writing.
-      if (free_slots.empty()) free_slots.push_back(slots_++);
-      in.dst = free_slots.back();
-      free_slots.pop_back();
+      in.dst = new_slot();
       slot_of[k] = in.dst;
+      form_of[k] = in.form;
       if (auto it = outs.find(k); it != outs.end()) {
         in.out_begin = uint32_t(outs_.size());
         outs_.insert(outs_.end(), it->second.begin(), it->second.end());
@@ -153,14 +230,23 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
                     std::vector<InputOutcome>& outcomes) const {
   using Ops = FieldOps<F>;
   const size_t B = inputs.size();
-  std::vector<F> consts(g_.consts.size());
-  for (size_t i = 0; i < consts.size(); ++i) consts[i] = F::from_int(g_.consts[i]);
-  std::vector<F> in(size_t(g_.input_values) * B);
+  // Constants and inputs in both forms (a canonical value kept in an F's limbs).
+  auto canon = [](const U256& x) { return F::from_mont(x); };
+  std::vector<F> consts[2];
+  for (const U256& c : g_.consts) {
+    consts[kMont].push_back(F::from_int(c));
+    consts[kCanon].push_back(canon(c));
+  }
+  std::vector<F> in[2] = {std::vector<F>(size_t(g_.input_values) * B), std::vector<F>(size_t(g_.input_values) * B)};
   for (size_t b = 0; b < B; ++b)
-    for (size_t k = 0; k < g_.input_values; ++k) in[k * B + b] = F::from_int((*inputs[b])[k]);
+    for (size_t k = 0; k < g_.input_values; ++k) {
+      in[kMont][k * B + b] = F::from_int((*inputs[b])[k]);
+      in[kCanon][k * B + b] = canon((*inputs[b])[k]);
+    }
   std::vector<F> slot(size_t(slots_) * B);
   std::vector<uint8_t> fault(B, 0);
   outcomes.assign(B, InputOutcome{});
+  const F one_int = F::from_mont(U256{1, 0, 0, 0});  // x·1·R⁻¹: Montgomery -> canonical
 
   // An operand's lanes: a base and a stride (0 for a constant).
   struct Lanes {
@@ -170,13 +256,10 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
   };
   auto lanes = [&](const Operand& o) -> Lanes {
     if (o.kind == 0) return {slot.data() + size_t(o.index) * B, 1};
-    if (o.kind == 1) return {consts.data() + o.index, 0};
-    return {in.data() + size_t(o.index) * B, 1};
+    if (o.kind == 1) return {consts[o.form].data() + o.index, 0};
+    return {in[o.form].data() + size_t(o.index) * B, 1};
   };
-  auto store = [&](uint32_t w, size_t b, const F& v) {
-    const U256 x = v.to_int();
-    std::memcpy(out[b] + size_t(w) * 32, x.data(), 32);
-  };
+  auto int_of = [](const F& v) { return v.mont(); };  // a canonical value's limbs
   // Witness values that are constants or inputs.
   for (uint32_t w = 0; w < g_.witness.size(); ++w) {
     const uint32_t ref = g_.witness[w];
@@ -199,11 +282,21 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         for (size_t i = 0; i < B; ++i) r[i] = a[i] - b[i];
         break;
       }
-      case Op::kMul: {
+      case Op::kNeg:
+        for (size_t i = 0; i < B; ++i) r[i] = -a[i];
+        break;
+      case Op::kMul:
+      case kMulMixed: {  // Montgomery × Montgomery, or canonical × Montgomery = the canonical product
         const Lanes b = lanes(ins.b);
         for (size_t i = 0; i < B; ++i) r[i] = a[i] * b[i];
         break;
       }
+      case kToMont:
+        for (size_t i = 0; i < B; ++i) r[i] = F::from_int(int_of(a[i]));
+        break;
+      case kToCanon:
+        for (size_t i = 0; i < B; ++i) r[i] = a[i] * one_int;
+        break;
       case Op::kSelect: {
         const Lanes b = lanes(ins.b), c = lanes(ins.c);
         for (size_t i = 0; i < B; ++i) r[i] = a[i].is_zero() ? c[i] : b[i];
@@ -218,7 +311,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       case Op::kLogValue: {
         const Lanes v = lanes(ins.b);
         for (size_t i = 0; i < B; ++i)
-          if (!a[i].is_zero()) outcomes[i].log += decimal(v[i].to_int());
+          if (!a[i].is_zero()) outcomes[i].log += decimal(int_of(v[i]));
         break;
       }
       case Op::kLogText: {
@@ -228,17 +321,28 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         break;
       }
       default: {
-        const Lanes b = arity(ins.op) >= 2 ? lanes(ins.b) : a;
-        for (size_t i = 0; i < B; ++i) {
-          bool f = false;
-          r[i] = Ops::apply(ins.op, a[i], b[i], f);
-          fault[i] |= f;
+        const Lanes b = ins.op == Op::kLogText || arity(ins.op) < 2 ? a : lanes(ins.b);
+        if (canonical_op(ins.op)) {
+          for (size_t i = 0; i < B; ++i) {
+            bool f = false;
+            r[i] = F::from_mont(Ops::canonical(ins.op, int_of(a[i]), int_of(b[i]), f));
+            fault[i] |= f;
+          }
+        } else {  // div, inv, pow: Montgomery
+          for (size_t i = 0; i < B; ++i) {
+            bool f = false;
+            r[i] = Ops::apply(ins.op, a[i], b[i], f);
+            fault[i] |= f;
+          }
         }
         break;
       }
     }
     for (uint32_t o = ins.out_begin; o < ins.out_end; ++o)
-      for (size_t i = 0; i < B; ++i) store(outs_[o], i, r[i]);
+      for (size_t i = 0; i < B; ++i) {
+        const U256 x = ins.form == kCanon ? int_of(r[i]) : r[i].to_int();
+        std::memcpy(out[i] + size_t(outs_[o]) * 32, x.data(), 32);
+      }
   }
   for (size_t i = 0; i < B; ++i)
     if (fault[i]) outcomes[i].ok = false;

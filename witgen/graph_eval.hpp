@@ -5,9 +5,13 @@
 // side. Nothing but zkfarm's own code runs: the graph is data.
 //
 // Before evaluation the graph is planned: nodes no witness value, assert or
-// log depends on are dropped, and each value gets a slot that is reused
-// once its last reader has run, so memory is the graph's widest point (live
-// values) × batch × 32 bytes, not its length.
+// log depends on are dropped; each value is kept in the form its readers
+// want (Montgomery for multiplications, canonical for bitwise operations,
+// shifts, relations and the witness itself; conversions are inserted where
+// forms meet, and a multiplication of a canonical by a Montgomery value
+// gives the canonical product in one step); and each value gets a slot that
+// is reused once its last reader has run, so memory is the graph's widest
+// point (live values) × batch × 32 bytes, not its length.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,14 +53,20 @@ class Evaluator {
   void evaluate(const std::vector<const std::vector<U256>*>& inputs, const std::vector<uint8_t*>& out,
                 std::vector<InputOutcome>& outcomes) const;
 
-  /// One operand as planned: a slot, a constant or an input value.
+  /// The form a value is kept in: Montgomery (x·R mod p: what a
+  /// multiplication wants) or canonical (x: what relations, bitwise
+  /// operations, shifts and the witness file want). Additions work in either.
+  enum Form : uint8_t { kMont = 0, kCanon = 1 };
+  /// One operand as planned: a slot, a constant or an input value, read in `form`.
   struct Operand {
     uint8_t kind = 0;  ///< 0 slot, 1 constant, 2 input
+    uint8_t form = kMont;
     uint32_t index = 0;
   };
   struct Instr {
-    Op op;
-    uint32_t dst;          ///< slot of the value (ops with a value)
+    Op op;                 ///< a graph operation, or one of the planner's (graph_eval.cpp)
+    uint8_t form = kMont;  ///< the form of the value it writes
+    uint32_t dst = 0;      ///< slot of the value (ops with a value)
     Operand a, b, c;       ///< kLogText: b.index is the string
     uint32_t out_begin = 0, out_end = 0;  ///< witness indices this value fills (outs_)
   };

@@ -105,99 +105,111 @@ inline void divmod(const I& a, const I& d, I& q, I& r) {
 }
 }  // namespace u256
 
-/// circom's operations over the field F (an Fp<P> of 4 limbs), on values in
-/// Montgomery form. `fault` is set (never cleared) by an integer division or
-/// modulo by zero.
+/// True for the operations computed on canonical integers (relations,
+/// booleans, bitwise, shifts, integer division): the evaluator keeps their
+/// operands and results in canonical form, not Montgomery form.
+constexpr bool canonical_op(Op op) {
+  switch (op) {
+    case Op::kIdiv: case Op::kMod: case Op::kEq: case Op::kNeq: case Op::kLt: case Op::kGt: case Op::kLeq:
+    case Op::kGeq: case Op::kLand: case Op::kLor: case Op::kLnot: case Op::kBand: case Op::kBor: case Op::kBxor:
+    case Op::kBnot: case Op::kShl: case Op::kShr:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// circom's operations over the field F (an Fp<P> of 4 limbs). canonical()
+/// computes the canonical_op ones on canonical residues; apply() computes
+/// any operation of arity 1 or 2 on values in Montgomery form. `fault` is
+/// set (never cleared) by an integer division or modulo by zero.
 template <class F>
 struct FieldOps {
   using I = Limbs<4>;
-  static I modulus() { return F::modulus(); }
-  static I half() { return u256::shr(modulus(), 1); }  // (p − 1) / 2, p odd
-  static unsigned nbits() { return u256::bits(modulus()); }
-  static I mask() {
-    const unsigned b = nbits();
-    I m{};
-    for (unsigned i = 0; i < b; ++i) m[i / 64] |= uint64_t(1) << (i % 64);
-    return m;
+  struct Consts {
+    I p, half, mask;
+    unsigned bits;
+    Consts() : p(F::modulus()), half(u256::shr(p, 1)), mask{}, bits(u256::bits(p)) {
+      for (unsigned i = 0; i < bits; ++i) mask[i / 64] |= uint64_t(1) << (i % 64);
+    }
+  };
+  static const Consts& k() {
+    static const Consts c;
+    return c;
   }
-  static F from_bool(bool b) { return b ? F::one() : F::zero(); }
-  static F reduce_from_int(I x) {  // x < 2^b < 2p
-    if (u256::cmp(x, modulus()) >= 0) x = u256::sub(x, modulus());
-    return F::from_int(x);
+  static I modulus() { return k().p; }
+  static bool negative(const I& x) { return u256::cmp(x, k().half) > 0; }  // above (p − 1)/2
+  static I reduce(I x) {  // x < 2^bits < 2p
+    if (u256::cmp(x, k().p) >= 0) x = u256::sub(x, k().p);
+    return x;
   }
-  static bool negative(const I& x) { return u256::cmp(x, half()) > 0; }
-  /// −1, 0 or 1: val(a) against val(b).
-  static int signed_cmp(const F& a, const F& b) {
-    const I x = a.to_int(), y = b.to_int();
+  static I from_bool(bool b) { return I{uint64_t(b), 0, 0, 0}; }
+  /// −1, 0 or 1: val(x) against val(y).
+  static int signed_cmp(const I& x, const I& y) {
     const bool nx = negative(x), ny = negative(y);
     if (nx != ny) return nx ? -1 : 1;
     return u256::cmp(x, y);  // same sign: residues order as the values
   }
-  static F shift(const F& a, const F& b, bool left) {
-    I k = b.to_int();
-    if (negative(k)) {
-      k = u256::sub(modulus(), k);
+  static I shift(const I& x, I s, bool left) {
+    if (negative(s)) {
+      s = u256::sub(k().p, s);
       left = !left;
     }
-    const I x = a.to_int();
-    if (k[1] | k[2] | k[3] || k[0] >= nbits()) return F::zero();
-    const unsigned s = unsigned(k[0]);
-    if (!left) return F::from_int(u256::shr(x, s));
-    I r = u256::shl(x, s);
-    const I m = mask();
-    for (int i = 0; i < 4; ++i) r[i] &= m[i];
-    return reduce_from_int(r);
+    if (s[1] | s[2] | s[3] || s[0] >= k().bits) return I{};
+    if (!left) return u256::shr(x, unsigned(s[0]));
+    I r = u256::shl(x, unsigned(s[0]));
+    for (int i = 0; i < 4; ++i) r[i] &= k().mask[i];
+    return reduce(r);
   }
-  static F bitwise(Op op, const F& a, const F& b) {
-    const I x = a.to_int(), y = b.to_int();
-    I r;
-    for (int i = 0; i < 4; ++i)
-      r[i] = op == Op::kBand ? x[i] & y[i] : op == Op::kBor ? x[i] | y[i] : x[i] ^ y[i];
-    return reduce_from_int(r);
-  }
-  static F bnot(const F& a) {
-    const I x = a.to_int(), m = mask();
-    I r;
-    for (int i = 0; i < 4; ++i) r[i] = ~x[i] & m[i];
-    return reduce_from_int(r);
-  }
-  static F int_div(const F& a, const F& b, bool mod, bool& fault) {
-    const I y = b.to_int();
-    if (u256::is_zero(y)) {
-      fault = true;
-      return F::zero();
+  static bool nonzero(const I& x) { return !u256::is_zero(x); }
+
+  /// A canonical_op on canonical residues (y ignored for arity 1).
+  static I canonical(Op op, const I& x, const I& y, bool& fault) {
+    switch (op) {
+      case Op::kEq: return from_bool(x == y);
+      case Op::kNeq: return from_bool(x != y);
+      case Op::kLt: return from_bool(signed_cmp(x, y) < 0);
+      case Op::kGt: return from_bool(signed_cmp(x, y) > 0);
+      case Op::kLeq: return from_bool(signed_cmp(x, y) <= 0);
+      case Op::kGeq: return from_bool(signed_cmp(x, y) >= 0);
+      case Op::kLand: return from_bool(nonzero(x) && nonzero(y));
+      case Op::kLor: return from_bool(nonzero(x) || nonzero(y));
+      case Op::kLnot: return from_bool(!nonzero(x));
+      case Op::kBand: return I{x[0] & y[0], x[1] & y[1], x[2] & y[2], x[3] & y[3]};
+      case Op::kBor: return reduce(I{x[0] | y[0], x[1] | y[1], x[2] | y[2], x[3] | y[3]});
+      case Op::kBxor: return reduce(I{x[0] ^ y[0], x[1] ^ y[1], x[2] ^ y[2], x[3] ^ y[3]});
+      case Op::kBnot: {
+        const I& m = k().mask;
+        return reduce(I{~x[0] & m[0], ~x[1] & m[1], ~x[2] & m[2], ~x[3] & m[3]});
+      }
+      case Op::kShl: return shift(x, y, true);
+      case Op::kShr: return shift(x, y, false);
+      case Op::kIdiv:
+      case Op::kMod: {
+        if (u256::is_zero(y)) {
+          fault = true;
+          return I{};
+        }
+        I q, r;
+        u256::divmod(x, y, q, r);
+        return op == Op::kMod ? r : q;
+      }
+      default: return I{};
     }
-    I q, r;
-    u256::divmod(a.to_int(), y, q, r);
-    return F::from_int(mod ? r : q);
   }
 
-  /// One operation of arity 1 or 2 (b ignored for arity 1); kSelect and the
-  /// value-less operations are the evaluator's.
+  /// One operation of arity 1 or 2 (b ignored for arity 1) on Montgomery
+  /// values; kSelect and the value-less operations are the evaluator's.
   static F apply(Op op, const F& a, const F& b, bool& fault) {
+    if (canonical_op(op)) return F::from_int(canonical(op, a.to_int(), b.to_int(), fault));
     switch (op) {
       case Op::kAdd: return a + b;
       case Op::kSub: return a - b;
       case Op::kMul: return a * b;
       case Op::kDiv: return a * b.inv();
-      case Op::kIdiv: return int_div(a, b, false, fault);
-      case Op::kMod: return int_div(a, b, true, fault);
       case Op::kPow: return a.pow(b.to_int());
       case Op::kNeg: return -a;
       case Op::kInv: return a.inv();
-      case Op::kEq: return from_bool(a == b);
-      case Op::kNeq: return from_bool(a != b);
-      case Op::kLt: return from_bool(signed_cmp(a, b) < 0);
-      case Op::kGt: return from_bool(signed_cmp(a, b) > 0);
-      case Op::kLeq: return from_bool(signed_cmp(a, b) <= 0);
-      case Op::kGeq: return from_bool(signed_cmp(a, b) >= 0);
-      case Op::kLand: return from_bool(!a.is_zero() && !b.is_zero());
-      case Op::kLor: return from_bool(!a.is_zero() || !b.is_zero());
-      case Op::kLnot: return from_bool(a.is_zero());
-      case Op::kBand: case Op::kBor: case Op::kBxor: return bitwise(op, a, b);
-      case Op::kBnot: return bnot(a);
-      case Op::kShl: return shift(a, b, true);
-      case Op::kShr: return shift(a, b, false);
       default: return F::zero();
     }
   }
