@@ -5,12 +5,15 @@ the same random inputs by
 
   snarkjs     `snarkjs wtns calculate circuit.wasm input.json w.wtns` (Node, V8)
   wasm        `zkfarm-prove witness circuit.wasm …` (wasm2c + gcc, docs/witness.md)
-  native      `zkfarm-prove witness circuit_cpp …` (circom --c, g++ and nasm)
+  native      `zkfarm-prove witness --witness-engine native circuit_cpp …` (circom --c, g++ and nasm)
+  graph       `zkfarm-prove witness --witness-engine graph circuit_cpp …` (the witness graph)
 
 each as a user runs it (a process per witness, start-up included), one after
 the other, in one run; every witness is checked byte for byte against
-snarkjs's. Prints witnesses/s and the ratio to snarkjs, and the one-off build
-times of both generators.
+snarkjs's. Then the graph as a synthesis worker holds it (zkfarm-bench-witness:
+loaded once, batches of 1 and 64 on 1 … all cores). Prints witnesses/s and
+the ratio to snarkjs, the one-off build times of both generators and of the
+graph, and the graph's size.
 
     witness_bench.py --bin DIR --src DIR [--blocks 2,35] [--poseidon 127,2028] [--reps 5] [--work DIR]
 
@@ -20,9 +23,11 @@ times of both generators.
 --reps: witnesses per tool and circuit.
 """
 import argparse
+import glob
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import tempfile
@@ -44,6 +49,7 @@ def main():
     ap.add_argument("--poseidon", default="")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--seconds", type=float, default=3, help="each (batch, threads) of the held graph")
     a = ap.parse_args()
     work = a.work or os.path.join(a.src, "build", "bench-witness")
     os.makedirs(work, exist_ok=True)
@@ -103,20 +109,23 @@ def measure(a, work, wout):
                 json.dump(make_input(rng), f)
             inputs.append(p)
         builds = {}
-        for kind, gen in (("wasm", wasm), ("native", cdir)):  # one-off builds, timed apart
+        # One-off builds, timed apart: each generator alone, then the native
+        # one with its graph (the graph's build: the difference).
+        for kind, gen, engine in (("wasm", wasm, "wasm"), ("native", cdir, "native"), ("graph", cdir, "auto")):
             shutil.rmtree(os.path.join(work, "cache"), ignore_errors=True)
             t0 = time.monotonic()
-            run([os.path.join(a.bin, "zkfarm-prove"), "witness", gen, inputs[0], os.path.join(work, "warm.wtns")], env=env)
-            builds[kind] = time.monotonic() - t0
-            builds[kind + "_gen"] = gen
-        # The builds again, kept for the timed runs.
-        for kind in ("wasm", "native"):
-            run([os.path.join(a.bin, "zkfarm-prove"), "witness", builds[kind + "_gen"], inputs[0],
+            run([os.path.join(a.bin, "zkfarm-prove"), "witness", "--witness-engine", engine, gen, inputs[0],
                  os.path.join(work, "warm.wtns")], env=env)
+            builds[kind] = time.monotonic() - t0
+        builds["graph"] -= builds["native"]
+        # The builds again, kept for the timed runs (the native build holds the graph).
+        run([os.path.join(a.bin, "zkfarm-prove"), "witness", wasm, inputs[0], os.path.join(work, "warm.wtns")], env=env)
+        graph_file = glob.glob(os.path.join(work, "cache", "zkfarm", "generators", "*", "graph"))[0]
         tools = {
             "snarkjs": lambda i, o: ["node", os.path.join(node, "snarkjs", "build", "cli.cjs"), "wtns", "calculate", wasm, i, o],
             "wasm": lambda i, o: [os.path.join(a.bin, "zkfarm-prove"), "witness", wasm, i, o],
-            "native": lambda i, o: [os.path.join(a.bin, "zkfarm-prove"), "witness", cdir, i, o],
+            "native": lambda i, o: [os.path.join(a.bin, "zkfarm-prove"), "witness", "--witness-engine", "native", cdir, i, o],
+            "graph": lambda i, o: [os.path.join(a.bin, "zkfarm-prove"), "witness", "--witness-engine", "graph", cdir, i, o],
         }
         times = {}
         for tool, cmd in tools.items():
@@ -126,20 +135,41 @@ def measure(a, work, wout):
             times[tool] = (time.monotonic() - t0) / len(inputs)
         for k in range(len(inputs)):
             ref = open(os.path.join(wout, f"snarkjs.{k}.wtns"), "rb").read()
-            for tool in ("wasm", "native"):
+            for tool in ("wasm", "native", "graph"):
                 if open(os.path.join(wout, f"{tool}.{k}.wtns"), "rb").read() != ref:
                     raise SystemExit(f"{name} input {k}: the {tool} witness differs from snarkjs's")
         for f in os.listdir(wout):  # the next circuit's witnesses start from an empty tmpfs folder
             os.unlink(os.path.join(wout, f))
+        cores = os.cpu_count() or 1
+        threads = ",".join(str(t) for t in sorted({1, 2, 4, 8, 16, cores}) if t <= cores)
+        held = run([os.path.join(a.bin, "zkfarm-bench-witness"), graph_file, *inputs, "--batch", "1,64",
+                    "--threads", threads, "--seconds", str(a.seconds)]).stdout
+        print(held, end="", flush=True)
+        for line in held.splitlines():
+            m = re.match(r"batch\s+(\d+) threads\s+(\d+):\s+([0-9.]+) witnesses/s", line)
+            if m:
+                times[f"held_b{m.group(1)}_t{m.group(2)}"] = 1 / float(m.group(3))
+        times["graph_bytes"] = os.path.getsize(graph_file)
+        times["graph_line"] = held.splitlines()[0]
         rows.append((name, constraints, times, builds))
         print(f"{name}: {constraints} constraints; witnesses identical to snarkjs's ({len(inputs)} inputs)", flush=True)
     print()
-    print(f"{'circuit':<14} {'constraints':>11}  {'snarkjs w/s':>11}  {'wasm w/s':>9}  {'native w/s':>10}  "
-          f"{'wasm/snarkjs':>12}  {'native/snarkjs':>14}  {'build wasm':>10}  {'build native':>12}")
+    print(f"{'circuit':<14} {'constraints':>11}  {'snarkjs w/s':>11}  {'wasm w/s':>9}  {'native w/s':>10}  {'graph w/s':>9}  "
+          f"{'wasm/snarkjs':>12}  {'native/snarkjs':>14}  {'graph/snarkjs':>13}  {'build wasm':>10}  {'build native':>12}  "
+          f"{'build graph':>11}")
     for name, constraints, t, b in rows:
         print(f"{name:<14} {constraints:>11}  {1 / t['snarkjs']:>11.2f}  {1 / t['wasm']:>9.2f}  {1 / t['native']:>10.2f}  "
-              f"{t['snarkjs'] / t['wasm']:>11.2f}x  {t['snarkjs'] / t['native']:>13.2f}x  {b['wasm']:>9.1f}s  "
-              f"{b['native']:>11.1f}s")
+              f"{1 / t['graph']:>9.2f}  {t['snarkjs'] / t['wasm']:>11.2f}x  {t['snarkjs'] / t['native']:>13.2f}x  "
+              f"{t['snarkjs'] / t['graph']:>12.2f}x  {b['wasm']:>9.1f}s  {b['native']:>11.1f}s  {b['graph']:>10.1f}s")
+    print()
+    print("The graph held in memory (zkfarm-bench-witness), against one witness of each tool above:")
+    for name, constraints, t, b in rows:
+        print(f"{name}: {t['graph_line']}; file {t['graph_bytes'] / 2**20:.1f} MiB")
+        for key in sorted(k for k in t if k.startswith("held_")):
+            batch, threads = key[6:].split("_")
+            per_core = t[key] * int(threads[1:])
+            print(f"  {batch} {threads}: {1 / t[key]:8.2f} w/s; per witness and core {per_core * 1000:7.2f} ms: "
+                  f"{t['snarkjs'] / per_core:6.1f}x snarkjs, {t['native'] / per_core:5.1f}x native (a process each)")
 
 
 if __name__ == "__main__":
