@@ -155,6 +155,12 @@ int main(int argc, char** argv) {
   auto* c_opt = circuit_add->add_option("--c", circuit_add_opt.c_dir, "its circom --c folder (admins only: native code)")
                     ->check(non_empty);
   wasm_opt->excludes(c_opt);
+  circuit_add
+      ->add_option("--test-input", circuit_add_opt.test_inputs,
+                   "with --c: an input.json of the circuit its witness graph is checked on (byte for byte against "
+                   "its generator) before it is used; repeatable")
+      ->needs(c_opt)
+      ->check(non_empty);
   bool circuit_list_json = false;
   auto* circuit_list = circuit->add_subcommand("list", "the registered circuits");
   circuit_list->add_flag("--json", circuit_list_json, "as JSON on stdout");

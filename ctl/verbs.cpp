@@ -179,6 +179,10 @@ int run_circuit_add(Caller& client, const CircuitAddOptions& opt) {
   req["zkey"] = absolute_path(opt.zkey);
   if (!opt.wasm.empty()) req["wasm"] = absolute_path(opt.wasm);
   if (!opt.c_dir.empty()) req["c_dir"] = absolute_path(opt.c_dir);
+  if (!opt.test_inputs.empty()) {
+    req["test_inputs"] = Message::array();
+    for (const auto& t : opt.test_inputs) req["test_inputs"].push_back(absolute_path(t));
+  }
   std::cerr << "zkfarmctl: adding circuit " << opt.name << ": zkfarmd copies the files and builds the witness generator "
             << "(once per content; a large circuit takes minutes)\n";
   client.set_timeout_ms(std::max(client.timeout_ms(), 30 * 60 * 1000 + 60000));

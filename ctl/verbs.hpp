@@ -108,6 +108,7 @@ int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const Wai
 /// beyond --timeout-ms. Prints what was added.
 struct CircuitAddOptions {
   std::string name, zkey, wasm, c_dir;
+  std::vector<std::string> test_inputs;  ///< --test-input: the witness graph is checked on these first
 };
 int run_circuit_add(Caller& client, const CircuitAddOptions& opt);
 /// `circuit list [--json]`: the registered circuits.

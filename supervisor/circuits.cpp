@@ -39,6 +39,9 @@ namespace {
 // tens of MB, its .dat as much).
 constexpr size_t kMaxSourceFiles = 64;
 constexpr uint64_t kMaxSourceBytes = uint64_t(8) << 30;
+// circuit add --test-input: how many, how large.
+constexpr size_t kMaxTestInputs = 16;
+constexpr size_t kMaxTestInputBytes = size_t(64) << 20;
 
 bool valid_name(const std::string& n) {
   if (n.empty() || n.size() > 64 || n[0] == '.' || n[0] == '-') return false;
@@ -153,6 +156,26 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     }
     c.generator = witgen::source_hash(src);
     witgen::BuildOptions bo;
+    // The circuit's own inputs, read with the requester's rights: its witness
+    // graph is held to the generator on them first (docs/witness.md).
+    if (auto t = req.find("test_inputs"); t != req.end()) {
+      if (!t->is_array() || t->size() > kMaxTestInputs)
+        throw InputError("test_inputs: at most " + std::to_string(kMaxTestInputs) + " paths");
+      for (const auto& p : *t) {
+        if (!p.is_string() || p.get<std::string>().empty() || p.get<std::string>()[0] != '/')
+          throw InputError("test_inputs: paths must be absolute");
+        files::UniqueFd fd = open_client_file(p.get<std::string>(), peer);
+        std::string text;
+        char buf[1 << 16];
+        for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) throw InputError(p.get<std::string>() + ": cannot read: " + std::strerror(errno));
+          text.append(buf, size_t(n));
+          if (text.size() > kMaxTestInputBytes) throw InputError(p.get<std::string>() + ": a test input of more than 64 MiB");
+        }
+        bo.graph_test_inputs.push_back(std::move(text));
+      }
+    }
     bo.witgen_root = bc.witgen_root;
     bo.jobs = bc.jobs;
     bo.timeout = bc.timeout;

@@ -322,15 +322,20 @@ class FarmTest(unittest.TestCase):
         return f
 
     def add(self, farm, name, circuit, kind):
+        # A --c circuit's witness graph is checked on the circuit's first test input too (issue 32).
+        test_input = ["--test-input", f"{WORK}/{circuit}.0.json"] if kind == "c" else []
         code, out, err = ctl(farm.state, "circuit", "add", name, "--zkey", circ(circuit, "zkey"),
-                             "--wasm" if kind == "wasm" else "--c", circ(circuit, kind), check=False, timeout=900)
+                             "--wasm" if kind == "wasm" else "--c", circ(circuit, kind), *test_input, check=False,
+                             timeout=900)
         self.assertEqual(code, 0, err + farm.output())
         return out
 
     def test_jobs_of_inputs_for_both_generator_kinds_verify_and_bad_inputs_fail_their_job(self):
         farm = self.shared_farm()
         self.assertIn("wasm generator", self.add(farm, "hash", "poseidon3", "wasm"))
-        self.assertIn("native generator", self.add(farm, "tree", "merkle8", "c"))
+        added = self.add(farm, "tree", "merkle8", "c")
+        self.assertIn("native generator", added)
+        self.assertIn("witness: graph", added)
         self.add(farm, "checks", "checks", "wasm")
         listed = {c["name"]: c for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}
         self.assertEqual(set(listed), {"hash", "tree", "checks"})
