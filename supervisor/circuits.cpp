@@ -167,6 +167,7 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
       throw InputError(c.source + ": the circuit has " + std::to_string(info.witness_size) + " signals, " +
                        c.zkey_source + " was made for " + std::to_string(c.n_vars) +
                        " (nVars): they are not of one circuit");
+    if (info.inputs) c.inputs = witgen::signal_shapes_json(*info.inputs);
     if (!bc.shared_dir.empty()) {
       // Every host of the queue fetches this build to run jobs of the
       // circuit (claim_prep.cpp), checking it by these hashes.

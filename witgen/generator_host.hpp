@@ -4,7 +4,10 @@
 // wasm2c with wasm_host.cpp). Header-only: compiled into each generator.
 //
 //   GENERATOR --info            one JSON line on stdout: kind, prime (decimal),
-//                               n8, witness_size, input_count
+//                               n8, witness_size, input_count, and inputs: the
+//                               circuit's input signals, [{"hash": 16 hex
+//                               digits of fnv1a(name), "size": values}, ...]
+//                               (left out when the host cannot list them)
 //   GENERATOR < INPUT.json 3> WITNESS.wtns
 //                               the witness, as snarkjs writes it, on fd 3;
 //                               the circuit's own log lines on stdout
@@ -36,6 +39,9 @@ struct CircuitBackend {
   virtual uint32_t input_count() = 0;               ///< values of the main component's inputs
   /// The number of values of the input signal with this name hash; nullopt when none.
   virtual std::optional<uint32_t> signal_size(uint64_t hash) = 0;
+  /// Every input signal of the main component (what zkfarmd checks inputs
+  /// against at submit); nullopt when the circuit does not let them be listed.
+  virtual std::optional<std::vector<SignalShape>> input_signals() = 0;
   /// Sets value `index` of a signal; the circuit runs once the last input is set.
   virtual void set(uint64_t hash, uint32_t index, const std::vector<uint8_t>& le) = 0;
   /// Runs a circuit that has no inputs at all.
@@ -56,8 +62,11 @@ inline constexpr size_t kMaxInputBytes = size_t(256) << 20;
 
 inline int generator_main(int argc, char** argv, CircuitBackend& c) {
   if (argc == 2 && std::strcmp(argv[1], "--info") == 0) {
-    std::printf("{\"kind\":\"%s\",\"prime\":\"%s\",\"n8\":%zu,\"witness_size\":%u,\"input_count\":%u}\n", c.kind(),
-                to_decimal(c.prime()).c_str(), c.prime().size(), c.witness_size(), c.input_count());
+    const auto inputs = c.input_signals();
+    const std::string listed = inputs ? ",\"inputs\":" + signal_shapes_json(*inputs) : "";
+    std::printf("{\"kind\":\"%s\",\"prime\":\"%s\",\"n8\":%zu,\"witness_size\":%u,\"input_count\":%u%s}\n",
+                c.kind(), to_decimal(c.prime()).c_str(), c.prime().size(), c.witness_size(), c.input_count(),
+                listed.c_str());
     return 0;
   }
   if (argc != 1) fail(4, "usage: " + std::string(argv[0]) + " [--info] < INPUT.json 3> WITNESS.wtns");
@@ -80,18 +89,13 @@ inline int generator_main(int argc, char** argv, CircuitBackend& c) {
   }
   // Every signal and size is checked before any is set: the circuit starts
   // running as its last input is set, so a wrong file must fail first.
-  uint64_t given = 0;
-  for (const auto& s : signals) {
-    const auto size = c.signal_size(s.hash);
-    if (!size) fail(2, "signal " + s.name + " is not an input of the circuit");
-    if (s.values.size() != *size)
-      fail(2, "signal " + s.name + " has " + std::to_string(s.values.size()) + " values, the circuit's has " +
-                  std::to_string(*size));
-    given += *size;
+  std::vector<SignalCount> given;
+  for (const auto& s : signals) given.push_back({s.name, s.hash, s.values.size()});
+  try {
+    check_signals(given, [&](uint64_t hash) { return c.signal_size(hash); }, c.input_count());
+  } catch (const InputFault& e) {
+    fail(2, e.what());
   }
-  if (given != c.input_count())
-    fail(2, "the input sets " + std::to_string(given) + " of the circuit's " + std::to_string(c.input_count()) +
-                " input values: " + (given < c.input_count() ? "a signal is missing" : "a signal is given twice"));
   if (c.input_count() == 0) c.run_without_inputs();
   for (const auto& s : signals)
     for (uint32_t i = 0; i < s.values.size(); ++i) c.set(s.hash, i, s.values[i]);

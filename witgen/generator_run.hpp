@@ -6,13 +6,15 @@
 // anonymous memory file (memfd), never on disk.
 #include <atomic>
 #include <chrono>
-
-#include "witgen/sandbox.hpp"
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "files/unique_fd.hpp"
+#include "witgen/input_json.hpp"
+#include "witgen/sandbox.hpp"
 
 namespace zkfarm::witgen {
 
@@ -23,6 +25,10 @@ struct GeneratorInfo {
   uint32_t n8 = 0;            ///< bytes of a field element
   uint32_t witness_size = 0;  ///< values in the witness (a key's nVars)
   uint32_t input_count = 0;   ///< values of the main component's inputs
+  /// The main component's input signals (hash of the name, values), their
+  /// sizes adding up to input_count; nullopt when the generator did not list
+  /// them (built before it could, or a wasm whose map it could not find).
+  std::optional<std::vector<SignalShape>> inputs;
 };
 
 /// A generator that could not make the witness; what() is one line for
