@@ -159,7 +159,7 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     const std::string exe = witgen::cached_generator(src, bc.circuits_dir, bo);
     // Used now: housekeeping keeps an unused build for retention_hours from here.
     fs::last_write_time(fs::path(exe).parent_path(), fs::file_time_type::clock::now(), ec);
-    const witgen::GeneratorInfo info = witgen::generator_info(exe, bc.info_run);
+    const witgen::GeneratorInfo info = witgen::generator_info(exe, bc.info_run, witgen::InfoInputs::kList);
     if (info.prime != scalar_prime_decimal() || info.n8 != 32)
       throw InputError(c.source + ": the circuit is over another field (prime " + info.prime.substr(0, 20) +
                        "…), the key over BN254's r (zkfarm proves bn128 circuits)");

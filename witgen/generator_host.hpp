@@ -3,11 +3,15 @@
 // `--c` circuit with native_main.cpp, a circom `--wasm` circuit through
 // wasm2c with wasm_host.cpp). Header-only: compiled into each generator.
 //
-//   GENERATOR --info            one JSON line on stdout: kind, prime (decimal),
-//                               n8, witness_size, input_count, and inputs: the
-//                               circuit's input signals, [{"hash": 16 hex
-//                               digits of fnv1a(name), "size": values}, ...]
-//                               (left out when the host cannot list them)
+//   GENERATOR --info [--inputs] one JSON line on stdout: kind, prime (decimal),
+//                               n8, witness_size, input_count; with --inputs
+//                               also inputs: the circuit's input signals,
+//                               [{"hash": 16 hex digits of fnv1a(name),
+//                               "size": values}, ...] (left out when the host
+//                               cannot list them). Asked for at `circuit add`
+//                               only: listing loads a native circuit's .dat
+//                               and searches a wasm's memory, which the
+//                               --info of each zkfarm-prove witness need not.
 //   GENERATOR < INPUT.json 3> WITNESS.wtns
 //                               the witness, as snarkjs writes it, on fd 3;
 //                               the circuit's own log lines on stdout
@@ -61,15 +65,18 @@ inline constexpr size_t kMaxInputBytes = size_t(256) << 20;
 }
 
 inline int generator_main(int argc, char** argv, CircuitBackend& c) {
-  if (argc == 2 && std::strcmp(argv[1], "--info") == 0) {
-    const auto inputs = c.input_signals();
-    const std::string listed = inputs ? ",\"inputs\":" + signal_shapes_json(*inputs) : "";
+  const bool info = argc >= 2 && std::strcmp(argv[1], "--info") == 0;
+  const bool with_inputs = argc == 3 && std::strcmp(argv[2], "--inputs") == 0;
+  if (info && (argc == 2 || with_inputs)) {
+    std::string listed;
+    if (with_inputs)
+      if (const auto inputs = c.input_signals()) listed = ",\"inputs\":" + signal_shapes_json(*inputs);
     std::printf("{\"kind\":\"%s\",\"prime\":\"%s\",\"n8\":%zu,\"witness_size\":%u,\"input_count\":%u%s}\n",
                 c.kind(), to_decimal(c.prime()).c_str(), c.prime().size(), c.witness_size(), c.input_count(),
                 listed.c_str());
     return 0;
   }
-  if (argc != 1) fail(4, "usage: " + std::string(argv[0]) + " [--info] < INPUT.json 3> WITNESS.wtns");
+  if (argc != 1) fail(4, "usage: " + std::string(argv[0]) + " [--info [--inputs]] < INPUT.json 3> WITNESS.wtns");
   std::string text;
   char buf[1 << 16];
   for (;;) {

@@ -53,10 +53,11 @@ files::UniqueFd confine(const std::string& exe, const GenerateOptions& opt, RunS
 
 }  // namespace
 
-GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt) {
+GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt, InfoInputs inputs) {
   const auto timeout = opt.timeout;
   RunSpec spec;
   spec.argv = {exe, "--info"};
+  if (inputs == InfoInputs::kList) spec.argv.push_back("--inputs");
   spec.timeout = timeout;
   spec.cancel = opt.cancel;
   files::UniqueFd keep = confine(exe, opt, spec);

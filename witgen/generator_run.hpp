@@ -57,10 +57,14 @@ struct GenerateOptions {
   Sandbox sandbox;
 };
 
-/// `exe --info`, within opt.timeout, under opt's memory and sandbox (the
-/// input is not read). Throws GenerateError when it fails or says something
-/// that is not its info line.
-GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt);
+/// Whether generator_info asks for the circuit's input signals (GeneratorInfo::inputs).
+enum class InfoInputs { kSkip, kList };
+
+/// `exe --info` (with `--inputs` for InfoInputs::kList), within opt.timeout,
+/// under opt's memory and sandbox (the input is not read). Throws
+/// GenerateError when it fails or says something that is not its info line.
+GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt,
+                             InfoInputs inputs = InfoInputs::kSkip);
 
 /// Runs `exe` with the input JSON read from `input_fd` (from its start) and
 /// returns a memfd holding the .wtns it wrote (at most 44 + n8·(witness_size
