@@ -156,7 +156,7 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     bo.timeout = bc.timeout;
     bo.sandbox = bc.build_sandbox;
     bo.memory_bytes = bc.build_memory_bytes;
-    const std::string exe = witgen::cached_generator(src, bc.circuits_dir, bo);
+    const std::string exe = witgen::cached_generator(src, c.generator, bc.circuits_dir, bo);
     // Used now: housekeeping keeps an unused build for retention_hours from here.
     fs::last_write_time(fs::path(exe).parent_path(), fs::file_time_type::clock::now(), ec);
     const witgen::GeneratorInfo info = witgen::generator_info(exe, bc.info_run, witgen::InfoInputs::kList);
