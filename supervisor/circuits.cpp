@@ -183,10 +183,10 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     bo.memory_bytes = bc.build_memory_bytes;
     bo.graph = bc.graph;
     bo.graph_max_nodes = bc.graph_max_nodes;
-    const std::string exe = witgen::cached_generator(src, bc.circuits_dir, bo);
+    const std::string exe = witgen::cached_generator(src, c.generator, bc.circuits_dir, bo);
     // Used now: housekeeping keeps an unused build for retention_hours from here.
     fs::last_write_time(fs::path(exe).parent_path(), fs::file_time_type::clock::now(), ec);
-    const witgen::GeneratorInfo info = witgen::generator_info(exe, bc.info_run);
+    const witgen::GeneratorInfo info = witgen::generator_info(exe, bc.info_run, witgen::InfoInputs::kList);
     if (info.prime != scalar_prime_decimal() || info.n8 != 32)
       throw InputError(c.source + ": the circuit is over another field (prime " + info.prime.substr(0, 20) +
                        "…), the key over BN254's r (zkfarm proves bn128 circuits)");
@@ -194,6 +194,7 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
       throw InputError(c.source + ": the circuit has " + std::to_string(info.witness_size) + " signals, " +
                        c.zkey_source + " was made for " + std::to_string(c.n_vars) +
                        " (nVars): they are not of one circuit");
+    if (info.inputs) c.inputs = witgen::signal_shapes_json(*info.inputs);
     if (!bc.shared_dir.empty()) {
       // Every host of the queue fetches this build to run jobs of the
       // circuit (claim_prep.cpp), checking it by these hashes.

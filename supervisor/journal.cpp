@@ -66,6 +66,10 @@ CREATE TABLE proofs (
 // acknowledged: one row counting the transactions whose success was told to a
 // client (add_job, put_circuit), matched at open against DB-acked
 // (acked_mark.hpp) so that a WAL cut after an acknowledged commit is found.
+// generator_inputs: a built generator's input signals (witgen::
+// signal_shapes_json), by its source hash: a fact of the generator, so a row
+// is never stale; a circuit without one (added by an older zkfarmd, which
+// also never writes here) is not shape-checked at submit.
 constexpr const char* kAdditions = R"sql(
 CREATE TABLE IF NOT EXISTS meta (
   id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -109,6 +113,10 @@ CREATE TABLE IF NOT EXISTS circuits (
   added_ms INTEGER NOT NULL,
   n_vars INTEGER NOT NULL,
   n_public INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generator_inputs (
+  generator TEXT PRIMARY KEY,
+  inputs TEXT NOT NULL
 );
 )sql";
 
@@ -376,11 +384,11 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     {
       Stmt s(db_,
              "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name IN ('meta', 'job_meta', "
-             "'job_inputs', 'partition_inputs', 'circuits', 'acknowledged')) OR (type = 'index' AND name = "
-             "'jobs_finished')",
+             "'job_inputs', 'partition_inputs', 'circuits', 'acknowledged', 'generator_inputs')) OR (type = 'index' "
+             "AND name = 'jobs_finished')",
              where);
       s.step();
-      schema_current_ = s.i64(0) == 7;
+      schema_current_ = s.i64(0) == 8;
     }
   } catch (...) {
     // A refused journal stays as it was: the last connection's close would
@@ -603,6 +611,11 @@ void Journal::put_circuit(const CircuitRecord& c) {
     s.bind(6, c.source).bind(7, int64_t(c.owner_uid)).bind(8, c.added_ms).bind(9, int64_t(c.n_vars));
     s.bind(10, int64_t(c.n_public));
     s.step();
+    if (!c.inputs.empty()) {
+      Stmt g(db_, "INSERT OR IGNORE INTO generator_inputs (generator, inputs) VALUES (?, ?)", where);
+      g.bind(1, c.generator).bind(2, c.inputs);
+      g.step();
+    }
   }, Told::kClient);
 }
 
@@ -613,6 +626,7 @@ bool Journal::remove_circuit(const std::string& name) {
     s.bind(1, name);
     s.step();
     removed = sqlite3_changes(db_) == 1;
+    exec("DELETE FROM generator_inputs WHERE generator NOT IN (SELECT generator FROM circuits)", where);
   });
   return removed;
 }
@@ -621,12 +635,15 @@ std::vector<CircuitRecord> Journal::circuits() {
   std::vector<CircuitRecord> out;
   statement("circuits", [&](const std::string& where) {
     Stmt s(db_,
-           "SELECT name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public "
-           "FROM circuits ORDER BY name",
+           "SELECT name, kind, c.generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public, "
+           "coalesce(g.inputs, '') FROM circuits c LEFT JOIN generator_inputs g ON g.generator = c.generator "
+           "ORDER BY name",
            where);
-    while (s.step())
+    while (s.step()) {
       out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), uint32_t(s.i64(6)), s.i64(7),
                      uint32_t(s.i64(8)), uint32_t(s.i64(9))});
+      out.back().inputs = s.text(10);
+    }
   });
   return out;
 }

@@ -46,6 +46,10 @@ struct CircuitRecord {
   /// A shared queue: the built generator's files as every host fetches them
   /// (SHARED/generators/SHA256), by their SHA-256; "" on one host.
   std::string exe_sha256, dat_sha256;
+  /// The circuit's input signals as its generator's --info lists them
+  /// (witgen::signal_shapes_json), checked against every input at submit;
+  /// "" when not known (a circuit added before zkfarmd asked for them).
+  std::string inputs;
 };
 
 /// A proof to store: what add_proof records besides the partition.

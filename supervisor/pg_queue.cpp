@@ -616,6 +616,14 @@ size_t PgQueue::prune(int64_t cutoff_ms) {
 }
 
 void PgQueue::put_circuit(const CircuitRecord& c) {
+  // The generator's inputs first: a circuit is never seen without them
+  // (a failure here leaves at most a row of a generator no circuit names,
+  // which is kept: a few hundred bytes, and removing it could race another
+  // host's add of that generator).
+  if (!c.inputs.empty())
+    exec("put_circuit",
+         "INSERT INTO zkfarm_generator_inputs (generator, inputs) VALUES ($1, $2) ON CONFLICT (generator) DO NOTHING",
+         {c.generator, c.inputs});
   exec("put_circuit",
        "WITH u AS (INSERT INTO zkfarm_circuits (name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, "
        "added_ms, n_vars, n_public, exe_sha256, dat_sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
@@ -640,8 +648,9 @@ bool PgQueue::remove_circuit(const std::string& name) {
 
 std::vector<CircuitRecord> PgQueue::circuits() {
   Result r = exec("circuits",
-                  "SELECT name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public, "
-                  "exe_sha256, dat_sha256 FROM zkfarm_circuits ORDER BY name");
+                  "SELECT name, kind, c.generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, "
+                  "n_public, exe_sha256, dat_sha256, coalesce(g.inputs, '') FROM zkfarm_circuits c "
+                  "LEFT JOIN zkfarm_generator_inputs g ON g.generator = c.generator ORDER BY name");
   std::vector<CircuitRecord> out;
   for (int i = 0; i < r.rows(); ++i) {
     CircuitRecord c;
@@ -657,6 +666,7 @@ std::vector<CircuitRecord> PgQueue::circuits() {
     c.n_public = uint32_t(r.u64(i, 9));
     c.exe_sha256 = r.text(i, 10);
     c.dat_sha256 = r.text(i, 11);
+    c.inputs = r.text(i, 12);
     out.push_back(std::move(c));
   }
   return out;

@@ -114,10 +114,22 @@ CREATE TABLE zkfarm_circuits (
 INSERT INTO zkfarm_meta (key, value) VALUES ('swept_ms', '0')
 )SQL";
 
+// Version 2, additive (hosts of 1 keep working): a built generator's input
+// signals, by its source hash (the journal's generator_inputs), checked
+// against every input at submit. A host of 1 writes no row, and a circuit
+// without one is not shape-checked; keyed by the generator, a row is never
+// stale whoever changes zkfarm_circuits.
+constexpr const char* kV2 = R"SQL(
+CREATE TABLE zkfarm_generator_inputs (
+  generator text PRIMARY KEY,
+  inputs text NOT NULL
+)
+)SQL";
+
 }  // namespace
 
 const std::vector<PgMigration>& pg_migrations() {
-  static const std::vector<PgMigration> m = {{1, 1, kV1}};
+  static const std::vector<PgMigration> m = {{1, 1, kV1}, {2, 1, kV2}};
   return m;
 }
 

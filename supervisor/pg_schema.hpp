@@ -22,7 +22,7 @@ struct PgMigration {
 };
 
 /// The schema this build writes.
-inline constexpr int kPgSchemaVersion = 1;
+inline constexpr int kPgSchemaVersion = 2;
 
 /// Every migration, in order (1 creates the schema).
 const std::vector<PgMigration>& pg_migrations();

@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -285,15 +287,41 @@ std::vector<uint8_t> scalar_prime_le() {
   return p;
 }
 
+// A circuit's input signals, as check_signals asks for them.
+struct InputShape {
+  std::unordered_map<uint64_t, uint32_t> sizes;  ///< fnv1a(name) -> values
+  uint64_t input_count = 0;
+};
+
+// The shape journaled with a circuit; nullopt when none was (or, never
+// expected, it does not read back: the generator still checks at synthesis).
+std::optional<InputShape> input_shape(const CircuitRecord& c) {
+  if (c.inputs.empty()) return std::nullopt;
+  try {
+    InputShape shape;
+    for (const auto& s : witgen::signal_shapes_from_json(c.inputs)) {
+      shape.sizes[s.hash] = s.size;
+      shape.input_count += s.size;
+    }
+    return shape;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 // One circom input taken: opened with the submitter's rights, no larger than
 // input_max_bytes (and, with the job's other inputs, job_input_max_bytes,
 // counted in `job_bytes`), copied into the job's folder as K.json and read
 // back as a stream: its values must be field elements, within
 // input_max_signals and input_max_values (witgen/input_json.hpp: one pass,
-// linear time, no value kept); which signals the circuit has is the
-// generator's to say, at synthesis.
+// linear time, no value kept), and its signals the circuit's inputs, each
+// with the circuit's number of values, none missing (`shape`: the names'
+// hashes and counts only). With no shape (a circuit added before zkfarmd
+// asked generators for their inputs) that is left to the generator, at
+// synthesis, which fails the job instead.
 uint64_t take_input(const std::string& path, uint32_t k, const Peer& peer, const SubmitContext& ctx, int dir_fd,
-                    const std::string& job_dir, std::atomic<uint64_t>& job_bytes, Partition& p) {
+                    const std::string& job_dir, std::atomic<uint64_t>& job_bytes, const InputShape* shape,
+                    Partition& p) {
   files::UniqueFd fd = open_client_file(path, peer);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw files::FileError(path, errno, path + ": cannot stat: " + std::strerror(errno));
@@ -317,7 +345,17 @@ uint64_t take_input(const std::string& path, uint32_t k, const Peer& peer, const
   std::ifstream in(p.input, std::ios::binary);
   if (!in) throw files::FileError(p.input, errno, p.input + ": cannot read the copy back");
   try {
-    witgen::check_input(in, prime, limits);
+    const witgen::InputSummary summary = witgen::check_input(in, prime, limits);
+    if (shape) {
+      witgen::check_signals(
+          summary.per_signal,
+          [&](uint64_t hash) -> std::optional<uint32_t> {
+            auto it = shape->sizes.find(hash);
+            if (it == shape->sizes.end()) return std::nullopt;
+            return it->second;
+          },
+          shape->input_count);
+    }
   } catch (const witgen::InputFault& e) {
     if (ctx.cancel->load()) throw stopped_check();
     throw InputError(path + ": " + e.what());
@@ -388,8 +426,10 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     job.parts.resize(paths.size());
     if (inputs) {
       std::atomic<uint64_t> job_bytes{0};
+      const std::optional<InputShape> shape = input_shape(ctx.circuit->record);
       out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, *ctx.cancel, [&](size_t k) {
-        return take_input(paths[k], uint32_t(k), peer, ctx, dir.get(), job_dir, job_bytes, job.parts[k]);
+        return take_input(paths[k], uint32_t(k), peer, ctx, dir.get(), job_dir, job_bytes, shape ? &*shape : nullptr,
+                          job.parts[k]);
       });
     } else {
       out.witness_bytes = take_all(paths.size(), *ctx.copy_pool, *ctx.cancel, [&](size_t k) {

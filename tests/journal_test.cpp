@@ -130,6 +130,35 @@ TEST(Journal, WalModeWithFullSync) {
   EXPECT_EQ(d.synchronous, 2);  // FULL: each commit fsynced before add_job returns
 }
 
+// Issue 32: a circuit's input signals are journaled by its generator's hash;
+// a circuit without them (an older zkfarmd's) reads back with none.
+TEST(Journal, ACircuitsInputsComeBackByItsGenerator) {
+  TempDir dir("zkfarm-journal");
+  const std::string db = dir / "journal.sqlite";
+  {
+    Journal j(db);
+    CircuitRecord a{"a", "wasm", "gen1", "k", "/k", "/w", 0, 1, 7, 1};
+    a.inputs = R"([{"hash":"af63dc4c8601ec8c","size":1}])";
+    j.put_circuit(a);
+    CircuitRecord b{"b", "wasm", "gen2", "k", "/k", "/w", 0, 1, 7, 1};
+    j.put_circuit(b);
+    CircuitRecord c = a;  // another name, the same generator
+    c.name = "c";
+    c.inputs.clear();
+    j.put_circuit(c);
+  }
+  Journal j(db);
+  const auto all = j.circuits();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].inputs, R"([{"hash":"af63dc4c8601ec8c","size":1}])");
+  EXPECT_EQ(all[1].inputs, "");
+  EXPECT_EQ(all[2].inputs, all[0].inputs) << "the generator's inputs, whoever added it";
+  EXPECT_TRUE(j.remove_circuit("a"));
+  EXPECT_EQ(j.circuits().at(1).inputs, all[0].inputs) << "kept while a circuit has that generator";
+  EXPECT_TRUE(j.remove_circuit("c"));
+  EXPECT_EQ(j.circuits().size(), 1u);
+}
+
 TEST(Journal, RoundTripOfJobsProofsAndStates) {
   TempDir dir("zkfarm-journal");
   const std::string db = dir / "journal.sqlite";

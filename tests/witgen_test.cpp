@@ -180,6 +180,39 @@ TEST(WitgenInput, ACancelledCheckStopsAndAStreamReadsAsTheText) {
   }
 }
 
+// What zkfarmd checks at submit (issue 32): each signal's name and flattened
+// count against the circuit's (hash -> size), in the generators' own words.
+TEST(WitgenInput, TheShapeCheckNamesAnUnknownAWrongLengthAndAMissingSignal) {
+  // checks.circom's inputs: a, b[2], loop.
+  const std::vector<SignalShape> circuit = {{fnv1a("a"), 1}, {fnv1a("b"), 2}, {fnv1a("loop"), 1}};
+  const std::vector<SignalShape> back = signal_shapes_from_json(signal_shapes_json(circuit));
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[1].hash, fnv1a("b"));  // 64 bits through JSON as hex, not a lossy number
+  EXPECT_EQ(back[1].size, 2u);
+  auto size_of = [&](uint64_t h) -> std::optional<uint32_t> {
+    for (const auto& s : circuit)
+      if (s.hash == h) return s.size;
+    return std::nullopt;
+  };
+  auto fault = [&](const std::string& text) -> std::string {
+    const InputSummary sum = check_input(text, prime(), InputLimits{});
+    try {
+      check_signals(sum.per_signal, size_of, 4);
+    } catch (const InputFault& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(fault(R"({"a": 3, "b": [[1], [2]], "loop": 0})"), "");  // nested arrays flatten
+  EXPECT_EQ(fault(R"({"a": 3, "b": [1, 2], "loop": 0, "z": 1})"), "signal z is not an input of the circuit");
+  EXPECT_EQ(fault(R"({"a": 3, "b": [1, 2, 3], "loop": 0})"), "signal b has 3 values, the circuit's has 2");
+  EXPECT_EQ(fault(R"({"a": 3, "loop": 0})"), "the input sets 2 of the circuit's 4 input values: a signal is missing");
+  // A repeated key counts its last values, as the generator reads it.
+  EXPECT_EQ(fault(R"({"a": 3, "b": [1, 2, 3], "loop": 0, "b": [4, 5]})"), "");
+  EXPECT_THROW(signal_shapes_from_json(R"([{"hash": "12", "size": 1}])"), std::exception);
+  EXPECT_THROW(signal_shapes_from_json(R"({"hash": "0123456789abcdef"})"), std::exception);
+}
+
 TEST(WitgenWtns, TheHeaderAndValuesAsSnarkjsWritesThem) {
   WtnsWriter w(prime(), 2);
   const uint8_t one[1] = {1}, big[32] = {0xff, 0xee};

@@ -63,11 +63,13 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo, con
   }
   try {
     const std::string cache = user_generator_cache();
+    // Hashed once (and, for sources unchanged since, not at all: the cache's index).
+    const std::string hash = cache_source_hash(src, cache);
     std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::path(cache) / source_hash(src) / "generator", ec))
+    if (!std::filesystem::exists(std::filesystem::path(cache) / hash / "generator", ec))
       std::fprintf(stderr, "zkfarm-prove: building the %s witness generator of %s (once; kept in %s)\n",
                    generator_kind_name(src.kind), path.c_str(), cache.c_str());
-    return cached_generator(src, cache, bo);
+    return cached_generator(src, hash, cache, bo);
   } catch (const BuildError& e) {
     throw InputError(path + ": the witness generator cannot be built: " + e.what());
   }

@@ -209,6 +209,10 @@ void build_generator(const GeneratorSources& src, const std::string& out, const 
                         "fr_asm.o", "host.o", "input_json.o", "-lgmp", "-Wl,-z,noexecstack"}));
     fs::copy_file(s + dat, fs::path(out) / "generator.dat", fs::copy_options::overwrite_existing, ec);
     if (ec) throw BuildError(dat + ": cannot copy beside the generator: " + ec.message());
+    if (opt.graph) {  // circom's main.cpp and calcwit.cpp, compiled once: the graph recorder links them too
+      fs::create_directories(fs::path(out) / "graph-build", ec);
+      for (const char* o : {"circom_main.o", "calcwit.o"}) fs::rename(work / o, fs::path(out) / "graph-build" / o, ec);
+    }
   }
   fs::remove_all(work, ec);
 }

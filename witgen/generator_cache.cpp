@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "witgen/graph_build.hpp"
+#include "witgen/source_index.hpp"
 
 namespace zkfarm::witgen {
 
@@ -87,11 +88,18 @@ void build_as_sandbox_user(const GeneratorSources& src, const fs::path& dest, co
 
 }  // namespace
 
-std::string cached_generator(const GeneratorSources& src, const std::string& cache, const BuildOptions& opt) {
+std::string cache_source_hash(const GeneratorSources& src, const std::string& cache) {
   std::error_code ec;
   fs::create_directories(cache, ec);
   if (ec) throw BuildError(cache + ": cannot create: " + ec.message());
-  const std::string hash = source_hash(src);
+  return indexed_source_hash(src, (fs::path(cache) / "index").string()).hash;
+}
+
+std::string cached_generator(const GeneratorSources& src, const std::string& hash, const std::string& cache,
+                             const BuildOptions& opt) {
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) throw BuildError(cache + ": cannot create: " + ec.message());
   const fs::path done = fs::path(cache) / hash;
   const fs::path exe = done / "generator";
   if (fs::exists(exe, ec)) return exe.string();

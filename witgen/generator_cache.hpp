@@ -11,8 +11,16 @@
 namespace zkfarm::witgen {
 
 /// The generator of `src` in `cache` (made 0700 if missing), built now if it
-/// is not there yet. Returns the generator's path. Throws BuildError.
-std::string cached_generator(const GeneratorSources& src, const std::string& cache, const BuildOptions& opt);
+/// is not there yet. `hash`: source_hash(src), which the caller has (from
+/// zkfarmd's copy of the sources, or through cache_source_hash). Returns the
+/// generator's path. Throws BuildError.
+std::string cached_generator(const GeneratorSources& src, const std::string& hash, const std::string& cache,
+                             const BuildOptions& opt);
+
+/// source_hash(src) for a user's cache: through the index of stats it keeps
+/// in CACHE/index (source_index.hpp), so sources unchanged since their last
+/// use are not read again. Throws BuildError.
+std::string cache_source_hash(const GeneratorSources& src, const std::string& cache);
 
 /// What a path names for `zkfarm-prove fullprove` and `zkfarmctl circuit add`:
 /// a folder (the circom --c output), a .wasm file (`\0asm` magic), or neither

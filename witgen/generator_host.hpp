@@ -3,8 +3,15 @@
 // `--c` circuit with native_main.cpp, a circom `--wasm` circuit through
 // wasm2c with wasm_host.cpp). Header-only: compiled into each generator.
 //
-//   GENERATOR --info            one JSON line on stdout: kind, prime (decimal),
-//                               n8, witness_size, input_count
+//   GENERATOR --info [--inputs] one JSON line on stdout: kind, prime (decimal),
+//                               n8, witness_size, input_count; with --inputs
+//                               also inputs: the circuit's input signals,
+//                               [{"hash": 16 hex digits of fnv1a(name),
+//                               "size": values}, ...] (left out when the host
+//                               cannot list them). Asked for at `circuit add`
+//                               only: listing loads a native circuit's .dat
+//                               and searches a wasm's memory, which the
+//                               --info of each zkfarm-prove witness need not.
 //   GENERATOR < INPUT.json 3> WITNESS.wtns
 //                               the witness, as snarkjs writes it, on fd 3;
 //                               the circuit's own log lines on stdout
@@ -40,6 +47,9 @@ struct CircuitBackend {
   virtual uint32_t input_count() = 0;               ///< values of the main component's inputs
   /// The number of values of the input signal with this name hash; nullopt when none.
   virtual std::optional<uint32_t> signal_size(uint64_t hash) = 0;
+  /// Every input signal of the main component (what zkfarmd checks inputs
+  /// against at submit); nullopt when the circuit does not let them be listed.
+  virtual std::optional<std::vector<SignalShape>> input_signals() = 0;
   /// Sets value `index` of a signal; the circuit runs once the last input is set.
   virtual void set(uint64_t hash, uint32_t index, const std::vector<uint8_t>& le) = 0;
   /// Runs a circuit that has no inputs at all.
@@ -59,16 +69,22 @@ inline constexpr size_t kMaxInputBytes = size_t(256) << 20;
 }
 
 inline int generator_main(int argc, char** argv, CircuitBackend& c) {
-  if (argc == 2 && std::strcmp(argv[1], "--info") == 0) {
-    std::printf("{\"kind\":\"%s\",\"prime\":\"%s\",\"n8\":%zu,\"witness_size\":%u,\"input_count\":%u}\n", c.kind(),
-                to_decimal(c.prime()).c_str(), c.prime().size(), c.witness_size(), c.input_count());
+  const bool info = argc >= 2 && std::strcmp(argv[1], "--info") == 0;
+  const bool with_inputs = argc == 3 && std::strcmp(argv[2], "--inputs") == 0;
+  if (info && (argc == 2 || with_inputs)) {
+    std::string listed;
+    if (with_inputs)
+      if (const auto inputs = c.input_signals()) listed = ",\"inputs\":" + signal_shapes_json(*inputs);
+    std::printf("{\"kind\":\"%s\",\"prime\":\"%s\",\"n8\":%zu,\"witness_size\":%u,\"input_count\":%u%s}\n",
+                c.kind(), to_decimal(c.prime()).c_str(), c.prime().size(), c.witness_size(), c.input_count(),
+                listed.c_str());
     return 0;
   }
   // --hashed-keys: each key is "#" and the decimal hash of a name (the graph
   // check of graph_build.cpp knows the circuit's inputs by hash only).
   const bool hashed_keys = argc == 2 && std::strcmp(argv[1], "--hashed-keys") == 0;
   if (argc != 1 && !hashed_keys)
-    fail(4, "usage: " + std::string(argv[0]) + " [--info | --hashed-keys] < INPUT.json 3> WITNESS.wtns");
+    fail(4, "usage: " + std::string(argv[0]) + " [--info [--inputs] | --hashed-keys] < INPUT.json 3> WITNESS.wtns");
   std::string text;
   char buf[1 << 16];
   for (;;) {
@@ -90,18 +106,13 @@ inline int generator_main(int argc, char** argv, CircuitBackend& c) {
     for (auto& s : signals) s.hash = std::strtoull(s.name.c_str() + (s.name.empty() ? 0 : 1), nullptr, 10);
   // Every signal and size is checked before any is set: the circuit starts
   // running as its last input is set, so a wrong file must fail first.
-  uint64_t given = 0;
-  for (const auto& s : signals) {
-    const auto size = c.signal_size(s.hash);
-    if (!size) fail(2, "signal " + s.name + " is not an input of the circuit");
-    if (s.values.size() != *size)
-      fail(2, "signal " + s.name + " has " + std::to_string(s.values.size()) + " values, the circuit's has " +
-                  std::to_string(*size));
-    given += *size;
+  std::vector<SignalCount> given;
+  for (const auto& s : signals) given.push_back({s.name, s.hash, s.values.size()});
+  try {
+    check_signals(given, [&](uint64_t hash) { return c.signal_size(hash); }, c.input_count());
+  } catch (const InputFault& e) {
+    fail(2, e.what());
   }
-  if (given != c.input_count())
-    fail(2, "the input sets " + std::to_string(given) + " of the circuit's " + std::to_string(c.input_count()) +
-                " input values: " + (given < c.input_count() ? "a signal is missing" : "a signal is given twice"));
   if (c.input_count() == 0) c.run_without_inputs();
   for (const auto& s : signals)
     for (uint32_t i = 0; i < s.values.size(); ++i) c.set(s.hash, i, s.values[i]);

@@ -53,10 +53,11 @@ files::UniqueFd confine(const std::string& exe, const GenerateOptions& opt, RunS
 
 }  // namespace
 
-GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt) {
+GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt, InfoInputs inputs) {
   const auto timeout = opt.timeout;
   RunSpec spec;
   spec.argv = {exe, "--info"};
+  if (inputs == InfoInputs::kList) spec.argv.push_back("--inputs");
   spec.timeout = timeout;
   spec.cancel = opt.cancel;
   files::UniqueFd keep = confine(exe, opt, spec);
@@ -75,6 +76,12 @@ GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt)
     info.witness_size = j.at("witness_size").get<uint32_t>();
     info.input_count = j.at("input_count").get<uint32_t>();
     if (info.n8 == 0 || info.n8 > 128) throw std::runtime_error("n8 out of range");
+    if (j.contains("inputs")) {
+      info.inputs = signal_shapes_from_json(j.at("inputs").dump());
+      uint64_t total = 0;
+      for (const auto& s : *info.inputs) total += s.size;
+      if (total != info.input_count) throw std::runtime_error("the inputs' sizes do not add up to input_count");
+    }
     return info;
   } catch (const std::exception& e) {
     throw GenerateError(exe + " --info: not a generator's info line (" + e.what() + ")", false);

@@ -6,13 +6,15 @@
 // anonymous memory file (memfd), never on disk.
 #include <atomic>
 #include <chrono>
-
-#include "witgen/sandbox.hpp"
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "files/unique_fd.hpp"
+#include "witgen/input_json.hpp"
+#include "witgen/sandbox.hpp"
 
 namespace zkfarm::witgen {
 
@@ -23,6 +25,10 @@ struct GeneratorInfo {
   uint32_t n8 = 0;            ///< bytes of a field element
   uint32_t witness_size = 0;  ///< values in the witness (a key's nVars)
   uint32_t input_count = 0;   ///< values of the main component's inputs
+  /// The main component's input signals (hash of the name, values), their
+  /// sizes adding up to input_count; nullopt when the generator did not list
+  /// them (built before it could, or a wasm whose map it could not find).
+  std::optional<std::vector<SignalShape>> inputs;
 };
 
 /// A generator that could not make the witness; what() is one line for
@@ -53,10 +59,14 @@ struct GenerateOptions {
   bool hashed_keys = false;
 };
 
-/// `exe --info`, within opt.timeout, under opt's memory and sandbox (the
-/// input is not read). Throws GenerateError when it fails or says something
-/// that is not its info line.
-GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt);
+/// Whether generator_info asks for the circuit's input signals (GeneratorInfo::inputs).
+enum class InfoInputs { kSkip, kList };
+
+/// `exe --info` (with `--inputs` for InfoInputs::kList), within opt.timeout,
+/// under opt's memory and sandbox (the input is not read). Throws
+/// GenerateError when it fails or says something that is not its info line.
+GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt,
+                             InfoInputs inputs = InfoInputs::kSkip);
 
 /// Runs `exe` with the input JSON read from `input_fd` (from its start) and
 /// returns a memfd holding the .wtns it wrote (at most 44 + n8·(witness_size

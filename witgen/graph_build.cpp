@@ -154,9 +154,10 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     rewritten << rewrite_for_recording(read_all(fs::path(src.dir) / cpp));
     if (!rewritten) throw BuildError((work / "graph_circuit.cpp").string() + ": cannot write");
   }
-  // -O1: the recorder runs once; its build time matters more than its speed.
+  // -O0 for the circuit (megabytes of generated C++; the recorder runs it
+  // once, its build time matters more than its speed), -O2 for the recorder.
   const std::string root = opt.witgen_root;
-  const std::vector<std::string> cxx = {"g++", "-std=c++20", "-O1", "-pthread", "-I" + src.dir, "-I" + root};
+  const std::vector<std::string> cxx = {"g++", "-std=c++20", "-O0", "-pthread", "-I" + src.dir, "-I" + root};
   auto step = [&](const std::string& what, std::vector<std::string> extra) {
     BuildStep s{what, cxx};
     s.argv.insert(s.argv.end(), extra.begin(), extra.end());
@@ -165,14 +166,18 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
   const std::string s = src.dir + "/";
   BuildOptions bo = opt;
   bo.sandbox.drop_uid = false;
+  std::vector<BuildStep> steps = {
+      step("compiling the circuit for the graph recorder", {"-c", "graph_circuit.cpp", "-o", "circuit.o"}),
+      step("compiling the graph recorder", {"-O2", "-DZKG_CURVE=" + std::to_string(curve), "-c",
+                                            root + "/witgen/graph_recorder.cpp", "-o", "recorder.o"})};
+  // circom's main.cpp and calcwit.cpp as the generator's build left them (build_generator), else compiled here.
+  if (!fs::exists(work / "circom_main.o", ec))
+    steps.push_back(step("compiling circom's main.cpp for the recorder",
+                         {"-O1", "-Dmain=circom_generated_main", "-c", s + "main.cpp", "-o", "circom_main.o"}));
+  if (!fs::exists(work / "calcwit.o", ec))
+    steps.push_back(step("compiling calcwit.cpp for the recorder", {"-O1", "-c", s + "calcwit.cpp", "-o", "calcwit.o"}));
   try {
-    run_build_steps(work.string(), bo,
-                    {step("compiling the circuit for the graph recorder", {"-c", "graph_circuit.cpp", "-o", "circuit.o"}),
-                     step("compiling circom's main.cpp for the recorder",
-                          {"-Dmain=circom_generated_main", "-c", s + "main.cpp", "-o", "circom_main.o"}),
-                     step("compiling calcwit.cpp for the recorder", {"-c", s + "calcwit.cpp", "-o", "calcwit.o"}),
-                     step("compiling the graph recorder", {"-DZKG_CURVE=" + std::to_string(curve), "-c",
-                                                           root + "/witgen/graph_recorder.cpp", "-o", "recorder.o"})},
+    run_build_steps(work.string(), bo, steps,
                     {step("linking the graph recorder", {"-o", "recorder", "circuit.o", "circom_main.o", "calcwit.o",
                                                          "recorder.o", "-lgmp"})});
   } catch (const BuildError& e) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <unordered_map>
 
@@ -218,6 +219,12 @@ class InputReader {
   const std::string& fault() const { return fault_; }
   bool started() const { return top_seen_; }
   std::vector<InputSignal> take() { return std::move(signals_); }
+  std::vector<SignalCount> counts() const {
+    std::vector<SignalCount> out;
+    out.reserve(signals_.size());
+    for (size_t i = 0; i < signals_.size(); ++i) out.push_back({signals_[i].name, signals_[i].hash, counts_[i]});
+    return out;
+  }
   uint64_t values() const { return values_; }
   size_t signals() const { return signals_.size(); }
 
@@ -321,13 +328,56 @@ std::vector<InputSignal> parse_input(std::string_view text, const std::vector<ui
 InputSummary check_input(std::string_view text, const std::vector<uint8_t>& prime_le, const InputLimits& limits) {
   const Nat p = Nat::from_le(prime_le);
   const InputReader r = read_signals(prime_le, limits, false, p, text.begin(), text.end());
-  return InputSummary{r.signals(), r.values()};
+  return InputSummary{r.signals(), r.values(), r.counts()};
 }
 
 InputSummary check_input(std::istream& in, const std::vector<uint8_t>& prime_le, const InputLimits& limits) {
   const Nat p = Nat::from_le(prime_le);
   const InputReader r = read_signals(prime_le, limits, false, p, in);
-  return InputSummary{r.signals(), r.values()};
+  return InputSummary{r.signals(), r.values(), r.counts()};
+}
+
+void check_signals(const std::vector<SignalCount>& given, const std::function<std::optional<uint32_t>(uint64_t)>& size_of,
+                   uint64_t input_count) {
+  uint64_t sets = 0;
+  for (const auto& s : given) {
+    const auto size = size_of(s.hash);
+    if (!size) throw InputFault("signal " + shorten(s.name) + " is not an input of the circuit");
+    if (s.values != *size)
+      throw InputFault("signal " + shorten(s.name) + " has " + std::to_string(s.values) + " values, the circuit's has " +
+                       std::to_string(*size));
+    sets += *size;
+  }
+  if (sets != input_count)
+    throw InputFault("the input sets " + std::to_string(sets) + " of the circuit's " + std::to_string(input_count) +
+                     " input values: " + (sets < input_count ? "a signal is missing" : "a signal is given twice"));
+}
+
+std::string signal_shapes_json(const std::vector<SignalShape>& shapes) {
+  json list = json::array();
+  char hex[17];
+  for (const auto& s : shapes) {
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(s.hash));
+    list.push_back({{"hash", hex}, {"size", s.size}});
+  }
+  return list.dump();
+}
+
+std::vector<SignalShape> signal_shapes_from_json(std::string_view text) {
+  const json list = json::parse(text);
+  if (!list.is_array()) throw std::runtime_error("the inputs are not a list");
+  std::vector<SignalShape> out;
+  for (const auto& e : list) {
+    const std::string hex = e.at("hash").get<std::string>();
+    size_t used = 0;
+    SignalShape s;
+    s.hash = std::stoull(hex, &used, 16);
+    if (used != hex.size() || hex.size() != 16) throw std::runtime_error("an input's hash is not 16 hex digits");
+    s.size = e.at("size").get<uint32_t>();
+    if (s.size == 0) throw std::runtime_error("an input of no values");
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace zkfarm::witgen

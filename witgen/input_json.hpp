@@ -22,7 +22,9 @@
 // always a bug).
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,11 +62,44 @@ struct InputLimits {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+/// One signal of an input file as check_input saw it: no values, their count.
+struct SignalCount {
+  std::string name;
+  uint64_t hash = 0;    ///< fnv1a(name)
+  uint64_t values = 0;  ///< arrays flattened
+};
+
 /// What check_input found.
 struct InputSummary {
   uint64_t signals = 0;  ///< distinct signal names
   uint64_t values = 0;   ///< values over all signals
+  std::vector<SignalCount> per_signal;  ///< in the file's order (a repeated name: its last values' count)
 };
+
+/// One input signal of a circuit: the hash of its name (circom's input hash
+/// map holds hashes, not names) and its number of values, arrays flattened.
+struct SignalShape {
+  uint64_t hash = 0;
+  uint32_t size = 0;
+};
+
+/// Checks the signals an input file sets against the circuit's inputs:
+/// `size_of(hash)` is the circuit's number of values for that input, nullopt
+/// when it has none of that name; `input_count` all its input values. Throws
+/// InputFault with the generators' own words: "signal z is not an input of
+/// the circuit", "signal b has 3 values, the circuit's has 2", "the input sets
+/// 3 of the circuit's 4 input values: a signal is missing". Used by the
+/// generators (generator_host.hpp) and by zkfarmd at submit, so both say the
+/// same thing of one file.
+void check_signals(const std::vector<SignalCount>& given, const std::function<std::optional<uint32_t>(uint64_t)>& size_of,
+                   uint64_t input_count);
+
+/// The circuit's inputs as `GENERATOR --info` prints them:
+/// [{"hash":"0123456789abcdef","size":2},...] (the hash as 16 hex digits:
+/// JSON numbers past 2^53 lose digits in many readers).
+std::string signal_shapes_json(const std::vector<SignalShape>& shapes);
+/// The reverse; throws std::runtime_error (nlohmann's, or its own) on anything else.
+std::vector<SignalShape> signal_shapes_from_json(std::string_view text);
 
 /// Parses `text` (the whole input file) against prime `prime_le` (n8 bytes,
 /// little-endian, as a .wtns header holds it). Signals come in the file's

@@ -47,6 +47,23 @@ class NativeCircuit final : public CircuitBackend {
     return uint32_t(e->signalsize);
   }
 
+  // The used entries of the input hash map (the ones entry() can stop at:
+  // signalid 0 marks a free slot). Their sizes must add up to the circuit's
+  // input count, or the map is not what this host reads it as: nullopt.
+  std::optional<std::vector<zkfarm::witgen::SignalShape>> input_signals() override {
+    std::vector<zkfarm::witgen::SignalShape> out;
+    const uint n = get_size_of_input_hashmap();
+    uint64_t total = 0;
+    for (uint i = 0; i < n; ++i) {
+      const HashSignalInfo& e = circuit()->InputHashMap[i];
+      if (e.signalid == 0) continue;
+      out.push_back({uint64_t(e.hash), uint32_t(e.signalsize)});
+      total += e.signalsize;
+    }
+    if (total != input_count()) return std::nullopt;
+    return out;
+  }
+
   void set(uint64_t hash, uint32_t index, const std::vector<uint8_t>& le) override {
     FrElement v;
     const std::string dec = zkfarm::witgen::to_decimal(le);

@@ -103,6 +103,59 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
     return uint32_t(n);
   }
 
+  // circom's wasm exports no way to list its inputs: its input hash map (256
+  // slots of {u64 hash, u32 signal, u32 size}, free slots all zero) lies in
+  // the module's memory at an offset its code holds but does not export. So
+  // the memory is searched for 256 such slots whose sizes add up to the
+  // input count, and each hash found is confirmed through the module's own
+  // getInputSignalSize: what is listed is then exactly the inputs (each one
+  // real, sizes positive, and their sum the whole). Found by nothing: nullopt.
+  std::optional<std::vector<zkfarm::witgen::SignalShape>> input_signals() override {
+    const uint32_t total = input_count();
+    if (total == 0) return std::vector<zkfarm::witgen::SignalShape>{};
+    const wasm_rt_memory_t* mem = Z_circuitZ_memory(&module_);
+    constexpr size_t kSlots = 256, kSlot = 16;
+    if (mem->size < kSlots * kSlot) return std::nullopt;
+    auto u32_at = [&](size_t at) {
+      u32 v;
+      std::memcpy(&v, mem->data + at, 4);
+      return v;
+    };
+    auto u64_at = [&](size_t at) {
+      uint64_t v;
+      std::memcpy(&v, mem->data + at, 8);
+      return v;
+    };
+    // A slot: free (16 zero bytes) or {hash != 0, size 1..total}; anything
+    // else rules out every window holding it. One sliding window per
+    // alignment (start mod 16 = 0 or 8), linear in the memory's size.
+    for (size_t phase = 0; phase < kSlot; phase += 8) {
+      size_t bad = 0, used = 0;
+      uint64_t sum = 0;
+      auto account = [&](size_t at, int sign) {
+        const uint64_t h = u64_at(at);
+        const u32 id = u32_at(at + 8), size = u32_at(at + 12);
+        if (h == 0 && id == 0 && size == 0) return;
+        if (h == 0 || size == 0 || size > total) {
+          bad += sign;
+          return;
+        }
+        used += sign;
+        sum += sign > 0 ? size : -uint64_t(size);
+      };
+      const size_t last = (mem->size - phase) / kSlot;  // slots that fit
+      for (size_t k = 0; k < last; ++k) {
+        account(phase + k * kSlot, +1);
+        if (k + 1 < kSlots) continue;
+        const size_t start = phase + (k + 1 - kSlots) * kSlot;
+        if (bad == 0 && used > 0 && sum == total)
+          if (auto found = confirm(start, kSlots, u64_at, u32_at)) return found;
+        account(start, -1);
+      }
+    }
+    return std::nullopt;
+  }
+
   void set(uint64_t hash, uint32_t index, const std::vector<uint8_t>& le) override {
     for (u32 j = 0; j < n32_; ++j) {
       u32 w = 0;
@@ -123,6 +176,22 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
   }
 
  private:
+  // The used slots of the window at `start`, when the module confirms each.
+  template <class U64, class U32>
+  std::optional<std::vector<zkfarm::witgen::SignalShape>> confirm(size_t start, size_t slots, U64 u64_at, U32 u32_at) {
+    std::vector<zkfarm::witgen::SignalShape> out;
+    for (size_t i = 0; i < slots; ++i) {
+      const uint64_t h = u64_at(start + i * 16);
+      if (h == 0) continue;
+      const u32 size = u32_at(start + i * 16 + 12);
+      for (const auto& seen : out)
+        if (seen.hash == h) return std::nullopt;
+      if (signal_size(h) != std::optional<uint32_t>(size)) return std::nullopt;
+      out.push_back({h, size});
+    }
+    return out;
+  }
+
   std::vector<uint8_t> shared() {
     std::vector<uint8_t> le(size_t(n32_) * 4);
     for (u32 j = 0; j < n32_; ++j) {

@@ -231,6 +231,18 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(r.status_code, 200)
         with open(f"{out}/1.public.json") as f:
             self.assertEqual(r.text, f.read())
+        # Issue 32: inputs of the wrong shape for the circuit were accepted
+        # (201) and failed the job at synthesis; now 400 rejected at submit,
+        # naming the input by the tenant's name for it, and no job is made.
+        jobs_before = [j["id"] for j in alice.get(self.api.url + "/v1/jobs").json()["jobs"]]
+        for bad, want in (({}, "the input sets 0 of the circuit's 3 input values: a signal is missing"),
+                          ({"in": [1, 2, 3], "z": 1}, "signal z is not an input of the circuit"),
+                          ({"in": [1, 2]}, "signal in has 2 values, the circuit's has 3")):
+            r = alice.post(self.api.url + "/v1/jobs", json={"circuit": "pos", "inputs": [{"in": [1, 2, 3]}, bad]})
+            self.assertEqual(r.status_code, 400, r.text)
+            self.assertEqual(error_code(r), "rejected", r.text)
+            self.assertIn("input 1.json: " + want, r.json()["error"]["message"])
+        self.assertEqual([j["id"] for j in alice.get(self.api.url + "/v1/jobs").json()["jobs"]], jobs_before)
 
     def test_zkfarmctl_api_submits_waits_and_writes_verified_proofs(self):
         base = [os.path.join(BIN, "zkfarmctl"), "--api", self.api.url, "--token-file", self.tok_a_file, "--api-ca", CA]

@@ -123,6 +123,21 @@ TEST_F(PgQueueTest, SchemaIsCreatedOnceAndVersioned) {
             "zkfarm_partitions_queue");
 }
 
+// Issue 32 (schema 2): a circuit's input signals, by its generator, come back
+// to every host; a row of schema 1's kind (no inputs) reads with none.
+TEST_F(PgQueueTest, ACircuitsInputsComeBackByItsGenerator) {
+  auto q = queue("h1");
+  CircuitRecord a{"a", "wasm", "gen1", "k", "/k", "/w", 0, 1, 7, 1};
+  a.inputs = R"([{"hash":"af63dc4c8601ec8c","size":1}])";
+  q->put_circuit(a);
+  q->put_circuit(CircuitRecord{"b", "wasm", "gen2", "k", "/k", "/w", 0, 1, 7, 1});
+  auto other = queue("h2");
+  const auto all = other->circuits();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].inputs, a.inputs);
+  EXPECT_EQ(all[1].inputs, "");
+}
+
 TEST_F(PgQueueTest, AHostOfTheNextSchemaSharesTheQueueUnlessItsReadersMustBeNewer) {
   { auto q = queue("h1"); }
   // A newer zkfarm migrated additively (min_reader stays): this host goes on.

@@ -384,6 +384,25 @@ class FarmTest(unittest.TestCase):
                            write_json("farm-nan.json", {"in": ["1", "x", "3"]}), "--out", farm.dir, check=False)
         self.assertEqual(code, 1)
         self.assertIn("farm-nan.json: signal in value 1", err)
+        # Issue 32: an input of the wrong shape was accepted and failed its job
+        # at synthesis; now refused at submit in the generators' words (both
+        # kinds: checks is a wasm circuit, tree a native one), and no job made.
+        jobs_before = {j["id"] for j in farm.status()["jobs"]}
+        leaf = {"leaf": "1", "pathElements": ["2"] * 8, "pathIndices": [0] * 8, "root": "3"}
+        for name, obj, want in (
+                ("checks", {"a": 3, "loop": 0}, "the input sets 2 of the circuit's 4 input values: a signal is missing"),
+                ("checks", {"a": 3, "b": [1, 2], "loop": 0, "z": 1}, "signal z is not an input of the circuit"),
+                ("checks", {"a": 3, "b": [1, 2, 3], "loop": 0}, "signal b has 3 values, the circuit's has 2"),
+                ("tree", dict(leaf, pathIndices=[0] * 7), "signal pathIndices has 7 values, the circuit's has 8"),
+                ("tree", dict(leaf, z=1), "signal z is not an input of the circuit")):
+            shaped = write_json("farm-shape.json", obj)
+            # The bad one second: the whole job is refused, naming that file.
+            code, out, err = ctl(farm.state, "submit", "--circuit", name, "--input", f"{WORK}/checks.0.json"
+                                 if name == "checks" else f"{WORK}/merkle8.0.json", shaped, "--out", farm.dir,
+                                 check=False)
+            self.assertEqual(code, 1, f"{name} {obj}: {out}{err}")
+            self.assertIn(shaped + ": " + want, err)
+        self.assertEqual({j["id"] for j in farm.status()["jobs"]}, jobs_before, "no job of a refused submit")
         # Issue 31: 300,000 keys took seconds of zkfarmd's CPU per input (a
         # quadratic parse) and blocked other submits; now one pass, refused at
         # input_max_signals, naming the file, and the farm answers on.
