@@ -11,6 +11,7 @@ namespace zkfarm::witgen::graph {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint32_t kMaxIndex = uint32_t(1) << 29;  // an index in a packed operand
 
 std::string decimal(U256 x) {
   if ((x[0] | x[1] | x[2] | x[3]) == 0) return "0";
@@ -117,6 +118,8 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       o.form = have[which];
     });
     if (nd.op == Op::kLogText) ops[1] = Operand{1, kCanon, nd.b};
+    for (const Operand& o : ops)
+      if (o.index >= kMaxIndex) throw GraphError("the graph is too large to plan (an index past 2^29)");
     // The form each operand must be read in, and the result's.
     uint8_t want[3] = {kMont, kMont, kMont};
     const int ar = nd.op == Op::kLogText ? 1 : arity(nd.op);
@@ -159,16 +162,17 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       Instr cv{};
       cv.op = want[i] == kMont ? kToMont : kToCanon;
       cv.form = want[i];
-      cv.a = ops[i];
-      cv.a.form = have[i];
+      Operand from = ops[i];
+      from.form = have[i];
+      cv.a = from.packed();
       cv.dst = new_slot();
       code_.push_back(cv);
       temps.push_back(cv.dst);
       ops[i] = Operand{0, want[i], cv.dst};
     }
-    in.a = ops[0];
-    in.b = ops[1];
-    in.c = ops[2];
+    in.a = ops[0].packed();
+    in.b = ops[1].packed();
+    in.c = ops[2].packed();
     const uint32_t here = instr_of[k];
     operands(nd, [&](uint32_t ref, int) {
       if (ref_kind(ref) != RefKind::kNode) return;
@@ -185,9 +189,8 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       slot_of[k] = in.dst;
       form_of[k] = in.form;
       if (auto it = outs.find(k); it != outs.end()) {
-        in.out_begin = uint32_t(outs_.size());
         outs_.insert(outs_.end(), it->second.begin(), it->second.end());
-        in.out_end = uint32_t(outs_.size());
+        in.outs = uint32_t(it->second.size());
       }
       if (last_use[k] == kNone) {  // a witness value nobody reads: its slot is free again at once
         free_slots.push_back(in.dst);
@@ -196,6 +199,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     }
     code_.push_back(in);
   }
+  if (slots_ >= kMaxIndex) throw GraphError("the graph is too large to plan (2^29 live values)");
 }
 
 std::vector<U256> Evaluator::arrange(const std::vector<InputSignal>& input) const {
@@ -254,11 +258,13 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
     size_t s;
     const F& operator[](size_t i) const { return p[i * s]; }
   };
-  auto lanes = [&](const Operand& o) -> Lanes {
-    if (o.kind == 0) return {slot.data() + size_t(o.index) * B, 1};
-    if (o.kind == 1) return {consts[o.form].data() + o.index, 0};
-    return {in[o.form].data() + size_t(o.index) * B, 1};
+  auto lanes = [&](uint32_t packed) -> Lanes {
+    const uint32_t kind = packed >> 30, form = (packed >> 29) & 1, index = packed & (kMaxIndex - 1);
+    if (kind == 0) return {slot.data() + size_t(index) * B, 1};
+    if (kind == 1) return {consts[form].data() + index, 0};
+    return {in[form].data() + size_t(index) * B, 1};
   };
+  const uint32_t* next_out = outs_.data();
   auto int_of = [](const F& v) { return v.mont(); };  // a canonical value's limbs
   // Witness values that are constants or inputs.
   for (uint32_t w = 0; w < g_.witness.size(); ++w) {
@@ -315,7 +321,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         break;
       }
       case Op::kLogText: {
-        const std::string& s = g_.strings[ins.b.index];
+        const std::string& s = g_.strings[ins.b & (kMaxIndex - 1)];
         for (size_t i = 0; i < B; ++i)
           if (!a[i].is_zero()) outcomes[i].log += s;
         break;
@@ -338,10 +344,10 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         break;
       }
     }
-    for (uint32_t o = ins.out_begin; o < ins.out_end; ++o)
+    for (uint32_t o = 0; o < ins.outs; ++o, ++next_out)
       for (size_t i = 0; i < B; ++i) {
         const U256 x = ins.form == kCanon ? int_of(r[i]) : r[i].to_int();
-        std::memcpy(out[i] + size_t(outs_[o]) * 32, x.data(), 32);
+        std::memcpy(out[i] + size_t(*next_out) * 32, x.data(), 32);
       }
   }
   for (size_t i = 0; i < B; ++i)

@@ -61,14 +61,18 @@ class Evaluator {
   struct Operand {
     uint8_t kind = 0;  ///< 0 slot, 1 constant, 2 input
     uint8_t form = kMont;
-    uint32_t index = 0;
+    uint32_t index = 0;  ///< below 2^29
+    /// In an instruction: kind in bits 31–30, form in bit 29, the index below.
+    uint32_t packed() const { return (uint32_t(kind) << 30) | (uint32_t(form) << 29) | index; }
   };
+  /// 24 bytes: the program of a 2^20-constraint circuit is millions of
+  /// these, read once per batch, so their size is the evaluator's memory traffic.
   struct Instr {
     Op op;                 ///< a graph operation, or one of the planner's (graph_eval.cpp)
     uint8_t form = kMont;  ///< the form of the value it writes
     uint32_t dst = 0;      ///< slot of the value (ops with a value)
-    Operand a, b, c;       ///< kLogText: b.index is the string
-    uint32_t out_begin = 0, out_end = 0;  ///< witness indices this value fills (outs_)
+    uint32_t a = 0, b = 0, c = 0;  ///< Operand::packed(); kLogText: b's index is the string
+    uint32_t outs = 0;     ///< witness entries this value fills: the next ones of outs_
   };
 
  private:
