@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The farm end to end from circom inputs (docs/witness.md): one registered
 circuit, a job of P distinct inputs, with 1, 2, 4, 8 … synthesis workers
-making the witnesses (the circuit's generator, a process per input) and the
-GPU worker proving them; every proof is verified by zkfarmd before it counts.
+making the witnesses (the circuit's witness graph in the worker, or its
+generator, a process per input: --witness-engine) and the GPU worker proving
+them; every proof is verified by zkfarmd before it counts. --fed adds, per
+worker count, the same key fed ready witnesses (NAME.K.wtns in DIR): the
+rate the inputs are measured against.
 
     farm_inputs_bench.py --bin DIR --circuit NAME --dir DIR [--kind native|wasm]
                          [--backend cuda|cpu] [--workers 1,2,4,8] [--partitions 48]
@@ -50,20 +53,30 @@ def one(a, workers, inputs, gen_src, out_root):
         if os.path.isdir(d):
             shutil.copytree(d, os.path.join(state, "circuits", os.path.basename(d)))
     log = open(os.path.join(work, "zkfarmd.out"), "w")
+    config = os.path.join(work, "zkfarmd.toml")
+    with open(config, "w") as f:  # issue 32: the witness graph (auto) or the generator
+        f.write(f'witness_engine = "{a.witness_engine}"\n')
     proc = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
-                             "--synth-workers", str(workers), "--arena-mib", str(a.arena_mib)],
+                             "--synth-workers", str(workers), "--arena-mib", str(a.arena_mib), "--config", config],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         ctl(a.bin, state, "ready", "--wait", "--timeout", "120")
         ctl(a.bin, state, "circuit", "add", a.circuit, "--zkey", os.path.join(a.dir, a.circuit + ".zkey"),
             "--wasm" if a.kind == "wasm" else "--c", gen_src)
         out = os.path.join(out_root, f"w{workers}")
-        warm = ctl(a.bin, state, "submit", "--circuit", a.circuit, "--input", inputs[0], "--out", out + "-warm").strip()
-        ctl(a.bin, state, "wait", warm, "-q")  # the key resident, the generator paged in
+        # One warm-up input per worker: the key resident, the generator paged in, each worker's graph loaded.
+        warm = ctl(a.bin, state, "submit", "--circuit", a.circuit, "--input", *inputs[:max(1, workers)],
+                   "--out", out + "-warm").strip()
+        ctl(a.bin, state, "wait", warm, "-q")
         with open(os.path.join(state, "zkfarmd.log")) as f:
             skip = len(f.read().splitlines())
         batch = [inputs[k % len(inputs)] for k in range(a.partitions)]
-        job = ctl(a.bin, state, "submit", "--circuit", a.circuit, "--input", *batch, "--out", out).strip()
+        if a.fed:  # the baseline: the same key fed ready witnesses (made by the warm-up's farm beforehand)
+            wtns = [a.fed[k % len(a.fed)] for k in range(a.partitions)]
+            job = ctl(a.bin, state, "submit", "--zkey", os.path.join(a.dir, a.circuit + ".zkey"), "--wtns", *wtns,
+                      "--out", out).strip()
+        else:
+            job = ctl(a.bin, state, "submit", "--circuit", a.circuit, "--input", *batch, "--out", out).strip()
         ctl(a.bin, state, "wait", job, "-q")
         info = json.loads(ctl(a.bin, state, "jobs", "--json", "--limit", "1"))[0]
         with open(os.path.join(state, "zkfarmd.log")) as f:
@@ -94,7 +107,12 @@ def main():
     ap.add_argument("--generators", default=None)
     ap.add_argument("--arena-mib", type=int, default=4096)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--witness-engine", default="auto", choices=["auto", "graph", "generator"],
+                    help="zkfarmd's witness_engine: the circuit's witness graph (auto, graph) or its generator")
+    ap.add_argument("--fed", action="store_true",
+                    help="also the baseline: the same key fed ready witnesses (NAME.K.wtns in --dir) instead of inputs")
     a = ap.parse_args()
+    a.want_fed, a.fed = a.fed, None
     inputs = sorted((p for p in glob.glob(os.path.join(a.dir, a.circuit + ".*.json")) if p.rsplit(".", 2)[1].isdigit()),
                     key=lambda p: int(p.rsplit(".", 2)[1]))
     if not inputs:
@@ -103,11 +121,19 @@ def main():
         a.dir, a.circuit + "_js", a.circuit + ".wasm")
     out_root = a.out or tempfile.mkdtemp(prefix="zkfarm-inputs-out-")
     rows = []
+    fed_wtns = sorted(glob.glob(os.path.join(a.dir, a.circuit + ".*.wtns")))
     for w in [int(x) for x in a.workers.split(",")]:
         r = one(a, w, inputs, gen_src, out_root)
         rows.append(r)
-        print(f"{w} synthesis workers: {r['proved']} inputs in {r['wall']:.2f} s, {r['rate']:.2f}/s, GPU worker busy "
-              f"{100 * r['busy']:.0f} %, witness {r['witness_ms']:.0f} ms (median)", flush=True)
+        print(f"{w} synthesis workers ({a.witness_engine}): {r['proved']} inputs in {r['wall']:.2f} s, "
+              f"{r['rate']:.2f}/s, GPU worker busy {100 * r['busy']:.0f} %, witness {r['witness_ms']:.0f} ms (median)",
+              flush=True)
+        if fed_wtns and a.want_fed:
+            a.fed = fed_wtns
+            f = one(a, w, inputs, gen_src, out_root + "-fed")
+            a.fed = None
+            print(f"{w} synthesis workers, witnesses given: {f['rate']:.2f}/s, GPU worker busy {100 * f['busy']:.0f} %; "
+                  f"inputs/witnesses {r['rate'] / f['rate']:.2f}", flush=True)
     base = rows[0]["rate"] / rows[0]["workers"]
     print(f"\n{a.circuit} ({a.kind} generator, {a.backend} backend, {a.partitions} inputs a run)")
     print(f"{'workers':>7}  {'inputs/s':>8}  {'vs linear':>9}  {'GPU busy':>8}  {'witness ms':>10}")

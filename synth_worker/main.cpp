@@ -38,12 +38,12 @@ namespace proto = zkfarm::protocol;
 
 constexpr const char* kVersion = "0.1.0";
 
-// The witness of a partition of circom inputs (fields generator, input,
-// input_name, witness_timeout_ms, witness_memory_mib, witness_engine), into
-// a memfd: evaluated here from the circuit's witness graph where it has one
-// (data, zkfarm's own interpreter: no circuit code runs), else by its
-// generator in a process of its own; InputError naming the client's input
-// file for anything the input or the circuit did wrong.
+// The witness of a partition of circom inputs by the circuit's generator
+// (fields generator, input, input_name, witness_timeout_ms,
+// witness_memory_mib), in a process of its own, into a memfd: for a circuit
+// without a witness graph, or an input that failed in it (graph_into_slot);
+// InputError naming the client's input file for anything the input or the
+// circuit did wrong.
 Wtns generate(const proto::Message& req, const Zkey& key) {
   const std::string generator = proto::get_str(req, "generator");
   const std::string input = proto::get_str(req, "input");
@@ -65,9 +65,8 @@ Wtns generate(const proto::Message& req, const Zkey& key) {
   opt.cancel = &proto::abort_flag();
   files::UniqueFd out;
   try {
-    witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
-    witgen::parse_witness_engine(req.value("witness_engine", std::string("auto")), engine);
-    out = witgen::make_witness(generator, in.get(), info, opt, engine);
+    // synth() tried the circuit's graph first: this is the generator's turn.
+    out = witgen::generate_witness(generator, in.get(), info, opt);
   } catch (const witgen::GenerateError& e) {
     if (proto::abort_flag().load()) throw Cancelled();
     throw InputError(name + ": " + e.what());
@@ -84,12 +83,36 @@ Wtns generate(const proto::Message& req, const Zkey& key) {
   }
 }
 
+// The partition's witness from the circuit's witness graph, evaluated into
+// `slot` (witgen/witness_engine.hpp); false when the circuit has none, the
+// configuration says generator, or the input fails an assert there (the
+// generator then runs and says why). InputError for an input of the wrong shape.
+bool graph_into_slot(const proto::Message& req, const Zkey& key, U256* slot) {
+  witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
+  witgen::parse_witness_engine(req.value("witness_engine", std::string("auto")), engine);
+  const std::string input = proto::get_str(req, "input");
+  const std::string name = proto::find_str(req, "input_name").value_or(input);
+  files::UniqueFd in(::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in) throw InputError(name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
+  try {
+    return witgen::graph_witness_into(proto::get_str(req, "generator"), in.get(), engine,
+                                      key.curve == CurveId::bls12_381 ? 2 : 1, key.n_vars,
+                                      reinterpret_cast<uint8_t*>(slot));
+  } catch (const witgen::GenerateError& e) {
+    throw InputError(name + ": " + e.what());
+  }
+}
+
 // One SYNTH: fields offset, size, zkey, and wtns or a generator and its input
 // (ProtocolError when missing).
 proto::WorkResult synth(const proto::Message& req, const shm::Arena& arena, KeyCache<std::monostate>& keys) {
   const std::string zkey = proto::get_str(req, "zkey");
   return proto::run_step([&] {
     const Zkey& key = *keys.get(zkey).key;
+    // A circuit's witness graph writes the witness straight into the slot:
+    // canonical values of the key's count by construction, nothing to copy or check.
+    if (req.contains("generator") && graph_into_slot(req, key, proto::request_witness(req, arena, key)))
+      return proto::WorkResult{};
     Wtns wtns = req.contains("generator") ? generate(req, key) : Wtns::open(proto::get_str(req, "wtns"));
     check_witness_matches(key, wtns);
     if (proto::abort_flag().load()) throw Cancelled();

@@ -12,6 +12,7 @@
 
 #include "groth16/scalar_fields.hpp"
 #include "witgen/generator_host.hpp"
+#include "witgen/graph_build.hpp"
 #include "witgen/graph_format.hpp"
 #include "witgen/input_json.hpp"
 #include "witgen/wtns_writer.hpp"
@@ -94,37 +95,46 @@ files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count
   return fd;
 }
 
+bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engine, uint32_t curve,
+                        uint32_t witness_size, uint8_t* out) {
+  if (engine == WitnessEngine::kGenerator) return false;
+  const GraphState st = graph_state(exe);
+  if (!st.present) {
+    if (engine == WitnessEngine::kGraph) throw GenerateError("the circuit has no witness graph: " + st.reason, false);
+    return false;
+  }
+  std::shared_ptr<const graph::Evaluator> ev;
+  try {
+    ev = load_graph(st.path);
+  } catch (const graph::GraphError& e) {
+    if (engine == WitnessEngine::kGraph) throw GenerateError(e.what(), false);
+    return false;
+  }
+  const graph::Graph& g = ev->graph();
+  if (g.curve != curve || g.witness_size != witness_size) {
+    if (engine == WitnessEngine::kGraph) throw GenerateError("the circuit's witness graph is not of this key", false);
+    return false;
+  }
+  std::vector<U256> values;
+  try {
+    values = ev->arrange(parse_input(read_fd(input_fd), prime_of(g.curve)));
+  } catch (const InputFault& e) {
+    throw GenerateError(e.what(), true);
+  }
+  std::vector<graph::InputOutcome> outcome;
+  ev->evaluate({&values}, {out}, outcome);
+  return outcome[0].ok;  // else an assert failed: the generator says so in circom's words
+}
+
 files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
                              const GenerateOptions& opt, WitnessEngine engine, bool* used_graph) {
   if (used_graph) *used_graph = false;
-  if (engine != WitnessEngine::kGenerator) {
-    const GraphState st = graph_state(exe);
-    if (!st.present && engine == WitnessEngine::kGraph)
-      throw GenerateError("the circuit has no witness graph: " + st.reason, false);
-    if (st.present) {
-      std::shared_ptr<const graph::Evaluator> ev;
-      try {
-        ev = load_graph(st.path);
-      } catch (const graph::GraphError& e) {
-        if (engine == WitnessEngine::kGraph) throw GenerateError(e.what(), false);
-      }
-      if (ev) {
-        const graph::Graph& g = ev->graph();
-        std::vector<U256> values;
-        try {
-          values = ev->arrange(parse_input(read_fd(input_fd), prime_of(g.curve)));
-        } catch (const InputFault& e) {
-          throw GenerateError(e.what(), true);
-        }
-        std::vector<uint8_t> out(size_t(g.witness_size) * 32);
-        std::vector<graph::InputOutcome> outcome;
-        ev->evaluate({&values}, {out.data()}, outcome);
-        if (outcome[0].ok) {
-          if (used_graph) *used_graph = true;
-          return wtns_memfd(g.curve, out.data(), g.witness_size);
-        }
-        // An assert failed: the generator says so in circom's words.
-      }
+  const uint32_t curve = graph_curve_of(info.prime);
+  if (engine != WitnessEngine::kGenerator && (curve || engine == WitnessEngine::kGraph)) {
+    std::vector<uint8_t> out(size_t(info.witness_size) * 32);
+    if (graph_witness_into(exe, input_fd, engine, curve, info.witness_size, out.data())) {
+      if (used_graph) *used_graph = true;
+      return wtns_memfd(curve, out.data(), info.witness_size);
     }
   }
   return generate_witness(exe, input_fd, info, opt);

@@ -49,6 +49,18 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path);
 files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
                              const GenerateOptions& opt, WitnessEngine engine, bool* used_graph = nullptr);
 
+/// The witness of the input in `input_fd` evaluated from the circuit's
+/// graph straight into `out` (witness_size × 32 bytes, canonical
+/// little-endian: an arena slot's layout) when `engine` allows, the circuit
+/// has a graph of `witness_size` values on `curve`, and the input passes
+/// its asserts; true then. False when the graph is not to be or cannot be
+/// used, or the input fails in it: the caller asks the generator
+/// (make_witness with kGenerator), which says why in circom's words. Throws
+/// GenerateError (input_fault) for an input of the wrong shape, and for
+/// engine kGraph when the circuit has no usable graph.
+bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engine, uint32_t curve,
+                        uint32_t witness_size, uint8_t* out);
+
 /// The .wtns of `values` (count × 32 bytes, canonical little-endian) of the
 /// curve's scalar field, in a memfd.
 files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count);
