@@ -23,10 +23,10 @@ void add_witness_flags(CLI::App& app, WitnessOptions& wo) {
       ->check(CLI::Range(1u, 86400000u));
   app.add_option("--build-jobs", wo.build_jobs, "compilers at once when a generator is built (default: the cores)");
   app.add_option("--witness-engine", wo.engine,
-                 "graph: the circuit's witness graph; native or wasm: its generator; auto: the graph where the "
-                 "circuit has one")
+                 "generator (native or wasm): the circuit's generator, a process a witness; graph: its witness graph "
+                 "(a --c circuit; built once, loaded each run); auto: the graph where one was built")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "graph", "native", "wasm"}));
+      ->check(CLI::IsMember({"generator", "auto", "graph", "native", "wasm"}));
 }
 
 std::string generator_for(const std::string& path, const WitnessOptions& wo, const std::string& first_input) {
@@ -51,7 +51,7 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo, con
   bo.witgen_root =
       find_witgen_root(n > 0 ? std::filesystem::path(std::string(self, size_t(n))).parent_path().string() : ".");
   bo.jobs = wo.build_jobs ? wo.build_jobs : std::max(1u, std::thread::hardware_concurrency());
-  bo.graph = wo.engine != "native" && wo.engine != "wasm";
+  bo.graph = wo.engine == "graph" || wo.engine == "auto";
   if (!first_input.empty()) {  // the user's own input: the graph's first test (a bad one is reported later)
     const int fd = ::open(first_input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     struct stat ist {};

@@ -15,7 +15,10 @@ namespace zkfarm::tools {
 struct WitnessOptions {
   unsigned timeout_ms = 600000;  ///< one witness may take this long
   unsigned build_jobs = 0;       ///< compilers at once when a generator is built (0: the cores)
-  std::string engine = "auto";   ///< --witness-engine: auto, graph, native/wasm (witgen/witness_engine.hpp)
+  /// --witness-engine (witgen/witness_engine.hpp): "generator" (default: one
+  /// witness a process, where the generator is faster than loading a graph),
+  /// "graph", "auto" (the graph where one was built), "native"/"wasm".
+  std::string engine = "generator";
 };
 
 /// --timeout-ms, --build-jobs and --witness-engine.

@@ -102,7 +102,12 @@ std::string cached_generator(const GeneratorSources& src, const std::string& has
   if (ec) throw BuildError(cache + ": cannot create: " + ec.message());
   const fs::path done = fs::path(cache) / hash;
   const fs::path exe = done / "generator";
-  if (fs::exists(exe, ec)) return exe.string();
+  // A native build made without its witness graph gets one when asked for.
+  auto needs_graph = [&] {
+    return src.kind == GeneratorKind::kNative && opt.graph && !fs::exists(done / "graph", ec) &&
+           !fs::exists(done / "graph.refused", ec);
+  };
+  if (fs::exists(exe, ec) && !needs_graph()) return exe.string();
   const std::string lock_path = (fs::path(cache) / (hash + ".lock")).string();
   const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock < 0) throw BuildError(lock_path + ": cannot open: " + std::strerror(errno));
@@ -112,7 +117,14 @@ std::string cached_generator(const GeneratorSources& src, const std::string& has
   } unlock{lock};
   while (::flock(lock, LOCK_EX) != 0)
     if (errno != EINTR) throw BuildError(lock_path + ": cannot lock: " + std::strerror(errno));
-  if (fs::exists(exe, ec)) return exe.string();  // built by whoever held the lock
+  if (fs::exists(exe, ec)) {  // built by whoever held the lock
+    if (needs_graph()) {
+      BuildOptions own = opt;
+      own.sandbox.drop_uid = false;
+      build_graph(src, done.string(), own);
+    }
+    return exe.string();
+  }
   const fs::path tmp = fs::path(cache) / (hash + ".building-" + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
   try {

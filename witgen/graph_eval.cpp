@@ -79,9 +79,17 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     if (live[k]) operands(g_.nodes[k], [&](uint32_t ref, int) {
       if (ref_kind(ref) == RefKind::kNode) last_use[ref_index(ref)] = instr_of[k];
     });
-  std::unordered_map<uint32_t, std::vector<uint32_t>> outs;
-  for (uint32_t w = 0; w < g_.witness.size(); ++w)
-    if (ref_kind(g_.witness[w]) == RefKind::kNode) outs[ref_index(g_.witness[w])].push_back(w);
+  // Witness entries by node (counting sort: a node's entries side by side, in witness order).
+  std::vector<uint32_t> out_start(size_t(n) + 1, 0), out_list;
+  for (uint32_t w : g_.witness)
+    if (ref_kind(w) == RefKind::kNode) ++out_start[ref_index(w) + 1];
+  for (uint32_t k = 0; k < n; ++k) out_start[k + 1] += out_start[k];
+  out_list.resize(out_start[n]);
+  {
+    std::vector<uint32_t> fill(out_start.begin(), out_start.end() - 1);
+    for (uint32_t w = 0; w < g_.witness.size(); ++w)
+      if (ref_kind(g_.witness[w]) == RefKind::kNode) out_list[fill[ref_index(g_.witness[w])]++] = w;
+  }
 
   // Forwards: forms, conversions and slots (a free list; an operand's slot
   // is free once its last reader has read it).
@@ -155,7 +163,8 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       want[1] = kCanon;
     }  // div, inv, pow: Montgomery throughout
     // Conversions of slots read in the other form, into temporary slots.
-    std::vector<uint32_t> temps;
+    uint32_t temps[3];
+    int n_temps = 0;
     for (int i = 0; i < ar; ++i) {
       ops[i].form = want[i];
       if (flexible[i] || have[i] == want[i]) continue;
@@ -167,7 +176,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       cv.a = from.packed();
       cv.dst = new_slot();
       code_.push_back(cv);
-      temps.push_back(cv.dst);
+      temps[n_temps++] = cv.dst;
       ops[i] = Operand{0, want[i], cv.dst};
     }
     in.a = ops[0].packed();
@@ -182,16 +191,14 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
         slot_of[src] = kNone;  // released once even when read twice here
       }
     });
-    for (uint32_t t : temps) free_slots.push_back(t);
+    for (int t = 0; t < n_temps; ++t) free_slots.push_back(temps[t]);
     if (has_value(nd.op)) {
       // Reusing a slot just read is safe: each lane reads its operands before writing.
       in.dst = new_slot();
       slot_of[k] = in.dst;
       form_of[k] = in.form;
-      if (auto it = outs.find(k); it != outs.end()) {
-        outs_.insert(outs_.end(), it->second.begin(), it->second.end());
-        in.outs = uint32_t(it->second.size());
-      }
+      in.outs = out_start[k + 1] - out_start[k];
+      outs_.insert(outs_.end(), out_list.begin() + out_start[k], out_list.begin() + out_start[k + 1]);
       if (last_use[k] == kNone) {  // a witness value nobody reads: its slot is free again at once
         free_slots.push_back(in.dst);
         slot_of[k] = kNone;

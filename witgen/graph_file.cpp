@@ -176,7 +176,10 @@ void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) 
   files::Sha256 h;
   h.add(raw.data(), raw.size());
   const std::string digest = h.hex_digest();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // Written beside and renamed into place: a reader never sees half a graph.
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw GraphError(path + ": cannot create: " + std::strerror(errno));
   auto write_all = [&](const uint8_t* p, size_t n) {
     while (n) {
@@ -191,7 +194,11 @@ void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) 
   const bool ok = write_all(raw.data(), raw.size()) && write_all(reinterpret_cast<const uint8_t*>(digest.data()), digest.size()) && ::fsync(fd) == 0;
   const int saved = errno;
   ::close(fd);
-  if (!ok) throw GraphError(path + ": cannot write: " + std::strerror(saved));
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = ok ? errno : saved;
+    ::unlink(tmp.c_str());
+    throw GraphError(path + ": cannot write: " + std::strerror(e));
+  }
 }
 
 Graph read_graph_file(const std::string& path, uint64_t max_nodes) {

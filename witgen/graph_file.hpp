@@ -51,9 +51,9 @@ struct Graph {
 /// `max_nodes` nodes. Throws GraphError.
 Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes);
 
-/// Writes `raw` (a graph as the recorder wrote it, already parsed) to a new
-/// file `path` (O_EXCL, no link followed) with its SHA-256 (64 hex digits)
-/// appended; fsynced.
+/// Writes `raw` (a graph as the recorder wrote it, already parsed) to
+/// `path` with its SHA-256 (64 hex digits) appended: into a new file beside
+/// it (O_EXCL, no link followed), fsynced, renamed into place.
 /// Throws GraphError.
 void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw);
 
