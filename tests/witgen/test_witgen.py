@@ -16,6 +16,7 @@ circuit's wasm through wasm2c, its circom --c folder):
 Run by ctest (tests/witgen/CMakeLists.txt) with ZKFARM_BIN, ZKFARM_SOURCE_DIR
 and ZKFARM_SHARED_FIXTURES in the environment.
 """
+import hashlib
 import json
 import os
 import random
@@ -38,6 +39,56 @@ CIRCUITS = os.path.join(SRC, "tests", "witgen", "circuits")
 NODE = os.path.join(SRC, "node_modules")
 P = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 WORK = None  # the module's folder: compiled circuits, keys, inputs
+XDG = None   # zkfarm-prove's cache folder (XDG_CACHE_HOME)
+# ZKFARM_WITGEN_TEST_CACHE (set by CMake): circom's outputs and zkfarm-prove's
+# built generators kept across runs of this module (the release and the
+# sanitizer run of scripts/test.sh), in a folder named by the hash of
+# everything they are made from (witgen/, groth16/'s field headers, the test
+# circuits, circom2's version): any change there starts afresh.
+SHARED = os.environ.get("ZKFARM_WITGEN_TEST_CACHE")
+
+
+def shared_folder():
+    if not SHARED:
+        return None
+    h = hashlib.sha256()
+    with open(os.path.join(NODE, "circom2", "package.json"), "rb") as f:
+        h.update(f.read())
+    for folder in (os.path.join(SRC, "witgen"), CIRCUITS):
+        for name in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    for name in ("field.hpp", "mont_mul_x86.hpp", "scalar_fields.hpp"):
+        with open(os.path.join(SRC, "groth16", name), "rb") as f:
+            h.update(f.read())
+    key = h.hexdigest()[:16]
+    os.makedirs(SHARED, exist_ok=True)
+    for old in os.listdir(SHARED):  # only the current sources' outputs are kept
+        if old != key:
+            shutil.rmtree(os.path.join(SHARED, old), ignore_errors=True)
+    return os.path.join(SHARED, key)
+
+
+def compile_circuit(name, flags, shared):
+    """circom2 NAME.circom FLAGS -o WORK, or its outputs from the shared folder."""
+    keep = os.path.join(shared, "circom", name) if shared else None
+    if keep and os.path.isdir(keep):
+        for entry in os.listdir(keep):
+            src = os.path.join(keep, entry)
+            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(WORK, entry))
+        return
+    # circom2 (WASI) reads includes only below its working directory.
+    run(["node", os.path.join(NODE, "circom2", "cli.js"), os.path.join("tests", "witgen", "circuits", name + ".circom"),
+         *flags, "-o", WORK, "-l", "node_modules"], cwd=SRC)
+    if keep:
+        tmp = keep + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        for entry in (f"{name}.r1cs", f"{name}_js", f"{name}_cpp"):
+            if os.path.exists(os.path.join(WORK, entry)):
+                src = os.path.join(WORK, entry)
+                (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(tmp, entry))
+        os.rename(tmp, keep)
 
 
 def run(cmd, check=True, timeout=600, **kw):
@@ -52,7 +103,7 @@ def snarkjs(*args, check=True):
 
 
 def prove_tool(*args, env=None, timeout=600):
-    e = dict(os.environ, XDG_CACHE_HOME=os.path.join(WORK, "cache"))
+    e = dict(os.environ, XDG_CACHE_HOME=XDG)
     e.update(env or {})
     return run([os.path.join(BIN, "zkfarm-prove"), *args], check=False, env=e, timeout=timeout)
 
@@ -73,18 +124,18 @@ def write_json(name, obj):
 def setUpModule():
     global WORK
     become_subreaper()
+    global XDG
     WORK = tempfile.mkdtemp(prefix="zkfarm-witgen-")
     os.chmod(WORK, 0o755)
+    shared = shared_folder()
+    XDG = os.path.join(shared, "xdg") if shared else os.path.join(WORK, "cache")
     for name in ("poseidon3", "merkle8", "merkle8_root", "sha256_440", "checks"):
-        # circom2 (WASI) reads includes only below its working directory.
-        run(["node", os.path.join(NODE, "circom2", "cli.js"), os.path.join("tests", "witgen", "circuits", name + ".circom"),
-             "--r1cs", "--wasm", "--c", "-o", WORK, "-l", "node_modules"], cwd=SRC)
+        compile_circuit(name, ["--r1cs", "--wasm", "--c"], shared)
         if name != "merkle8_root":
             run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", circ(name, "r1cs"), "--out", os.path.join(WORK, name),
                  "--seed", "7"])
     for name in ("gadgets", "index"):  # witness-graph circuits (issue 32): no key needed
-        run(["node", os.path.join(NODE, "circom2", "cli.js"), os.path.join("tests", "witgen", "circuits", name + ".circom"),
-             "--wasm", "--c", "-o", WORK, "-l", "node_modules"], cwd=SRC)
+        compile_circuit(name, ["--wasm", "--c"], shared)
     for k, inp in enumerate(GADGET_INPUTS):
         write_json(f"gadgets.{k}.json", {n: str(v) for n, v in inp.items()})
     for sel in range(4):
@@ -269,7 +320,7 @@ class GraphTest(unittest.TestCase):
         self.assertEqual(self.witness(circ("poseidon3", "c"), inp, "graph")[0].returncode, 0)
         with open(os.path.join(circ("poseidon3", "c"), "poseidon3.dat"), "rb") as f:
             dat = f.read()
-        cache = os.path.join(WORK, "cache", "zkfarm", "generators")
+        cache = os.path.join(XDG, "zkfarm", "generators")
         def same_dat(d):
             with open(os.path.join(cache, d, "generator.dat"), "rb") as f:
                 return f.read() == dat
