@@ -63,8 +63,12 @@ check_tree() {
   for f in README.md LICENSE NOTICE copyright install.md operations.md configuration.md security.md kubernetes.md witness.md; do
     expected+=("$prefix/share/doc/zkfarm/$f")
   done
-  for f in generator_host.hpp input_json.hpp input_json.cpp wtns_writer.hpp native_main.cpp wasm_host.cpp fr_inline.hpp; do
+  for f in generator_host.hpp input_json.hpp input_json.cpp wtns_writer.hpp native_main.cpp wasm_host.cpp fr_inline.hpp \
+           graph_recorder.cpp graph_hooks.hpp graph_format.hpp graph_ops.hpp; do
     expected+=("$prefix/share/zkfarm/witgen/$f")
+  done
+  for f in field.hpp mont_mul_x86.hpp scalar_fields.hpp; do  # the witness graph recorder's field arithmetic
+    expected+=("$prefix/share/zkfarm/groth16/$f")
   done
   for f in "${expected[@]}"; do
     if [ -f "$root$f" ]; then ok "installed $f"; else fail "missing $f (prefix $prefix)"; fi
@@ -76,7 +80,7 @@ check_tree() {
   # Nothing outside these places (docs/*.md may grow: any .md in the doc folder).
   local extra
   extra=$(cd "$root" && find . -type f -o -type l | sed 's|^\.||' | grep -v -E \
-    "^($prefix/bin/[^/]+|$unitdir/zkfarmd\.service|$unitdir/zkfarm-api\.service|/etc/init\.d/zkfarmd|/etc/zkfarm/zkfarmd\.toml|/etc/logrotate\.d/zkfarmd|$prefix/share/doc/zkfarm/[^/]+|$prefix/share/zkfarm/witgen/[^/]+)$" || true)
+    "^($prefix/bin/[^/]+|$unitdir/zkfarmd\.service|$unitdir/zkfarm-api\.service|/etc/init\.d/zkfarmd|/etc/zkfarm/zkfarmd\.toml|/etc/logrotate\.d/zkfarmd|$prefix/share/doc/zkfarm/[^/]+|$prefix/share/zkfarm/(witgen|groth16)/[^/]+)$" || true)
   [ -z "$extra" ] || fail "unexpected files installed (prefix $prefix): $extra"
   for f in "$root$prefix/bin"/*; do
     case " $bins " in *" ${f##*/} "*) ;; *) fail "unexpected program $prefix/bin/${f##*/}" ;; esac
@@ -260,6 +264,7 @@ files=$(printf '%s\n' "$listing" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|'
 want=$( (for b in $bins; do echo "/usr/bin/$b"; done
          printf '%s\n' /lib/systemd/system/zkfarmd.service /lib/systemd/system/zkfarm-api.service /etc/init.d/zkfarmd /etc/zkfarm/zkfarmd.toml /etc/logrotate.d/zkfarmd
          (cd "$root_usr/usr/share/doc/zkfarm" && ls | sed 's|^|/usr/share/doc/zkfarm/|')
+         (cd "$root_usr/usr/share/zkfarm/groth16" && ls | sed 's|^|/usr/share/zkfarm/groth16/|')
          cd "$root_usr/usr/share/zkfarm/witgen" && ls | sed 's|^|/usr/share/zkfarm/witgen/|') | sort)
 if [ "$files" = "$want" ]; then ok "the package's files are the /usr install's ($(printf '%s\n' "$files" | wc -l) files)"; else
   diff <(printf '%s\n' "$want") <(printf '%s\n' "$files") >&2 || true
