@@ -61,7 +61,7 @@ struct Config {
   /// "auto" (the circuit's witness graph where it has one), "graph" (only
   /// circuits with a graph), "generator" (never the graph; none is built).
   std::string witness_engine = "auto";
-  uint64_t witness_graph_max_nodes = uint64_t(1) << 26;  ///< a witness graph's nodes at most (its build is refused past it)
+  uint64_t witness_graph_max_nodes = 67108864;  ///< 2^26: a witness graph's nodes at most (its build is refused past it)
   std::string sandbox_user = "zkfarm-sandbox";  ///< as root: circuit code is built and run as this user (witgen/sandbox.hpp)
   uint64_t circuit_build_memory_mib = 2048; ///< each compiler of a generator build (RLIMIT_DATA), MiB
   uint64_t circuit_build_cpu_s = 600;       ///< each compiler of a generator build (RLIMIT_CPU), s
