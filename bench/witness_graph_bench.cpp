@@ -13,7 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "groth16/scalar_fields.hpp"
+#include "groth16/bls12_381.hpp"
+#include "groth16/bn254.hpp"
 #include "witgen/graph_eval.hpp"
 #include "witgen/graph_format.hpp"
 #include "witgen/input_json.hpp"
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const graph::Graph& g = ev->graph();
   std::vector<uint8_t> prime(32);
-  std::memcpy(prime.data(), g.curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus, 32);
+  std::memcpy(prime.data(), g.curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus, 32);
   std::vector<std::vector<U256>> inputs;
   for (const auto& p : input_paths) {
     std::ifstream in(p);

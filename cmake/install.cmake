@@ -48,9 +48,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/witgen/generator_host.hpp ${PROJECT_SOURCE_D
               ${PROJECT_SOURCE_DIR}/witgen/graph_recorder.cpp ${PROJECT_SOURCE_DIR}/witgen/graph_hooks.hpp
               ${PROJECT_SOURCE_DIR}/witgen/graph_format.hpp ${PROJECT_SOURCE_DIR}/witgen/graph_ops.hpp
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/witgen)
-# The witness graph recorder's field arithmetic (graph_ops.hpp needs these).
+# The witness graph recorder's field arithmetic: the curves' headers (each
+# curve's constants live in its own file) and what they include.
 install(FILES ${PROJECT_SOURCE_DIR}/groth16/field.hpp ${PROJECT_SOURCE_DIR}/groth16/mont_mul_x86.hpp
-              ${PROJECT_SOURCE_DIR}/groth16/scalar_fields.hpp
+              ${PROJECT_SOURCE_DIR}/groth16/bn254.hpp ${PROJECT_SOURCE_DIR}/groth16/bls12_381.hpp
+              ${PROJECT_SOURCE_DIR}/groth16/curve.hpp ${PROJECT_SOURCE_DIR}/groth16/curve_id.hpp
+              ${PROJECT_SOURCE_DIR}/groth16/fp2.hpp ${PROJECT_SOURCE_DIR}/groth16/xyzz_formulas.hpp
+              ${PROJECT_SOURCE_DIR}/groth16/hd.hpp
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/groth16)
 
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/init/zkfarmd.logrotate

@@ -12,7 +12,6 @@
 #include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "groth16/fp2.hpp"
-#include "groth16/scalar_fields.hpp"
 
 namespace zkfarm::bls12_381 {
 
@@ -27,7 +26,16 @@ struct FqParams {
   static constexpr uint64_t kInv = 0x89f3fffcfffcfffdULL;
 };
 
-using FrParams = ::zkfarm::Bls12381FrParams;
+struct FrParams {
+  // r = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
+  static constexpr uint64_t kModulus[4] = {0xffffffff00000001ULL, 0x53bda402fffe5bfeULL, 0x3339d80809a1d805ULL,
+                                           0x73eda753299d7d48ULL};
+  static constexpr uint64_t kR2[4] = {0xc999e990f3f29c6dULL, 0x2b6cedcb87925c23ULL, 0x05d314967254398fULL,
+                                      0x0748d9d99f59ff11ULL};
+  static constexpr uint64_t kOne[4] = {0x00000001fffffffeULL, 0x5884b7fa00034802ULL, 0x998c4fefecbc4ff5ULL,
+                                       0x1824b159acc5056fULL};
+  static constexpr uint64_t kInv = 0xfffffffeffffffffULL;
+};
 
 using Fq = Fp<FqParams>;
 using Fr = Fp<FrParams>;

@@ -7,7 +7,6 @@
 #include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "groth16/fp2.hpp"
-#include "groth16/scalar_fields.hpp"
 
 namespace zkfarm {
 
@@ -22,7 +21,16 @@ struct FqParams {
   static constexpr uint64_t kInv = 0x87d20782e4866389ULL;
 };
 
-using FrParams = Bn254FrParams;
+struct FrParams {
+  // r = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+  static constexpr uint64_t kModulus[4] = {0x43e1f593f0000001ULL, 0x2833e84879b97091ULL,
+                                           0xb85045b68181585dULL, 0x30644e72e131a029ULL};
+  static constexpr uint64_t kR2[4] = {0x1bb8e645ae216da7ULL, 0x53fe3ab1e35c59e3ULL,
+                                      0x8c49833d53bb8085ULL, 0x0216d0b17f4e44a5ULL};
+  static constexpr uint64_t kOne[4] = {0xac96341c4ffffffbULL, 0x36fc76959f60cd29ULL,
+                                       0x666ea36f7879462eULL, 0x0e0a77c19a07df2fULL};
+  static constexpr uint64_t kInv = 0xc2e1f593efffffffULL;
+};
 
 using Fq = Fp<FqParams>;
 using Fr = Fp<FrParams>;

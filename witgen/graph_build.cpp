@@ -10,7 +10,8 @@
 #include <random>
 #include <sstream>
 
-#include "groth16/scalar_fields.hpp"
+#include "groth16/bls12_381.hpp"
+#include "groth16/bn254.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/graph_eval.hpp"
 #include "witgen/graph_file.hpp"
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::vector<uint8_t> prime_le(uint32_t curve) {
-  const uint64_t* p = curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus;
+  const uint64_t* p = curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus;
   std::vector<uint8_t> le(32);
   std::memcpy(le.data(), p, 32);
   return le;
@@ -57,7 +58,7 @@ files::UniqueFd memfd_with(const std::string& text) {
 // value anywhere in the field. Deterministic: a rebuild checks the same ones.
 std::vector<std::vector<U256>> random_inputs(const graph::Graph& g, uint32_t n) {
   std::mt19937_64 rng(0x7a6b6661726d3332ULL);
-  const uint64_t* p = g.curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus;
+  const uint64_t* p = g.curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus;
   std::vector<std::vector<U256>> out(n, std::vector<U256>(g.input_values));
   for (uint32_t k = 0; k < n; ++k)
     for (auto& v : out[k]) {
@@ -108,8 +109,8 @@ uint32_t graph_curve_of(const std::string& prime) {
     std::memcpy(le.data(), m, 32);
     return to_decimal(le);
   };
-  if (prime == dec(Bn254FrParams::kModulus)) return graph::kCurveBn254;
-  if (prime == dec(Bls12381FrParams::kModulus)) return graph::kCurveBls12381;
+  if (prime == dec(FrParams::kModulus)) return graph::kCurveBn254;
+  if (prime == dec(bls12_381::FrParams::kModulus)) return graph::kCurveBls12381;
   return 0;
 }
 

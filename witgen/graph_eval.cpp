@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "groth16/scalar_fields.hpp"
+#include "groth16/bls12_381.hpp"
+#include "groth16/bn254.hpp"
 #include "witgen/graph_format.hpp"
 
 namespace zkfarm::witgen::graph {
@@ -363,8 +364,8 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
 
 void Evaluator::evaluate(const std::vector<const std::vector<U256>*>& inputs, const std::vector<uint8_t*>& out,
                          std::vector<InputOutcome>& outcomes) const {
-  if (g_.curve == kCurveBls12381) run<Fp<Bls12381FrParams>>(inputs, out, outcomes);
-  else run<Fp<Bn254FrParams>>(inputs, out, outcomes);
+  if (g_.curve == kCurveBls12381) run<Fp<bls12_381::FrParams>>(inputs, out, outcomes);
+  else run<Fp<FrParams>>(inputs, out, outcomes);
 }
 
 }  // namespace zkfarm::witgen::graph

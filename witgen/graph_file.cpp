@@ -8,7 +8,8 @@
 #include <cstring>
 
 #include "files/sha256.hpp"
-#include "groth16/scalar_fields.hpp"
+#include "groth16/bls12_381.hpp"
+#include "groth16/bn254.hpp"
 #include "witgen/graph_format.hpp"
 
 namespace zkfarm::witgen::graph {
@@ -64,8 +65,8 @@ class Reader {
 };
 
 const uint64_t* modulus_of(uint32_t curve) {
-  if (curve == kCurveBn254) return Bn254FrParams::kModulus;
-  if (curve == kCurveBls12381) return Bls12381FrParams::kModulus;
+  if (curve == kCurveBn254) return FrParams::kModulus;
+  if (curve == kCurveBls12381) return bls12_381::FrParams::kModulus;
   return nullptr;
 }
 

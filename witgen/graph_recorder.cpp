@@ -22,7 +22,7 @@
 //     generator.
 // Usage: RECORDER CIRCUIT.dat OUT.graph MAX_NODES
 // Compiled with -DZKG_CURVE=1 (BN254) or 2 (BLS12-381) and -I the --c folder
-// and -I zkfarm's sources (witgen/, groth16/).
+// and -I zkfarm's sources (witgen/, and groth16/'s curve headers for the field).
 #include <gmp.h>
 #include <unistd.h>
 
@@ -37,7 +37,11 @@
 #include "calcwit.hpp"
 #include "circom.hpp"
 #include "fr.hpp"
-#include "groth16/scalar_fields.hpp"
+#if ZKG_CURVE == 2
+#include "groth16/bls12_381.hpp"
+#else
+#include "groth16/bn254.hpp"
+#endif
 #include "witgen/graph_format.hpp"
 #include "witgen/graph_hooks.hpp"
 #include "witgen/graph_ops.hpp"
@@ -53,10 +57,10 @@ uint get_total_signal_no();
 namespace g = zkfarm::witgen::graph;
 
 #if ZKG_CURVE == 2
-using F = zkfarm::Fp<zkfarm::Bls12381FrParams>;
+using F = zkfarm::bls12_381::Fr;
 static constexpr uint32_t kCurve = g::kCurveBls12381;
 #else
-using F = zkfarm::Fp<zkfarm::Bn254FrParams>;
+using F = zkfarm::Fr;
 static constexpr uint32_t kCurve = g::kCurveBn254;
 #endif
 using Ops = g::FieldOps<F>;

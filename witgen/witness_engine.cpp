@@ -10,7 +10,8 @@
 #include <map>
 #include <mutex>
 
-#include "groth16/scalar_fields.hpp"
+#include "groth16/bls12_381.hpp"
+#include "groth16/bn254.hpp"
 #include "witgen/generator_host.hpp"
 #include "witgen/graph_build.hpp"
 #include "witgen/graph_format.hpp"
@@ -25,7 +26,7 @@ namespace {
 
 std::vector<uint8_t> prime_of(uint32_t curve) {
   std::vector<uint8_t> le(32);
-  std::memcpy(le.data(), curve == graph::kCurveBls12381 ? Bls12381FrParams::kModulus : Bn254FrParams::kModulus, 32);
+  std::memcpy(le.data(), curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus, 32);
   return le;
 }
 

@@ -67,7 +67,7 @@ check_tree() {
            graph_recorder.cpp graph_hooks.hpp graph_format.hpp graph_ops.hpp; do
     expected+=("$prefix/share/zkfarm/witgen/$f")
   done
-  for f in field.hpp mont_mul_x86.hpp scalar_fields.hpp; do  # the witness graph recorder's field arithmetic
+  for f in field.hpp mont_mul_x86.hpp bn254.hpp bls12_381.hpp curve.hpp curve_id.hpp fp2.hpp xyzz_formulas.hpp hd.hpp; do  # the witness graph recorder's field arithmetic
     expected+=("$prefix/share/zkfarm/groth16/$f")
   done
   for f in "${expected[@]}"; do

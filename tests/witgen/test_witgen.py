@@ -58,7 +58,7 @@ def shared_folder():
         for name in sorted(os.listdir(folder)):
             with open(os.path.join(folder, name), "rb") as f:
                 h.update(name.encode() + b"\0" + f.read())
-    for name in ("field.hpp", "mont_mul_x86.hpp", "scalar_fields.hpp"):
+    for name in ("field.hpp", "mont_mul_x86.hpp", "bn254.hpp", "bls12_381.hpp"):
         with open(os.path.join(SRC, "groth16", name), "rb") as f:
             h.update(f.read())
     key = h.hexdigest()[:16]
