@@ -163,8 +163,8 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
     if (ar == 3) check_ref(n.c, k);
     else if (n.c != 0) throw GraphError("node " + std::to_string(k) + " has an operand its operation does not read");
   }
+  r.need(uint64_t(g.witness_size) * 4, "the witness");  // before any memory is taken for it
   g.witness.resize(g.witness_size);
-  r.need(uint64_t(g.witness_size) * 4, "the witness");
   for (auto& w : g.witness) {
     w = r.u32("the witness");
     check_ref(w, n_nodes);
