@@ -44,8 +44,7 @@ int main(int argc, char** argv) {
   const double read_s = std::chrono::duration<double>(t1 - t0).count();
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const graph::Graph& g = ev->graph();
-  std::vector<uint8_t> prime(32);
-  std::memcpy(prime.data(), g.curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus, 32);
+  const std::vector<uint8_t> prime = graph::curve_prime_le(g.curve);
   std::vector<std::vector<U256>> inputs;
   for (const auto& p : input_paths) {
     std::ifstream in(p);

@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> out(size_t(ev.graph().witness_size) * 32);
   std::vector<InputOutcome> outcome;
   ev.evaluate({&values}, {out.data()}, outcome);
-  const uint64_t* p = ev.graph().curve == kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus;
+  const uint64_t* p = curve_modulus(ev.graph().curve);
   for (size_t w = 0; w < ev.graph().witness_size; ++w) {
     uint64_t v[4];
     std::memcpy(v, out.data() + 32 * w, 32);

@@ -12,6 +12,7 @@
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
+#include "files/safe_write.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/graph_eval.hpp"
 #include "witgen/graph_file.hpp"
@@ -25,13 +26,6 @@ namespace zkfarm::witgen {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<uint8_t> prime_le(uint32_t curve) {
-  const uint64_t* p = curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus;
-  std::vector<uint8_t> le(32);
-  std::memcpy(le.data(), p, 32);
-  return le;
-}
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -58,7 +52,7 @@ files::UniqueFd memfd_with(const std::string& text) {
 // value anywhere in the field. Deterministic: a rebuild checks the same ones.
 std::vector<std::vector<U256>> random_inputs(const graph::Graph& g, uint32_t n) {
   std::mt19937_64 rng(0x7a6b6661726d3332ULL);
-  const uint64_t* p = g.curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus;
+  const uint64_t* p = graph::curve_modulus(g.curve);
   std::vector<std::vector<U256>> out(n, std::vector<U256>(g.input_values));
   for (uint32_t k = 0; k < n; ++k)
     for (auto& v : out[k]) {
@@ -104,13 +98,8 @@ std::vector<uint8_t> wtns_values(int fd, uint32_t witness_size) {
 }  // namespace
 
 uint32_t graph_curve_of(const std::string& prime) {
-  auto dec = [](const uint64_t* m) {
-    std::vector<uint8_t> le(32);
-    std::memcpy(le.data(), m, 32);
-    return to_decimal(le);
-  };
-  if (prime == dec(FrParams::kModulus)) return graph::kCurveBn254;
-  if (prime == dec(bls12_381::FrParams::kModulus)) return graph::kCurveBls12381;
+  for (uint32_t curve : {graph::kCurveBn254, graph::kCurveBls12381})
+    if (prime == to_decimal(graph::curve_prime_le(curve))) return curve;
   return 0;
 }
 
@@ -125,7 +114,11 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     if (why.empty()) return res;
     res.built = false;
     res.reason = why;
-    std::ofstream(out / "graph.refused") << why << "\n";
+    try {
+      files::write_file_safe(out.string(), "graph.refused", why + "\n");
+    } catch (const std::exception& e) {
+      throw BuildError(e.what());
+    }
     return res;
   };
   if (src.kind != GeneratorKind::kNative) return finish("built from a wasm: a graph is recorded from the circom --c folder");
@@ -216,7 +209,7 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
 
   // Held to the generator, byte for byte: the circuit's own test inputs, then random ones.
   const graph::Graph& g = ev->graph();
-  const std::vector<uint8_t> prime = prime_le(curve);
+  const std::vector<uint8_t> prime = graph::curve_prime_le(curve);
   struct Case {
     std::string text;
     bool hashed;

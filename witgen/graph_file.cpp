@@ -7,7 +7,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include <filesystem>
+
+#include "files/file_error.hpp"
+#include "files/safe_write.hpp"
 #include "files/sha256.hpp"
+#include "files/unique_fd.hpp"
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "witgen/graph_format.hpp"
@@ -27,24 +32,18 @@ class Reader {
       throw GraphError(std::string(what) + " at byte " + std::to_string(at_) + " needs " + std::to_string(bytes) +
                        " bytes, " + std::to_string(left()) + " are left");
   }
-  uint32_t u32(const char* what) {
-    need(4, what);
-    uint32_t v;
-    std::memcpy(&v, p_ + at_, 4);
-    at_ += 4;
+  /// A little-endian integer field of T's size.
+  template <class T>
+  T get(const char* what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, p_ + at_, sizeof(T));
+    at_ += sizeof(T);
     return v;
   }
-  uint64_t u64(const char* what) {
-    need(8, what);
-    uint64_t v;
-    std::memcpy(&v, p_ + at_, 8);
-    at_ += 8;
-    return v;
-  }
-  uint8_t u8(const char* what) {
-    need(1, what);
-    return p_[at_++];
-  }
+  uint32_t u32(const char* what) { return get<uint32_t>(what); }
+  uint64_t u64(const char* what) { return get<uint64_t>(what); }
+  uint8_t u8(const char* what) { return get<uint8_t>(what); }
   const uint8_t* bytes(size_t n, const char* what) {
     need(n, what);
     const uint8_t* r = p_ + at_;
@@ -64,13 +63,21 @@ class Reader {
   size_t at_ = 0;
 };
 
-const uint64_t* modulus_of(uint32_t curve) {
+}  // namespace
+
+const uint64_t* curve_modulus(uint32_t curve) {
   if (curve == kCurveBn254) return FrParams::kModulus;
   if (curve == kCurveBls12381) return bls12_381::FrParams::kModulus;
   return nullptr;
 }
 
-}  // namespace
+std::vector<uint8_t> curve_prime_le(uint32_t curve) {
+  const uint64_t* m = curve_modulus(curve);
+  if (!m) return {};
+  std::vector<uint8_t> le(32);
+  std::memcpy(le.data(), m, 32);
+  return le;
+}
 
 const char* curve_name(uint32_t curve) {
   return curve == kCurveBn254 ? "bn128" : curve == kCurveBls12381 ? "bls12381" : "unknown";
@@ -84,7 +91,7 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
   if (version != kVersion)
     throw GraphError("graph version " + std::to_string(version) + ", this zkfarm reads " + std::to_string(kVersion));
   g.curve = r.u32("the curve");
-  const uint64_t* p = modulus_of(g.curve);
+  const uint64_t* p = curve_modulus(g.curve);
   if (!p) throw GraphError("unknown curve " + std::to_string(g.curve));
   g.input_values = r.u32("the input count");
   g.witness_size = r.u32("the witness size");
@@ -176,39 +183,20 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
 void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) {
   files::Sha256 h;
   h.add(raw.data(), raw.size());
-  const std::string digest = h.hex_digest();
-  // Written beside and renamed into place: a reader never sees half a graph.
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw GraphError(path + ": cannot create: " + std::strerror(errno));
-  auto write_all = [&](const uint8_t* p, size_t n) {
-    while (n) {
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      p += w;
-      n -= size_t(w);
-    }
-    return true;
-  };
-  const bool ok = write_all(raw.data(), raw.size()) && write_all(reinterpret_cast<const uint8_t*>(digest.data()), digest.size()) && ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = ok ? errno : saved;
-    ::unlink(tmp.c_str());
-    throw GraphError(path + ": cannot write: " + std::strerror(e));
+  std::string content(reinterpret_cast<const char*>(raw.data()), raw.size());
+  content += h.hex_digest();
+  const std::filesystem::path p(path);
+  try {  // a new file fsynced and renamed into place: a reader never sees half a graph
+    files::write_file_safe(p.parent_path().string(), p.filename().string(), content);
+  } catch (const files::FileError& e) {
+    throw GraphError(e.what());
   }
 }
 
 Graph read_graph_file(const std::string& path, uint64_t max_nodes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw GraphError(path + ": cannot open: " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
+  const int fd = file.get();
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
   // 13 bytes a node plus constants and witness: far below this for any graph within max_nodes.

@@ -61,6 +61,12 @@ void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw);
 /// checks its SHA-256 and parses it. Throws GraphError naming the file.
 Graph read_graph_file(const std::string& path, uint64_t max_nodes);
 
+/// The scalar field's prime of a graph curve (kCurveBn254, kCurveBls12381) as
+/// 4 little-endian limbs, and as the 32 little-endian bytes a .wtns header and
+/// parse_input take; nullptr / empty for another number.
+const uint64_t* curve_modulus(uint32_t curve);
+std::vector<uint8_t> curve_prime_le(uint32_t curve);
+
 /// The decimal name of a curve for messages ("bn128", "bls12381": circom's --prime names).
 const char* curve_name(uint32_t curve);
 

@@ -24,12 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<uint8_t> prime_of(uint32_t curve) {
-  std::vector<uint8_t> le(32);
-  std::memcpy(le.data(), curve == graph::kCurveBls12381 ? bls12_381::FrParams::kModulus : FrParams::kModulus, 32);
-  return le;
-}
-
 std::string read_fd(int fd) {
   if (::lseek(fd, 0, SEEK_SET) < 0) throw GenerateError(std::string("cannot read the input: ") + std::strerror(errno), false);
   std::string text;
@@ -87,7 +81,7 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path) {
 }
 
 files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count) {
-  WtnsWriter w(prime_of(curve), count);
+  WtnsWriter w(graph::curve_prime_le(curve), count);
   for (uint32_t i = 0; i < count; ++i) w.value(values + size_t(i) * 32, 32);
   files::UniqueFd fd(::memfd_create("zkfarm-witness", MFD_CLOEXEC));
   if (!fd || !w.write_to(fd.get()))
@@ -118,7 +112,7 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
   }
   std::vector<U256> values;
   try {
-    values = ev->arrange(parse_input(read_fd(input_fd), prime_of(g.curve)));
+    values = ev->arrange(parse_input(read_fd(input_fd), graph::curve_prime_le(g.curve)));
   } catch (const InputFault& e) {
     throw GenerateError(e.what(), true);
   }
