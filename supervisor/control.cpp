@@ -60,7 +60,7 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
       return;
     }
     if (type == "circuit_add") {
-      start_circuit_add(identity, req, *peer, role);  // answered once the generator is built (circuits.cpp)
+      circuits_->start_add(identity, req, *peer, role, lifecycle_->stopping());  // answered once the generator is built (circuits.cpp)
       return;
     }
     if (admin_only(type) && role != Role::kAdmin) {
@@ -123,8 +123,8 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     return {{"ok", true}};
   }
   if (type == "stop") {
-    begin_stop("zkfarmctl stop");
-    if (req.contains("timeout_s")) drain_deadline_ms_ = now_ms() + int64_t(protocol::get_u64(req, "timeout_s")) * 1000;
+    lifecycle_->begin_stop("zkfarmctl stop");
+    if (req.contains("timeout_s")) lifecycle_->set_drain_timeout_s(protocol::get_u64(req, "timeout_s"));
     // With wait, the reply comes as zkfarmd exits, with its exit code.
     if (req.contains("wait") && protocol::get_bool(req, "wait") && held_.size() < kMaxHeldReplies) {
       held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
@@ -132,8 +132,8 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     }
     return {{"ok", true}, {"pid", getpid()}};
   }
-  if (type == "circuit_list" || type == "circuit_remove") return circuit_request(type, req, peer, role);
-  if (admin_only(type)) return lifecycle_request(type, req);
+  if (type == "circuit_list" || type == "circuit_remove") return circuits_->request(type, req, peer, role);
+  if (admin_only(type)) return lifecycle_->request(type, req);
   return {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}};
 }
 

@@ -59,9 +59,9 @@ std::string Supervisor::render_metrics() const {
                              (kCudaBuilt ? "yes" : "no") + "\"",
                          1}});
   out += render_process_metrics(double(started_wall_ms_) / 1000.0);
-  out += gauge("zkfarm_ready", "1 while intake is open and every worker is READY (as /readyz).", ready_.load() ? 1 : 0);
-  out += gauge("zkfarm_draining", "1 while drained: submits are queued, no partition starts.", draining_ ? 1 : 0);
-  out += gauge("zkfarm_stopping", "1 once a stop has begun.", stopping_ ? 1 : 0);
+  out += gauge("zkfarm_ready", "1 while intake is open and every worker is READY (as /readyz).", published_.ready() ? 1 : 0);
+  out += gauge("zkfarm_draining", "1 while drained: submits are queued, no partition starts.", lifecycle_->draining() ? 1 : 0);
+  out += gauge("zkfarm_stopping", "1 once a stop has begun.", lifecycle_->stopping() ? 1 : 0);
   out += gauge("zkfarm_intake_refusing", "1 while intake is refused for a fault (see status).", intake_fault_.empty() ? 0 : 1);
 
   out += render_family("zkfarm_partitions", "gauge", "Partitions of live jobs by stage (synthesized: waiting for a GPU worker).",
@@ -133,7 +133,7 @@ std::string Supervisor::render_metrics() const {
   out += render_family("zkfarm_rolling_operations_total", "counter", "Rolling restarts and upgrades that ended, by result.",
                        labelled2("what", "result", metrics_.rolling));
   out += gauge("zkfarm_rolling_in_progress", "1 while a rolling restart or upgrade runs.",
-               rolling_op_.result == "running" ? 1 : 0);
+               lifecycle_->rolling_running() ? 1 : 0);
   out += render_family("zkfarm_arena_bytes", "gauge", "The arena (memory budget) in bytes, used and free.",
                        {{"state=\"used\"", double(slots_.used())},
                         {"state=\"free\"", double(slots_.capacity() - slots_.used())}});

@@ -213,7 +213,10 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                                            arena_.fd());
   size_t n = 0;
   for (const auto& [id, w] : workers_->all()) n += w.kind == WorkerKind::kGpu;
-  if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
+  lifecycle_ = std::make_unique<Lifecycle>(
+      cfg_, log_, *workers_, jobs_, metrics_,
+      Lifecycle::Hooks{[this](const Worker& w) { send_to_worker(w, protocol::make(protocol::kShutdown)); },
+                       [this](const std::string& why) { release_queued_claims(why); }});
   // Inputs are kept by content under STATE/inputs (submit.cpp), private to
   // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster.cpp).
   for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"}) {
@@ -234,8 +237,6 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
   }
-  witgen_root_ = witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string());
-  build_pool_ = std::make_unique<CheckPool>(cfg_.generator_builds, 16);
   submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
   // Room for every witness of the submits being checked (each job at most 100000).
   copy_pool_ = std::make_shared<CheckPool>(cfg_.submit_copies, size_t(cfg_.submit_checks) * 100000);
@@ -259,7 +260,28 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   } else {
     restore_from_journal();
   }
-  load_circuits();
+  circuits_ = std::make_unique<CircuitRegistry>(
+      cfg_, log_, pg_ != nullptr, witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
+      CircuitRegistry::Hooks{
+          .reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
+          .submit_context = [this] { return submit_context(); },
+          .put =
+              [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
+                journal_thread_->post([this, record, done] {
+                  std::string error;
+                  try {
+                    ledger_->put_circuit(*record);
+                  } catch (const JournalError& e) {
+                    error = e.what();
+                  }
+                  inbox_.post([done, error] { done(error); });
+                });
+              },
+          .remove = [this](const std::string& name) { journal_write([this, name] { ledger_->remove_circuit(name); }); },
+          .remember_vk = [this](const std::string& sha,
+                                std::shared_ptr<const ProofVerifier> vk) { verifying_keys_[sha] = std::move(vk); }});
+  circuits_->replace_all(ledger_->circuits());
+  if (!circuits_->all().empty()) log_->info("journal: {} circuits registered", circuits_->all().size());
   housekeeping(true);
   log_->info("zkfarmd {} pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
              getpid(), cfg_.state_dir, arena_.kind(), arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
@@ -358,16 +380,16 @@ int Supervisor::run() {
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
     retry_intake();
     finish_submits();
-    finish_circuit_adds();
+    circuits_->finish_adds();
     housekeeping(false);
     check_deadlines();
-    workers_->advance_release_waits(now_ms(), stopping_);
-    advance_rolling();
+    workers_->advance_release_waits(now_ms(), lifecycle_->stopping());
+    lifecycle_->advance_rolling(now_ms());
     cluster_tick();
     dispatch();
     answer_held(false, 0, "");
-    notify_progress();
-    if (stopping_ && advance_stop()) break;
+    lifecycle_->notify_progress(now_ms());
+    if (lifecycle_->stopping() && lifecycle_->advance_stop(now_ms())) break;
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
@@ -420,12 +442,11 @@ void Supervisor::handle_signals() {
                    " from pid " + std::to_string(si.ssi_pid) + " (uid " + std::to_string(si.ssi_uid) + "): ignored");
       continue;
     }
-    if (stopping_ && (sig == SIGTERM || sig == SIGINT)) {
-      drain_deadline_ms_ = 0;
-      workers_->kill_all(std::string("second ") + sigabbrev_np(sig) + " during the stop");
+    if (lifecycle_->stopping() && (sig == SIGTERM || sig == SIGINT)) {
+      lifecycle_->stop_now(std::string("second ") + sigabbrev_np(sig) + " during the stop");
       continue;
     }
-    begin_stop(std::string("signal ") + strsignal(sig));
+    lifecycle_->begin_stop(std::string("signal ") + strsignal(sig));
   }
 }
 
@@ -458,18 +479,17 @@ void Supervisor::reap_children() {
     Worker* w = workers_->find(e.worker);
     if (!w) continue;
     // Operator-commanded stops (SHUTDOWN sent, a stop, a rolling restart) never count as crashes.
-    const bool asked = e.asked || stopping_;
+    const bool asked = e.asked || lifecycle_->stopping();
     on_worker_exit(*w, !asked, asked ? e.how : "died (" + e.how + ")", !asked && e.no_respawn);
   }
 }
 
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !stopping_ && !draining_ && intake_fault_.empty() && (!pg_ || cluster_.reachable);
+  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() && (!pg_ || cluster_.reachable);
   all_ready &= workers_->ready() == workers_->size();
-  ready_ = all_ready;
   const int64_t now = now_ms();
-  loop_ms_ = now;
+  published_.mark_loop(now, all_ready);
   // Only the HTTP thread reads the rendered texts: render them when it exists,
   // at most every 200 ms (the status lists every journaled job).
   if (cfg_.http_address.empty() || now - last_render_ms_ < 200) return;
@@ -477,9 +497,7 @@ void Supervisor::update_snapshot() {
   sample_gpu_usage();
   std::string s = status().dump(1);
   std::string m = render_metrics();
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
-  snapshot_ = std::move(s);
-  metrics_text_ = std::move(m);
+  published_.publish(std::move(s), std::move(m));
 }
 
 json Supervisor::status(std::optional<uint32_t> only_owner) const {
@@ -487,9 +505,9 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.version = kZkfarmVersion;
   v.state_dir = cfg_.state_dir;
   v.pid = ::getpid();
-  v.stopping = stopping_;
-  v.draining = draining_;
-  v.ready = ready_.load();
+  v.stopping = lifecycle_->stopping();
+  v.draining = lifecycle_->draining();
+  v.ready = published_.ready();
   v.intake_fault = !intake_fault_.empty()            ? intake_fault_
                    : pg_ && !cluster_.reachable     ? "the queue is unreachable: " + cluster_.fault
                                                     : "";
@@ -497,22 +515,9 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.uptime_s = double(now_ms() - started_steady_ms_) / 1000.0;
   v.now_ms = now_ms();
   // The current rolling restart/upgrade, or the last one with its result.
-  if (rolling_op_.id) {
-    v.rolling = {{"id", rolling_op_.id},
-                 {"what", rolling_op_.what},
-                 {"result", rolling_op_.result},
-                 {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
-                 {"queued", rolling_.size()},
-                 {"replaced", rolling_op_.replaced},
-                 {"total", rolling_op_.total},
-                 {"error", rolling_op_.error},
-                 {"started_ms", rolling_op_.started_ms},
-                 {"finished_ms", rolling_op_.finished_ms ? json(rolling_op_.finished_ms) : json(nullptr)}};
-  }
-  if (rolling_current_) {
-    v.rolling_worker = rolling_current_->worker;
-    if (const Worker* w = workers_->find(rolling_current_->worker)) v.rolling_step = rolling_step(*w);
-  }
+  v.rolling = lifecycle_->rolling_json();
+  v.rolling_worker = lifecycle_->rolling_worker();
+  if (const Worker* w = workers_->find(v.rolling_worker)) v.rolling_step = lifecycle_->rolling_step(*w);
   v.arena = {{"kind", arena_.kind()},
              {"name", arena_.name()},
              {"bytes", slots_.capacity()},
@@ -527,17 +532,15 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
 }
 
 std::string Supervisor::metrics_snapshot() const {
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
-  return metrics_text_;
+  return published_.metrics();
 }
 
-bool Supervisor::healthy() const { return now_ms() - loop_ms_.load() < 5000; }
+bool Supervisor::healthy() const { return published_.healthy(now_ms()); }
 
 bool Supervisor::can_act_as(uint32_t uid) { return ::geteuid() == 0 || ::geteuid() == uid; }
 
 std::string Supervisor::status_snapshot() const {
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
-  return snapshot_;
+  return published_.status();
 }
 
 }  // namespace zkfarm::supervisor

@@ -95,7 +95,7 @@ void Supervisor::check_deadlines() {
       if (w.pid > 0 && w.state != WorkerState::kStarting) send_to_worker(w, protocol::make(protocol::kHeartbeat));
   }
   workers_->enforce_deadlines(now);
-  workers_->restart_due(now, stopping_);
+  workers_->restart_due(now, lifecycle_->stopping());
 }
 
 }  // namespace zkfarm::supervisor
