@@ -21,19 +21,6 @@ void Supervisor::count_job_end(const Job& job) {
     metrics_.job_duration.observe(double(job.finished_ms - job.submitted_ms) / 1000.0);
 }
 
-// NVML's view of each GPU worker's device, every 5 s: a query takes well
-// under a millisecond, but /metrics needs no more.
-void Supervisor::sample_gpu_usage() {
-  const int64_t now = now_ms();
-  if (now < next_gpu_sample_ms_) return;
-  next_gpu_sample_ms_ = now + 5000;
-  for (const auto& [id, w] : workers_->all()) {
-    if (w.kind != WorkerKind::kGpu || w.device.empty()) continue;
-    if (auto u = release_check_->usage(w.device)) gpu_usage_[w.device] = *u;
-    else gpu_usage_.erase(w.device);
-  }
-}
-
 std::string Supervisor::render_metrics() const {
   auto counter = [](const std::string& name, const std::string& help, double v) {
     return render_family(name, "counter", help, {{"", v}});
@@ -142,9 +129,9 @@ std::string Supervisor::render_metrics() const {
                        labelled2("cache", "result", metrics_.key_cache));
   out += counter("zkfarm_journal_write_errors_total", "Journal writes that failed (each failed retry counts).",
                  double(metrics_.journal_write_errors));
-  if (!gpu_usage_.empty()) {
+  if (!devices_.usage().empty()) {
     std::vector<Sample> mem, util;
-    for (const auto& [dev, u] : gpu_usage_) {
+    for (const auto& [dev, u] : devices_.usage()) {
       const std::string d = "device=\"" + escape_label(dev) + "\"";
       mem.push_back({d + ",state=\"used\"", double(u.used_bytes)});
       mem.push_back({d + ",state=\"total\"", double(u.total_bytes)});

@@ -312,4 +312,14 @@ void Supervisor::abort_in_flight(uint64_t job) {
   }
 }
 
+void Supervisor::cancel_job(uint64_t id, uint32_t by_uid) {
+  const Job* job = jobs_.find(id);
+  if (!job || job->terminal()) return;
+  free_slots(jobs_.cancel(id, wall_ms()));
+  count_job_end(*job);
+  journal_write([this, id, t = job->finished_ms] { ledger_->finish_job(id, JobState::kCancelled, "", t); });
+  abort_in_flight(id);
+  log_->info("job {}: cancelled by uid {}", id, by_uid);
+}
+
 }  // namespace zkfarm::supervisor

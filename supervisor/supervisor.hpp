@@ -20,7 +20,8 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control_channel.hpp"
+#include "supervisor/control_api.hpp"
+#include "supervisor/device_monitor.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/key_cache.hpp"
 #include "supervisor/lifecycle.hpp"
@@ -37,6 +38,7 @@
 #include "supervisor/status_view.hpp"
 #include "supervisor/submission.hpp"
 #include "supervisor/circuit_registry.hpp"
+#include "supervisor/worker_socket.hpp"
 #include "supervisor/worker_table.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/sandbox.hpp"
@@ -107,9 +109,6 @@ class Supervisor {
   /// A partition of circom inputs just synthesized: its public signals from
   /// the witness in its slot, as public.json and for verification.
   void take_public_signals(const Job& job, const Partition& p);
-  void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  /// One control request; a null reply means it is held (answer_held answers it).
-  nlohmann::json handle_request(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
   // submit.cpp: a job's files are checked on a thread of their own (a large key
   // takes seconds), the reply goes out from the loop once the check is done.
   void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
@@ -127,6 +126,9 @@ class Supervisor {
   void send_to_worker(const Worker& w, const nlohmann::json& msg);
   void requeue(const PartRef& ref, const std::string& why, bool crashed = false);
   void fail_job(uint64_t job, const std::string& error);
+  /// `zkfarmctl cancel`: the live job `id` ends cancelled (slots freed,
+  /// journaled, aborted in the workers that hold its partitions).
+  void cancel_job(uint64_t id, uint32_t by_uid);
   void free_slots(const std::vector<shm::Slot>& slots);
   void free_slot(const std::optional<shm::Slot>& slot);
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
@@ -176,34 +178,15 @@ class Supervisor {
   std::unique_ptr<Ledger> ledger_;
   Journal* sqlite_ = nullptr;  ///< ledger_ when it is the SQLite journal
   PgQueue* pg_ = nullptr;      ///< ledger_ when it is a shared queue (cluster.cpp)
-  zmq::context_t ctx_;
-  zmq::socket_t workers_sock_;
-  std::unique_ptr<ListenerCap> workers_cap_;  // workers.sock's connection cap (listener_cap.hpp)
-  std::unique_ptr<ControlChannel> control_;   // control.sock (control_channel.hpp)
+  std::unique_ptr<WorkerSocket> worker_socket_;  // workers.sock (worker_socket.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
-  std::string workers_endpoint_, workers_path_;
   int sigfd_ = -1;
   shm::Arena arena_;
   shm::SlotAllocator slots_;
   JobTable jobs_;
+  DeviceMonitor devices_;  // release checks and GPU usage samples (device_monitor.hpp); outlives workers_
   std::unique_ptr<WorkerTable> workers_;  // every worker by id, and their lives
   std::unique_ptr<Lifecycle> lifecycle_;  // run state (running, draining, stopping), rolling operations
-  std::unique_ptr<ReleaseCheck> release_check_;
-  // Replies held until something changes (a long-polled `job`) or until the
-  // supervisor exits (`stop` with wait). Every one is answered before exit.
-  struct HeldReply {
-    std::string identity;
-    bool stop = false;            ///< a `stop` with wait: answered with the outcome at exit
-    uint64_t job = 0;             ///< a long-polled `job`: answered when it differs from `seen`
-    std::string seen_state;
-    uint64_t seen_done = 0;
-    std::optional<uint32_t> owner;  ///< a user's view (only its own job)
-    int64_t deadline_ms = 0;        ///< monotonic; a job poll is answered then at the latest
-  };
-  std::vector<HeldReply> held_;
-  /// Answers held `job` polls whose job changed or whose deadline passed.
-  void answer_held(bool at_exit, int exit_code, const std::string& exit_error);
-  nlohmann::json held_job_reply(const HeldReply& h, bool at_exit) const;
   struct PendingSubmit {
     std::string identity;                  ///< the client to answer
     std::future<SubmitCheck> check;        ///< the job, or why it is refused
@@ -220,15 +203,13 @@ class Supervisor {
   int64_t next_housekeeping_ms_ = 0;
   std::vector<PendingSubmit> pending_submits_;
   std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
+  std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
   int64_t next_heartbeat_ms_ = 0;
   PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread
   Metrics metrics_;
   int64_t started_wall_ms_ = 0, started_steady_ms_ = 0;  ///< when this instance started
   /// GPU memory and utilization per device entry (NVML), sampled every few
   /// seconds for /metrics; empty without NVML.
-  std::map<std::string, DeviceUsage> gpu_usage_;
-  int64_t next_gpu_sample_ms_ = 0;
-  void sample_gpu_usage();
   // cluster.cpp: a shared queue (docs/cluster.md). Every call to the queue
   // runs on journal_thread_ in order; what comes back is applied on the loop.
   void cluster_tick();                       ///< one pass: sync, renew, expire, claim, view

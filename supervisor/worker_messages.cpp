@@ -22,14 +22,8 @@ std::string printable(std::string_view s, size_t max) {
 }  // namespace
 
 void Supervisor::send_to_worker(const Worker& w, const json& msg) {
-  std::string body = protocol::encode(msg);
-  const std::string route = protocol::worker_route(w.id, long(w.pid));
-  std::array<zmq::const_buffer, 2> frames = {zmq::buffer(route), zmq::buffer(body)};
-  try {
-    zmq::send_multipart(workers_sock_, frames, zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    log_->warn("worker {}: send failed: {}", w.id, e.what());
-  }
+  const std::string error = worker_socket_->send(protocol::worker_route(w.id, long(w.pid)), protocol::encode(msg));
+  if (!error.empty()) log_->warn("worker {}: send failed: {}", w.id, error);
 }
 
 void Supervisor::on_worker_frame(const std::string& identity, const std::string& frame,
