@@ -224,7 +224,7 @@ std::optional<CircuitForSubmit> Supervisor::circuit_for_submit(const std::string
   if (it == circuits_.end()) return std::nullopt;
   // A shared queue keeps circuits' keys in the shared dir (where circuit add put them).
   return CircuitForSubmit{it->second, generator_path(it->second.generator),
-                          (pg_ ? cfg_.shared_dir + "/keys/" : cfg_.state_dir + "/inputs/keys/") +
+                          (ledger_->shared() ? cfg_.shared_dir + "/keys/" : cfg_.state_dir + "/inputs/keys/") +
                               it->second.zkey_sha256 + ".zkey"};
 }
 
@@ -273,7 +273,7 @@ void Supervisor::start_circuit_add(const std::string& identity, const json& req,
   CircuitBuildContext bc{cfg_.state_dir + "/circuits", witgen_root_,
                          cfg_.generator_build_jobs ? cfg_.generator_build_jobs
                                                    : std::max(1u, std::thread::hardware_concurrency()),
-                         std::chrono::milliseconds(cfg_.generator_build_timeout_ms), pg_ ? cfg_.shared_dir : ""};
+                         std::chrono::milliseconds(cfg_.generator_build_timeout_ms), ledger_->shared() ? cfg_.shared_dir : ""};
   bc.build_sandbox = build_sandbox;
   bc.build_memory_bytes = cfg_.circuit_build_memory_mib << 20;
   bc.wasm_max_bytes = cfg_.circuit_wasm_max_mib << 20;

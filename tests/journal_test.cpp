@@ -1,5 +1,5 @@
 // The journal under faults: durability across SIGKILL, the WAL check at open
-// (supervisor/wal_check.*) on real WAL files written by the Journal and
+// (supervisor/ledger/wal_check.*) on real WAL files written by the Journal and
 // damaged on purpose, a real full disk (a small tmpfs), SQLite's own page cap,
 // injected I/O errors, pruning by index, and the schema additions.
 #include <fcntl.h>
@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/acked_mark.hpp"
-#include "supervisor/journal.hpp"
-#include "supervisor/wal_check.hpp"
+#include "supervisor/ledger/acked_mark.hpp"
+#include "supervisor/ledger/journal.hpp"
+#include "supervisor/ledger/wal_check.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm::supervisor {
