@@ -12,52 +12,10 @@ namespace zkfarm::api {
 
 namespace {
 
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK) fail("prepare");
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
+[[noreturn]] void throw_store_error(const std::string& what, int) { throw StoreError(what); }
 
-  Stmt& bind(int i, int64_t v) { return ok(sqlite3_bind_int64(s_, i, v)); }
-  Stmt& bind(int i, const std::string& v) {
-    return ok(sqlite3_bind_text64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
-  }
-  Stmt& bind_null(int i) { return ok(sqlite3_bind_null(s_, i)); }
-  Stmt& bind(int i, const std::optional<uint64_t>& v) { return v ? bind(i, int64_t(*v)) : bind_null(i); }
-  /// True while there is a row.
-  bool step() {
-    const int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail("step");
-    return false;
-  }
-  void run() {
-    while (step()) {
-    }
-  }
-  int64_t i64(int c) { return sqlite3_column_int64(s_, c); }
-  bool null(int c) { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
-  std::string text(int c) {
-    auto p = sqlite3_column_text(s_, c);
-    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, c))) : std::string();
-  }
-
- private:
-  Stmt& ok(int rc) {
-    if (rc != SQLITE_OK) fail("bind");
-    return *this;
-  }
-  [[noreturn]] void fail(const char* what) {
-    throw StoreError(path_ + ": " + what + ": " + sqlite3_errmsg(db_));
-  }
-  sqlite3* db_;
-  const std::string& path_;
-  sqlite3_stmt* s_ = nullptr;
-};
+// A statement on the store's connection; its faults name the file.
+sqlite::Stmt stmt(const sqlite::Db& db, const std::string& path, const char* sql) { return sqlite::Stmt(db, sql, path); }
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS tenants(name TEXT PRIMARY KEY, max_queued_partitions INTEGER, max_stored_bytes INTEGER);
@@ -78,7 +36,7 @@ CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs(tenant, id);
 
 constexpr const char* kJobCols = "id, tenant, circuit, coalesce(idempotency_key, ''), request_sha256, out, partitions, created_ms, terminal";
 
-JobRow read_job(Stmt& s) {
+JobRow read_job(sqlite::Stmt& s) {
   JobRow j;
   j.id = uint64_t(s.i64(0));
   j.tenant = s.text(1);
@@ -94,11 +52,11 @@ JobRow read_job(Stmt& s) {
 
 constexpr const char* kCircuitCols = "tenant, name, zkey_upload, wasm_upload, farm_name, info, created_ms";
 
-CircuitRow read_circuit(Stmt& s) {
+CircuitRow read_circuit(sqlite::Stmt& s) {
   return {s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.i64(6)};
 }
 
-UploadRow read_upload(Stmt& s) {
+UploadRow read_upload(sqlite::Stmt& s) {
   UploadRow u;
   u.id = s.text(0);
   u.tenant = s.text(1);
@@ -123,69 +81,44 @@ Store::Store(const std::string& path, bool create) : path_(path) {
                        "); zkfarm-api makes it when it starts: start it once, or name its folder with --api-dir");
     if (!S_ISREG(st.st_mode)) throw StoreError(path + ": not a regular file");
   }
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
-    throw StoreError(path + ": cannot open: " + msg);
-  }
-  try {
-    sqlite3_busy_timeout(db_, 5000);
-    exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA synchronous=FULL");
-    exec("PRAGMA foreign_keys=ON");
-    exec(kSchema);
-  } catch (...) {
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
-    throw;
-  }
+  db_ = sqlite::Db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, "", 5000, &throw_store_error);
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=FULL");
+  exec("PRAGMA foreign_keys=ON");
+  exec(kSchema);
 }
 
-Store::~Store() { sqlite3_close_v2(db_); }
+Store::~Store() = default;
 
-void Store::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    throw StoreError(path_ + ": " + msg);
-  }
-}
+void Store::exec(const char* sql) { db_.exec(sql, path_); }
 
 NewToken Store::add_token(const std::string& tenant, Role role, int64_t now_ms) {
   if (!valid_tenant(tenant))
     throw StoreError("tenant '" + tenant.substr(0, 64) + "': 1-32 of a-z, 0-9, '_', '-', starting with a letter or digit");
   NewToken t = make_token();
   std::lock_guard<std::mutex> lock(m_);
-  exec("BEGIN IMMEDIATE");
-  try {
-    Stmt(db_, path_, "INSERT OR IGNORE INTO tenants(name) VALUES(?)").bind(1, tenant).run();
-    Stmt(db_, path_, "INSERT INTO tokens(id, hash, tenant, role, created_ms) VALUES(?,?,?,?,?)")
-        .bind(1, t.id)
-        .bind(2, sha256_hex(t.text))
-        .bind(3, tenant)
-        .bind(4, std::string(role_name(role)))
-        .bind(5, now_ms)
-        .run();
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  sqlite::Transaction tx(db_, path_);  // rolled back if either insert throws
+  stmt(db_, path_, "INSERT OR IGNORE INTO tenants(name) VALUES(?)").bind(1, tenant).run();
+  stmt(db_, path_, "INSERT INTO tokens(id, hash, tenant, role, created_ms) VALUES(?,?,?,?,?)")
+      .bind(1, t.id)
+      .bind(2, sha256_hex(t.text))
+      .bind(3, tenant)
+      .bind(4, std::string(role_name(role)))
+      .bind(5, now_ms)
+      .run();
+  tx.commit();
   return t;
 }
 
 bool Store::revoke_token(const std::string& id, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_, "UPDATE tokens SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL").bind(1, now_ms).bind(2, id).run();
-  return sqlite3_changes(db_) > 0;
+  stmt(db_, path_, "UPDATE tokens SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL").bind(1, now_ms).bind(2, id).run();
+  return db_.changes() > 0;
 }
 
 std::vector<TokenRow> Store::tokens() {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, "SELECT id, tenant, role, created_ms, revoked_ms FROM tokens ORDER BY tenant, created_ms");
+  sqlite::Stmt s = stmt(db_, path_, "SELECT id, tenant, role, created_ms, revoked_ms FROM tokens ORDER BY tenant, created_ms");
   std::vector<TokenRow> out;
   while (s.step()) {
     TokenRow r;
@@ -204,7 +137,7 @@ std::optional<Principal> Store::authenticate(std::string_view token_text) {
   if (!id) return std::nullopt;
   const std::string hash = sha256_hex(token_text);
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, "SELECT hash, tenant, role FROM tokens WHERE id = ? AND revoked_ms IS NULL");
+  sqlite::Stmt s = stmt(db_, path_, "SELECT hash, tenant, role FROM tokens WHERE id = ? AND revoked_ms IS NULL");
   s.bind(1, *id);
   if (!s.step() || !equal_constant_time(s.text(0), hash)) return std::nullopt;
   const auto role = parse_role(s.text(2));
@@ -215,16 +148,16 @@ std::optional<Principal> Store::authenticate(std::string_view token_text) {
 void Store::set_quotas(const std::string& tenant, const TenantQuotas& q) {
   if (!valid_tenant(tenant)) throw StoreError("tenant '" + tenant.substr(0, 64) + "': not a valid tenant name");
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_, "INSERT OR IGNORE INTO tenants(name) VALUES(?)").bind(1, tenant).run();
+  stmt(db_, path_, "INSERT OR IGNORE INTO tenants(name) VALUES(?)").bind(1, tenant).run();
   if (q.max_queued_partitions)
-    Stmt(db_, path_, "UPDATE tenants SET max_queued_partitions = ? WHERE name = ?").bind(1, q.max_queued_partitions).bind(2, tenant).run();
+    stmt(db_, path_, "UPDATE tenants SET max_queued_partitions = ? WHERE name = ?").bind(1, q.max_queued_partitions).bind(2, tenant).run();
   if (q.max_stored_bytes)
-    Stmt(db_, path_, "UPDATE tenants SET max_stored_bytes = ? WHERE name = ?").bind(1, q.max_stored_bytes).bind(2, tenant).run();
+    stmt(db_, path_, "UPDATE tenants SET max_stored_bytes = ? WHERE name = ?").bind(1, q.max_stored_bytes).bind(2, tenant).run();
 }
 
 TenantQuotas Store::quotas(const std::string& tenant) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, "SELECT max_queued_partitions, max_stored_bytes FROM tenants WHERE name = ?");
+  sqlite::Stmt s = stmt(db_, path_, "SELECT max_queued_partitions, max_stored_bytes FROM tenants WHERE name = ?");
   s.bind(1, tenant);
   TenantQuotas q;
   if (s.step()) {
@@ -236,7 +169,7 @@ TenantQuotas Store::quotas(const std::string& tenant) {
 
 void Store::add_upload(const UploadRow& u) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_, "INSERT INTO uploads(id, tenant, bytes, sha256, created_ms) VALUES(?,?,?,?,?)")
+  stmt(db_, path_, "INSERT INTO uploads(id, tenant, bytes, sha256, created_ms) VALUES(?,?,?,?,?)")
       .bind(1, u.id)
       .bind(2, u.tenant)
       .bind(3, int64_t(u.bytes))
@@ -247,7 +180,7 @@ void Store::add_upload(const UploadRow& u) {
 
 std::optional<UploadRow> Store::upload(const std::string& tenant, const std::string& id) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, "SELECT id, tenant, bytes, sha256, created_ms FROM uploads WHERE id = ? AND tenant = ?");
+  sqlite::Stmt s = stmt(db_, path_, "SELECT id, tenant, bytes, sha256, created_ms FROM uploads WHERE id = ? AND tenant = ?");
   s.bind(1, id).bind(2, tenant);
   if (!s.step()) return std::nullopt;
   return read_upload(s);
@@ -255,7 +188,7 @@ std::optional<UploadRow> Store::upload(const std::string& tenant, const std::str
 
 std::vector<UploadRow> Store::uploads(const std::string& tenant) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, "SELECT id, tenant, bytes, sha256, created_ms FROM uploads WHERE tenant = ? ORDER BY created_ms");
+  sqlite::Stmt s = stmt(db_, path_, "SELECT id, tenant, bytes, sha256, created_ms FROM uploads WHERE tenant = ? ORDER BY created_ms");
   s.bind(1, tenant);
   std::vector<UploadRow> out;
   while (s.step()) out.push_back(read_upload(s));
@@ -264,18 +197,18 @@ std::vector<UploadRow> Store::uploads(const std::string& tenant) {
 
 bool Store::remove_upload(const std::string& tenant, const std::string& id) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_,
+  stmt(db_, path_,
        "DELETE FROM uploads WHERE id = ?1 AND tenant = ?2 AND NOT EXISTS "
        "(SELECT 1 FROM circuits WHERE zkey_upload = ?1 OR wasm_upload = ?1)")
       .bind(1, id)
       .bind(2, tenant)
       .run();
-  return sqlite3_changes(db_) > 0;
+  return db_.changes() > 0;
 }
 
 uint64_t Store::stored_bytes(const std::string& tenant) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, "SELECT coalesce(sum(bytes), 0) FROM uploads WHERE tenant = ?");
+  sqlite::Stmt s = stmt(db_, path_, "SELECT coalesce(sum(bytes), 0) FROM uploads WHERE tenant = ?");
   s.bind(1, tenant);
   s.step();
   return uint64_t(s.i64(0));
@@ -283,7 +216,7 @@ uint64_t Store::stored_bytes(const std::string& tenant) {
 
 std::vector<UploadRow> Store::expired_uploads(int64_t before_ms) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_,
+  sqlite::Stmt s = stmt(db_, path_,
          "SELECT id, tenant, bytes, sha256, created_ms FROM uploads u WHERE created_ms < ? AND NOT EXISTS "
          "(SELECT 1 FROM circuits c WHERE c.zkey_upload = u.id OR c.wasm_upload = u.id) LIMIT 1000");
   s.bind(1, before_ms);
@@ -294,12 +227,12 @@ std::vector<UploadRow> Store::expired_uploads(int64_t before_ms) {
 
 void Store::forget_upload(const std::string& id) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_, "DELETE FROM uploads WHERE id = ?").bind(1, id).run();
+  stmt(db_, path_, "DELETE FROM uploads WHERE id = ?").bind(1, id).run();
 }
 
 bool Store::add_circuit(const CircuitRow& c) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_,
+  stmt(db_, path_,
        "INSERT OR IGNORE INTO circuits(tenant, name, zkey_upload, wasm_upload, farm_name, info, created_ms) "
        "VALUES(?,?,?,?,?,?,?)")
       .bind(1, c.tenant)
@@ -310,12 +243,12 @@ bool Store::add_circuit(const CircuitRow& c) {
       .bind(6, c.info_json)
       .bind(7, c.created_ms)
       .run();
-  return sqlite3_changes(db_) > 0;
+  return db_.changes() > 0;
 }
 
 std::optional<CircuitRow> Store::circuit(const std::string& tenant, const std::string& name) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, (std::string("SELECT ") + kCircuitCols + " FROM circuits WHERE tenant = ? AND name = ?").c_str());
+  sqlite::Stmt s = stmt(db_, path_, (std::string("SELECT ") + kCircuitCols + " FROM circuits WHERE tenant = ? AND name = ?").c_str());
   s.bind(1, tenant).bind(2, name);
   if (!s.step()) return std::nullopt;
   return read_circuit(s);
@@ -323,7 +256,7 @@ std::optional<CircuitRow> Store::circuit(const std::string& tenant, const std::s
 
 std::vector<CircuitRow> Store::circuits(const std::string& tenant) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, (std::string("SELECT ") + kCircuitCols + " FROM circuits WHERE tenant = ? ORDER BY name").c_str());
+  sqlite::Stmt s = stmt(db_, path_, (std::string("SELECT ") + kCircuitCols + " FROM circuits WHERE tenant = ? ORDER BY name").c_str());
   s.bind(1, tenant);
   std::vector<CircuitRow> out;
   while (s.step()) out.push_back(read_circuit(s));
@@ -332,13 +265,13 @@ std::vector<CircuitRow> Store::circuits(const std::string& tenant) {
 
 bool Store::remove_circuit(const std::string& tenant, const std::string& name) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_, "DELETE FROM circuits WHERE tenant = ? AND name = ?").bind(1, tenant).bind(2, name).run();
-  return sqlite3_changes(db_) > 0;
+  stmt(db_, path_, "DELETE FROM circuits WHERE tenant = ? AND name = ?").bind(1, tenant).bind(2, name).run();
+  return db_.changes() > 0;
 }
 
 void Store::add_job(const JobRow& j) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_,
+  sqlite::Stmt s = stmt(db_, path_,
          "INSERT INTO jobs(id, tenant, circuit, idempotency_key, request_sha256, out, partitions, created_ms) "
          "VALUES(?,?,?,?,?,?,?,?)");
   s.bind(1, int64_t(j.id)).bind(2, j.tenant).bind(3, j.circuit);
@@ -351,7 +284,7 @@ void Store::add_job(const JobRow& j) {
 
 std::optional<JobRow> Store::job(uint64_t id) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, (std::string("SELECT ") + kJobCols + " FROM jobs WHERE id = ?").c_str());
+  sqlite::Stmt s = stmt(db_, path_, (std::string("SELECT ") + kJobCols + " FROM jobs WHERE id = ?").c_str());
   s.bind(1, int64_t(id));
   if (!s.step()) return std::nullopt;
   return read_job(s);
@@ -359,7 +292,7 @@ std::optional<JobRow> Store::job(uint64_t id) {
 
 std::optional<JobRow> Store::job_by_key(const std::string& tenant, const std::string& key) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, (std::string("SELECT ") + kJobCols + " FROM jobs WHERE tenant = ? AND idempotency_key = ?").c_str());
+  sqlite::Stmt s = stmt(db_, path_, (std::string("SELECT ") + kJobCols + " FROM jobs WHERE tenant = ? AND idempotency_key = ?").c_str());
   s.bind(1, tenant).bind(2, key);
   if (!s.step()) return std::nullopt;
   return read_job(s);
@@ -367,7 +300,7 @@ std::optional<JobRow> Store::job_by_key(const std::string& tenant, const std::st
 
 std::vector<JobRow> Store::jobs(const std::string& tenant, uint64_t before, unsigned limit) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_,
+  sqlite::Stmt s = stmt(db_, path_,
          (std::string("SELECT ") + kJobCols + " FROM jobs WHERE tenant = ? AND id < ? ORDER BY id DESC LIMIT ?").c_str());
   s.bind(1, tenant).bind(2, before ? int64_t(before) : INT64_MAX).bind(3, int64_t(limit));
   std::vector<JobRow> out;
@@ -377,7 +310,7 @@ std::vector<JobRow> Store::jobs(const std::string& tenant, uint64_t before, unsi
 
 std::vector<JobRow> Store::live_jobs(const std::string& tenant) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt s(db_, path_, (std::string("SELECT ") + kJobCols + " FROM jobs WHERE tenant = ? AND terminal = 0").c_str());
+  sqlite::Stmt s = stmt(db_, path_, (std::string("SELECT ") + kJobCols + " FROM jobs WHERE tenant = ? AND terminal = 0").c_str());
   s.bind(1, tenant);
   std::vector<JobRow> out;
   while (s.step()) out.push_back(read_job(s));
@@ -386,7 +319,7 @@ std::vector<JobRow> Store::live_jobs(const std::string& tenant) {
 
 void Store::mark_terminal(uint64_t id) {
   std::lock_guard<std::mutex> lock(m_);
-  Stmt(db_, path_, "UPDATE jobs SET terminal = 1 WHERE id = ?").bind(1, int64_t(id)).run();
+  stmt(db_, path_, "UPDATE jobs SET terminal = 1 WHERE id = ?").bind(1, int64_t(id)).run();
 }
 
 }  // namespace zkfarm::api

@@ -16,8 +16,7 @@
 #include <vector>
 
 #include "api/credentials.hpp"
-
-struct sqlite3;
+#include "sqlite/db.hpp"
 
 namespace zkfarm::api {
 
@@ -126,7 +125,7 @@ class Store {
   void exec(const char* sql);
 
   std::string path_;
-  sqlite3* db_ = nullptr;
+  sqlite::Db db_;
   std::mutex m_;
 };
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "supervisor/pg_queue.hpp"
+#include "supervisor/ledger/pg_queue.hpp"
 
 using namespace zkfarm::supervisor;
 using Clock = std::chrono::steady_clock;

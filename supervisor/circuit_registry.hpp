@@ -21,7 +21,7 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control_channel.hpp"
-#include "supervisor/ledger.hpp"
+#include "supervisor/ledger/ledger.hpp"
 #include "supervisor/submission.hpp"
 
 namespace zkfarm::supervisor {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "supervisor/pg_queue.hpp"
+#include "supervisor/ledger/ledger.hpp"
 #include "supervisor/key_cache.hpp"
 
 namespace zkfarm::supervisor {

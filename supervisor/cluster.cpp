@@ -1,12 +1,13 @@
 // A host of a shared queue (docs/cluster.md). With queue_url set, the
 // ledger is a PostgreSQL queue several zkfarmd share, and each pass of the
 // loop runs cluster_tick():
-//   sync    the job rows that changed (PgQueue::changes_since) → the mirror
+//   sync    the job rows that changed (Ledger::changes_since) → the mirror
 //           in the job table: every host shows every job, and ends its own
 //           work on a job another host failed or a client cancelled;
 //   renew   every third of lease_seconds: the leases this host holds, with
 //           its heartbeat; a lease not renewed is dropped here;
-//   expire  every half lease: expired leases of any host go back (or fail);
+//   expire  every half lease: expired leases of any host go back (or fail),
+//           done by the one host holding the maintenance turn (docs/cluster.md);
 //   claim   while this host has room: partitions into leases, then their
 //           files are made ready (claim_prep.hpp) and they join the local
 //           queue, where dispatch() takes them as on one host;
@@ -54,7 +55,7 @@ void Supervisor::queue_call_worked() {
 }
 
 void Supervisor::cluster_tick() {
-  if (!pg_) return;
+  if (!ledger_->shared()) return;
   const int64_t now = now_ms();
   const bool woken = cluster_.woken.exchange(false);
   const int64_t lease_ms = int64_t(cfg_.lease_seconds) * 1000;
@@ -68,10 +69,10 @@ void Supervisor::cluster_tick() {
     if (circuits) cluster_.next_circuits_ms = now + kCircuitsMs;
     journal_thread_->post([this, since = cluster_.snapshot, wall = wall_ms(), circuits] {
       try {
-        pg_->sweep(wall);  // progress of every job, once a second over all hosts
-        Changes c = pg_->changes_since(since);
+        ledger_->sweep(wall);  // progress of every job, once a second over all hosts
+        Changes c = ledger_->changes_since(since);
         std::optional<std::vector<CircuitRecord>> cs;
-        if (circuits) cs = pg_->circuits();
+        if (circuits) cs = ledger_->circuits();
         inbox_.post([this, c = std::move(c), cs = std::move(cs)]() mutable {
           cluster_.sync_in_flight = false;
           queue_call_worked();
@@ -96,7 +97,7 @@ void Supervisor::cluster_tick() {
     const std::string state = lifecycle_->run_state();
     journal_thread_->post([this, tokens, state, sent = now] {
       try {
-        std::vector<uint64_t> held = pg_->renew(tokens, state);
+        std::vector<uint64_t> held = ledger_->renew(tokens, state);
         inbox_.post([this, tokens, held = std::move(held), sent] {
           cluster_.renew_in_flight = false;
           queue_call_worked();
@@ -120,13 +121,14 @@ void Supervisor::cluster_tick() {
                           std::to_string((now - p->lease_until_ms + lease_ms) / 1000) + " s)");
   }
 
-  // expire: any host returns what dead hosts held.
+  // expire: the host holding the maintenance turn returns what dead hosts held
+  // (the others' passes only check the turn).
   if (cluster_.reachable && !cluster_.expire_in_flight && now >= cluster_.next_expire_ms) {
     cluster_.expire_in_flight = true;
     cluster_.next_expire_ms = now + std::max<int64_t>(lease_ms / 2, 1000);
     journal_thread_->post([this] {
       try {
-        const size_t n = pg_->expire_leases();
+        const size_t n = ledger_->expire_leases();
         inbox_.post([this, n] {
           cluster_.expire_in_flight = false;
           if (n) log_->warn("queue: {} expired leases went back to the queue (or failed: max_attempts)", n);
@@ -153,7 +155,7 @@ void Supervisor::cluster_tick() {
     const unsigned n = unsigned(target - held);
     journal_thread_->post([this, n] {
       try {
-        auto claims = pg_->claim(n);
+        auto claims = ledger_->claim(n);
         inbox_.post([this, claims = std::move(claims)]() mutable {
           cluster_.claim_in_flight = false;
           queue_call_worked();
@@ -177,7 +179,7 @@ void Supervisor::cluster_tick() {
     cluster_.next_view_ms = now + kViewMs;
     journal_thread_->post([this] {
       try {
-        ClusterView v = pg_->cluster();
+        ClusterView v = ledger_->cluster();
         inbox_.post([this, v = std::move(v)]() mutable {
           cluster_.view_in_flight = false;
           cluster_.view = std::move(v);
@@ -212,7 +214,7 @@ void Supervisor::apply_changes(Changes changes) {
         log_->error("queue: job {} names its key or generator by something that is not a hash; failing it", j.id);
         journal_thread_->post([this, id = j.id] {
           try {
-            pg_->finish_job(id, JobState::kFailed, "the job's row names its key or generator by something that is "
+            ledger_->finish_job(id, JobState::kFailed, "the job's row names its key or generator by something that is "
                                                    "not a SHA-256 (written by hand?)", 0);
           } catch (const std::exception& e) {
             inbox_.post([this, what = std::string(e.what())] { queue_call_failed(what); });
@@ -252,7 +254,7 @@ void Supervisor::on_claimed(std::vector<ClaimedPartition> claims) {
       // claim again only after a pause (never a claim/release spin).
       journal_thread_->post([this, t = c.lease.token] {
         try {
-          pg_->release({t});
+          ledger_->release({t});
         } catch (const std::exception&) {
         }
       });
@@ -271,7 +273,7 @@ void Supervisor::on_claimed(std::vector<ClaimedPartition> claims) {
       --cluster_.preparing;
       journal_thread_->post([this, t = c.lease.token] {
         try {
-          pg_->release({t});
+          ledger_->release({t});
         } catch (const std::exception&) {
         }
       });
@@ -289,8 +291,8 @@ void Supervisor::on_prepared(PreparedClaim p) {
     if (p.host_fault) cluster_.claim_paused_until_ms = now_ms() + kHostFaultPauseMs;
     journal_thread_->post([this, l, error = p.error, host = p.host_fault] {
       try {
-        if (host) pg_->release({l.token});  // this host's fault: not counted against the partition
-        else pg_->give_back(l.token, error);
+        if (host) ledger_->release({l.token});  // this host's fault: not counted against the partition
+        else ledger_->give_back(l.token, error);
       } catch (const std::exception&) {
       }
     });
@@ -304,7 +306,7 @@ void Supervisor::on_prepared(PreparedClaim p) {
     remove_claim_files(claim_dirs(), l.token);
     journal_thread_->post([this, t = l.token] {
       try {
-        pg_->release({t});
+        ledger_->release({t});
       } catch (const std::exception&) {
       }
     });
@@ -350,7 +352,7 @@ void Supervisor::drop_lease(const PartRef& ref, const std::string& why) {
 }
 
 void Supervisor::release_queued_claims(const std::string& why) {
-  if (!pg_) return;
+  if (!ledger_->shared()) return;
   std::vector<uint64_t> tokens = jobs_.release_queued();
   if (tokens.empty()) return;
   cluster_.released += tokens.size();
@@ -358,7 +360,7 @@ void Supervisor::release_queued_claims(const std::string& why) {
   log_->info("queue: handing back {} claimed partitions not yet started ({})", tokens.size(), why);
   journal_thread_->post([this, tokens] {
     try {
-      pg_->release(tokens);
+      ledger_->release(tokens);
     } catch (const std::exception& e) {
       // Unreachable: they expire after lease_seconds and go back then.
       inbox_.post([this, what = std::string(e.what())] { queue_call_failed(what); });
@@ -375,7 +377,7 @@ void Supervisor::store_shared_proof(const PartRef& ref, ProofRecord rec) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(cfg_.lease_seconds);
     for (;;) {
       try {
-        r = pg_->complete(ref.job, ref.index, rec);
+        r = ledger_->complete(ref.job, ref.index, rec);
         error.clear();
         break;
       } catch (const JournalError& e) {
@@ -411,7 +413,7 @@ void Supervisor::store_shared_proof(const PartRef& ref, ProofRecord rec) {
 }
 
 nlohmann::json Supervisor::cluster_status() const {
-  if (!pg_) return nullptr;
+  if (!ledger_->shared()) return nullptr;
   json hosts = json::array();
   for (const HostRow& h : cluster_.view.hosts)
     hosts.push_back({{"host_id", h.host_id},

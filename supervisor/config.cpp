@@ -140,7 +140,7 @@ void Config::load_toml(const std::string& path) {
   }
   read_str(t, path, "host_id", host_id);
   read_str(t, path, "shared_dir", shared_dir);
-  read_uint(t, path, "lease_seconds", lease_seconds, 3, 3600);
+  read_uint(t, path, "lease_seconds", lease_seconds, kMinLeaseSeconds, kMaxLeaseSeconds);
   read_uint(t, path, "claim_poll_ms", claim_poll_ms, 50, 600000);
 }
 

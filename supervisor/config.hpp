@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "supervisor/ledger/lease.hpp"
+
 namespace zkfarm::supervisor {
 
 class ConfigError : public std::runtime_error {
@@ -77,7 +79,7 @@ struct Config {
   std::string queue_url;               ///< PostgreSQL connection (postgresql://…); empty: SQLite under the state dir
   std::string host_id;                 ///< this host's name in the queue; default: hostname + ":" + state dir
   std::string shared_dir;              ///< with queue_url: a folder every host mounts (keys, witness copies, generators)
-  unsigned lease_seconds = 30;         ///< a claim's lease; renewed every third of it while the host works
+  unsigned lease_seconds = kDefaultLeaseSeconds;  ///< a claim's lease; renewed every third of it while the host works
   unsigned claim_poll_ms = 2000;       ///< an idle host asks the queue this often (NOTIFY wakes it sooner)
 
   /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the

@@ -27,7 +27,7 @@ std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
 }  // namespace
 
 void Supervisor::remove_job_inputs(const Job& job) {
-  if (pg_ && job.files_dir.rfind(cfg_.shared_dir + "/jobs/", 0) == 0) {  // a refused submit's shared copies
+  if (ledger_->shared() && job.files_dir.rfind(cfg_.shared_dir + "/jobs/", 0) == 0) {  // a refused submit's shared copies
     journal_thread_->post([dir = job.files_dir] {
       std::error_code ec;
       fs::remove_all(dir, ec);
@@ -107,7 +107,7 @@ void Supervisor::housekeeping(bool at_start) {
   // circuit uses and untouched for an hour go.
   // Only with a fresh mirror: a host cut off from the queue does not know
   // what other hosts accepted meanwhile.
-  const bool mirror_fresh = pg_ && cluster_.reachable && now_ms() - cluster_.last_sync_ms < 10000;
+  const bool mirror_fresh = ledger_->shared() && cluster_.reachable && now_ms() - cluster_.last_sync_ms < 10000;
   if (mirror_fresh) {
     const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
     for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/keys", ec)) {
@@ -117,7 +117,7 @@ void Supervisor::housekeeping(bool at_start) {
     }
   }
   dead.insert(dead.end(), dead_generators.begin(), dead_generators.end());
-  if (pg_) {
+  if (ledger_->shared()) {
     // A shared queue: this host's private copies of claims it no longer
     // holds, and (any host may) the shared copies of jobs that are over.
     // A folder younger than an hour is left alone: its submit (on any host)

@@ -51,7 +51,7 @@ void Supervisor::run_journal_write(const std::function<void()>& write) {
           on_journal_fault("journal write failed: " + what);
           // A shared queue's write failed: the queue calls wait behind it on
           // this thread, so none of them would say so; status must.
-          if (pg_) queue_call_failed(what);
+          if (ledger_->shared()) queue_call_failed(what);
         });
       faulted = true;
     }
@@ -84,7 +84,7 @@ void Supervisor::on_journal_fault(const std::string& why) {
 
 void Supervisor::on_journal_recovered() {
   journal_faulted_ = false;
-  if (pg_) queue_call_worked();  // the write that was held reached the queue
+  if (ledger_->shared()) queue_call_worked();  // the write that was held reached the queue
   if (!intake_fault_.empty()) log_->info("journal: writes work again; intake reopened ({})", intake_fault_);
   intake_fault_.clear();
 }

@@ -15,7 +15,7 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/key_cache.hpp"
-#include "supervisor/ledger.hpp"
+#include "supervisor/ledger/ledger.hpp"
 #include "supervisor/peer.hpp"
 #include "supervisor/proof_verifier.hpp"
 #include "witgen/generator_run.hpp"

@@ -497,13 +497,13 @@ void KeyHashCache::remember(const files::FileIdentity& id, const std::string& sh
 }
 
 SubmitContext Supervisor::submit_context() {
-  SubmitContext ctx{pg_ ? cfg_.shared_dir : cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_,
+  SubmitContext ctx{ledger_->shared() ? cfg_.shared_dir : cfg_.state_dir + "/inputs", random_token(), key_hashes_, checked_keys_,
                     copy_pool_, std::nullopt};
   ctx.input_max_bytes = cfg_.input_max_bytes;
   ctx.input_max_signals = cfg_.input_max_signals;
   ctx.input_max_values = cfg_.input_max_values;
   ctx.job_input_max_bytes = cfg_.job_input_max_bytes;
-  ctx.shared = pg_ != nullptr;
+  ctx.shared = ledger_->shared();
   return ctx;
 }
 
@@ -515,7 +515,7 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
   if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
   if (!intake_fault_.empty())
     return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
-  if (pg_ && !cluster_.reachable)
+  if (ledger_->shared() && !cluster_.reachable)
     return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
   SubmitContext ctx = submit_context();
   if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuits_->for_submit(*name);
@@ -640,7 +640,7 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   const bool client = job.client_delivery;
   const bool no_out = job.out.empty();
   uint64_t id = job.id;
-  if (pg_) {
+  if (ledger_->shared()) {
     // Mirrored like every job of the queue; its partitions are claimed from
     // the queue by whichever host has room (this one included).
     job.shared = true;
@@ -654,11 +654,11 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   ++metrics_.jobs_accepted;
   log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
              !client   ? ""
-             : pg_     ? "; into the shared queue, results written by clients"
+             : ledger_->shared() ? "; into the shared queue, results written by clients"
              : no_out  ? "; no output folder: the client reads the results"
                        : "; results written by the client (zkfarmd cannot act as that user)");
   json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
-  if (client) reply["delivery_reason"] = pg_ ? "queue" : no_out ? "none" : "user";
+  if (client) reply["delivery_reason"] = ledger_->shared() ? "queue" : no_out ? "none" : "user";
   send_reply(identity, reply);
 }
 

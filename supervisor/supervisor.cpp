@@ -21,6 +21,8 @@
 #include "protocol/worker_channel.hpp"
 #include "files/input_file.hpp"
 #include "files/safe_write.hpp"
+#include "supervisor/ledger/journal.hpp"
+#include "supervisor/ledger/pg_queue.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/process.hpp"
 #include "supervisor/signals.hpp"
@@ -215,13 +217,11 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   copy_pool_ = std::make_shared<CheckPool>(cfg_.submit_copies, size_t(cfg_.submit_checks) * 100000);
   journal_thread_ = std::make_unique<SerialWorker>("zkfarmd-journal");
   delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
-  sqlite_ = dynamic_cast<Journal*>(ledger_.get());
-  pg_ = dynamic_cast<PgQueue*>(ledger_.get());
-  if (pg_) {
+  if (ledger_->shared()) {
     bool created = false;
-    const std::string queue_id = pg_->queue_id(&created);
+    const std::string queue_id = ledger_->queue_id(&created);
     check_shared_dir(cfg_.shared_dir, queue_id, created);
-    pg_->register_host();  // only now: a start refused above leaves no trace in the hosts table
+    ledger_->register_host();  // only now: a start refused above leaves no trace in the hosts table
     prep_pool_ = std::make_unique<CheckPool>(2, 1024);
     listener_ = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
       if (payload == "circuit" || payload == "connected") cluster_.circuits_changed = true;
@@ -234,7 +234,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     restore_from_journal();
   }
   circuits_ = std::make_unique<CircuitRegistry>(
-      cfg_, log_, pg_ != nullptr, witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
+      cfg_, log_, ledger_->shared(), witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
       CircuitRegistry::Hooks{
           .reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
           .submit_context = [this] { return submit_context(); },
@@ -303,7 +303,7 @@ void Supervisor::restore_from_journal() {
   size_t requeued = 0, jobs = 0;
   // The journal thread runs these once this function no longer reads the journal.
   std::vector<std::function<void()>> ended;
-  for (Job& job : sqlite_->load()) {
+  for (Job& job : ledger_->load()) {
     ++jobs;
     requeued += job.count(PartState::kQueued);
     job.client_delivery = job.out.empty() || !can_act_as(job.owner_uid);
@@ -366,15 +366,15 @@ int Supervisor::run() {
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
-  if (pg_) {
+  if (ledger_->shared()) {
     // What is still held (a drain that timed out) goes back at once rather
     // than after its lease; then the host says it stopped.
     std::vector<uint64_t> left;
     for (const auto& [ref, token] : jobs_.leases()) left.push_back(token);
     journal_thread_->post([this, left] {
       try {
-        if (!left.empty()) pg_->release(left);
-        pg_->deregister();
+        if (!left.empty()) ledger_->release(left);
+        ledger_->deregister();
       } catch (const std::exception& e) {
         inbox_.post([this, what = std::string(e.what())] { log_->warn("queue: at exit: {}", what); });
       }
@@ -459,7 +459,7 @@ void Supervisor::reap_children() {
 
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() && (!pg_ || cluster_.reachable);
+  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() && (!ledger_->shared() || cluster_.reachable);
   all_ready &= workers_->ready() == workers_->size();
   const int64_t now = now_ms();
   published_.mark_loop(now, all_ready);
@@ -482,7 +482,7 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.draining = lifecycle_->draining();
   v.ready = published_.ready();
   v.intake_fault = !intake_fault_.empty()            ? intake_fault_
-                   : pg_ && !cluster_.reachable     ? "the queue is unreachable: " + cluster_.fault
+                   : ledger_->shared() && !cluster_.reachable ? "the queue is unreachable: " + cluster_.fault
                                                     : "";
   v.started_ms = started_wall_ms_;
   v.uptime_s = double(now_ms() - started_steady_ms_) / 1000.0;

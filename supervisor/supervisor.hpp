@@ -25,10 +25,9 @@
 #include "supervisor/jobs.hpp"
 #include "supervisor/key_cache.hpp"
 #include "supervisor/lifecycle.hpp"
-#include "supervisor/journal.hpp"
 #include "supervisor/claim_prep.hpp"
-#include "supervisor/pg_listener.hpp"
-#include "supervisor/pg_queue.hpp"
+#include "supervisor/ledger/ledger.hpp"
+#include "supervisor/ledger/pg_listener.hpp"
 #include "supervisor/listener_cap.hpp"
 #include "supervisor/log_limiter.hpp"
 #include "supervisor/metrics.hpp"
@@ -176,8 +175,6 @@ class Supervisor {
   /// The ledger (ledger.hpp): the SQLite journal of this host, or the
   /// PostgreSQL queue several hosts share; used on journal_thread_ only.
   std::unique_ptr<Ledger> ledger_;
-  Journal* sqlite_ = nullptr;  ///< ledger_ when it is the SQLite journal
-  PgQueue* pg_ = nullptr;      ///< ledger_ when it is a shared queue (cluster.cpp)
   std::unique_ptr<WorkerSocket> worker_socket_;  // workers.sock (worker_socket.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
   int sigfd_ = -1;
@@ -226,7 +223,7 @@ class Supervisor {
   nlohmann::json cluster_status() const;
   ClaimDirs claim_dirs() const;
   struct Cluster {
-    std::string snapshot;              ///< the change feed's cursor (PgQueue::changes_since)
+    std::string snapshot;              ///< the change feed's cursor (Ledger::changes_since)
     bool synced = false;               ///< the first sync is done (every job mirrored)
     int64_t last_sync_ms = 0;          ///< when a sync last reached the queue (steady ms)
     bool sync_in_flight = false, claim_in_flight = false, renew_in_flight = false, expire_in_flight = false,

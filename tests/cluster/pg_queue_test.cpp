@@ -1,4 +1,4 @@
-// The PostgreSQL queue (supervisor/pg_queue.hpp) against a real server: the
+// The PostgreSQL queue (supervisor/ledger/pg_queue.hpp) against a real server: the
 // CTest fixture `pg_cluster` starts one (tests/cluster/pg_cluster.py: initdb,
 // its own port) and names its URL in ZKFARM_TEST_PG_URL_FILE. Each test gets
 // a database of its own. Leases here are short (1–2 s) so that expiry is
@@ -20,8 +20,8 @@
 #include <set>
 #include <thread>
 
-#include "supervisor/pg_queue.hpp"
-#include "supervisor/pg_schema.hpp"
+#include "supervisor/ledger/pg_queue.hpp"
+#include "supervisor/ledger/pg_schema.hpp"
 
 using namespace zkfarm::supervisor;
 
@@ -199,6 +199,69 @@ TEST_F(PgQueueTest, ConcurrentHostsNeverClaimThePartitionTwice) {
   for (auto& t : hosts) t.join();
   EXPECT_EQ(seen.size(), 500u);
   for (const auto& [k, n] : seen) EXPECT_EQ(n, 1) << "job " << k.first << " partition " << k.second;
+}
+
+// Maintenance on one elected host (docs/cluster.md "Maintenance"): the host
+// holding the maintenance turn expires leases and prunes; another host's
+// pass changes nothing; a turn its host stopped renewing lapses and the next
+// host to pass takes it; a clean stop hands it on at once.
+TEST_F(PgQueueTest, OnlyTheHostHoldingTheMaintenanceTurnExpiresLeasesAndAnotherTakesItOverWhenItLapses) {
+  // max_attempts high: the same partitions are claimed and expired many times.
+  auto h1 = queue("h1", 2, 100), h2 = queue("h2", 30, 100), worker = queue("worker", 30, 100);
+  auto expired_by_hand = [&] {
+    sql(url_, "UPDATE zkfarm_partitions SET lease_expires = now() - interval '1 second' WHERE state = 'leased'");
+  };
+  const auto count = [&](const char* state) {
+    return value(url_, std::string("SELECT count(*) FROM zkfarm_partitions WHERE state = '") + state + "'");
+  };
+  EXPECT_EQ(h1->expire_leases(), 0u);
+  EXPECT_EQ(h1->maintainer(), "h1") << "the first host to pass takes the turn";
+  EXPECT_EQ(h2->expire_leases(), 0u);
+  EXPECT_EQ(h2->maintainer(), "h1") << "a turn that has not lapsed is not taken";
+
+  worker->add_job(job(3));
+  ASSERT_EQ(worker->claim(2).size(), 2u);
+  expired_by_hand();
+  EXPECT_EQ(h2->expire_leases(), 0u) << "h2 does not hold the turn: it changes nothing";
+  EXPECT_EQ(count("leased"), "2");
+  EXPECT_EQ(h1->expire_leases(), 2u);
+  EXPECT_EQ(count("leased"), "0");
+  EXPECT_EQ(count("queued"), "3");
+
+  // Both hosts' passes at once, many times: only one of them ever moves anything.
+  std::atomic<size_t> moved1{0}, moved2{0};
+  for (int round = 0; round < 10; ++round) {
+    ASSERT_EQ(worker->claim(3).size(), 3u);
+    expired_by_hand();
+    std::thread a([&] { moved1 += h1->expire_leases(); });
+    std::thread b([&] { moved2 += h2->expire_leases(); });
+    a.join();
+    b.join();
+    ASSERT_EQ(count("leased"), "0") << "round " << round;
+  }
+  EXPECT_EQ(moved1.load(), 30u);
+  EXPECT_EQ(moved2.load(), 0u);
+
+  // h1 dies (no deregister): its turn lapses after its lease (2 s), then h2 takes it.
+  h1.reset();
+  ASSERT_EQ(worker->claim(1).size(), 1u);
+  expired_by_hand();
+  EXPECT_EQ(h2->expire_leases(), 0u) << "h1's turn has not lapsed yet";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  EXPECT_EQ(h2->maintainer(), "") << "a turn not renewed lapses";
+  EXPECT_EQ(h2->expire_leases(), 1u);
+  EXPECT_EQ(h2->maintainer(), "h2");
+
+  // Retention is maintenance too: only the turn's holder prunes.
+  sql(url_, "UPDATE zkfarm_jobs SET state = 'done', finished_ms = 10");
+  EXPECT_EQ(worker->prune(1000), 0u) << "worker does not hold the turn";
+  EXPECT_EQ(h2->prune(1000), 1u);
+
+  // A clean stop hands the turn on at once.
+  h2->deregister();
+  EXPECT_EQ(worker->maintainer(), "");
+  EXPECT_EQ(worker->expire_leases(), 0u);
+  EXPECT_EQ(worker->maintainer(), "worker");
 }
 
 TEST_F(PgQueueTest, AProofIsStoredOnlyUnderTheCurrentLeaseAndOnlyOnce) {

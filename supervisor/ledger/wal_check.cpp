@@ -1,4 +1,4 @@
-#include "supervisor/wal_check.hpp"
+#include "supervisor/ledger/wal_check.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

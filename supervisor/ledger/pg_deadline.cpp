@@ -1,4 +1,4 @@
-#include "supervisor/pg_deadline.hpp"
+#include "supervisor/ledger/pg_deadline.hpp"
 
 #include <libpq-fe.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
-#include "supervisor/pg_listener.hpp"
+#include "supervisor/ledger/pg_listener.hpp"
 
-#include "supervisor/pg_deadline.hpp"
+#include "supervisor/ledger/pg_deadline.hpp"
 
 #include <libpq-fe.h>
 #include <poll.h>

@@ -22,7 +22,7 @@
 #include <optional>
 #include <string>
 
-#include "supervisor/journal_error.hpp"
+#include "supervisor/ledger/journal_error.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -1,4 +1,4 @@
-#include "supervisor/journal.hpp"
+#include "supervisor/ledger/journal.hpp"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -6,119 +6,22 @@
 #include <algorithm>
 #include <map>
 
-#include "supervisor/acked_mark.hpp"
-#include "supervisor/wal_check.hpp"
+#include "supervisor/ledger/acked_mark.hpp"
+#include "supervisor/ledger/wal_check.hpp"
+#include "sql/journal.sql.hpp"
+#include "sql/journal_additions.sql.hpp"
+#include "sql/journal_schema.sql.hpp"
 
 namespace zkfarm::supervisor {
 
 namespace {
 
 // PRAGMA application_id marks the file as ours; user_version is the schema.
-// The meta table and the finished_ms index (kAdditions) came later without a
+// The objects of sql/journal_additions.sql came later without a
 // new version: they are additive, and a zkfarmd of schema 1 that knows
 // neither reads and writes such a journal unchanged (a downgrade keeps working).
 constexpr int kApplicationId = 0x7a6b6672;  // "zkfr"
 constexpr int kSchemaVersion = 1;
-
-constexpr const char* kSchema = R"sql(
-CREATE TABLE jobs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  priority INTEGER NOT NULL,
-  zkey TEXT NOT NULL,
-  out TEXT NOT NULL,
-  slot_bytes INTEGER NOT NULL,
-  n_public INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  error TEXT NOT NULL DEFAULT '',
-  submitted_ms INTEGER NOT NULL,
-  started_ms INTEGER NOT NULL DEFAULT 0,
-  finished_ms INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE partitions (
-  job INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-  idx INTEGER NOT NULL,
-  wtns TEXT NOT NULL,
-  public_json TEXT NOT NULL,
-  PRIMARY KEY (job, idx)
-);
-CREATE TABLE proofs (
-  job INTEGER NOT NULL,
-  idx INTEGER NOT NULL,
-  proof BLOB NOT NULL,
-  proved_ms INTEGER NOT NULL,
-  synth_ms INTEGER NOT NULL,
-  prove_ms INTEGER NOT NULL,
-  PRIMARY KEY (job, idx),
-  FOREIGN KEY (job, idx) REFERENCES partitions(job, idx) ON DELETE CASCADE
-);
-)sql";
-
-// meta: one row whose counter writable() bumps (a real write that touches no
-// job). jobs_finished: prune's range scan, so an hourly prune with nothing
-// due reads a few index pages instead of every job. job_meta: who submitted a
-// job (outputs are written with that user's rights, also after a restart),
-// the key's path as the client named it and its content hash. A job of an
-// older journal has no row: it reads as root's, as it was written then.
-// job_inputs, partition_inputs: a job of circom inputs (docs/witness.md): its
-// circuit and generator, each partition's private input copy and the path the
-// client named (partitions.wtns is '' for them, and public_json is filled in
-// with the proof). circuits: the registered circuits (zkfarmctl circuit add).
-// acknowledged: one row counting the transactions whose success was told to a
-// client (add_job, put_circuit), matched at open against DB-acked
-// (acked_mark.hpp) so that a WAL cut after an acknowledged commit is found.
-// generator_inputs: a built generator's input signals (witgen::
-// signal_shapes_json), by its source hash: a fact of the generator, so a row
-// is never stale; a circuit without one (added by an older zkfarmd, which
-// also never writes here) is not shape-checked at submit.
-constexpr const char* kAdditions = R"sql(
-CREATE TABLE IF NOT EXISTS meta (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  probes INTEGER NOT NULL DEFAULT 0
-);
-INSERT OR IGNORE INTO meta (id, probes) VALUES (1, 0);
-CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_ms);
-CREATE TABLE IF NOT EXISTS job_meta (
-  job INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
-  owner_uid INTEGER NOT NULL,
-  owner_gid INTEGER NOT NULL,
-  zkey_source TEXT NOT NULL,
-  zkey_sha256 TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS job_inputs (
-  job INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
-  circuit TEXT NOT NULL,
-  generator TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS partition_inputs (
-  job INTEGER NOT NULL,
-  idx INTEGER NOT NULL,
-  input TEXT NOT NULL,
-  source TEXT NOT NULL,
-  PRIMARY KEY (job, idx),
-  FOREIGN KEY (job, idx) REFERENCES partitions(job, idx) ON DELETE CASCADE
-);
-CREATE TABLE IF NOT EXISTS acknowledged (
-  id INTEGER PRIMARY KEY CHECK (id = 1),
-  seq INTEGER NOT NULL DEFAULT 0
-);
-INSERT OR IGNORE INTO acknowledged (id, seq) VALUES (1, 0);
-CREATE TABLE IF NOT EXISTS circuits (
-  name TEXT PRIMARY KEY,
-  kind TEXT NOT NULL,
-  generator TEXT NOT NULL,
-  zkey_sha256 TEXT NOT NULL,
-  zkey_source TEXT NOT NULL,
-  source TEXT NOT NULL,
-  owner_uid INTEGER NOT NULL,
-  added_ms INTEGER NOT NULL,
-  n_vars INTEGER NOT NULL,
-  n_public INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS generator_inputs (
-  generator TEXT PRIMARY KEY,
-  inputs TEXT NOT NULL
-);
-)sql";
 
 constexpr int kBusyMs = 5000;  // another connection holding the write lock (an operator's sqlite3)
 // A TRUNCATE checkpoint waits this long for readers of an older snapshot
@@ -128,94 +31,12 @@ constexpr int kTruncateBusyMs = 200;
 // (SQLite's own autocheckpoint default is 1000 frames, ~4 MiB).
 constexpr int kCheckpointFrames = 1000;
 
-// The name of a result code's primary part (https://www.sqlite.org/rescode.html).
-const char* code_name(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_ERROR: return "SQLITE_ERROR";
-    case SQLITE_INTERNAL: return "SQLITE_INTERNAL";
-    case SQLITE_PERM: return "SQLITE_PERM";
-    case SQLITE_ABORT: return "SQLITE_ABORT";
-    case SQLITE_BUSY: return "SQLITE_BUSY";
-    case SQLITE_LOCKED: return "SQLITE_LOCKED";
-    case SQLITE_NOMEM: return "SQLITE_NOMEM";
-    case SQLITE_READONLY: return "SQLITE_READONLY";
-    case SQLITE_INTERRUPT: return "SQLITE_INTERRUPT";
-    case SQLITE_IOERR: return "SQLITE_IOERR";
-    case SQLITE_CORRUPT: return "SQLITE_CORRUPT";
-    case SQLITE_NOTFOUND: return "SQLITE_NOTFOUND";
-    case SQLITE_FULL: return "SQLITE_FULL";
-    case SQLITE_CANTOPEN: return "SQLITE_CANTOPEN";
-    case SQLITE_PROTOCOL: return "SQLITE_PROTOCOL";
-    case SQLITE_SCHEMA: return "SQLITE_SCHEMA";
-    case SQLITE_TOOBIG: return "SQLITE_TOOBIG";
-    case SQLITE_CONSTRAINT: return "SQLITE_CONSTRAINT";
-    case SQLITE_MISMATCH: return "SQLITE_MISMATCH";
-    case SQLITE_MISUSE: return "SQLITE_MISUSE";
-    case SQLITE_NOLFS: return "SQLITE_NOLFS";
-    case SQLITE_AUTH: return "SQLITE_AUTH";
-    case SQLITE_RANGE: return "SQLITE_RANGE";
-    case SQLITE_NOTADB: return "SQLITE_NOTADB";
-    default: return "SQLITE_?";
-  }
-}
+using sqlite::Stmt;
 
-// "WHERE: MESSAGE (CODE)", read from the connection right after the failing
-// call (any later call may overwrite the message).
-[[noreturn]] void throw_sqlite(sqlite3* db, const std::string& where, int rc) {
-  const int ext = sqlite3_extended_errcode(db);
-  const int code = (ext & 0xff) == (rc & 0xff) ? ext : rc;
-  throw JournalError(where + ": " + sqlite3_errmsg(db) + " (" + code_name(code) + ")", code);
-}
+// The journal's faults are JournalError (sqlite/db.hpp's Thrower).
+[[noreturn]] void throw_journal_error(const std::string& what, int code) { throw JournalError(what, code); }
 
-// A prepared statement, finalized on scope exit (which also ends its read or
-// write if it was still running).
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql, const std::string& where) : db_(db), where_(where) {
-    const int rc = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr);
-    if (rc != SQLITE_OK) throw_sqlite(db, where, rc);
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(s_, i, v)); }
-  Stmt& bind(int i, const std::string& v) {
-    return check(sqlite3_bind_text64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
-  }
-  Stmt& blob(int i, const std::string& v) { return check(sqlite3_bind_blob64(s_, i, v.data(), v.size(), SQLITE_TRANSIENT)); }
-  /// true: a row is ready; false: done. Any other outcome throws.
-  bool step() {
-    const int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw_sqlite(db_, where_, rc);
-  }
-  /// Ready to run again with new bindings.
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  int64_t i64(int col) { return sqlite3_column_int64(s_, col); }
-  std::string text(int col) {
-    auto p = sqlite3_column_text(s_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(s_, col))) : std::string();
-  }
-  std::string bytes(int col) {
-    auto p = static_cast<const char*>(sqlite3_column_blob(s_, col));
-    return p ? std::string(p, size_t(sqlite3_column_bytes(s_, col))) : std::string();
-  }
-
- private:
-  Stmt& check(int rc) {
-    if (rc != SQLITE_OK) throw_sqlite(db_, where_, rc);
-    return *this;
-  }
-  sqlite3* db_;
-  std::string where_;
-  sqlite3_stmt* s_ = nullptr;
-};
-
-int64_t pragma_int(sqlite3* db, const char* name, const std::string& where) {
+int64_t pragma_int(const sqlite::Db& db, const char* name, const std::string& where) {
   Stmt s(db, (std::string("PRAGMA ") + name).c_str(), where);
   return s.step() ? s.i64(0) : 0;
 }
@@ -294,25 +115,18 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
   const bool existed = ::access(path.c_str(), F_OK) == 0;
   if (existed && ::access(path.c_str(), R_OK | W_OK) != 0)
     throw JournalError(path + ": journal is not readable and writable by this user");
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 options.vfs.empty() ? nullptr : options.vfs.c_str());
-  if (rc != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
-    throw JournalError(path + ": cannot open the journal: " + msg, rc);
-  }
-  sqlite3_busy_timeout(db_, kBusyMs);
+  db_ = sqlite::Db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, options.vfs, kBusyMs,
+                   &throw_journal_error, "cannot open the journal");
   // Replaces SQLite's autocheckpoint (a PASSIVE checkpoint that leaves the WAL
   // to be overwritten from its start): after_commit() truncates it instead.
-  sqlite3_wal_hook(db_, &Journal::on_wal_commit, this);
+  sqlite3_wal_hook(db_.get(), &Journal::on_wal_commit, this);
   try {
     // Read before writing anything: a file that is not ours is left untouched.
     int64_t app = 0, version = 0, n_tables = 0;
     try {
       app = pragma_int(db_, "application_id", where);
       version = pragma_int(db_, "user_version", where);
-      Stmt tables(db_, "SELECT count(*) FROM sqlite_master", where);  // finalized before any write
+      Stmt tables(db_, sql::journal::count_objects, where);  // finalized before any write
       tables.step();
       n_tables = tables.i64(0);
     } catch (const JournalError& e) {
@@ -333,10 +147,10 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     if (mark.seq) {
       int64_t held = 0;
       if (n_tables > 0) {
-        Stmt has(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'acknowledged'", where);
+        Stmt has(db_, sql::journal::has_acknowledged, where);
         has.step();
         if (has.i64(0) > 0) {
-          Stmt seq(db_, "SELECT seq FROM acknowledged WHERE id = 1", where);
+          Stmt seq(db_, sql::journal::acknowledged_seq, where);
           held = seq.step() ? seq.i64(0) : 0;
         }
       }
@@ -353,21 +167,21 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     }
     // FULL: a WAL commit is fsynced before COMMIT returns (NORMAL syncs only at
     // checkpoints, so a power loss could undo an acknowledged job).
-    exec("PRAGMA synchronous=FULL", where);
-    exec("PRAGMA foreign_keys=ON", where);
+    db_.exec("PRAGMA synchronous=FULL", where);
+    db_.exec("PRAGMA foreign_keys=ON", where);
     // When SQLite does restart the WAL from its start (a checkpoint that a
     // reader kept from truncating), the first commit after cuts the file to
     // its end: no older frames stay behind it for a kill to leave half
     // overwritten.
-    exec("PRAGMA journal_size_limit=0", where);
+    db_.exec("PRAGMA journal_size_limit=0", where);
     default_max_pages_ = pragma_int(db_, "max_page_count", where);
     if (n_tables == 0) {
-      exec("BEGIN IMMEDIATE", where);
-      exec(kSchema, where);
-      exec(kAdditions, where);
-      exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(), where);
-      exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str(), where);
-      exec("COMMIT", where);
+      db_.exec("BEGIN IMMEDIATE", where);
+      db_.exec(sql::journal_schema::text, where);
+      db_.exec(sql::journal_additions::text, where);
+      db_.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(), where);
+      db_.exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str(), where);
+      db_.exec("COMMIT", where);
     }
     {
       Stmt check(db_, "PRAGMA quick_check", where);
@@ -382,11 +196,7 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
       }
     }
     {
-      Stmt s(db_,
-             "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name IN ('meta', 'job_meta', "
-             "'job_inputs', 'partition_inputs', 'circuits', 'acknowledged', 'generator_inputs')) OR (type = 'index' "
-             "AND name = 'jobs_finished')",
-             where);
+      Stmt s(db_, sql::journal::count_additions, where);
       s.step();
       schema_current_ = s.i64(0) == 8;
     }
@@ -394,9 +204,7 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     // A refused journal stays as it was: the last connection's close would
     // otherwise checkpoint the WAL into the main file and delete it, folding
     // away the evidence (and what a restore needs).
-    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
+    db_.close(/*keep_wal=*/true);
     throw;
   }
   // Clear what a killed predecessor left in the WAL and add the newer schema
@@ -410,7 +218,7 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
 }
 
 Journal::~Journal() {
-  if (db_) sqlite3_close_v2(db_);  // checkpoints and removes the WAL when it can
+  db_.close();  // checkpoints and removes the WAL when it can
 }
 
 int Journal::on_wal_commit(void* self, sqlite3*, const char*, int frames) {
@@ -418,30 +226,18 @@ int Journal::on_wal_commit(void* self, sqlite3*, const char*, int frames) {
   return SQLITE_OK;  // anything else would turn the committed transaction into an error
 }
 
-void Journal::exec(const char* sql, const std::string& where) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-  if (rc != SQLITE_OK) {
-    const int ext = sqlite3_extended_errcode(db_);
-    const std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    const int code = (ext & 0xff) == (rc & 0xff) ? ext : rc;
-    throw JournalError(where + ": " + msg + " (" + code_name(code) + ")", code);
-  }
-}
-
 // Checkpoints every frame into the main file, syncs it, and cuts the WAL to 0
 // bytes (SQLITE_CHECKPOINT_TRUNCATE). Throws JournalError when it cannot (a
 // full disk, an I/O error, a reader of an older snapshot for `busy_ms`).
 void Journal::truncate_wal(int busy_ms, const std::string& where) {
-  sqlite3_busy_timeout(db_, busy_ms);
-  const int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  db_.busy_timeout(busy_ms);
+  const int rc = sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
   if (rc != SQLITE_OK) {
-    const std::string msg = sqlite3_errmsg(db_);
-    sqlite3_busy_timeout(db_, kBusyMs);
-    throw JournalError(where + ": cannot checkpoint and truncate the WAL: " + msg + " (" + code_name(rc) + ")", rc);
+    const std::string msg = sqlite3_errmsg(db_.get());
+    db_.busy_timeout(kBusyMs);
+    throw JournalError(where + ": cannot checkpoint and truncate the WAL: " + msg + " (" + sqlite::code_name(rc) + ")", rc);
   }
-  sqlite3_busy_timeout(db_, kBusyMs);
+  db_.busy_timeout(kBusyMs);
   wal_frames_ = 0;
 }
 
@@ -453,11 +249,11 @@ void Journal::truncate_wal(int busy_ms, const std::string& where) {
 // Writing only into an empty or append-only WAL keeps a kill's leftovers a
 // trailing partial frame.
 void Journal::prepare_write(const std::string& where) {
-  if (!sqlite3_get_autocommit(db_)) {  // a transaction a failed ROLLBACK left open
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    if (!sqlite3_get_autocommit(db_))
-      throw JournalError(where + ": a failed transaction cannot be rolled back: " + sqlite3_errmsg(db_),
-                         sqlite3_extended_errcode(db_));
+  if (!db_.autocommit()) {  // a transaction a failed ROLLBACK left open
+    db_.exec_quietly("ROLLBACK");
+    if (!db_.autocommit())
+      throw JournalError(where + ": a failed transaction cannot be rolled back: " + sqlite3_errmsg(db_.get()),
+                         sqlite3_extended_errcode(db_.get()));
   }
   if (wal_dirty_) {
     truncate_wal(kTruncateBusyMs, where);
@@ -465,9 +261,9 @@ void Journal::prepare_write(const std::string& where) {
   }
   if (!schema_current_) {
     try {
-      exec("BEGIN IMMEDIATE", where);
-      exec(kAdditions, where);
-      exec("COMMIT", where);
+      db_.exec("BEGIN IMMEDIATE", where);
+      db_.exec(sql::journal_additions::text, where);
+      db_.exec("COMMIT", where);
     } catch (...) {
       after_failed_write();
       throw;
@@ -477,7 +273,7 @@ void Journal::prepare_write(const std::string& where) {
 }
 
 void Journal::after_failed_write() {
-  if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  if (!db_.autocommit()) db_.exec_quietly("ROLLBACK");
   wal_dirty_ = true;
 }
 
@@ -496,14 +292,14 @@ void Journal::transact(const char* op, const std::function<void(const std::strin
   int64_t seq = 0;
   try {
     prepare_write(where);
-    exec("BEGIN IMMEDIATE", where);
+    db_.exec("BEGIN IMMEDIATE", where);
     body(where);
     if (told == Told::kClient) {
-      exec("UPDATE acknowledged SET seq = seq + 1 WHERE id = 1", where);
-      Stmt s(db_, "SELECT seq FROM acknowledged WHERE id = 1", where);
+      db_.exec(sql::journal::bump_acknowledged, where);
+      Stmt s(db_, sql::journal::acknowledged_seq, where);
       seq = s.step() ? s.i64(0) : 0;
     }
-    exec("COMMIT", where);
+    db_.exec("COMMIT", where);
   } catch (const JournalError& e) {
     last_error_ = e.what();
     after_failed_write();
@@ -534,7 +330,7 @@ void Journal::mark_acknowledged(uint64_t seq) {
 void Journal::statement(const char* op, const std::function<void(const std::string& where)>& body) {
   const std::string where = path_ + ": " + op;
   try {
-    if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (!db_.autocommit()) db_.exec_quietly("ROLLBACK");
     body(where);
   } catch (const JournalError& e) {
     last_error_ = e.what();
@@ -545,30 +341,26 @@ void Journal::statement(const char* op, const std::function<void(const std::stri
 uint64_t Journal::add_job(const Job& job) {
   uint64_t id = 0;
   transact("add_job", [&](const std::string& where) {
-    Stmt ins(db_,
-             "INSERT INTO jobs (priority, zkey, out, slot_bytes, n_public, state, submitted_ms) "
-             "VALUES (?, ?, ?, ?, ?, 'queued', ?)",
-             where);
+    Stmt ins(db_, sql::journal::insert_job, where);
     ins.bind(1, int64_t(job.priority)).bind(2, job.zkey).bind(3, job.out).bind(4, int64_t(job.slot_bytes));
     ins.bind(5, int64_t(job.n_public)).bind(6, job.submitted_ms);
     ins.step();
-    id = uint64_t(sqlite3_last_insert_rowid(db_));
-    Stmt m(db_, "INSERT INTO job_meta (job, owner_uid, owner_gid, zkey_source, zkey_sha256) VALUES (?, ?, ?, ?, ?)",
-           where);
+    id = uint64_t(db_.last_insert_rowid());
+    Stmt m(db_, sql::journal::insert_job_meta, where);
     m.bind(1, int64_t(id)).bind(2, int64_t(job.owner_uid)).bind(3, int64_t(job.owner_gid));
     m.bind(4, job.zkey_source).bind(5, job.zkey_sha256);
     m.step();
-    Stmt p(db_, "INSERT INTO partitions (job, idx, wtns, public_json) VALUES (?, ?, ?, ?)", where);
+    Stmt p(db_, sql::journal::insert_partition, where);
     for (uint32_t i = 0; i < job.parts.size(); ++i) {
       p.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].wtns).bind(4, job.parts[i].public_json);
       p.step();
       p.reset();
     }
     if (job.inputs()) {
-      Stmt ji(db_, "INSERT INTO job_inputs (job, circuit, generator) VALUES (?, ?, ?)", where);
+      Stmt ji(db_, sql::journal::insert_job_inputs, where);
       ji.bind(1, int64_t(id)).bind(2, job.circuit).bind(3, job.generator);
       ji.step();
-      Stmt pi(db_, "INSERT INTO partition_inputs (job, idx, input, source) VALUES (?, ?, ?, ?)", where);
+      Stmt pi(db_, sql::journal::insert_partition_input, where);
       for (uint32_t i = 0; i < job.parts.size(); ++i) {
         pi.bind(1, int64_t(id)).bind(2, int64_t(i)).bind(3, job.parts[i].input).bind(4, job.parts[i].input_source);
         pi.step();
@@ -579,40 +371,36 @@ uint64_t Journal::add_job(const Job& job) {
   return id;
 }
 
-ProofStored Journal::add_proof(uint64_t job, uint32_t index, const ProofRecord& rec) {
+CompleteResult Journal::complete(uint64_t job, uint32_t index, const ProofRecord& rec) {
   bool added = false;
   const std::string& proof = rec.proof;
   const std::string& public_json = rec.public_json;
   const int64_t proved_ms = rec.proved_ms, synth_ms = rec.synth_ms, prove_ms = rec.prove_ms;
   transact("add_proof", [&](const std::string& where) {
-    Stmt s(db_,
-           "INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms) VALUES (?, ?, ?, ?, ?, ?)",
-           where);
+    Stmt s(db_, sql::journal::insert_proof, where);
     s.bind(1, int64_t(job)).bind(2, int64_t(index)).blob(3, proof).bind(4, proved_ms).bind(5, synth_ms);
     s.bind(6, prove_ms);
     s.step();
-    added = sqlite3_changes(db_) == 1;
+    added = db_.changes() == 1;
     if (added && !public_json.empty()) {  // a partition of inputs: its public signals came with its witness
-      Stmt u(db_, "UPDATE partitions SET public_json = ? WHERE job = ? AND idx = ?", where);
+      Stmt u(db_, sql::journal::set_public_json, where);
       u.bind(1, public_json).bind(2, int64_t(job)).bind(3, int64_t(index));
       u.step();
     }
   });
-  return added ? ProofStored::kStored : ProofStored::kDuplicate;
+  if (added) return {ProofStored::kStored, false, {}};
+  return {ProofStored::kDuplicate, false, "a proof was already journaled"};
 }
 
 void Journal::put_circuit(const CircuitRecord& c) {
   transact("put_circuit", [&](const std::string& where) {
-    Stmt s(db_,
-           "INSERT OR REPLACE INTO circuits (name, kind, generator, zkey_sha256, zkey_source, source, owner_uid, "
-           "added_ms, n_vars, n_public) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-           where);
+    Stmt s(db_, sql::journal::put_circuit, where);
     s.bind(1, c.name).bind(2, c.kind).bind(3, c.generator).bind(4, c.zkey_sha256).bind(5, c.zkey_source);
     s.bind(6, c.source).bind(7, int64_t(c.owner_uid)).bind(8, c.added_ms).bind(9, int64_t(c.n_vars));
     s.bind(10, int64_t(c.n_public));
     s.step();
     if (!c.inputs.empty()) {
-      Stmt g(db_, "INSERT OR IGNORE INTO generator_inputs (generator, inputs) VALUES (?, ?)", where);
+      Stmt g(db_, sql::journal::put_generator_inputs, where);
       g.bind(1, c.generator).bind(2, c.inputs);
       g.step();
     }
@@ -622,11 +410,11 @@ void Journal::put_circuit(const CircuitRecord& c) {
 bool Journal::remove_circuit(const std::string& name) {
   bool removed = false;
   transact("remove_circuit", [&](const std::string& where) {
-    Stmt s(db_, "DELETE FROM circuits WHERE name = ?", where);
+    Stmt s(db_, sql::journal::remove_circuit, where);
     s.bind(1, name);
     s.step();
-    removed = sqlite3_changes(db_) == 1;
-    exec("DELETE FROM generator_inputs WHERE generator NOT IN (SELECT generator FROM circuits)", where);
+    removed = db_.changes() == 1;
+    db_.exec(sql::journal::drop_unused_generator_inputs, where);
   });
   return removed;
 }
@@ -634,11 +422,7 @@ bool Journal::remove_circuit(const std::string& name) {
 std::vector<CircuitRecord> Journal::circuits() {
   std::vector<CircuitRecord> out;
   statement("circuits", [&](const std::string& where) {
-    Stmt s(db_,
-           "SELECT name, kind, c.generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public, "
-           "coalesce(g.inputs, '') FROM circuits c LEFT JOIN generator_inputs g ON g.generator = c.generator "
-           "ORDER BY name",
-           where);
+    Stmt s(db_, sql::journal::circuits, where);
     while (s.step()) {
       out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), uint32_t(s.i64(6)), s.i64(7),
                      uint32_t(s.i64(8)), uint32_t(s.i64(9))});
@@ -650,7 +434,7 @@ std::vector<CircuitRecord> Journal::circuits() {
 
 void Journal::finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) {
   transact("finish_job", [&](const std::string& where) {
-    Stmt s(db_, "UPDATE jobs SET state = ?, error = ?, finished_ms = ? WHERE id = ?", where);
+    Stmt s(db_, sql::journal::finish_job, where);
     s.bind(1, std::string(job_state_name(state))).bind(2, error).bind(3, finished_ms).bind(4, int64_t(job));
     s.step();
   });
@@ -658,7 +442,7 @@ void Journal::finish_job(uint64_t job, JobState state, const std::string& error,
 
 void Journal::set_started(uint64_t job, int64_t started_ms) {
   transact("set_started", [&](const std::string& where) {
-    Stmt s(db_, "UPDATE jobs SET started_ms = ? WHERE id = ? AND started_ms = 0", where);
+    Stmt s(db_, sql::journal::set_started, where);
     s.bind(1, started_ms).bind(2, int64_t(job));
     s.step();
   });
@@ -669,11 +453,7 @@ std::vector<Job> Journal::load() {
   statement("load", [&](const std::string& where) {
     std::map<uint64_t, Job> jobs;
     {
-      Stmt s(db_,
-             "SELECT id, priority, zkey, out, slot_bytes, n_public, state, error, submitted_ms, started_ms, "
-             "finished_ms, coalesce(m.owner_uid, 0), coalesce(m.owner_gid, 0), coalesce(m.zkey_source, ''), "
-             "coalesce(m.zkey_sha256, '') FROM jobs LEFT JOIN job_meta m ON m.job = jobs.id ORDER BY id",
-             where);
+      Stmt s(db_, sql::journal::load_jobs, where);
       while (s.step()) {
         Job j;
         j.id = uint64_t(s.i64(0));
@@ -695,7 +475,7 @@ std::vector<Job> Journal::load() {
       }
     }
     {
-      Stmt s(db_, "SELECT job, circuit, generator FROM job_inputs", where);
+      Stmt s(db_, sql::journal::load_job_inputs, where);
       while (s.step()) {
         auto it = jobs.find(uint64_t(s.i64(0)));
         if (it == jobs.end()) continue;
@@ -703,12 +483,7 @@ std::vector<Job> Journal::load() {
         it->second.generator = s.text(2);
       }
     }
-    Stmt s(db_,
-           "SELECT p.job, p.idx, p.wtns, q.proof IS NOT NULL, coalesce(q.synth_ms, 0), coalesce(q.prove_ms, 0), "
-           "p.public_json, coalesce(i.input, ''), coalesce(i.source, '') "
-           "FROM partitions p LEFT JOIN proofs q ON q.job = p.job AND q.idx = p.idx "
-           "LEFT JOIN partition_inputs i ON i.job = p.job AND i.idx = p.idx ORDER BY p.job, p.idx",
-           where);
+    Stmt s(db_, sql::journal::load_partitions, where);
     while (s.step()) {
       auto it = jobs.find(uint64_t(s.i64(0)));
       if (it == jobs.end()) continue;
@@ -739,10 +514,7 @@ std::vector<Job> Journal::load() {
 std::optional<JournaledProof> Journal::proof(uint64_t job, uint32_t index) {
   std::optional<JournaledProof> out;
   statement("proof", [&](const std::string& where) {
-    Stmt s(db_,
-           "SELECT q.proof, p.public_json FROM proofs q JOIN partitions p ON p.job = q.job AND p.idx = q.idx "
-           "WHERE q.job = ? AND q.idx = ?",
-           where);
+    Stmt s(db_, sql::journal::proof, where);
     s.bind(1, int64_t(job)).bind(2, int64_t(index));
     if (s.step()) out = JournaledProof{s.bytes(0), s.text(1)};
   });
@@ -753,12 +525,10 @@ size_t Journal::prune(int64_t cutoff_ms) {
   size_t n = 0;
   transact("prune", [&](const std::string& where) {
     // finished_ms > 0 AND finished_ms < ?: a range of the jobs_finished index.
-    Stmt s(db_,
-           "DELETE FROM jobs WHERE finished_ms > 0 AND finished_ms < ? AND state IN ('done', 'failed', 'cancelled')",
-           where);
+    Stmt s(db_, sql::journal::prune, where);
     s.bind(1, cutoff_ms);
     s.step();
-    n = size_t(sqlite3_changes(db_));
+    n = size_t(db_.changes());
   });
   return n;
 }
@@ -766,7 +536,7 @@ size_t Journal::prune(int64_t cutoff_ms) {
 bool Journal::writable() {
   try {
     transact("write probe", [&](const std::string& where) {
-      exec("UPDATE meta SET probes = probes + 1 WHERE id = 1", where);
+      db_.exec(sql::journal::probe, where);
     });
     return true;
   } catch (const JournalError&) {

@@ -1,24 +1,19 @@
-#include "supervisor/pg_schema.hpp"
-
-namespace zkfarm::supervisor {
-
-namespace {
-
-// Version 1. Notes on the choices:
-//  - partitions.prio copies the job's priority so that the claim's ORDER BY
-//    is one partial index (zkfarm_partitions_queue) over queued rows only;
-//  - lease_expires is the database's clock (now()), so hosts whose clocks
-//    disagree still agree on when a lease ends;
-//  - txid (the writing transaction, pg_current_xact_id()) on jobs is the
-//    change feed: a host asks for the rows committed between the snapshot it
-//    saw last and a new one (pg_visible_in_snapshot), which, unlike a
-//    sequence, misses no row whose transaction committed late;
-//  - proofs has (job_id, idx) as primary key: a second proof of a partition
-//    cannot be stored whatever a host does;
-//  - a job's progress columns (done, attempts, stage times) are refreshed by
-//    PgQueue::sweep, not by each proof, so that hosts proving partitions of
-//    one job never queue on its row.
-constexpr const char* kV1 = R"SQL(
+-- The PostgreSQL queue's schema, version 1 (pg_schema.hpp: each
+-- migration runs in one transaction, under an advisory lock).
+-- Version 1. Notes on the choices:
+--  - partitions.prio copies the job's priority so that the claim's ORDER BY
+--    is one partial index (zkfarm_partitions_queue) over queued rows only;
+--  - lease_expires is the database's clock (now()), so hosts whose clocks
+--    disagree still agree on when a lease ends;
+--  - txid (the writing transaction, pg_current_xact_id()) on jobs is the
+--    change feed: a host asks for the rows committed between the snapshot it
+--    saw last and a new one (pg_visible_in_snapshot), which, unlike a
+--    sequence, misses no row whose transaction committed late;
+--  - proofs has (job_id, idx) as primary key: a second proof of a partition
+--    cannot be stored whatever a host does;
+--  - a job's progress columns (done, attempts, stage times) are refreshed by
+--    PgQueue::sweep, not by each proof, so that hosts proving partitions of
+--    one job never queue on its row.
 CREATE SEQUENCE zkfarm_lease_seq;
 CREATE TABLE zkfarm_hosts (
   host_id text PRIMARY KEY,
@@ -112,33 +107,3 @@ CREATE TABLE zkfarm_circuits (
   dat_sha256 text NOT NULL DEFAULT ''
 );
 INSERT INTO zkfarm_meta (key, value) VALUES ('swept_ms', '0')
-)SQL";
-
-// Version 2, additive (hosts of 1 keep working): a built generator's input
-// signals, by its source hash (the journal's generator_inputs), checked
-// against every input at submit. A host of 1 writes no row, and a circuit
-// without one is not shape-checked; keyed by the generator, a row is never
-// stale whoever changes zkfarm_circuits.
-constexpr const char* kV2 = R"SQL(
-CREATE TABLE zkfarm_generator_inputs (
-  generator text PRIMARY KEY,
-  inputs text NOT NULL
-)
-)SQL";
-
-}  // namespace
-
-const std::vector<PgMigration>& pg_migrations() {
-  static const std::vector<PgMigration> m = {{1, 1, kV1}, {2, 1, kV2}};
-  return m;
-}
-
-std::string pg_schema_verdict(int mine, int db_version, int db_min_reader) {
-  if (db_version <= mine) return {};
-  if (db_min_reader <= mine) return {};  // a newer, additive schema: this host still reads it
-  return "the queue's schema is version " + std::to_string(db_version) + " and needs hosts of schema " +
-         std::to_string(db_min_reader) + " or later; this zkfarmd writes schema " + std::to_string(mine) +
-         ": upgrade this host's zkfarm";
-}
-
-}  // namespace zkfarm::supervisor

@@ -1,4 +1,4 @@
-#include "supervisor/acked_mark.hpp"
+#include "supervisor/ledger/acked_mark.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "supervisor/journal_error.hpp"
+#include "supervisor/ledger/journal_error.hpp"
 
 namespace zkfarm::supervisor {
 

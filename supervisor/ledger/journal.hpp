@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/acked_mark.hpp"
+#include "supervisor/ledger/acked_mark.hpp"
 #include "supervisor/jobs.hpp"
-#include "supervisor/journal_error.hpp"
-#include "supervisor/ledger.hpp"
+#include "supervisor/ledger/journal_error.hpp"
+#include "supervisor/ledger/ledger.hpp"
+#include "sqlite/db.hpp"
 
-struct sqlite3;
 
 namespace zkfarm::supervisor {
 
@@ -73,9 +73,10 @@ class Journal : public Ledger {
   /// signals came with its witness) is stored with it as the partition's
   /// public.json. kDuplicate, changing nothing, if that partition already
   /// has a proof (the (job, partition) primary key); never kFenced (no claims
-  /// on one host). Throws JournalError (also when the partition does not
-  /// exist); then nothing changed.
-  ProofStored add_proof(uint64_t job, uint32_t index, const ProofRecord& proof) override;
+  /// on one host), never job_done (the supervisor ends a job of one host once
+  /// its files are written). Throws JournalError (also when the partition
+  /// does not exist); then nothing changed.
+  CompleteResult complete(uint64_t job, uint32_t index, const ProofRecord& proof) override;
   /// Adds or replaces a registered circuit (by name), counted in the
   /// acknowledged mark like add_job. Throws JournalError.
   void put_circuit(const CircuitRecord& c) override;
@@ -92,7 +93,7 @@ class Journal : public Ledger {
   /// Every journaled job, oldest first; a partition with a proof comes back
   /// done, every other one queued (what was in flight is proved again).
   /// Read-only: works on a full disk. Throws JournalError on a read fault.
-  std::vector<Job> load();
+  std::vector<Job> load() override;
   /// The journaled proof of (job, partition), if any. Read-only; throws
   /// JournalError on a read fault.
   std::optional<JournaledProof> proof(uint64_t job, uint32_t index) override;
@@ -116,6 +117,29 @@ class Journal : public Ledger {
   /// The message of the last fault of any call ("" once a write succeeds).
   const std::string& last_error() const override { return last_error_; }
   const char* kind() const override { return "sqlite"; }
+  bool shared() const override { return false; }
+
+  // One host (ledger.hpp): every partition is this host's from its submit
+  // on, so there is no queue to join, nothing to claim, and no lease ends.
+  /// No shared folder, so no queue id: "".
+  std::string queue_id(bool* created) override {
+    *created = false;
+    return {};
+  }
+  void register_host() override {}
+  void deregister() override {}
+  /// Nothing: the loop dispatches this host's queued partitions itself.
+  std::vector<ClaimedPartition> claim(unsigned) override { return {}; }
+  /// Every lease is kept (there are none to lose).
+  std::vector<uint64_t> renew(const std::vector<uint64_t>& tokens, const std::string&) override { return tokens; }
+  size_t release(const std::vector<uint64_t>&) override { return 0; }
+  bool give_back(uint64_t, const std::string&) override { return false; }
+  size_t expire_leases() override { return 0; }
+  /// Nothing to sweep: a job's progress is the loop's own.
+  bool sweep(int64_t) override { return false; }
+  /// Nothing to follow: load() brought every job at start.
+  Changes changes_since(const std::string&) override { return {}; }
+  ClusterView cluster() override { return {}; }
   std::string where() const override { return path_; }
   /// The connection's journal mode and synchronous level, read from SQLite.
   JournalDurability durability();
@@ -140,11 +164,10 @@ class Journal : public Ledger {
   void after_failed_write();
   void after_commit();
   void truncate_wal(int busy_ms, const std::string& where);
-  void exec(const char* sql, const std::string& where);
   static int on_wal_commit(void* self, sqlite3* db, const char* name, int frames);
 
   std::string path_;
-  sqlite3* db_ = nullptr;
+  sqlite::Db db_;
   bool wal_dirty_ = true;        ///< the WAL may hold bytes past its last commit: truncate before writing
   bool schema_current_ = false;  ///< the meta table and the jobs_finished index exist
   int wal_frames_ = 0;           ///< frames in the WAL after the last commit (SQLite's WAL hook)

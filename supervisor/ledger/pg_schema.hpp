@@ -1,5 +1,6 @@
 #pragma once
-// The PostgreSQL queue's schema and its migrations (docs/cluster.md).
+// The PostgreSQL queue's schema and its migrations (docs/cluster.md): the
+// SQL of migration N is sql/pg_migration_N.sql, embedded at build time.
 //
 // zkfarm_meta holds two numbers: schema_version, the schema the database
 // has, and min_reader_version, the oldest zkfarmd schema that may still use
@@ -22,7 +23,7 @@ struct PgMigration {
 };
 
 /// The schema this build writes.
-inline constexpr int kPgSchemaVersion = 2;
+inline constexpr int kPgSchemaVersion = 3;
 
 /// Every migration, in order (1 creates the schema).
 const std::vector<PgMigration>& pg_migrations();

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/ledger.hpp"
+#include "supervisor/ledger/ledger.hpp"
 
 struct pg_conn;
 
@@ -39,7 +39,7 @@ struct PgOptions {
   std::string host_id;        ///< this host's name in the queue (unique per zkfarmd)
   std::string version;        ///< zkfarmd's version (hosts table, status)
   std::string devices;        ///< what this host proves on ("cpu", "gpu 0,1"), for status
-  unsigned lease_seconds = 30;
+  unsigned lease_seconds = kDefaultLeaseSeconds;
   unsigned max_attempts = 3;  ///< claims of one partition before it fails
   /// Registers the host and releases the leases a previous run of this
   /// host_id left (its partitions go back at once, attempts kept). A
@@ -48,61 +48,6 @@ struct PgOptions {
   /// names another instance and has a fresh heartbeat is in use: refused.
   std::string instance;
   bool register_host = true;
-};
-
-/// A lease on a partition: whoever holds the token may store its proof until
-/// the lease expires or is taken back.
-struct Lease {
-  uint64_t job = 0;
-  uint32_t index = 0;
-  uint64_t token = 0;     ///< the fencing token (a sequence value, never reused)
-  uint32_t attempts = 0;  ///< claims of this partition so far, this one included
-};
-
-/// A partition claimed: its lease and what the host needs to prove it.
-struct ClaimedPartition {
-  Lease lease;
-  std::string wtns;         ///< a job of witnesses: its copy, relative to the shared dir
-  std::string wtns_sha256;  ///< …and that copy's SHA-256 (hex), checked before use
-  std::string input;        ///< a job of inputs: input.json's bytes
-  std::string input_name;   ///< …and the name the client gave it
-};
-
-/// One host as the hosts table has it.
-struct HostRow {
-  std::string host_id, version, devices, state;  ///< state: running, draining, stopping, stopped
-  int64_t pid = 0;
-  double heartbeat_age_s = 0;  ///< seconds since its last heartbeat, in the database's clock
-  bool alive = false;          ///< a heartbeat within 3 leases' time
-  uint64_t leases = 0;         ///< partitions it holds now
-};
-
-/// The queue as every host sees it (status).
-struct ClusterView {
-  std::vector<HostRow> hosts;
-  uint64_t queued = 0, leased = 0, done = 0, failed = 0;  ///< partitions of live jobs, by state
-  uint64_t live_jobs = 0;
-  int schema = 0;
-};
-
-/// A job's row as changes_since reports it: the header fields of a Job
-/// (parts sized k, each kElsewhere; shared progress in shared_*).
-struct JobRow {
-  Job job;
-  std::string submitted_host;
-};
-
-/// Jobs whose rows changed between two snapshots of the database.
-struct Changes {
-  std::vector<JobRow> jobs;
-  std::string snapshot;  ///< the cursor to pass next time
-};
-
-/// What a store of a proof under a lease did to its job.
-struct CompleteResult {
-  ProofStored stored = ProofStored::kFenced;
-  bool job_done = false;  ///< this was the job's last proof
-  std::string why;        ///< for kFenced: what the database says of the partition now
 };
 
 class PgQueue : public Ledger {
@@ -116,23 +61,26 @@ class PgQueue : public Ledger {
   PgQueue& operator=(const PgQueue&) = delete;
 
   const char* kind() const override { return "postgresql"; }
+  bool shared() const override { return true; }
   std::string where() const override { return safe_url_; }
 
   /// Inserts the job and its partitions (queued; a job of inputs with each
   /// input.json's bytes, read from p.input) and NOTIFYs. p.wtns is stored
   /// relative to `shared_dir` (passed at construction through set_shared_dir).
   uint64_t add_job(const Job& job) override;
-  /// Stores the proof under proof.lease_token (complete()).
-  ProofStored add_proof(uint64_t job, uint32_t index, const ProofRecord& proof) override;
   void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) override;
   void set_started(uint64_t job, int64_t started_ms) override;
   std::optional<JournaledProof> proof(uint64_t job, uint32_t index) override;
+  /// Deletes what finished before `cutoff_ms`, and hosts silent for a
+  /// week, only while this host holds the maintenance turn (else 0).
   size_t prune(int64_t cutoff_ms) override;
   void put_circuit(const CircuitRecord& c) override;
   bool remove_circuit(const std::string& name) override;
   std::vector<CircuitRecord> circuits() override;
   bool writable() override;
   const std::string& last_error() const override { return last_error_; }
+  /// None: a shared queue's jobs are mirrored through changes_since().
+  std::vector<Job> load() override { return {}; }
 
   /// The shared dir (a folder every host mounts) that witness paths are relative to.
   void set_shared_dir(const std::string& dir) { shared_dir_ = dir; }
@@ -141,7 +89,7 @@ class PgQueue : public Ledger {
   /// Claims up to `n` queued partitions (highest priority, oldest job, lowest
   /// index first; SKIP LOCKED, so hosts claiming at once never wait on each
   /// other) into leases of lease_seconds; their jobs become running.
-  std::vector<ClaimedPartition> claim(unsigned n);
+  std::vector<ClaimedPartition> claim(unsigned n) override;
   /// Stores the proof of a leased partition if `proof.lease_token` is still
   /// its current, unexpired lease; the job is done with its last proof. The
   /// job's row is not touched otherwise (a hot row under many hosts): its
@@ -150,24 +98,27 @@ class PgQueue : public Ledger {
   /// (synchronous_commit off, as claims and renewals): a server crash may
   /// forget the last few, whose partitions are then proved again (never
   /// twice stored, never a job lost: add_job and job ends wait for the flush).
-  CompleteResult complete(uint64_t job, uint32_t index, const ProofRecord& proof);
+  CompleteResult complete(uint64_t job, uint32_t index, const ProofRecord& proof) override;
   /// Extends the leases of `tokens` this host holds and records a heartbeat
   /// with this host's `state`; returns the tokens still held (a lease that
   /// expired, was taken over or whose job ended is not renewed: the host
   /// drops that partition).
-  std::vector<uint64_t> renew(const std::vector<uint64_t>& tokens, const std::string& state);
+  std::vector<uint64_t> renew(const std::vector<uint64_t>& tokens, const std::string& state) override;
   /// Hands leases back at once (a drain or stop): queued again, the attempt
   /// not counted. Returns how many were released.
-  size_t release(const std::vector<uint64_t>& tokens);
+  size_t release(const std::vector<uint64_t>& tokens) override;
   /// Gives a lease back because its partition could not be made ready here
   /// (its shared file is missing or does not match its hash): queued again
   /// with `error` as its last error, the claim counted (max_attempts of
   /// them, then it fails with that error).
-  bool give_back(uint64_t token, const std::string& error);
-  /// Expired leases: back to the queue, or failed (and their job with them)
+  bool give_back(uint64_t token, const std::string& error) override;
+  /// The maintenance pass (docs/cluster.md "Maintenance"): takes or keeps
+  /// the maintenance turn for lease_seconds, and only while this host holds
+  /// it, returns expired leases to the queue, or fails them (and their job)
   /// once max_attempts claims were spent; so do queued partitions whose
-  /// claims are spent (given back). Returns how many partitions moved.
-  size_t expire_leases();
+  /// claims are spent (given back). Another host's turn not yet lapsed:
+  /// nothing changes, 0. Returns how many partitions moved.
+  size_t expire_leases() override;
   /// Brings the jobs' rows up to date with their partitions (proofs done,
   /// claims, stage times: what status shows) and ends a job whose every
   /// partition is done (two last proofs stored at once may both miss it),
@@ -175,7 +126,7 @@ class PgQueue : public Ledger {
   /// At most once a second over all hosts (a gate row in zkfarm_meta); true
   /// when this call did it (the gate reads the database's clock). `now_ms`:
   /// Unix ms, recorded as the finished time of the jobs it ends.
-  bool sweep(int64_t now_ms);
+  bool sweep(int64_t now_ms) override;
   /// Fails a leased partition (a bad input, a proof that does not verify, a
   /// poison partition) and its job, if `token` is still its lease.
   bool fail_partition(uint64_t job, uint32_t index, uint64_t token, const std::string& error);
@@ -184,20 +135,24 @@ class PgQueue : public Ledger {
   /// Jobs whose rows were committed after `snapshot` (a pg_snapshot as text,
   /// "" for every job): every change is seen exactly once or superseded by a
   /// later one, however late its transaction committed.
-  Changes changes_since(const std::string& snapshot);
+  Changes changes_since(const std::string& snapshot) override;
   /// Registers this host (opt.host_id) as running and hands back at once
   /// the leases an earlier run of it left. Throws std::runtime_error when the
   /// host_id is held by another instance (opt.instance) whose heartbeat is
   /// younger than lease_seconds and that has not stopped.
-  void register_host();
+  void register_host() override;
   /// The queue's id (zkfarm_meta 'queue_id'), made by the first host to ask;
   /// `created` says this call made it. Names the shared dir's marker.
-  std::string queue_id(bool* created);
+  std::string queue_id(bool* created) override;
   /// Hosts (with the leases each holds now) and the queue's partition counts
   /// as of the last sweep (at most about a second old).
-  ClusterView cluster();
-  /// Marks this host stopped (a clean exit).
-  void deregister();
+  ClusterView cluster() override;
+  /// Marks this host stopped (a clean exit) and ends its maintenance turn,
+  /// so that another host takes it at its next pass instead of a lease later.
+  void deregister() override;
+  /// The host holding the maintenance turn now ("" when it lapsed or none
+  /// took it yet).
+  std::string maintainer();
   /// The next time a reconnect may be tried (after a fault, with backoff
   /// from 250 ms doubling to 8 s); steady clock.
   std::chrono::steady_clock::time_point reconnect_after() const { return reconnect_after_; }

@@ -1,0 +1,292 @@
+// The WAL check at open (supervisor/ledger/wal_check.*) on real WAL files
+// written by the Journal and damaged on purpose, and the acknowledged mark
+// (supervisor/ledger/acked_mark.*) that catches what no reading of the WAL can.
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <gtest/gtest.h>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "supervisor/ledger/acked_mark.hpp"
+#include "supervisor/ledger/journal.hpp"
+#include "supervisor/ledger/wal_check.hpp"
+#include "journal_test_util.hpp"
+#include "test_util.hpp"
+
+namespace zkfarm::supervisor {
+namespace {
+
+using namespace journal_test;
+using test::read_file;
+using test::TempDir;
+
+// Frame i (1-based) of a WAL with this page size starts here.
+uint64_t frame_offset(uint64_t i, uint32_t page) { return 32 + (i - 1) * (24 + uint64_t(page)); }
+
+TEST(WalCheck, NoWalAndAGoodWal) {
+  TempDir dir("zkfarm-wal");
+  const std::string db = dir / "journal.sqlite";
+  EXPECT_FALSE(check_wal(db + "-wal").exists);
+  killed_after_jobs(db, 5);
+  const WalReport r = check_wal(db + "-wal");
+  ASSERT_TRUE(r.exists);
+  EXPECT_FALSE(r.damage.has_value());
+  EXPECT_EQ(r.commits, 5u);  // the open truncated the WAL: only the five add_jobs are in it
+  EXPECT_EQ(r.committed_frames, r.valid_frames);
+  EXPECT_EQ(r.uncommitted_frames, 0u);
+  EXPECT_EQ(r.leftover_frames, 0u);
+  EXPECT_EQ(r.torn_bytes, 0u);
+  EXPECT_EQ(r.file_bytes, frame_offset(r.valid_frames + 1, r.page_size));
+  Journal j(db);
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(j.load()[4].parts[0].public_json, make_job(5).parts[0].public_json);
+}
+
+TEST(WalCheck, AByteFlippedInTheLastFrameIsRefused) {
+  TempDir dir("zkfarm-wal");
+  const std::string db = dir / "journal.sqlite", wal = db + "-wal";
+  killed_after_jobs(db, 5);
+  const WalReport good = check_wal(wal);
+  ASSERT_GT(good.valid_frames, 5u);
+  std::string bytes = read_file(wal);
+  const uint64_t last = good.valid_frames, at = frame_offset(last, good.page_size);
+  bytes[at + 24 + good.page_size / 2] ^= 0x10;  // inside the page of the last (commit) frame
+  write_file(wal, bytes);
+  const std::string main_before = read_file(db);
+
+  const WalReport bad = check_wal(wal);
+  ASSERT_TRUE(bad.damage.has_value());
+  EXPECT_EQ(bad.damage->frame, last);
+  EXPECT_EQ(bad.damage->offset, at);
+  EXPECT_NE(bad.damage->fault.find("checksum"), std::string::npos);
+  try {
+    Journal j(db);
+    FAIL() << "a damaged committed frame was accepted";
+  } catch (const JournalError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(wal + ": frame " + std::to_string(last) + " "), std::string::npos) << m;
+    EXPECT_NE(m.find("mv " + wal), std::string::npos) << m;
+    EXPECT_NE(m.find("truncate -s " + std::to_string(at) + " " + wal), std::string::npos) << m;
+    EXPECT_NE(m.find("may then be lost"), std::string::npos) << m;
+  }
+  EXPECT_EQ(read_file(wal), bytes);  // refused without touching either file
+  EXPECT_EQ(read_file(db), main_before);
+
+  // What the check prevents: SQLite alone opens it and silently drops job 5.
+  EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM jobs"), "4");
+}
+
+TEST(WalCheck, DamagedSaltsAndHeaderAreRefused) {
+  TempDir dir("zkfarm-wal");
+  const std::string db = dir / "journal.sqlite", wal = db + "-wal";
+  killed_after_jobs(db, 3);
+  const std::string good = read_file(wal);
+  const WalReport r = check_wal(wal);
+
+  std::string salt = good;
+  salt[frame_offset(2, r.page_size) + 9] ^= 0x01;  // salt-1 of frame 2: not covered by the checksum
+  write_file(wal, salt);
+  const WalReport s = check_wal(wal);
+  ASSERT_TRUE(s.damage.has_value());
+  EXPECT_EQ(s.damage->frame, 2u);
+  EXPECT_NE(s.damage->fault.find("salt"), std::string::npos);
+  EXPECT_THROW(Journal{db}, JournalError);
+
+  std::string header = good;
+  header[10] ^= 0x01;  // the page size
+  write_file(wal, header);
+  const WalReport h = check_wal(wal);
+  ASSERT_TRUE(h.damage.has_value());
+  EXPECT_EQ(h.damage->frame, 0u);
+  try {
+    Journal j(db);
+    FAIL() << "a damaged WAL header was accepted";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find(wal + ": the header is damaged"), std::string::npos) << e.what();
+  }
+}
+
+// The second pass's finding: damage that cuts the WAL after an acknowledged
+// commit (a torn tail, a lost last frame, a zeroed header, zeroed first bytes,
+// salts overwritten with data) reads, byte for byte, like a kill in the middle
+// of an unacknowledged write: check_wal sees no damage and SQLite silently
+// drops the job. The acknowledged mark (acked_mark.hpp) refuses each.
+TEST(WalCheck, AnAcknowledgedCommitCutFromTheWalIsRefusedInEveryForm) {
+  struct Damage {
+    const char* name;
+    std::function<void(std::string& wal, uint64_t last_at, uint32_t page)> apply;
+  };
+  const std::vector<Damage> damages = {
+      {"truncated mid-frame", [](std::string& w, uint64_t at, uint32_t page) { w.resize(at + (24 + page) / 2); }},
+      {"last frame dropped", [](std::string& w, uint64_t at, uint32_t) { w.resize(at); }},
+      {"last frame's header zeroed", [](std::string& w, uint64_t at, uint32_t) { std::fill_n(w.begin() + at, 24, 0); }},
+      {"last frame's first 512 bytes zeroed",
+       [](std::string& w, uint64_t at, uint32_t) { std::fill_n(w.begin() + at, 512, 0); }},
+      // Salts and checksums (bytes 8..23) overwritten with bytes of a page:
+      // the frame then reads as one of an older generation. (Salts alone
+      // damaged, with the chain intact, check_wal already refuses.)
+      {"last frame's salts and checksums overwritten with data",
+       [](std::string& w, uint64_t at, uint32_t page) {
+         for (int i = 0; i < 16; ++i) w[at + 8 + i] = char(w[at + 24 + page / 2 + i] ^ 0x5a);
+       }},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.name);
+    TempDir dir("zkfarm-wal");
+    const std::string db = dir / "journal.sqlite", wal = db + "-wal";
+    killed_after_jobs(db, 5);  // five jobs, each acknowledged (add_job returned)
+    const WalReport full = check_wal(wal);
+    ASSERT_EQ(full.commits, 5u);
+    std::string bytes = read_file(wal);
+    d.apply(bytes, frame_offset(full.valid_frames, full.page_size), full.page_size);
+    write_file(wal, bytes);
+    const WalReport cut = check_wal(wal);
+    EXPECT_FALSE(cut.damage.has_value()) << "the WAL's bytes alone show no damage: that is the finding";
+    const std::string main_before = read_file(db), mark_before = read_file(db + "-acked");
+    try {
+      Journal j(db);
+      FAIL() << "the journal opened without acknowledged job 5";
+    } catch (const JournalError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(db + ": 1 acknowledged transaction (submitted jobs, added circuits) missing"), std::string::npos)
+          << m;
+      EXPECT_NE(m.find(db + "-acked records 5 acknowledged, the journal holds 4"), std::string::npos) << m;
+      EXPECT_NE(m.find("mv " + db + "-acked"), std::string::npos) << m;
+    }
+    EXPECT_EQ(read_file(wal), bytes);  // refused without touching any file
+    EXPECT_EQ(read_file(db), main_before);
+    EXPECT_EQ(read_file(db + "-acked"), mark_before);
+    // What the mark prevents: SQLite alone opens it and silently drops job 5.
+    EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM jobs"), "4");
+    // The way out the message gives: the mark moved aside, the journal opens with what it holds.
+    ASSERT_EQ(::rename((db + "-acked").c_str(), (db + "-acked.lost").c_str()), 0);
+    Journal j(db);
+    EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4}));
+  }
+}
+
+// What the mark must not refuse: a kill in the middle of a write that was
+// never acknowledged (its commit frame torn before the mark was written).
+TEST(WalCheck, ATornUnacknowledgedWriteOpensWithEveryAcknowledgedJob) {
+  TempDir dir("zkfarm-wal");
+  const std::string db = dir / "journal.sqlite", wal = db + "-wal";
+  std::string mark_after_four;
+  in_killed_child([&] {
+    Journal j(db);
+    for (int i = 1; i <= 4; ++i) j.add_job(make_job(i, 1));
+    mark_after_four = read_file(db + "-acked");
+    // Job 5's frames reach the WAL, the kill comes before its mark: write
+    // the mark of four back to stand for "killed between commit and mark".
+    j.add_job(make_job(5, 1));
+    write_file(db + "-acked", mark_after_four);
+    raise(SIGKILL);
+  });
+  const WalReport full = check_wal(wal);
+  const uint64_t cut = full.file_bytes - (24 + full.page_size) / 2;  // and the kill came in its last frame's write
+  ASSERT_EQ(truncate(wal.c_str(), off_t(cut)), 0);
+  const WalReport torn = check_wal(wal);
+  EXPECT_FALSE(torn.damage.has_value());
+  EXPECT_EQ(torn.commits, 4u);
+  EXPECT_EQ(torn.torn_bytes, (24 + full.page_size) - (24 + full.page_size) / 2);
+
+  Journal j(db);
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4}));  // job 5 was never acknowledged
+  EXPECT_EQ(check_wal(wal).file_bytes, 0u);  // the open checkpointed and truncated the WAL
+  EXPECT_GT(j.add_job(make_job(6)), 4u);
+  EXPECT_EQ(j.load().size(), 5u);
+}
+
+TEST(AckedMark, SlotsSurviveATornWriteAndAMissingJournalIsRefused) {
+  TempDir dir("zkfarm-mark");
+  const std::string path = dir / "m";
+  EXPECT_FALSE(read_acked_mark(path).exists);
+  {
+    AckedMark m(path);
+    EXPECT_EQ(m.write(7), "");
+    EXPECT_EQ(m.write(8), "");
+  }
+  EXPECT_EQ(read_acked_mark(path).seq, std::optional<uint64_t>(8));
+  std::string bytes = read_file(path);
+  ASSERT_EQ(bytes.size(), 64u);
+  bytes[0 * 32 + 9] ^= 1;  // slot of 8 (even) torn: the mark falls back to 7, never forward
+  write_file(path, bytes);
+  EXPECT_EQ(read_acked_mark(path).seq, std::optional<uint64_t>(7));
+  bytes[1 * 32 + 3] ^= 1;  // both damaged: a mark that says nothing (the check is skipped)
+  write_file(path, bytes);
+  const AckedMarkRead none = read_acked_mark(path);
+  EXPECT_TRUE(none.exists);
+  EXPECT_FALSE(none.seq.has_value());
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::symlink("/etc/passwd", path.c_str()), 0);
+  EXPECT_THROW(read_acked_mark(path), JournalError);  // never followed
+  EXPECT_THROW(AckedMark{path}, JournalError);
+
+  // A journal removed (or never there) beside a mark that records jobs.
+  const std::string db = dir / "journal.sqlite";
+  killed_after_jobs(db, 2);
+  ASSERT_EQ(::unlink(db.c_str()), 0);
+  ::unlink((db + "-wal").c_str());
+  ::unlink((db + "-shm").c_str());
+  try {
+    Journal j(db);
+    FAIL() << "an empty journal opened beside a mark of 2 acknowledged jobs";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find("is missing or empty"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WalCheck, LeftoversOfAnOlderGenerationOpen) {
+  TempDir dir("zkfarm-wal");
+  const std::string db = dir / "journal.sqlite", wal = db + "-wal";
+  in_killed_child([&] {
+    Journal j(db);
+    for (int i = 1; i <= 4; ++i) j.add_job(make_job(i, 1));
+    // An older zkfarmd (SQLite's PASSIVE autocheckpoint, no size limit): the
+    // next write starts the WAL again from its start, with new salts, over
+    // the frames of the previous generation.
+    sqlite3* c = nullptr;
+    if (sqlite3_open(db.c_str(), &c) != SQLITE_OK) throw std::runtime_error("open");
+    const char* sql =
+        "PRAGMA wal_checkpoint(PASSIVE);"
+        "INSERT INTO jobs (priority, zkey, out, slot_bytes, n_public, state, submitted_ms)"
+        " VALUES (1, '/k.zkey', '/o', 1, 1, 'queued', 1);";
+    if (sqlite3_exec(c, sql, nullptr, nullptr, nullptr) != SQLITE_OK) throw std::runtime_error(sqlite3_errmsg(c));
+    raise(SIGKILL);
+  });
+  const WalReport r = check_wal(wal);
+  EXPECT_FALSE(r.damage.has_value());
+  EXPECT_GE(r.commits, 1u);
+  EXPECT_GT(r.leftover_frames, 0u);  // frames of the first generation after the new one
+  Journal j(db);
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4, 5}));
+}
+
+TEST(WalCheck, UnreadableWalIsAnError) {
+  TempDir dir("zkfarm-wal");
+  const std::string wal = dir / "journal.sqlite-wal";
+  std::filesystem::create_directory(wal);  // exists, cannot be read as a file
+  try {
+    check_wal(wal);
+    FAIL() << "a directory was read as a WAL";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find(wal), std::string::npos) << e.what();
+  }
+}
+
+// ---- SIGKILL ----------------------------------------------------------------
+
+}  // namespace
+}  // namespace zkfarm::supervisor
