@@ -61,8 +61,7 @@ void Supervisor::housekeeping(bool at_start) {
     if (!job.terminal() && !job.parts.empty())
       live_tokens.insert(token_of(job.parts.front().private_copy(), jobs_dir));
   }
-  for (const auto& p : pending_submits_) live_tokens.insert(p.token);
-  live_tokens.insert(accepting_tokens_.begin(), accepting_tokens_.end());
+  for (const auto& t : intake_->live_tokens()) live_tokens.insert(t);
   // Keys and generators the registered circuits use stay; so do the
   // generators of live jobs (a removed circuit's accepted jobs go on).
   std::set<std::string> generators;
@@ -96,7 +95,7 @@ void Supervisor::housekeeping(bool at_start) {
     if (!live_tokens.count(e.path().filename().string())) dead.push_back(e.path().string());
   // Keys: here, and only while no submit is being checked or journaled (one
   // may be about to use a stored key it found by its identity).
-  if (pending_submits_.empty() && accepting_tokens_.empty() && !circuits_->building()) {
+  if (!intake_->busy() && !circuits_->building()) {
     for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
       const std::string name = e.path().filename().string();
       if (!keys.count(name)) fs::remove(e.path(), ec);
@@ -134,8 +133,7 @@ void Supervisor::housekeeping(bool at_start) {
       std::set<std::string> live;
       for (const auto& [id, job] : jobs_.all())
         if (!job.terminal()) live.insert(job.files_dir);
-      for (const auto& p : pending_submits_) live.insert(cfg_.shared_dir + "/jobs/" + p.token);
-      for (const auto& t : accepting_tokens_) live.insert(cfg_.shared_dir + "/jobs/" + t);
+      for (const auto& t : intake_->live_tokens()) live.insert(cfg_.shared_dir + "/jobs/" + t);
       const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
       for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/jobs", ec)) {
         std::error_code tec;

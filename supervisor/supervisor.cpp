@@ -212,9 +212,6 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
   }
-  submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
-  // Room for every witness of the submits being checked (each job at most 100000).
-  copy_pool_ = std::make_shared<CheckPool>(cfg_.submit_copies, size_t(cfg_.submit_checks) * 100000);
   journal_thread_ = std::make_unique<SerialWorker>("zkfarmd-journal");
   delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
   if (ledger_->shared()) {
@@ -233,6 +230,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   } else {
     restore_from_journal();
   }
+  intake_ = std::make_unique<Intake>(cfg_, ledger_->shared());
   circuits_ = std::make_unique<CircuitRegistry>(
       cfg_, log_, ledger_->shared(), witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
       CircuitRegistry::Hooks{

@@ -22,6 +22,7 @@
 #include "supervisor/config.hpp"
 #include "supervisor/control_api.hpp"
 #include "supervisor/device_monitor.hpp"
+#include "supervisor/intake.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/key_cache.hpp"
 #include "supervisor/lifecycle.hpp"
@@ -184,21 +185,9 @@ class Supervisor {
   DeviceMonitor devices_;  // release checks and GPU usage samples (device_monitor.hpp); outlives workers_
   std::unique_ptr<WorkerTable> workers_;  // every worker by id, and their lives
   std::unique_ptr<Lifecycle> lifecycle_;  // run state (running, draining, stopping), rolling operations
-  struct PendingSubmit {
-    std::string identity;                  ///< the client to answer
-    std::future<SubmitCheck> check;        ///< the job, or why it is refused
-    int64_t deadline_ms = 0;               ///< submit_timeout_ms from the request (monotonic)
-    std::string token;                     ///< its folder under inputs/jobs
-    bool answered = false;                 ///< refused on timeout; the check is told to stop
-    std::shared_ptr<std::atomic<bool>> cancel;  ///< the check's stop flag (SubmitContext::cancel)
-  };
-  std::unique_ptr<CheckPool> submit_pool_;
-  std::shared_ptr<KeyHashCache> key_hashes_ = std::make_shared<KeyHashCache>();
-  std::shared_ptr<CheckedKeys> checked_keys_ = std::make_shared<CheckedKeys>();
-  std::shared_ptr<CheckPool> copy_pool_;
+  std::unique_ptr<Intake> intake_;  // submits being checked and journaled (intake.hpp)
   std::map<std::string, std::shared_ptr<const ProofVerifier>> verifying_keys_;  ///< by key SHA-256
   int64_t next_housekeeping_ms_ = 0;
-  std::vector<PendingSubmit> pending_submits_;
   std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
   std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
   int64_t next_heartbeat_ms_ = 0;
@@ -265,7 +254,6 @@ class Supervisor {
   bool journal_faulted_ = false;  ///< the journal thread holds a write that failed (intake closed)
   bool intake_probe_in_flight_ = false;
   size_t deliveries_in_flight_ = 0;
-  std::set<std::string> accepting_tokens_;  ///< inputs/jobs/TOKEN of jobs whose add_job is in flight
   std::string render_metrics() const;
 };
 

@@ -1,0 +1,139 @@
+// A submit on the loop (docs/protocol.md `submit`): refused at once when
+// intake is closed (stopping, a journal or state-dir fault, the queue out of
+// reach), else checked on intake's pool (submit.cpp: check_submission); a
+// checked job is journaled on the journal thread (durable before the client
+// hears "accepted"), then joins the job table, or the shared queue's mirror.
+#include <spdlog/fmt/fmt.h>
+
+#include "protocol/messages.hpp"
+#include "supervisor/supervisor.hpp"
+
+namespace zkfarm::supervisor {
+
+using nlohmann::json;
+
+SubmitContext Supervisor::submit_context() { return intake_->context(); }
+
+void Supervisor::start_submit(const std::string& identity, const json& req, const Peer& peer) {
+  auto refuse = [&](const std::string& why, RefusedReason reason) {
+    ++metrics_.jobs_refused[refused_reason_name(reason)];
+    send_reply(identity, {{"ok", false}, {"error", why}});
+  };
+  if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (!intake_fault_.empty())
+    return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
+  if (ledger_->shared() && !cluster_.reachable)
+    return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
+  SubmitContext ctx = submit_context();
+  if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuits_->for_submit(*name);
+  if (!intake_->start(identity, req, peer, std::move(ctx), now_ms()))
+    return refuse("zkfarmd is busy: " + std::to_string(cfg_.submit_queue) + " submits are waiting for their check; retry later",
+                  RefusedReason::kBusy);
+}
+
+void Supervisor::finish_submits() {
+  auto timed_out = [this](const std::string& identity) {
+    ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kTimeout)];
+    send_reply(identity, {{"ok", false},
+                          {"error", "the check of the job's files took longer than submit_timeout_ms (" +
+                                        std::to_string(cfg_.submit_timeout_ms) + " ms); refused"}});
+  };
+  for (auto& f : intake_->take_finished(now_ms(), timed_out)) {
+    if (f.answered) {
+      if (f.check.job) remove_job_inputs(*f.check.job);
+      continue;
+    }
+    accept_checked(f.identity, std::move(f.check));
+  }
+}
+
+void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
+  auto refuse = [&](const std::string& why, RefusedReason reason = RefusedReason::kInvalid) {
+    ++metrics_.jobs_refused[refused_reason_name(reason)];
+    if (c.job) remove_job_inputs(*c.job);
+    send_reply(identity, {{"ok", false}, {"error", why}});
+  };
+  if (!c.storage_fault.empty() && intake_fault_.empty()) {
+    intake_fault_ = "state dir write failed: " + c.storage_fault;
+    log_->error("{}; intake is closed until it works again", intake_fault_);
+    next_journal_retry_ms_ = now_ms() + 1000;
+  }
+  if (c.key_cached) ++metrics_.key_cache[{"submit", *c.key_cached ? "hit" : "miss"}];
+  if (!c.job) return refuse(c.error, c.storage_fault.empty() ? RefusedReason::kInvalid : RefusedReason::kIntakeFault);
+  Job& job = *c.job;
+  if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
+  if (job.slot_bytes > slots_.capacity()) {
+    return refuse(job.zkey_source + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
+                  " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)");
+  }
+  job.submitted_ms = wall_ms();
+  // Journaled on the journal thread (durable before the client hears
+  // "accepted"); the job joins the table when that commit returns.
+  auto pending = std::make_shared<Job>(std::move(job));
+  intake_->journaling(c.token);
+  const std::string checked = fmt::format("key {:.0f} ms, witnesses {:.1f} MB in {:.0f} ms", c.key_ms,
+                                          double(c.witness_bytes) / 1e6, c.witness_ms);
+  journal_thread_->post([this, identity, pending, vk = c.vk, token = c.token, checked] {
+    std::string error;
+    bool storage = false;
+    try {
+      pending->id = ledger_->add_job(*pending);
+      if (const std::string mark = ledger_->acknowledgement_fault(); !mark.empty())
+        log_->warn("job {}: journaled, but {} (the start's check that no acknowledged job was lost is one job "
+                   "behind until a later mark is written)", pending->id, mark);
+    } catch (const JournalError& e) {
+      error = e.what();
+      storage = e.storage_fault();
+    }
+    inbox_.post([this, identity, pending, vk, token, checked, error, storage] {
+      finish_accept(identity, pending, vk, token, checked, error, storage);
+    });
+  });
+}
+
+void Supervisor::finish_accept(const std::string& identity, const std::shared_ptr<Job>& pending,
+                               const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
+                               const std::string& checked, const std::string& error, bool storage_fault) {
+  intake_->journaled(token);
+  if (!error.empty()) {
+    log_->error("submit refused: {}", error);
+    if (storage_fault && intake_fault_.empty()) {
+      intake_fault_ = "journal write failed: " + error;
+      next_journal_retry_ms_ = now_ms() + 1000;
+    }
+    ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kIntakeFault)];
+    remove_job_inputs(*pending);
+    return send_reply(identity, {{"ok", false}, {"error", "cannot journal the job: " + error}});
+  }
+  Job& job = *pending;
+  if (vk) verifying_keys_[job.zkey_sha256] = vk;
+  const size_t k = job.parts.size();
+  const std::string prio = priority_name(job.priority);
+  const uint32_t owner = job.owner_uid;
+  const bool client = job.client_delivery;
+  const bool no_out = job.out.empty();
+  uint64_t id = job.id;
+  if (ledger_->shared()) {
+    // Mirrored like every job of the queue; its partitions are claimed from
+    // the queue by whichever host has room (this one included).
+    job.shared = true;
+    job.submitted_host = cfg_.host_id;
+    job.zkey = cfg_.state_dir + "/inputs/keys/" + job.zkey_sha256 + ".zkey";
+    free_slots(jobs_.mirror(job));
+    cluster_.woken = true;
+  } else {
+    id = jobs_.add(std::move(job), now_ms());
+  }
+  ++metrics_.jobs_accepted;
+  log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
+             !client   ? ""
+             : ledger_->shared() ? "; into the shared queue, results written by clients"
+             : no_out  ? "; no output folder: the client reads the results"
+                       : "; results written by the client (zkfarmd cannot act as that user)");
+  json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
+  if (client) reply["delivery_reason"] = ledger_->shared() ? "queue" : no_out ? "none" : "user";
+  send_reply(identity, reply);
+}
+
+}  // namespace zkfarm::supervisor
