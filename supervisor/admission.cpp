@@ -20,8 +20,8 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
     send_reply(identity, {{"ok", false}, {"error", why}});
   };
   if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
-  if (!intake_fault_.empty())
-    return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
+  if (!journal_->intake_fault().empty())
+    return refuse("zkfarmd is not accepting jobs: " + journal_->intake_fault(), RefusedReason::kIntakeFault);
   if (ledger_->shared() && !cluster_.reachable)
     return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
   SubmitContext ctx = submit_context();
@@ -53,16 +53,15 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
     if (c.job) remove_job_inputs(*c.job);
     send_reply(identity, {{"ok", false}, {"error", why}});
   };
-  if (!c.storage_fault.empty() && intake_fault_.empty()) {
-    intake_fault_ = "state dir write failed: " + c.storage_fault;
-    log_->error("{}; intake is closed until it works again", intake_fault_);
-    next_journal_retry_ms_ = now_ms() + 1000;
+  if (!c.storage_fault.empty() && journal_->intake_fault().empty()) {
+    journal_->close_intake("state dir write failed: " + c.storage_fault, now_ms());
+    log_->error("{}; intake is closed until it works again", journal_->intake_fault());
   }
   if (c.key_cached) ++metrics_.key_cache[{"submit", *c.key_cached ? "hit" : "miss"}];
   if (!c.job) return refuse(c.error, c.storage_fault.empty() ? RefusedReason::kInvalid : RefusedReason::kIntakeFault);
   Job& job = *c.job;
   if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
-  if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
+  if (!journal_->intake_fault().empty()) return refuse("zkfarmd is not accepting jobs: " + journal_->intake_fault(), RefusedReason::kIntakeFault);
   if (job.slot_bytes > slots_.capacity()) {
     return refuse(job.zkey_source + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
                   " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)");
@@ -74,7 +73,7 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
   intake_->journaling(c.token);
   const std::string checked = fmt::format("key {:.0f} ms, witnesses {:.1f} MB in {:.0f} ms", c.key_ms,
                                           double(c.witness_bytes) / 1e6, c.witness_ms);
-  journal_thread_->post([this, identity, pending, vk = c.vk, token = c.token, checked] {
+  journal_->post([this, identity, pending, vk = c.vk, token = c.token, checked] {
     std::string error;
     bool storage = false;
     try {
@@ -98,9 +97,8 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
   intake_->journaled(token);
   if (!error.empty()) {
     log_->error("submit refused: {}", error);
-    if (storage_fault && intake_fault_.empty()) {
-      intake_fault_ = "journal write failed: " + error;
-      next_journal_retry_ms_ = now_ms() + 1000;
+    if (storage_fault && journal_->intake_fault().empty()) {
+      journal_->close_intake("journal write failed: " + error, now_ms());
     }
     ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kIntakeFault)];
     remove_job_inputs(*pending);

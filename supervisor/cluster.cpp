@@ -67,7 +67,7 @@ void Supervisor::cluster_tick() {
     // Circuits: added or removed on any host (NOTIFY 'circuit'), else every few seconds.
     const bool circuits = cluster_.circuits_changed.exchange(false) || now >= cluster_.next_circuits_ms;
     if (circuits) cluster_.next_circuits_ms = now + kCircuitsMs;
-    journal_thread_->post([this, since = cluster_.snapshot, wall = wall_ms(), circuits] {
+    journal_->post([this, since = cluster_.snapshot, wall = wall_ms(), circuits] {
       try {
         ledger_->sweep(wall);  // progress of every job, once a second over all hosts
         Changes c = ledger_->changes_since(since);
@@ -95,7 +95,7 @@ void Supervisor::cluster_tick() {
     std::vector<uint64_t> tokens;
     for (const auto& [ref, token] : jobs_.leases()) tokens.push_back(token);
     const std::string state = lifecycle_->run_state();
-    journal_thread_->post([this, tokens, state, sent = now] {
+    journal_->post([this, tokens, state, sent = now] {
       try {
         std::vector<uint64_t> held = ledger_->renew(tokens, state);
         inbox_.post([this, tokens, held = std::move(held), sent] {
@@ -126,7 +126,7 @@ void Supervisor::cluster_tick() {
   if (cluster_.reachable && !cluster_.expire_in_flight && now >= cluster_.next_expire_ms) {
     cluster_.expire_in_flight = true;
     cluster_.next_expire_ms = now + std::max<int64_t>(lease_ms / 2, 1000);
-    journal_thread_->post([this] {
+    journal_->post([this] {
       try {
         const size_t n = ledger_->expire_leases();
         inbox_.post([this, n] {
@@ -148,12 +148,12 @@ void Supervisor::cluster_tick() {
   for (const auto& [id, w] : workers_->all()) (w.kind == WorkerKind::kSynth ? synth : gpu) += 1;
   const size_t target = 2 * synth + gpu * cfg_.gpu_queue_depth;
   const size_t held = jobs_.leases().size() + cluster_.preparing;
-  const bool may_claim = cluster_.synced && cluster_.reachable && !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() &&
+  const bool may_claim = cluster_.synced && cluster_.reachable && !lifecycle_->stopping() && !lifecycle_->draining() && journal_->intake_fault().empty() &&
                          now >= cluster_.claim_paused_until_ms && workers_->ready() > 0;
   if (may_claim && !cluster_.claim_in_flight && held < target && (woken || now >= cluster_.next_claim_ms)) {
     cluster_.claim_in_flight = true;
     const unsigned n = unsigned(target - held);
-    journal_thread_->post([this, n] {
+    journal_->post([this, n] {
       try {
         auto claims = ledger_->claim(n);
         inbox_.post([this, claims = std::move(claims)]() mutable {
@@ -177,7 +177,7 @@ void Supervisor::cluster_tick() {
   if (!cluster_.view_in_flight && now >= cluster_.next_view_ms) {
     cluster_.view_in_flight = true;
     cluster_.next_view_ms = now + kViewMs;
-    journal_thread_->post([this] {
+    journal_->post([this] {
       try {
         ClusterView v = ledger_->cluster();
         inbox_.post([this, v = std::move(v)]() mutable {
@@ -212,7 +212,7 @@ void Supervisor::apply_changes(Changes changes) {
       // and hand back its partitions forever).
       if (!j.terminal()) {
         log_->error("queue: job {} names its key or generator by something that is not a hash; failing it", j.id);
-        journal_thread_->post([this, id = j.id] {
+        journal_->post([this, id = j.id] {
           try {
             ledger_->finish_job(id, JobState::kFailed, "the job's row names its key or generator by something that is "
                                                    "not a SHA-256 (written by hand?)", 0);
@@ -252,7 +252,7 @@ void Supervisor::on_claimed(std::vector<ClaimedPartition> claims) {
       // Claimed before this host mirrored its job (the sync runs every
       // second), or a job this host cannot mirror: give it back, sync, and
       // claim again only after a pause (never a claim/release spin).
-      journal_thread_->post([this, t = c.lease.token] {
+      journal_->post([this, t = c.lease.token] {
         try {
           ledger_->release({t});
         } catch (const std::exception&) {
@@ -265,13 +265,13 @@ void Supervisor::on_claimed(std::vector<ClaimedPartition> claims) {
     ++cluster_.preparing;
     GeneratorFiles gen;
     if (job->inputs()) gen = {job->generator, job->generator_exe_sha256, job->generator_dat_sha256};
-    const bool queued = prep_pool_->post([this, c, sha = job->zkey_sha256, dirs = claim_dirs(), keys = intake_->checked_keys(), gen] {
+    const bool queued = cluster_.prep_pool->post([this, c, sha = job->zkey_sha256, dirs = claim_dirs(), keys = intake_->checked_keys(), gen] {
       PreparedClaim p = prepare_claim(c, sha, dirs, *keys, gen);
       inbox_.post([this, p = std::move(p)]() mutable { on_prepared(std::move(p)); });
     });
     if (!queued) {
       --cluster_.preparing;
-      journal_thread_->post([this, t = c.lease.token] {
+      journal_->post([this, t = c.lease.token] {
         try {
           ledger_->release({t});
         } catch (const std::exception&) {
@@ -289,7 +289,7 @@ void Supervisor::on_prepared(PreparedClaim p) {
     log_->error("job {} partition {}: cannot make it ready on this host: {}", ref.job, ref.index, p.error);
     remove_claim_files(claim_dirs(), l.token);
     if (p.host_fault) cluster_.claim_paused_until_ms = now_ms() + kHostFaultPauseMs;
-    journal_thread_->post([this, l, error = p.error, host = p.host_fault] {
+    journal_->post([this, l, error = p.error, host = p.host_fault] {
       try {
         if (host) ledger_->release({l.token});  // this host's fault: not counted against the partition
         else ledger_->give_back(l.token, error);
@@ -304,7 +304,7 @@ void Supervisor::on_prepared(PreparedClaim p) {
                   std::move(p.public_values), now_ms())) {
     // Its job ended meanwhile (or the partition is no longer ours to hold).
     remove_claim_files(claim_dirs(), l.token);
-    journal_thread_->post([this, t = l.token] {
+    journal_->post([this, t = l.token] {
       try {
         ledger_->release({t});
       } catch (const std::exception&) {
@@ -358,7 +358,7 @@ void Supervisor::release_queued_claims(const std::string& why) {
   cluster_.released += tokens.size();
   for (uint64_t t : tokens) remove_claim_files(claim_dirs(), t);
   log_->info("queue: handing back {} claimed partitions not yet started ({})", tokens.size(), why);
-  journal_thread_->post([this, tokens] {
+  journal_->post([this, tokens] {
     try {
       ledger_->release(tokens);
     } catch (const std::exception& e) {
@@ -369,7 +369,7 @@ void Supervisor::release_queued_claims(const std::string& why) {
 }
 
 void Supervisor::store_shared_proof(const PartRef& ref, ProofRecord rec) {
-  journal_thread_->post([this, ref, rec] {
+  journal_->post([this, ref, rec] {
     CompleteResult r;
     std::string error;
     // A store that cannot reach the queue is tried again (with backoff)
@@ -382,7 +382,7 @@ void Supervisor::store_shared_proof(const PartRef& ref, ProofRecord rec) {
         break;
       } catch (const JournalError& e) {
         error = e.what();
-        if (!e.storage_fault() || journal_giving_up_ || std::chrono::steady_clock::now() > give_up) break;
+        if (!e.storage_fault() || journal_->giving_up() || std::chrono::steady_clock::now() > give_up) break;
         inbox_.post([this, error] { queue_call_failed(error); });
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
       }

@@ -183,7 +183,7 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
     // A shared queue's proofs are read from the queue (this host may hold none of them).
     parts->push_back({job->parts[k].index, job->shared ? std::string() : job->parts[k].proof,
                       job->parts[k].public_json});
-  journal_thread_->post([this, identity, id, parts, total = job->parts.size()] {
+  journal_->post([this, identity, id, parts, total = job->parts.size()] {
     std::string error;
     bool transient = false;  // the journal or queue cannot be reached now: the client asks again
     for (auto& w : *parts) {

@@ -45,11 +45,11 @@ std::string Supervisor::render_metrics() const {
                        {{"version=\"" + std::string(kZkfarmVersion) + "\",cuda=\"" +
                              (kCudaBuilt ? "yes" : "no") + "\"",
                          1}});
-  out += render_process_metrics(double(started_wall_ms_) / 1000.0);
+  out += render_process_metrics(double(published_.started_wall_ms()) / 1000.0);
   out += gauge("zkfarm_ready", "1 while intake is open and every worker is READY (as /readyz).", published_.ready() ? 1 : 0);
   out += gauge("zkfarm_draining", "1 while drained: submits are queued, no partition starts.", lifecycle_->draining() ? 1 : 0);
   out += gauge("zkfarm_stopping", "1 once a stop has begun.", lifecycle_->stopping() ? 1 : 0);
-  out += gauge("zkfarm_intake_refusing", "1 while intake is refused for a fault (see status).", intake_fault_.empty() ? 0 : 1);
+  out += gauge("zkfarm_intake_refusing", "1 while intake is refused for a fault (see status).", journal_->intake_fault().empty() ? 0 : 1);
 
   out += render_family("zkfarm_partitions", "gauge", "Partitions of live jobs by stage (synthesized: waiting for a GPU worker).",
                        {{"stage=\"queued\"", double(jobs_.count(PartState::kQueued))},

@@ -1,17 +1,31 @@
 #pragma once
-// What the loop publishes for other threads (the HTTP server's /status,
-// /metrics, /healthz, /readyz): the latest rendered status and metrics texts,
-// when the loop last ran, and whether the farm is ready. The loop writes;
-// any thread reads. Times are monotonic milliseconds (clock.hpp steady_ms).
+// What this zkfarmd publishes about itself for other threads (the HTTP
+// server's /status, /metrics, /healthz, /readyz): when it started, the latest
+// rendered status and metrics texts and when they are due again, when the
+// loop last ran, and whether the farm is ready. The loop writes; any thread
+// reads. Times are monotonic milliseconds (clock.hpp) except started_wall_ms.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
 
+#include "supervisor/clock.hpp"
+
 namespace zkfarm::supervisor {
 
 class PublishedView {
  public:
+  /// Unix ms when this instance started (status, process_start_time_seconds).
+  int64_t started_wall_ms() const { return started_wall_ms_; }
+  /// Seconds since this instance started, on the monotonic clock.
+  double uptime_s(int64_t now_ms) const { return double(now_ms - started_steady_ms_) / 1000.0; }
+  /// Whether the texts are due to be rendered again (at most every
+  /// `every_ms`: the status lists every journaled job); true marks them rendered.
+  bool render_due(int64_t now_ms, int64_t every_ms = 200) {
+    if (now_ms - last_render_ms_ < every_ms) return false;
+    last_render_ms_ = now_ms;
+    return true;
+  }
   /// The loop ran at `now_ms`; `ready`: intake open and every worker READY.
   void mark_loop(int64_t now_ms, bool ready) {
     loop_ms_ = now_ms;
@@ -36,6 +50,8 @@ class PublishedView {
   bool ready() const { return ready_.load(); }
 
  private:
+  const int64_t started_wall_ms_ = wall_ms(), started_steady_ms_ = steady_ms();
+  int64_t last_render_ms_ = 0;  ///< loop only
   mutable std::mutex mutex_;
   std::string status_, metrics_;
   std::atomic<int64_t> loop_ms_{0};

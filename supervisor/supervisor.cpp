@@ -163,8 +163,6 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
         return shm::Arena::create_memfd(shm::Arena::memfd_name_for(cfg_.state_dir), cfg_.arena_mib << 20);
       }()),
       slots_(arena_.capacity()) {
-  started_wall_ms_ = wall_ms();
-  started_steady_ms_ = now_ms();
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   const sigset_t mask = loop_signals();
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
@@ -212,15 +210,23 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
   }
-  journal_thread_ = std::make_unique<SerialWorker>("zkfarmd-journal");
+  journal_ = std::make_unique<JournalLane>(
+      cfg_, log_, *ledger_, inbox_, metrics_,
+      JournalLane::Hooks{.notify = [this](const std::string& state) { lifecycle_->notify(state); },
+                         .ledger_reached =
+                             [this](bool reached, const std::string& why) {
+                               if (!ledger_->shared()) return;
+                               if (reached) queue_call_worked();
+                               else queue_call_failed(why);
+                             }});
   delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
   if (ledger_->shared()) {
     bool created = false;
     const std::string queue_id = ledger_->queue_id(&created);
     check_shared_dir(cfg_.shared_dir, queue_id, created);
     ledger_->register_host();  // only now: a start refused above leaves no trace in the hosts table
-    prep_pool_ = std::make_unique<CheckPool>(2, 1024);
-    listener_ = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
+    cluster_.prep_pool = std::make_unique<CheckPool>(2, 1024);
+    cluster_.listener = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
       if (payload == "circuit" || payload == "connected") cluster_.circuits_changed = true;
       cluster_.woken = true;
       inbox_.post([] {});  // wakes the loop's poll
@@ -238,7 +244,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
           .submit_context = [this] { return submit_context(); },
           .put =
               [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
-                journal_thread_->post([this, record, done] {
+                journal_->post([this, record, done] {
                   std::string error;
                   try {
                     ledger_->put_circuit(*record);
@@ -271,14 +277,21 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
 Supervisor::~Supervisor() {
   // The threads end before the members their tasks use; a write still failing
   // is tried once more and dropped rather than held forever.
-  journal_giving_up_ = true;
+  if (journal_) journal_->give_up();
   if (delivery_thread_) delivery_thread_->finish();
-  if (journal_thread_) journal_thread_->finish();
+  if (journal_) journal_->stop();
   if (sigfd_ >= 0) ::close(sigfd_);
   worker_socket_.reset();
   // Replies sent at exit (answer_held) get up to a second to leave; the
   // context's destruction waits for them, then for nothing.
   control_.reset();
+}
+
+void Supervisor::finish_background() {
+  // Outputs first: a delivery's completion may queue the job's last journal write.
+  delivery_thread_->finish();
+  inbox_.run();
+  journal_->finish();
 }
 
 void Supervisor::send_reply(const std::string& identity, json reply) { control_->reply(identity, std::move(reply)); }
@@ -349,7 +362,7 @@ int Supervisor::run() {
       on_worker_frame(f.route, f.body, f.peer);
     control_->serve(now_ms());
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
-    retry_intake();
+    journal_->retry_intake(now_ms());
     finish_submits();
     circuits_->finish_adds();
     housekeeping(false);
@@ -369,7 +382,7 @@ int Supervisor::run() {
     // than after its lease; then the host says it stopped.
     std::vector<uint64_t> left;
     for (const auto& [ref, token] : jobs_.leases()) left.push_back(token);
-    journal_thread_->post([this, left] {
+    journal_->post([this, left] {
       try {
         if (!left.empty()) ledger_->release(left);
         ledger_->deregister();
@@ -377,7 +390,7 @@ int Supervisor::run() {
         inbox_.post([this, what = std::string(e.what())] { log_->warn("queue: at exit: {}", what); });
       }
     });
-    listener_.reset();
+    cluster_.listener.reset();
   }
   finish_background();
   const int code = workers_->release_failed() ? 1 : 0;
@@ -457,14 +470,13 @@ void Supervisor::reap_children() {
 
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() && (!ledger_->shared() || cluster_.reachable);
+  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && journal_->intake_fault().empty() && (!ledger_->shared() || cluster_.reachable);
   all_ready &= workers_->ready() == workers_->size();
   const int64_t now = now_ms();
   published_.mark_loop(now, all_ready);
   // Only the HTTP thread reads the rendered texts: render them when it exists,
   // at most every 200 ms (the status lists every journaled job).
-  if (cfg_.http_address.empty() || now - last_render_ms_ < 200) return;
-  last_render_ms_ = now;
+  if (cfg_.http_address.empty() || !published_.render_due(now)) return;
   devices_.sample(now, *workers_);
   std::string s = status().dump(1);
   std::string m = render_metrics();
@@ -479,11 +491,11 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.stopping = lifecycle_->stopping();
   v.draining = lifecycle_->draining();
   v.ready = published_.ready();
-  v.intake_fault = !intake_fault_.empty()            ? intake_fault_
+  v.intake_fault = !journal_->intake_fault().empty()            ? journal_->intake_fault()
                    : ledger_->shared() && !cluster_.reachable ? "the queue is unreachable: " + cluster_.fault
                                                     : "";
-  v.started_ms = started_wall_ms_;
-  v.uptime_s = double(now_ms() - started_steady_ms_) / 1000.0;
+  v.started_ms = published_.started_wall_ms();
+  v.uptime_s = published_.uptime_s(now_ms());
   v.now_ms = now_ms();
   // The current rolling restart/upgrade, or the last one with its result.
   v.rolling = lifecycle_->rolling_json();

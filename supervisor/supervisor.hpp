@@ -24,6 +24,7 @@
 #include "supervisor/device_monitor.hpp"
 #include "supervisor/intake.hpp"
 #include "supervisor/jobs.hpp"
+#include "supervisor/journal_lane.hpp"
 #include "supervisor/key_cache.hpp"
 #include "supervisor/lifecycle.hpp"
 #include "supervisor/claim_prep.hpp"
@@ -149,15 +150,8 @@ class Supervisor {
   void publish(const Job& job, uint32_t index);
   void on_published(const PartRef& ref, const std::string& error);
   void start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
-  // journal_faults.cpp: a journal write, run in order on the journal thread;
-  // when it fails (disk full, I/O error) intake stops with the reason in
-  // status, and the write is retried (with every later one behind it) until
-  // it works. In-flight work goes on meanwhile.
-  void journal_write(std::function<void()> write);
-  void run_journal_write(const std::function<void()>& write);  ///< on the journal thread
-  void on_journal_fault(const std::string& why);
-  void on_journal_recovered();
-  void retry_intake();       ///< a state-dir fault of a submit's copies: probe until writes work
+  /// A ledger write on the journal lane (journal_lane.hpp), in order, retried while storage fails.
+  void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
   // submit.cpp: the journal's answer to an accepted job's add_job.
   void finish_accept(const std::string& identity, const std::shared_ptr<Job>& job,
@@ -193,7 +187,6 @@ class Supervisor {
   int64_t next_heartbeat_ms_ = 0;
   PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread
   Metrics metrics_;
-  int64_t started_wall_ms_ = 0, started_steady_ms_ = 0;  ///< when this instance started
   /// GPU memory and utilization per device entry (NVML), sampled every few
   /// seconds for /metrics; empty without NVML.
   // cluster.cpp: a shared queue (docs/cluster.md). Every call to the queue
@@ -229,10 +222,10 @@ class Supervisor {
     ClusterView view;                  ///< hosts and counts, every few seconds
     int64_t view_wall_ms = 0;
     uint64_t stored = 0, fenced = 0, released = 0, lost = 0;  ///< proofs stored / dropped; leases released / lost
+    std::unique_ptr<CheckPool> prep_pool;  ///< claim preparation (hash checks, copies)
+    std::unique_ptr<PgListener> listener;  ///< LISTEN zkfarm on a connection of its own
   };
   Cluster cluster_;
-  std::unique_ptr<CheckPool> prep_pool_;     ///< claim preparation (hash checks, copies)
-  std::unique_ptr<PgListener> listener_;     ///< LISTEN zkfarm
   void queue_call_failed(const std::string& what);
   void queue_call_worked();
 
@@ -240,19 +233,13 @@ class Supervisor {
   /// and its latency observed for /metrics.
   void count_job_end(const Job& job);
 
-  int64_t last_render_ms_ = 0;
-  std::string intake_fault_;  ///< non-empty: intake refused for this reason (a journal fault)
-  int64_t next_journal_retry_ms_ = 0;
   // Disk work off the loop (background.hpp). Once the loop runs, the journal
   // is used only on journal_thread_ (writes, prune, reads of old proofs) and
   // output files are written only on delivery_thread_. Declared after
   // journal_, so the threads end before what their tasks use.
   LoopInbox inbox_;
-  std::unique_ptr<SerialWorker> journal_thread_, delivery_thread_;
-  std::atomic<bool> journal_giving_up_{false};  ///< at exit: a failing write is tried once more, then dropped
-  std::atomic<size_t> journal_dropped_{0};      ///< writes dropped that way (logged at exit)
-  bool journal_faulted_ = false;  ///< the journal thread holds a write that failed (intake closed)
-  bool intake_probe_in_flight_ = false;
+  std::unique_ptr<SerialWorker> delivery_thread_;
+  std::unique_ptr<JournalLane> journal_;  // the ledger's thread, its write order and faults (journal_lane.hpp)
   size_t deliveries_in_flight_ = 0;
   std::string render_metrics() const;
 };
