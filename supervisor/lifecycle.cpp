@@ -48,7 +48,7 @@ bool Supervisor::advance_stop() {
     if (in_flight) log_->warn("drain_timeout passed with partitions in flight; stopping the workers anyway");
     for (auto& [id, w] : workers_->all()) {
       if (w.pid <= 0) continue;
-      workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::make(protocol::kShutdown)); }, now);
+      workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::encode(protocol::Shutdown{})); }, now);
     }
     shutdown_sent_ = true;
   }
@@ -97,7 +97,7 @@ void Supervisor::advance_rolling() {
     if (w.pid > 0) {  // running: retire it first
       w.retiring = true;
       if (w.state == WorkerState::kIdle)  // its partition is done: ask it to exit
-        workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::make(protocol::kShutdown)); },
+        workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::encode(protocol::Shutdown{})); },
                               now_ms());
       return;
     }
