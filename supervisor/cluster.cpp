@@ -76,10 +76,7 @@ void Supervisor::cluster_tick() {
           cluster_.sync_in_flight = false;
           queue_call_worked();
           apply_changes(std::move(c));
-          if (cs) {
-            circuits_.clear();
-            for (auto& r : *cs) circuits_.emplace(r.name, std::move(r));
-          }
+          if (cs) circuits_->replace_all(std::move(*cs));
         });
       } catch (const std::exception& e) {
         inbox_.post([this, what = std::string(e.what())] {
@@ -96,7 +93,7 @@ void Supervisor::cluster_tick() {
     cluster_.next_renew_ms = now + std::max<int64_t>(lease_ms / 3, 1000);
     std::vector<uint64_t> tokens;
     for (const auto& [ref, token] : jobs_.leases()) tokens.push_back(token);
-    const std::string state = stopping_ ? "stopping" : draining_ ? "draining" : "running";
+    const std::string state = lifecycle_->run_state();
     journal_thread_->post([this, tokens, state, sent = now] {
       try {
         std::vector<uint64_t> held = pg_->renew(tokens, state);
@@ -149,7 +146,7 @@ void Supervisor::cluster_tick() {
   for (const auto& [id, w] : workers_->all()) (w.kind == WorkerKind::kSynth ? synth : gpu) += 1;
   const size_t target = 2 * synth + gpu * cfg_.gpu_queue_depth;
   const size_t held = jobs_.leases().size() + cluster_.preparing;
-  const bool may_claim = cluster_.synced && cluster_.reachable && !stopping_ && !draining_ && intake_fault_.empty() &&
+  const bool may_claim = cluster_.synced && cluster_.reachable && !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() &&
                          now >= cluster_.claim_paused_until_ms && workers_->ready() > 0;
   if (may_claim && !cluster_.claim_in_flight && held < target && (woken || now >= cluster_.next_claim_ms)) {
     cluster_.claim_in_flight = true;
@@ -226,7 +223,7 @@ void Supervisor::apply_changes(Changes changes) {
     }
     // Where this host keeps (or will keep) the job's files.
     j.zkey = cfg_.state_dir + "/inputs/keys/" + j.zkey_sha256 + ".zkey";
-    if (!j.generator.empty()) j.generator = generator_path(j.generator);
+    if (!j.generator.empty()) j.generator = circuits_->generator_path(j.generator);
     const Job* before = jobs_.find(j.id);
     const bool was_live = before && !before->terminal();
     free_slots(jobs_.mirror(j));

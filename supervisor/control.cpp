@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include "protocol/messages.hpp"
-#include "supervisor/supervisor.hpp"
+#include "supervisor/clock.hpp"
+#include "supervisor/control_api.hpp"
+#include "supervisor/status_view.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -33,9 +35,26 @@ json denied(const std::string& type) {
 
 }  // namespace
 
-void Supervisor::on_control_frame(const std::string& identity, const std::string& frame,
+ControlApi::ControlApi(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::unique_ptr<ControlChannel> channel,
+                       const JobTable& jobs, Lifecycle& lifecycle, CircuitRegistry& circuits, Metrics& metrics,
+                       Hooks hooks)
+    : cfg_(cfg),
+      log_(std::move(log)),
+      channel_(std::move(channel)),
+      jobs_(jobs),
+      lifecycle_(lifecycle),
+      circuits_(circuits),
+      metrics_(metrics),
+      hooks_(std::move(hooks)) {}
+
+void ControlApi::serve(int64_t now, size_t max) {
+  channel_->poll_cap(now);
+  for (auto& r : channel_->receive(max, hooks_.warn)) on_frame(r.identity, r.body, r.peer);
+}
+
+void ControlApi::on_frame(const std::string& identity, const std::string& frame,
                                   const std::optional<Peer>& peer) {
-  json reply;
+  json answer;
   try {
     if (!peer) throw protocol::ProtocolError("the connection has no credentials (only ipc:// is served)");
     json req = protocol::decode(frame);
@@ -47,42 +66,40 @@ void Supervisor::on_control_frame(const std::string& identity, const std::string
       if (protocol::find_str(req, "priority").value_or("") == "critical" && role != Role::kAdmin &&
           !member_of(*peer, cfg_.critical_group)) {
         ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kInvalid)];
-        warn_limited("control: uid " + std::to_string(peer->uid) + " was refused priority critical");
-        return send_reply(identity, {{"ok", false},
+        hooks_.warn("control: uid " + std::to_string(peer->uid) + " was refused priority critical");
+        return reply(identity, {{"ok", false},
                                      {"error", "permission denied: priority critical is for root, zkfarmd's user and "
                                                "members of admin_group or critical_group (docs/security.md)"}});
       }
-      start_submit(identity, req, *peer);  // answered when its files are checked (submit.cpp)
+      hooks_.submit(identity, req, *peer);  // answered when its files are checked (submit.cpp)
       return;
     }
     if (type == "result") {
-      start_result(identity, req, *peer, role);  // answered once the proofs are read (delivery.cpp)
+      hooks_.result(identity, req, *peer, role);  // answered once the proofs are read (delivery.cpp)
       return;
     }
     if (type == "circuit_add") {
-      start_circuit_add(identity, req, *peer, role);  // answered once the generator is built (circuits.cpp)
+      circuits_.start_add(identity, req, *peer, role, lifecycle_.stopping());  // answered once the generator is built (circuits.cpp)
       return;
     }
     if (admin_only(type) && role != Role::kAdmin) {
-      warn_limited("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
+      hooks_.warn("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
                    type.substr(0, 32) + "'");
-      reply = denied(type);
+      answer = denied(type);
     } else {
-      reply = handle_request(identity, req, *peer, role);
-      if (reply.is_null()) return;  // held: answered later (answer_held)
+      answer = handle(identity, req, *peer, role);
+      if (answer.is_null()) return;  // held: answered later (answer_held)
     }
   } catch (const protocol::ProtocolError& e) {
-    warn_limited(std::string("control: dropped a bad request: ") + e.what());
-    reply = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
+    hooks_.warn(std::string("control: dropped a bad request: ") + e.what());
+    answer = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
   }
-  send_reply(identity, reply);
+  reply(identity, std::move(answer));
 }
 
-void Supervisor::send_reply(const std::string& identity, json reply) {
-  control_->reply(identity, std::move(reply), [this](const std::string& line) { warn_limited(line); });
-}
+void ControlApi::reply(const std::string& identity, json reply) { channel_->reply(identity, std::move(reply), hooks_.warn); }
 
-json Supervisor::handle_request(const std::string& identity, const json& req, const Peer& peer, Role role) {
+json ControlApi::handle(const std::string& identity, const json& req, const Peer& peer, Role role) {
   const std::string type = protocol::type_of(req);
   // A user sees and touches only the jobs it submitted; another's job is "no job".
   const std::optional<uint32_t> owner =
@@ -91,7 +108,7 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     const Job* job = jobs_.find(id);
     return job && (!owner || job->owner_uid == *owner) ? job : nullptr;
   };
-  if (type == "status") return {{"ok", true}, {"status", status(owner)}};
+  if (type == "status") return {{"ok", true}, {"status", hooks_.status(owner)}};
   if (type == "jobs") return jobs_page(jobs_, req, owner);
   if (type == "job") {
     const Job* job = visible(protocol::get_u64(req, "job"));
@@ -105,7 +122,7 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
         protocol::find_str(req, "seen_state").value_or("") == job_state_name(job->state) &&
         (req.contains("seen_done") ? protocol::get_u64(req, "seen_done") : UINT64_MAX) == job->done_count()) {
       held_.push_back({identity, false, job->id, job_state_name(job->state), job->done_count(), owner,
-                       now_ms() + int64_t(wait_ms)});
+                       steady_ms() + int64_t(wait_ms)});
       return nullptr;  // answered by answer_held
     }
     return {{"ok", true}, {"job", job_json(*job)}};
@@ -115,16 +132,12 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     const Job* job = visible(id);
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
     if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
-    free_slots(jobs_.cancel(id, wall_ms()));
-    count_job_end(*job);
-    journal_write([this, id, t = job->finished_ms] { ledger_->finish_job(id, JobState::kCancelled, "", t); });
-    abort_in_flight(id);
-    log_->info("job {}: cancelled by uid {}", id, peer.uid);
+    hooks_.cancel(id, peer.uid);
     return {{"ok", true}};
   }
   if (type == "stop") {
-    begin_stop("zkfarmctl stop");
-    if (req.contains("timeout_s")) drain_deadline_ms_ = now_ms() + int64_t(protocol::get_u64(req, "timeout_s")) * 1000;
+    lifecycle_.begin_stop("zkfarmctl stop");
+    if (req.contains("timeout_s")) lifecycle_.set_drain_timeout_s(protocol::get_u64(req, "timeout_s"));
     // With wait, the reply comes as zkfarmd exits, with its exit code.
     if (req.contains("wait") && protocol::get_bool(req, "wait") && held_.size() < kMaxHeldReplies) {
       held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
@@ -132,8 +145,8 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
     }
     return {{"ok", true}, {"pid", getpid()}};
   }
-  if (type == "circuit_list" || type == "circuit_remove") return circuit_request(type, req, peer, role);
-  if (admin_only(type)) return lifecycle_request(type, req);
+  if (type == "circuit_list" || type == "circuit_remove") return circuits_.request(type, req, peer, role);
+  if (admin_only(type)) return lifecycle_.request(type, req);
   return {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}};
 }
 
@@ -141,7 +154,7 @@ json Supervisor::handle_request(const std::string& identity, const json& req, co
 
 namespace zkfarm::supervisor {
 
-json Supervisor::held_job_reply(const HeldReply& h, bool at_exit) const {
+json ControlApi::held_job_reply(const HeldReply& h, bool at_exit) const {
   const Job* job = jobs_.find(h.job);
   if (!job || (h.owner && job->owner_uid != *h.owner))  // pruned meanwhile
     return {{"ok", false}, {"error", "no job " + std::to_string(h.job)}};
@@ -150,9 +163,9 @@ json Supervisor::held_job_reply(const HeldReply& h, bool at_exit) const {
   return reply;
 }
 
-void Supervisor::answer_held(bool at_exit, int exit_code, const std::string& exit_error) {
+void ControlApi::answer_held(bool at_exit, int exit_code, const std::string& exit_error) {
   if (held_.empty()) return;
-  const int64_t now = now_ms();
+  const int64_t now = steady_ms();
   std::vector<std::pair<std::string, json>> out;
   std::erase_if(held_, [&](const HeldReply& h) {
     if (h.stop) {
@@ -169,7 +182,7 @@ void Supervisor::answer_held(bool at_exit, int exit_code, const std::string& exi
     out.emplace_back(h.identity, held_job_reply(h, at_exit));
     return true;
   });
-  for (auto& [identity, reply] : out) send_reply(identity, std::move(reply));
+  for (auto& [identity, r] : out) reply(identity, std::move(r));
 }
 
 }  // namespace zkfarm::supervisor

@@ -66,7 +66,7 @@ void Supervisor::housekeeping(bool at_start) {
   // Keys and generators the registered circuits use stay; so do the
   // generators of live jobs (a removed circuit's accepted jobs go on).
   std::set<std::string> generators;
-  for (const auto& [name, c] : circuits_) {
+  for (const auto& [name, c] : circuits_->all()) {
     keys.insert(c.zkey_sha256 + ".zkey");
     generators.insert(c.generator);
   }
@@ -76,7 +76,7 @@ void Supervisor::housekeeping(bool at_start) {
   // last built or added (a circuit removed and added again, or a build put
   // there by hand, is not built again), then removed.
   std::vector<std::string> dead_generators;
-  if (pending_builds_.empty()) {  // a build may be about to use a cached generator
+  if (!circuits_->building()) {  // a build may be about to use a cached generator
     std::error_code gec;
     const auto keep_since = fs::file_time_type::clock::now() - std::chrono::hours(cfg_.retention_hours);
     for (const auto& e : fs::directory_iterator(cfg_.state_dir + "/circuits", gec)) {
@@ -96,7 +96,7 @@ void Supervisor::housekeeping(bool at_start) {
     if (!live_tokens.count(e.path().filename().string())) dead.push_back(e.path().string());
   // Keys: here, and only while no submit is being checked or journaled (one
   // may be about to use a stored key it found by its identity).
-  if (pending_submits_.empty() && accepting_tokens_.empty() && pending_builds_.empty()) {
+  if (pending_submits_.empty() && accepting_tokens_.empty() && !circuits_->building()) {
     for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
       const std::string name = e.path().filename().string();
       if (!keys.count(name)) fs::remove(e.path(), ec);

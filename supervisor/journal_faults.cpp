@@ -77,7 +77,7 @@ void Supervisor::on_journal_fault(const std::string& why) {
   journal_faulted_ = true;
   if (intake_fault_.empty()) {
     log_->error("{}; intake is closed until the journal takes writes again (in-flight work goes on)", why);
-    notify("STATUS=refusing jobs: " + why);
+    lifecycle_->notify("STATUS=refusing jobs: " + why);
   }
   intake_fault_ = why;
 }

@@ -1,7 +1,8 @@
-// The supervisor's lifecycle duties (design.md §4): stop and drain, resume,
-// rolling restarts and upgrades, and the init system's notifications. The
-// workers' own lives (exits, respawns, flapping, release waits) are the
-// worker table's (worker_table.hpp).
+// The farm's lifecycle (lifecycle.hpp): stop and drain, resume, rolling
+// restarts and upgrades, sd_notify. The workers' own lives (exits, respawns,
+// flapping, release waits) are the worker table's (worker_table.hpp).
+#include "supervisor/lifecycle.hpp"
+
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -10,45 +11,57 @@
 #include <filesystem>
 
 #include "protocol/messages.hpp"
+#include "supervisor/clock.hpp"
 #include "supervisor/process.hpp"
-#include "supervisor/supervisor.hpp"
 #include "supervisor/trusted_binary.hpp"
 
 namespace zkfarm::supervisor {
 
 using nlohmann::json;
 
-size_t Supervisor::in_flight() const {
+Lifecycle::Lifecycle(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerTable& workers,
+                     const JobTable& jobs, Metrics& metrics, Hooks hooks)
+    : cfg_(cfg), log_(std::move(log)), workers_(workers), jobs_(jobs), metrics_(metrics), hooks_(std::move(hooks)) {
+  if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
+}
+
+size_t Lifecycle::in_flight() const {
   return jobs_.count(PartState::kSynthesizing) + jobs_.count(PartState::kSynthesized) +
          jobs_.count(PartState::kProving);
 }
 
-void Supervisor::begin_stop(const std::string& reason) {
+void Lifecycle::begin_stop(const std::string& reason) {
   if (stopping_) return;
   stopping_ = true;
-  if (rolling_op_.result == "running") end_rolling("zkfarmd is stopping (" + reason + ")");
+  if (rolling_running()) end_rolling("zkfarmd is stopping (" + reason + ")");
   notify("STOPPING=1\nSTATUS=stopping: " + reason);
-  release_queued_claims("stopping: " + reason);
-  drain_deadline_ms_ = now_ms() + cfg_.drain_timeout_ms;
+  hooks_.release_queued_claims("stopping: " + reason);
+  drain_deadline_ms_ = steady_ms() + cfg_.drain_timeout_ms;
   log_->info("stopping ({}): intake closed, letting in-flight partitions finish (drain_timeout {} ms)", reason,
              cfg_.drain_timeout_ms);
 }
 
+void Lifecycle::set_drain_timeout_s(uint64_t seconds) { drain_deadline_ms_ = steady_ms() + int64_t(seconds) * 1000; }
+
+void Lifecycle::stop_now(const std::string& why) {
+  begin_stop(why);
+  drain_deadline_ms_ = 0;
+  workers_.kill_all(why);
+}
+
 // One step of a stop; true when it is complete (every worker reaped).
-bool Supervisor::advance_stop() {
-  const int64_t now = now_ms();
-  const bool in_flight = jobs_.count(PartState::kSynthesizing) + jobs_.count(PartState::kSynthesized) +
-                             jobs_.count(PartState::kProving) > 0;
+bool Lifecycle::advance_stop(int64_t now) {
+  const bool in_flight = this->in_flight() > 0;
   bool workers_alive = false, releasing = false;
-  for (auto& [id, w] : workers_->all()) {
+  for (auto& [id, w] : workers_.all()) {
     workers_alive |= w.pid > 0;
     releasing |= w.state == WorkerState::kReleasing;  // the exit waits for their memory too
   }
   if (!shutdown_sent_ && (!in_flight || now >= drain_deadline_ms_ || !workers_alive)) {
     if (in_flight) log_->warn("drain_timeout passed with partitions in flight; stopping the workers anyway");
-    for (auto& [id, w] : workers_->all()) {
+    for (auto& [id, w] : workers_.all()) {
       if (w.pid <= 0) continue;
-      workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::encode(protocol::Shutdown{})); }, now);
+      workers_.ask_to_stop(w, hooks_.send_shutdown, now);
     }
     shutdown_sent_ = true;
   }
@@ -56,10 +69,10 @@ bool Supervisor::advance_stop() {
 }
 
 
-void Supervisor::start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
+void Lifecycle::start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
                                const std::optional<std::string>& gpu_binary, const std::string& what) {
   for (const auto& id : ids) {
-    Worker& w = *workers_->find(id);
+    Worker& w = *workers_.find(id);
     const auto& fresh = w.kind == WorkerKind::kSynth ? synth_binary : gpu_binary;
     rolling_.push_back({id, fresh.value_or(w.binary), w.binary});
   }
@@ -67,7 +80,7 @@ void Supervisor::start_rolling(const std::vector<std::string>& ids, const std::o
   log_->info("{} {}: {} workers, one at a time", what, rolling_op_.id, ids.size());
 }
 
-void Supervisor::end_rolling(const std::string& error) {
+void Lifecycle::end_rolling(const std::string& error) {
   rolling_.clear();
   rolling_current_.reset();
   rolling_op_.result = error.empty() ? "done" : "failed";
@@ -82,7 +95,7 @@ void Supervisor::end_rolling(const std::string& error) {
 // partition, exits (SHUTDOWN), its memory is released, the (new) binary starts
 // and must say READY; then the next worker. The farm is never short of more
 // than the one worker being replaced.
-void Supervisor::advance_rolling() {
+void Lifecycle::advance_rolling(int64_t now) {
   if (stopping_) return;
   if (!rolling_current_) {
     if (rolling_.empty()) return;
@@ -92,13 +105,12 @@ void Supervisor::advance_rolling() {
                rolling_current_->old_binary, rolling_current_->binary);
   }
   RollingStep& step = *rolling_current_;
-  Worker& w = *workers_->find(step.worker);
+  Worker& w = *workers_.find(step.worker);
   if (!step.started) {
     if (w.pid > 0) {  // running: retire it first
       w.retiring = true;
       if (w.state == WorkerState::kIdle)  // its partition is done: ask it to exit
-        workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::encode(protocol::Shutdown{})); },
-                              now_ms());
+        workers_.ask_to_stop(w, hooks_.send_shutdown, now);
       return;
     }
     if (w.state == WorkerState::kReleasing || w.state == WorkerState::kStopping) return;
@@ -109,13 +121,13 @@ void Supervisor::advance_rolling() {
     w.backoff_ms = cfg_.restart_backoff_ms;
     w.restart_at_ms = 0;
     step.started = true;
-    workers_->start(w, now_ms());
+    workers_.start(w, now);
     if (w.pid == 0) {  // it could not even be executed
       const std::string bad = w.binary;
       w.binary = step.old_binary;
       end_rolling("worker " + w.id + ": cannot start " + bad + "; " + rolling_op_.what + " stopped, old binary " +
                   w.binary + " kept");
-      workers_->start(w, now_ms());
+      workers_.start(w, now);
     }
     return;
   }
@@ -130,7 +142,38 @@ void Supervisor::advance_rolling() {
   }
 }
 
-std::string Supervisor::rolling_step(const Worker& w) const {
+void Lifecycle::on_worker_gone(Worker& w, bool crashed, const std::string& why, bool no_respawn, int64_t now) {
+  // An upgrade whose new binary does not reach READY: the upgrade stops and
+  // the old binary goes back on this worker at once (no crash of the old
+  // one); the other workers never changed.
+  const bool new_binary_failed = crashed && rolling_current_ && rolling_current_->worker == w.id &&
+                                 rolling_current_->started && rolling_current_->binary != rolling_current_->old_binary;
+  if (new_binary_failed) {
+    const std::string bad = w.binary;
+    w.binary = rolling_current_->old_binary;
+    end_rolling("worker " + w.id + ": new binary " + bad + " " + why + " before READY; upgrade stopped, old binary " +
+                w.binary + " kept");
+  }
+  workers_.after_exit(w, crashed && !new_binary_failed, why, no_respawn, new_binary_failed, now);
+}
+
+json Lifecycle::rolling_json() const {
+  if (!rolling_op_.id) return nullptr;
+  return {{"id", rolling_op_.id},
+          {"what", rolling_op_.what},
+          {"result", rolling_op_.result},
+          {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
+          {"queued", rolling_.size()},
+          {"replaced", rolling_op_.replaced},
+          {"total", rolling_op_.total},
+          {"error", rolling_op_.error},
+          {"started_ms", rolling_op_.started_ms},
+          {"finished_ms", rolling_op_.finished_ms ? json(rolling_op_.finished_ms) : json(nullptr)}};
+}
+
+std::string Lifecycle::rolling_worker() const { return rolling_current_ ? rolling_current_->worker : ""; }
+
+std::string Lifecycle::rolling_step(const Worker& w) const {
   if (!rolling_current_ || rolling_current_->worker != w.id) return {};
   const bool fresh = rolling_current_->binary != rolling_current_->old_binary;
   if (!rolling_current_->started) {
@@ -142,10 +185,10 @@ std::string Supervisor::rolling_step(const Worker& w) const {
   return std::string("waiting for READY from ") + (fresh ? "the new binary" : "the restarted worker");
 }
 
-json Supervisor::lifecycle_request(const std::string& type, const json& req) {
+json Lifecycle::request(const std::string& type, const json& req) {
   if (type == "drain") {
     draining_ = true;
-    release_queued_claims("drain");
+    hooks_.release_queued_claims("drain");
     log_->info("drain: no new partitions start; {} in flight", in_flight());
     return {{"ok", true}, {"in_flight", in_flight()}};
   }
@@ -155,78 +198,78 @@ json Supervisor::lifecycle_request(const std::string& type, const json& req) {
     return {{"ok", true}};
   }
   if (type == "kill") {
-    begin_stop("zkfarmctl kill");
-    drain_deadline_ms_ = 0;
-    workers_->kill_all("zkfarmctl kill");
+    stop_now("zkfarmctl kill");
     return {{"ok", true}};
   }
-  if (type == "restart" || type == "upgrade") {
-    if (stopping_) return {{"ok", false}, {"error", "zkfarmd is stopping"}};
-    if (rolling_current_ || !rolling_.empty())
-      return {{"ok", false}, {"error", "a rolling " + rolling_op_.what + " is in progress (see status)"}};
-    std::vector<std::string> ids;
-    std::optional<std::string> synth_bin, gpu_bin;
-    if (type == "restart") {
-      const std::string target = protocol::get_str(req, "target");
-      for (const auto& [id, w] : workers_->all()) {
-        if (target == "all" || target == id || target == worker_kind_name(w.kind)) ids.push_back(id);
-      }
-      if (ids.empty()) return {{"ok", false}, {"error", "no worker '" + target + "' (a worker id, synth, gpu or all)"}};
-    } else {
-      synth_bin = protocol::find_str(req, "synth");
-      gpu_bin = protocol::find_str(req, "gpu");
-      if (!synth_bin && !gpu_bin) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
-      // Only programs inside the configured upgrade_dir (an operator's choice
-      // in the config file, not a request's: any root-owned program, such as
-      // /usr/bin/env, would otherwise run as a worker) that nobody but root
-      // or zkfarmd's user could have written (trusted_binary.hpp); what was
-      // checked (symlinks resolved) is what runs.
-      if (cfg_.upgrade_dir.empty())
-        return {{"ok", false},
-                {"error", "refused: upgrades are off: set upgrade_dir in zkfarmd's configuration to the folder new "
-                          "builds are installed under (e.g. /opt/zkfarm); zkfarmd then runs only binaries inside it "
-                          "(docs/configuration.md)"}};
-      for (auto* p : {&synth_bin, &gpu_bin}) {
-        if (!*p) continue;
-        try {
-          **p = trusted_binary(**p);
-          if (!inside_folder(**p, cfg_.upgrade_dir))
-            return {{"ok", false},
-                    {"error", "refused: " + **p + " is not inside upgrade_dir (" + cfg_.upgrade_dir +
-                                  "): zkfarmd runs new worker binaries only from there"}};
-        } catch (const std::exception& e) {
-          return {{"ok", false}, {"error", std::string("refused: ") + e.what()}};
-        }
-      }
-      for (const auto& [id, w] : workers_->all()) {
-        if ((w.kind == WorkerKind::kSynth && synth_bin) || (w.kind == WorkerKind::kGpu && gpu_bin)) ids.push_back(id);
-      }
-    }
-    start_rolling(ids, synth_bin, gpu_bin, type);
-    return {{"ok", true}, {"workers", ids}, {"rolling_id", rolling_op_.id}};
-  }
+  if (type == "restart" || type == "upgrade") return roll(type, req);
   return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
 }
 
-// sd_notify(3): a no-op unless NOTIFY_SOCKET is set (started by systemd).
-void Supervisor::notify(const std::string& state) { sd_notify(0, state.c_str()); }
+// `restart TARGET` or `upgrade --synth/--gpu PATH`: the workers it replaces, one at a time.
+json Lifecycle::roll(const std::string& type, const json& req) {
+  if (stopping_) return {{"ok", false}, {"error", "zkfarmd is stopping"}};
+  if (rolling_current_ || !rolling_.empty())
+    return {{"ok", false}, {"error", "a rolling " + rolling_op_.what + " is in progress (see status)"}};
+  std::vector<std::string> ids;
+  std::optional<std::string> synth_bin, gpu_bin;
+  if (type == "restart") {
+    const std::string target = protocol::get_str(req, "target");
+    for (const auto& [id, w] : workers_.all()) {
+      if (target == "all" || target == id || target == worker_kind_name(w.kind)) ids.push_back(id);
+    }
+    if (ids.empty()) return {{"ok", false}, {"error", "no worker '" + target + "' (a worker id, synth, gpu or all)"}};
+  } else {
+    synth_bin = protocol::find_str(req, "synth");
+    gpu_bin = protocol::find_str(req, "gpu");
+    if (!synth_bin && !gpu_bin) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
+    // Only programs inside the configured upgrade_dir (an operator's choice
+    // in the config file, not a request's: any root-owned program, such as
+    // /usr/bin/env, would otherwise run as a worker) that nobody but root
+    // or zkfarmd's user could have written (trusted_binary.hpp); what was
+    // checked (symlinks resolved) is what runs.
+    if (cfg_.upgrade_dir.empty())
+      return {{"ok", false},
+              {"error", "refused: upgrades are off: set upgrade_dir in zkfarmd's configuration to the folder new "
+                        "builds are installed under (e.g. /opt/zkfarm); zkfarmd then runs only binaries inside it "
+                        "(docs/configuration.md)"}};
+    for (auto* p : {&synth_bin, &gpu_bin}) {
+      if (!*p) continue;
+      try {
+        **p = trusted_binary(**p);
+        if (!inside_folder(**p, cfg_.upgrade_dir))
+          return {{"ok", false},
+                  {"error", "refused: " + **p + " is not inside upgrade_dir (" + cfg_.upgrade_dir +
+                                "): zkfarmd runs new worker binaries only from there"}};
+      } catch (const std::exception& e) {
+        return {{"ok", false}, {"error", std::string("refused: ") + e.what()}};
+      }
+    }
+    for (const auto& [id, w] : workers_.all()) {
+      if ((w.kind == WorkerKind::kSynth && synth_bin) || (w.kind == WorkerKind::kGpu && gpu_bin)) ids.push_back(id);
+    }
+  }
+  start_rolling(ids, synth_bin, gpu_bin, type);
+  return {{"ok", true}, {"workers", ids}, {"rolling_id", rolling_op_.id}};
+}
 
-void Supervisor::notify_progress() {
-  const int64_t now = now_ms();
+// sd_notify(3): a no-op unless NOTIFY_SOCKET is set (started by systemd).
+void Lifecycle::notify(const std::string& state) { sd_notify(0, state.c_str()); }
+
+void Lifecycle::notify_progress(int64_t now) {
   if (!notified_ready_ && !stopping_) {
-    if (workers_->size() > 0 && workers_->ready() == workers_->size()) {
+    if (workers_.size() > 0 && workers_.ready() == workers_.size()) {
       notified_ready_ = true;
-      notify("READY=1\nSTATUS=all " + std::to_string(workers_->size()) + " workers ready");
-      log_->info("all {} workers READY", workers_->size());
+      notify("READY=1\nSTATUS=all " + std::to_string(workers_.size()) + " workers ready");
+      log_->info("all {} workers READY", workers_.size());
     }
   }
   if (watchdog_usec_ && now >= next_watchdog_ms_) {
     notify("WATCHDOG=1");
     next_watchdog_ms_ = now + int64_t(watchdog_usec_ / 2000);
   }
-  const size_t ready = workers_->ready();
-  std::string line = std::string(stopping_ ? "stopping" : draining_ ? "draining" : "running") + ": " +
-                     std::to_string(ready) + "/" + std::to_string(workers_->size()) + " workers ready, " +
+  const size_t ready = workers_.ready();
+  std::string line = std::string(run_state()) + ": " +
+                     std::to_string(ready) + "/" + std::to_string(workers_.size()) + " workers ready, " +
                      std::to_string(in_flight()) + " partitions in flight, " +
                      std::to_string(jobs_.count(PartState::kQueued)) + " queued";
   if (line != last_status_line_) {

@@ -21,19 +21,6 @@ void Supervisor::count_job_end(const Job& job) {
     metrics_.job_duration.observe(double(job.finished_ms - job.submitted_ms) / 1000.0);
 }
 
-// NVML's view of each GPU worker's device, every 5 s: a query takes well
-// under a millisecond, but /metrics needs no more.
-void Supervisor::sample_gpu_usage() {
-  const int64_t now = now_ms();
-  if (now < next_gpu_sample_ms_) return;
-  next_gpu_sample_ms_ = now + 5000;
-  for (const auto& [id, w] : workers_->all()) {
-    if (w.kind != WorkerKind::kGpu || w.device.empty()) continue;
-    if (auto u = release_check_->usage(w.device)) gpu_usage_[w.device] = *u;
-    else gpu_usage_.erase(w.device);
-  }
-}
-
 std::string Supervisor::render_metrics() const {
   auto counter = [](const std::string& name, const std::string& help, double v) {
     return render_family(name, "counter", help, {{"", v}});
@@ -59,9 +46,9 @@ std::string Supervisor::render_metrics() const {
                              (kCudaBuilt ? "yes" : "no") + "\"",
                          1}});
   out += render_process_metrics(double(started_wall_ms_) / 1000.0);
-  out += gauge("zkfarm_ready", "1 while intake is open and every worker is READY (as /readyz).", ready_.load() ? 1 : 0);
-  out += gauge("zkfarm_draining", "1 while drained: submits are queued, no partition starts.", draining_ ? 1 : 0);
-  out += gauge("zkfarm_stopping", "1 once a stop has begun.", stopping_ ? 1 : 0);
+  out += gauge("zkfarm_ready", "1 while intake is open and every worker is READY (as /readyz).", published_.ready() ? 1 : 0);
+  out += gauge("zkfarm_draining", "1 while drained: submits are queued, no partition starts.", lifecycle_->draining() ? 1 : 0);
+  out += gauge("zkfarm_stopping", "1 once a stop has begun.", lifecycle_->stopping() ? 1 : 0);
   out += gauge("zkfarm_intake_refusing", "1 while intake is refused for a fault (see status).", intake_fault_.empty() ? 0 : 1);
 
   out += render_family("zkfarm_partitions", "gauge", "Partitions of live jobs by stage (synthesized: waiting for a GPU worker).",
@@ -133,7 +120,7 @@ std::string Supervisor::render_metrics() const {
   out += render_family("zkfarm_rolling_operations_total", "counter", "Rolling restarts and upgrades that ended, by result.",
                        labelled2("what", "result", metrics_.rolling));
   out += gauge("zkfarm_rolling_in_progress", "1 while a rolling restart or upgrade runs.",
-               rolling_op_.result == "running" ? 1 : 0);
+               lifecycle_->rolling_running() ? 1 : 0);
   out += render_family("zkfarm_arena_bytes", "gauge", "The arena (memory budget) in bytes, used and free.",
                        {{"state=\"used\"", double(slots_.used())},
                         {"state=\"free\"", double(slots_.capacity() - slots_.used())}});
@@ -142,9 +129,9 @@ std::string Supervisor::render_metrics() const {
                        labelled2("cache", "result", metrics_.key_cache));
   out += counter("zkfarm_journal_write_errors_total", "Journal writes that failed (each failed retry counts).",
                  double(metrics_.journal_write_errors));
-  if (!gpu_usage_.empty()) {
+  if (!devices_.usage().empty()) {
     std::vector<Sample> mem, util;
-    for (const auto& [dev, u] : gpu_usage_) {
+    for (const auto& [dev, u] : devices_.usage()) {
       const std::string d = "device=\"" + escape_label(dev) + "\"";
       mem.push_back({d + ",state=\"used\"", double(u.used_bytes)});
       mem.push_back({d + ",state=\"total\"", double(u.total_bytes)});

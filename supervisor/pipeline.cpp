@@ -37,18 +37,7 @@ void Supervisor::on_worker_exit(Worker& w, bool crashed, const std::string& why,
     const bool culprit = !w.computing || same_part(*w.computing, ref);
     requeue(ref, "worker " + w.id + " " + why, crashed && culprit);
   }
-  // An upgrade whose new binary does not reach READY: the upgrade stops and
-  // the old binary goes back on this worker at once (no crash of the old
-  // one); the other workers never changed.
-  const bool new_binary_failed = crashed && rolling_current_ && rolling_current_->worker == w.id &&
-                                 rolling_current_->started && rolling_current_->binary != rolling_current_->old_binary;
-  if (new_binary_failed) {
-    const std::string bad = w.binary;
-    w.binary = rolling_current_->old_binary;
-    end_rolling("worker " + w.id + ": new binary " + bad + " " + why + " before READY; upgrade stopped, old binary " +
-                w.binary + " kept");
-  }
-  workers_->after_exit(w, crashed && !new_binary_failed, why, no_respawn, new_binary_failed, now_ms());
+  lifecycle_->on_worker_gone(w, crashed, why, no_respawn, now_ms());
 }
 
 void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashed) {
@@ -223,7 +212,7 @@ void Supervisor::fail_job(uint64_t id, const std::string& error) {
 void Supervisor::dispatch() {
   for (auto& [id, w] : workers_->all()) {
     if (w.kind != WorkerKind::kSynth || w.state != WorkerState::kIdle || w.retiring) continue;
-    if (stopping_ || draining_) continue;  // in-flight work finishes, none starts
+    if (lifecycle_->stopping() || lifecycle_->draining()) continue;  // in-flight work finishes, none starts
     auto ref = jobs_.next(PartState::kQueued);
     if (!ref) break;
     const Job* job = jobs_.find(ref->job);
@@ -305,6 +294,16 @@ void Supervisor::abort_in_flight(uint64_t job) {
       send_to_worker(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
     }
   }
+}
+
+void Supervisor::cancel_job(uint64_t id, uint32_t by_uid) {
+  const Job* job = jobs_.find(id);
+  if (!job || job->terminal()) return;
+  free_slots(jobs_.cancel(id, wall_ms()));
+  count_job_end(*job);
+  journal_write([this, id, t = job->finished_ms] { ledger_->finish_job(id, JobState::kCancelled, "", t); });
+  abort_in_flight(id);
+  log_->info("job {}: cancelled by uid {}", id, by_uid);
 }
 
 }  // namespace zkfarm::supervisor

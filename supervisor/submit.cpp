@@ -512,13 +512,13 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
     ++metrics_.jobs_refused[refused_reason_name(reason)];
     send_reply(identity, {{"ok", false}, {"error", why}});
   };
-  if (stopping_) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
   if (!intake_fault_.empty())
     return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
   if (pg_ && !cluster_.reachable)
     return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
   SubmitContext ctx = submit_context();
-  if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuit_for_submit(*name);
+  if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuits_->for_submit(*name);
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
   PendingSubmit pending{identity, promise->get_future(), now_ms() + int64_t(cfg_.submit_timeout_ms), ctx.token,
                         false, ctx.cancel};
@@ -587,7 +587,7 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
   if (c.key_cached) ++metrics_.key_cache[{"submit", *c.key_cached ? "hit" : "miss"}];
   if (!c.job) return refuse(c.error, c.storage_fault.empty() ? RefusedReason::kInvalid : RefusedReason::kIntakeFault);
   Job& job = *c.job;
-  if (stopping_) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
   if (!intake_fault_.empty()) return refuse("zkfarmd is not accepting jobs: " + intake_fault_, RefusedReason::kIntakeFault);
   if (job.slot_bytes > slots_.capacity()) {
     return refuse(job.zkey_source + ": a partition of this key needs " + std::to_string(job.slot_bytes) +

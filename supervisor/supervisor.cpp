@@ -36,18 +36,6 @@ using nlohmann::json;
 
 namespace {
 
-// sun_path holds 108 bytes; ZeroMQ needs the terminating NUL.
-constexpr size_t kMaxIpcPath = 107;
-
-std::string ipc_path(const std::string& state_dir, const char* name) {
-  std::string p = fs::absolute(state_dir).lexically_normal().string() + "/" + name;
-  if (p.size() > kMaxIpcPath) {
-    throw std::runtime_error("state dir path too long for a socket (" + p + " is " + std::to_string(p.size()) +
-                             " bytes, at most " + std::to_string(kMaxIpcPath) + ")");
-  }
-  return p;
-}
-
 // GPU devices to run workers on: "none", "auto" (one per /dev/nvidiaN when the
 // CUDA backend was asked for or auto), or a comma list. An empty string means
 // one worker on the CPU backend.
@@ -162,8 +150,6 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     : cfg_(std::move(cfg)),
       log_(std::move(log)),
       ledger_(open_ledger(cfg_)),
-      ctx_(1),
-      workers_sock_(ctx_, zmq::socket_type::router),
       arena_([&] {
         // Versions before the memfd arena made a named segment, which outlived
         // a SIGKILLed instance. We hold the state lock, so one of this name is
@@ -183,16 +169,9 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   sigfd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sigfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 
-  workers_path_ = ipc_path(cfg_.state_dir, "workers.sock");
-  ::unlink(workers_path_.c_str());  // stale, under our lock
-  workers_endpoint_ = "ipc://" + workers_path_;
-  workers_sock_.set(zmq::sockopt::linger, 0);
-  workers_sock_.set(zmq::sockopt::maxmsgsize, int64_t(protocol::kMaxFrameBytes));
-  // A connection that never finishes ZeroMQ's greeting is closed soon.
-  workers_sock_.set(zmq::sockopt::handshake_ivl, 5000);
-  // workers.sock: only zkfarmd's own user (its workers) may connect; control.sock:
-  // that user and control_group (docs/security.md). The process umask (077)
-  // keeps each socket file private from its bind until these run.
+  worker_socket_ = std::make_unique<WorkerSocket>(cfg_.state_dir, 4 * (cfg_.synth_workers + 64), log_);
+  // control.sock: zkfarmd's user and control_group (docs/security.md). The
+  // process umask (077) keeps the socket file private from its bind until the channel sets its mode.
   std::optional<gid_t> control_gid;
   if (!cfg_.control_group.empty()) {
     control_gid = group_id(cfg_.control_group);
@@ -200,20 +179,17 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     if (::chown(cfg_.state_dir.c_str(), uid_t(-1), *control_gid) != 0)
       throw std::runtime_error("cannot give the state dir to group " + cfg_.control_group + ": " + std::strerror(errno));
   }
-  workers_cap_ = std::make_unique<ListenerCap>(ctx_, workers_sock_, workers_path_, 4 * (cfg_.synth_workers + 64),
-                                               "workers.sock", log_, [](const std::string& path) {
-                                                 ::chmod(path.c_str(), 0600);
-                                               });
-  control_ = std::make_unique<ControlChannel>(ipc_path(cfg_.state_dir, "control.sock"), control_gid,
-                                              cfg_.control_max_connections, log_);
+  auto control_channel = std::make_unique<ControlChannel>(ipc_path(cfg_.state_dir, "control.sock"), control_gid,
+                                                         cfg_.control_max_connections, log_);
 
-  release_check_ = FakeReleaseCheck::from_env();
-  if (!release_check_) release_check_ = ReleaseCheck::make_default();
-  workers_ = std::make_unique<WorkerTable>(cfg_, log_, metrics_, *release_check_, gpu_devices(cfg_), workers_endpoint_,
+  workers_ = std::make_unique<WorkerTable>(cfg_, log_, metrics_, devices_.release_check(), gpu_devices(cfg_), worker_socket_->endpoint(),
                                            arena_.fd());
   size_t n = 0;
   for (const auto& [id, w] : workers_->all()) n += w.kind == WorkerKind::kGpu;
-  if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
+  lifecycle_ = std::make_unique<Lifecycle>(
+      cfg_, log_, *workers_, jobs_, metrics_,
+      Lifecycle::Hooks{[this](const Worker& w) { send_to_worker(w, protocol::encode(protocol::Shutdown{})); },
+                       [this](const std::string& why) { release_queued_claims(why); }});
   // Inputs are kept by content under STATE/inputs (submit.cpp), private to
   // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster.cpp).
   for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"}) {
@@ -234,8 +210,6 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
   }
-  witgen_root_ = witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string());
-  build_pool_ = std::make_unique<CheckPool>(cfg_.generator_builds, 16);
   submit_pool_ = std::make_unique<CheckPool>(cfg_.submit_checks, cfg_.submit_queue);
   // Room for every witness of the submits being checked (each job at most 100000).
   copy_pool_ = std::make_shared<CheckPool>(cfg_.submit_copies, size_t(cfg_.submit_checks) * 100000);
@@ -259,7 +233,38 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   } else {
     restore_from_journal();
   }
-  load_circuits();
+  circuits_ = std::make_unique<CircuitRegistry>(
+      cfg_, log_, pg_ != nullptr, witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
+      CircuitRegistry::Hooks{
+          .reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
+          .submit_context = [this] { return submit_context(); },
+          .put =
+              [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
+                journal_thread_->post([this, record, done] {
+                  std::string error;
+                  try {
+                    ledger_->put_circuit(*record);
+                  } catch (const JournalError& e) {
+                    error = e.what();
+                  }
+                  inbox_.post([done, error] { done(error); });
+                });
+              },
+          .remove = [this](const std::string& name) { journal_write([this, name] { ledger_->remove_circuit(name); }); },
+          .remember_vk = [this](const std::string& sha,
+                                std::shared_ptr<const ProofVerifier> vk) { verifying_keys_[sha] = std::move(vk); }});
+  circuits_->replace_all(ledger_->circuits());
+  control_ = std::make_unique<ControlApi>(
+      cfg_, log_, std::move(control_channel), jobs_, *lifecycle_, *circuits_, metrics_,
+      ControlApi::Hooks{
+          .submit = [this](const std::string& identity, const json& req,
+                           const Peer& peer) { start_submit(identity, req, peer); },
+          .result = [this](const std::string& identity, const json& req, const Peer& peer,
+                           Role role) { start_result(identity, req, peer, role); },
+          .status = [this](std::optional<uint32_t> owner) { return status(owner); },
+          .cancel = [this](uint64_t id, uint32_t by_uid) { cancel_job(id, by_uid); },
+          .warn = [this](const std::string& line) { warn_limited(line); }});
+  if (!circuits_->all().empty()) log_->info("journal: {} circuits registered", circuits_->all().size());
   housekeeping(true);
   log_->info("zkfarmd {} pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
              getpid(), cfg_.state_dir, arena_.kind(), arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
@@ -272,12 +277,13 @@ Supervisor::~Supervisor() {
   if (delivery_thread_) delivery_thread_->finish();
   if (journal_thread_) journal_thread_->finish();
   if (sigfd_ >= 0) ::close(sigfd_);
-  workers_sock_.close();
+  worker_socket_.reset();
   // Replies sent at exit (answer_held) get up to a second to leave; the
   // context's destruction waits for them, then for nothing.
   control_.reset();
-  ::unlink(workers_path_.c_str());
 }
+
+void Supervisor::send_reply(const std::string& identity, json reply) { control_->reply(identity, std::move(reply)); }
 
 int64_t Supervisor::now_ms() const {
   using namespace std::chrono;
@@ -329,7 +335,7 @@ int Supervisor::run() {
   for (auto& [id, w] : workers_->all()) workers_->start(w, now_ms());
   update_snapshot();
   for (;;) {
-    std::vector<zmq::pollitem_t> items = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
+    std::vector<zmq::pollitem_t> items = {worker_socket_->pollitem(),
                                           control_->pollitem(),
                                           {nullptr, sigfd_, ZMQ_POLLIN, 0},
                                           {nullptr, inbox_.fd(), ZMQ_POLLIN, 0}};
@@ -339,35 +345,24 @@ int Supervisor::run() {
     handle_signals();
     inbox_.run();  // what the journal and delivery threads finished
     pump_worker_output();
-    workers_cap_->poll(now_ms());
-    control_->poll_cap(now_ms());
+    worker_socket_->poll_cap(now_ms());
     reap_children();
-    // Drain what is readable now; each frame is bounded, so this stays short.
-    for (int i = 0; i < 256; ++i) {
-      std::vector<zmq::message_t> parts;
-      auto got = zmq::recv_multipart(workers_sock_, std::back_inserter(parts), zmq::recv_flags::dontwait);
-      if (!got) break;
-      if (parts.size() != 2) {
-        warn_limited("dropped a worker message of " + std::to_string(parts.size()) + " frames");
-        continue;
-      }
-      on_worker_frame(parts[0].to_string(), parts[1].to_string(), peer_of(parts[1]));
-    }
-    for (auto& r : control_->receive(64, [this](const std::string& line) { warn_limited(line); }))
-      on_control_frame(r.identity, r.body, r.peer);
+    for (auto& f : worker_socket_->receive(256, [this](const std::string& line) { warn_limited(line); }))
+      on_worker_frame(f.route, f.body, f.peer);
+    control_->serve(now_ms());
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
     retry_intake();
     finish_submits();
-    finish_circuit_adds();
+    circuits_->finish_adds();
     housekeeping(false);
     check_deadlines();
-    workers_->advance_release_waits(now_ms(), stopping_);
-    advance_rolling();
+    workers_->advance_release_waits(now_ms(), lifecycle_->stopping());
+    lifecycle_->advance_rolling(now_ms());
     cluster_tick();
     dispatch();
-    answer_held(false, 0, "");
-    notify_progress();
-    if (stopping_ && advance_stop()) break;
+    control_->answer_held(false, 0, "");
+    lifecycle_->notify_progress(now_ms());
+    if (lifecycle_->stopping() && lifecycle_->advance_stop(now_ms())) break;
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
@@ -392,7 +387,7 @@ int Supervisor::run() {
       workers_->release_failed() ? "the memory of a GPU worker was not released within release_timeout (see the log)" : "";
   // `stop --wait` and long-polled `job`s hear the end before the socket closes
   // (it lingers for these replies: ~Supervisor).
-  answer_held(true, code, error);
+  control_->answer_held(true, code, error);
   if (code != 0) {
     log_->error("stopped, but {}", error);
     return code;
@@ -420,12 +415,11 @@ void Supervisor::handle_signals() {
                    " from pid " + std::to_string(si.ssi_pid) + " (uid " + std::to_string(si.ssi_uid) + "): ignored");
       continue;
     }
-    if (stopping_ && (sig == SIGTERM || sig == SIGINT)) {
-      drain_deadline_ms_ = 0;
-      workers_->kill_all(std::string("second ") + sigabbrev_np(sig) + " during the stop");
+    if (lifecycle_->stopping() && (sig == SIGTERM || sig == SIGINT)) {
+      lifecycle_->stop_now(std::string("second ") + sigabbrev_np(sig) + " during the stop");
       continue;
     }
-    begin_stop(std::string("signal ") + strsignal(sig));
+    lifecycle_->begin_stop(std::string("signal ") + strsignal(sig));
   }
 }
 
@@ -458,28 +452,25 @@ void Supervisor::reap_children() {
     Worker* w = workers_->find(e.worker);
     if (!w) continue;
     // Operator-commanded stops (SHUTDOWN sent, a stop, a rolling restart) never count as crashes.
-    const bool asked = e.asked || stopping_;
+    const bool asked = e.asked || lifecycle_->stopping();
     on_worker_exit(*w, !asked, asked ? e.how : "died (" + e.how + ")", !asked && e.no_respawn);
   }
 }
 
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !stopping_ && !draining_ && intake_fault_.empty() && (!pg_ || cluster_.reachable);
+  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault_.empty() && (!pg_ || cluster_.reachable);
   all_ready &= workers_->ready() == workers_->size();
-  ready_ = all_ready;
   const int64_t now = now_ms();
-  loop_ms_ = now;
+  published_.mark_loop(now, all_ready);
   // Only the HTTP thread reads the rendered texts: render them when it exists,
   // at most every 200 ms (the status lists every journaled job).
   if (cfg_.http_address.empty() || now - last_render_ms_ < 200) return;
   last_render_ms_ = now;
-  sample_gpu_usage();
+  devices_.sample(now, *workers_);
   std::string s = status().dump(1);
   std::string m = render_metrics();
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
-  snapshot_ = std::move(s);
-  metrics_text_ = std::move(m);
+  published_.publish(std::move(s), std::move(m));
 }
 
 json Supervisor::status(std::optional<uint32_t> only_owner) const {
@@ -487,9 +478,9 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.version = kZkfarmVersion;
   v.state_dir = cfg_.state_dir;
   v.pid = ::getpid();
-  v.stopping = stopping_;
-  v.draining = draining_;
-  v.ready = ready_.load();
+  v.stopping = lifecycle_->stopping();
+  v.draining = lifecycle_->draining();
+  v.ready = published_.ready();
   v.intake_fault = !intake_fault_.empty()            ? intake_fault_
                    : pg_ && !cluster_.reachable     ? "the queue is unreachable: " + cluster_.fault
                                                     : "";
@@ -497,22 +488,9 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.uptime_s = double(now_ms() - started_steady_ms_) / 1000.0;
   v.now_ms = now_ms();
   // The current rolling restart/upgrade, or the last one with its result.
-  if (rolling_op_.id) {
-    v.rolling = {{"id", rolling_op_.id},
-                 {"what", rolling_op_.what},
-                 {"result", rolling_op_.result},
-                 {"current", rolling_current_ ? json(rolling_current_->worker) : json(nullptr)},
-                 {"queued", rolling_.size()},
-                 {"replaced", rolling_op_.replaced},
-                 {"total", rolling_op_.total},
-                 {"error", rolling_op_.error},
-                 {"started_ms", rolling_op_.started_ms},
-                 {"finished_ms", rolling_op_.finished_ms ? json(rolling_op_.finished_ms) : json(nullptr)}};
-  }
-  if (rolling_current_) {
-    v.rolling_worker = rolling_current_->worker;
-    if (const Worker* w = workers_->find(rolling_current_->worker)) v.rolling_step = rolling_step(*w);
-  }
+  v.rolling = lifecycle_->rolling_json();
+  v.rolling_worker = lifecycle_->rolling_worker();
+  if (const Worker* w = workers_->find(v.rolling_worker)) v.rolling_step = lifecycle_->rolling_step(*w);
   v.arena = {{"kind", arena_.kind()},
              {"name", arena_.name()},
              {"bytes", slots_.capacity()},
@@ -527,17 +505,15 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
 }
 
 std::string Supervisor::metrics_snapshot() const {
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
-  return metrics_text_;
+  return published_.metrics();
 }
 
-bool Supervisor::healthy() const { return now_ms() - loop_ms_.load() < 5000; }
+bool Supervisor::healthy() const { return published_.healthy(now_ms()); }
 
 bool Supervisor::can_act_as(uint32_t uid) { return ::geteuid() == 0 || ::geteuid() == uid; }
 
 std::string Supervisor::status_snapshot() const {
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
-  return snapshot_;
+  return published_.status();
 }
 
 }  // namespace zkfarm::supervisor

@@ -21,9 +21,11 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/children.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control_channel.hpp"
+#include "supervisor/control_api.hpp"
+#include "supervisor/device_monitor.hpp"
 #include "supervisor/jobs.hpp"
 #include "supervisor/key_cache.hpp"
+#include "supervisor/lifecycle.hpp"
 #include "supervisor/journal.hpp"
 #include "supervisor/claim_prep.hpp"
 #include "supervisor/pg_listener.hpp"
@@ -31,9 +33,13 @@
 #include "supervisor/listener_cap.hpp"
 #include "supervisor/log_limiter.hpp"
 #include "supervisor/metrics.hpp"
+#include "supervisor/published_view.hpp"
 #include "supervisor/peer.hpp"
 #include "supervisor/release.hpp"
 #include "supervisor/status_view.hpp"
+#include "supervisor/submission.hpp"
+#include "supervisor/circuit_registry.hpp"
+#include "supervisor/worker_socket.hpp"
 #include "supervisor/worker_table.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/sandbox.hpp"
@@ -47,122 +53,6 @@
 #include <atomic>
 
 namespace zkfarm::supervisor {
-
-/// What checking a submitted job's files gives: the job (not yet journaled, no
-/// id) with its key's verification data, or the error that refuses it.
-struct SubmitCheck {
-  std::optional<Job> job;
-  std::string error;
-  std::shared_ptr<const ProofVerifier> vk;
-  std::string storage_fault;  ///< non-empty: the state dir could not take the copies (closes intake)
-  std::string token;          ///< the job's folder under inputs/jobs
-  double key_ms = 0, witness_ms = 0;  ///< time to take the key, then the witnesses
-  uint64_t witness_bytes = 0;         ///< bytes of witnesses copied
-  std::optional<bool> key_cached;     ///< the key was checked before (CheckedKeys), once it was looked up
-};
-
-/// A registered circuit as a submit of inputs needs it (looked up on the
-/// loop when the submit starts, so the check reads no shared table).
-struct CircuitForSubmit {
-  CircuitRecord record;
-  std::string generator;  ///< its generator's executable (STATE/circuits/HASH/generator)
-  std::string zkey;       ///< its key's private copy (STATE/inputs/keys/SHA256.zkey)
-};
-
-/// What a submit's check needs besides the request: where inputs are kept
-/// (STATE/inputs, or a shared queue's shared dir), the job's own folder name
-/// under inputs/jobs, the caches.
-struct SubmitContext {
-  std::string inputs_dir;
-  std::string token;
-  std::shared_ptr<KeyHashCache> key_hashes;
-  std::shared_ptr<CheckedKeys> checked_keys;
-  /// Witness copies of every submit, submit_copies at once, first submitted first.
-  std::shared_ptr<CheckPool> copy_pool;
-  /// A submit of inputs: the circuit it names (nullopt when there is none by that name).
-  std::optional<CircuitForSubmit> circuit;
-  uint64_t input_max_bytes = 64ull << 20;
-  uint64_t input_max_signals = 65536;        ///< distinct names in one input.json
-  uint64_t input_max_values = 1ull << 24;    ///< values in one input.json
-  uint64_t job_input_max_bytes = 1ull << 30;  ///< all input.json files of the job together
-  /// A shared queue: witness copies are hashed (their SHA-256 goes in the
-  /// queue, and every host checks it before use).
-  bool shared = false;
-  /// Set by the loop when the submit's deadline (submit_timeout_ms) passes:
-  /// the check stops at its next copy chunk, file or few thousand JSON tokens
-  /// instead of running on after its client was told "refused".
-  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
-};
-
-/// A proving key taken from a client's file (take_key): its private copy
-/// (STATE/inputs/keys/SHA256.zkey), the hash, what a submit needs of it.
-struct TakenKey {
-  std::string path, sha256;
-  KeyFacts facts;
-  bool cached = false;  ///< checked before (CheckedKeys)
-  double ms = 0;        ///< time taken
-};
-
-/// A random 96-bit name in hex (folders of submits and circuit builds).
-std::string random_token();
-
-/// Opens a file a client names, with the client's rights (files/fs_credentials:
-/// when zkfarmd is root; otherwise the file's mode bits must let the client
-/// read it), refusing anything but a regular file without blocking. Throws
-/// files::FileError naming `path`.
-files::UniqueFd open_client_file(const std::string& path, const Peer& peer);
-
-/// What `circuit add` made on a build thread (circuits.cpp): the circuit, or why not.
-struct CircuitBuild {
-  std::optional<CircuitRecord> circuit;
-  std::string error;
-  std::shared_ptr<const ProofVerifier> vk;
-};
-
-/// Where and how `circuit add` builds generators.
-struct CircuitBuildContext {
-  std::string circuits_dir;  ///< STATE/circuits: HASH/generator, by content hash
-  std::string witgen_root;   ///< the generator hosts' sources (witgen::find_witgen_root)
-  unsigned jobs = 1;         ///< compilers at once
-  std::chrono::milliseconds timeout{0};
-  /// A shared queue's shared dir: the build is published under
-  /// SHARED/generators by the SHA-256 of each file ("" on one host).
-  std::string shared_dir;
-  witgen::Sandbox build_sandbox;     ///< the compilers' (circuit_build_cpu_s; witgen/sandbox.hpp)
-  uint64_t build_memory_bytes = 0;   ///< each compiler's RLIMIT_DATA (circuit_build_memory_mib)
-  uint64_t wasm_max_bytes = 0;       ///< circuit_wasm_max_mib
-  bool graph = true;                 ///< build a witness graph (witness_engine != "generator")
-  uint64_t graph_max_nodes = 0;      ///< witness_graph_max_nodes
-  witgen::GenerateOptions info_run;  ///< the built generator's --info run (witness limits)
-};
-
-/// `circuit add` on a build thread: takes the key and the generator sources
-/// with `peer`'s rights, builds (or finds) the generator, checks it against
-/// the key. Never throws.
-CircuitBuild build_circuit(const nlohmann::json& req, const Peer& peer, const SubmitContext& ctx,
-                           const CircuitBuildContext& bc);
-
-/// A circuit as `circuit list` and `circuit add` answer it (docs/protocol.md).
-/// A circuit as `circuit add|list` answer it; `witness`: how its witnesses
-/// are made ("graph", "native (REASON)": witgen::witness_engine_line).
-nlohmann::json circuit_json(const CircuitRecord& c, const std::string& witness);
-
-/// Opens `source` with `peer`'s rights, stores its content once under
-/// ctx.inputs_dir/keys (not read again while the file is unchanged), and
-/// checks it (stored_key_facts). Throws InputError naming `source` for a bad
-/// key, files::FileError for a file that cannot be taken.
-TakenKey take_key(const std::string& source, const Peer& peer, const SubmitContext& ctx);
-
-/// What a submit needs of the stored key at `path` (content `sha`): from
-/// `checked` if it was checked before (then *cached = true), else by a full
-/// Zkey::open, remembered. Throws InputError naming `source` (the client's name).
-KeyFacts stored_key_facts(const std::string& path, const std::string& source, const std::string& sha,
-                          CheckedKeys& checked, bool* cached = nullptr);
-
-/// Checks a submit request on a CheckPool thread (submit.cpp): opens the
-/// client's files with `peer`'s rights, copies them into the state dir by
-/// content, validates the copies. Never throws; the error names the client's file.
-SubmitCheck check_submission(const nlohmann::json& req, const Peer& peer, const SubmitContext& ctx);
 
 /// zkfarmd's version (status, READY checks, --version).
 inline constexpr const char* kZkfarmVersion = "0.1.0";
@@ -193,7 +83,7 @@ class Supervisor {
   /// Healthy: the loop ran within the last 5 s. Thread-safe.
   bool healthy() const;
   /// Ready: intake open and every worker READY. Thread-safe.
-  bool ready() const { return ready_.load(); }
+  bool ready() const { return published_.ready(); }
   /// Whether zkfarmd can write files with the rights of `uid` (it is root, or
   /// runs as that user); if not, the client writes that user's results.
   static bool can_act_as(uint32_t uid);
@@ -222,16 +112,6 @@ class Supervisor {
   /// A partition of circom inputs just synthesized: its public signals from
   /// the witness in its slot, as public.json and for verification.
   void take_public_signals(const Job& job, const Partition& p);
-  void on_control_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  // circuits.cpp: the registered circuits (zkfarmctl circuit add/list/remove).
-  void load_circuits();
-  void start_circuit_add(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
-  void finish_circuit_adds();
-  nlohmann::json circuit_request(const std::string& type, const nlohmann::json& req, const Peer& peer, Role role);
-  std::optional<CircuitForSubmit> circuit_for_submit(const std::string& name) const;
-  std::string generator_path(const std::string& hash) const;  ///< STATE/circuits/HASH/generator
-  /// One control request; a null reply means it is held (answer_held answers it).
-  nlohmann::json handle_request(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
   // submit.cpp: a job's files are checked on a thread of their own (a large key
   // takes seconds), the reply goes out from the loop once the check is done.
   void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
@@ -250,6 +130,9 @@ class Supervisor {
   void send_to_worker(const Worker& w, const std::string& frame);
   void requeue(const PartRef& ref, const std::string& why, bool crashed = false);
   void fail_job(uint64_t job, const std::string& error);
+  /// `zkfarmctl cancel`: the live job `id` ends cancelled (slots freed,
+  /// journaled, aborted in the workers that hold its partitions).
+  void cancel_job(uint64_t id, uint32_t by_uid);
   void free_slots(const std::vector<shm::Slot>& slots);
   void free_slot(const std::optional<shm::Slot>& slot);
   void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
@@ -258,8 +141,6 @@ class Supervisor {
   std::string check_proof(const Job& job, const Partition& p, const std::string& proof_bytes);
   void restore_from_journal();
   void abort_in_flight(uint64_t job);
-  /// What worker `w` is doing in the rolling operation ("" when not its turn).
-  std::string rolling_step(const Worker& w) const;
   // delivery.cpp: proof.json/public.json of proved partitions into `out`, as
   // `as` (its filesystem rights); with only_missing, files already there are
   // left alone. deliver() at start (restored jobs, on the loop's thread
@@ -286,16 +167,6 @@ class Supervisor {
   void finish_accept(const std::string& identity, const std::shared_ptr<Job>& job,
                      const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
                      const std::string& checked, const std::string& error, bool storage_fault);
-  void begin_stop(const std::string& reason);
-  // lifecycle.cpp: stop and drain, rolling restarts and upgrades, sd_notify.
-  nlohmann::json lifecycle_request(const std::string& type, const nlohmann::json& req);
-  void advance_rolling();
-  void start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
-                     const std::optional<std::string>& gpu_binary, const std::string& what);
-  void notify(const std::string& state);
-  void notify_progress();
-  size_t in_flight() const;
-  bool advance_stop();
   void update_snapshot();
   /// Monotonic milliseconds (steady_clock): every deadline, heartbeat, backoff
   /// and duration. Never compared with wall_ms().
@@ -311,59 +182,15 @@ class Supervisor {
   std::unique_ptr<Ledger> ledger_;
   Journal* sqlite_ = nullptr;  ///< ledger_ when it is the SQLite journal
   PgQueue* pg_ = nullptr;      ///< ledger_ when it is a shared queue (cluster.cpp)
-  zmq::context_t ctx_;
-  zmq::socket_t workers_sock_;
-  std::unique_ptr<ListenerCap> workers_cap_;  // workers.sock's connection cap (listener_cap.hpp)
-  std::unique_ptr<ControlChannel> control_;   // control.sock (control_channel.hpp)
+  std::unique_ptr<WorkerSocket> worker_socket_;  // workers.sock (worker_socket.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
-  std::string workers_endpoint_, workers_path_;
   int sigfd_ = -1;
   shm::Arena arena_;
   shm::SlotAllocator slots_;
   JobTable jobs_;
+  DeviceMonitor devices_;  // release checks and GPU usage samples (device_monitor.hpp); outlives workers_
   std::unique_ptr<WorkerTable> workers_;  // every worker by id, and their lives
-  bool stopping_ = false, shutdown_sent_ = false, draining_ = false, notified_ready_ = false;
-  std::unique_ptr<ReleaseCheck> release_check_;
-  // A rolling restart or upgrade: workers replaced one at a time.
-  struct RollingStep {
-    std::string worker;
-    std::string binary;      ///< binary to start (the new one for an upgrade)
-    std::string old_binary;  ///< to fall back to when the new one fails READY
-    bool started = false;    ///< the (new) binary was started for this step
-  };
-  std::deque<RollingStep> rolling_;
-  std::optional<RollingStep> rolling_current_;
-  /// The last (or current) rolling restart or upgrade, kept once it ends so
-  /// that `status` and `restart|upgrade --wait` see its result.
-  struct RollingOp {
-    uint64_t id = 0;          ///< 1, 2, …: the reply to restart/upgrade names it; 0: none yet
-    std::string what;         ///< "restart" or "upgrade"
-    std::string result;       ///< "running", "done" or "failed"
-    std::string error;        ///< why it failed (the worker, the binary, what was kept)
-    size_t total = 0, replaced = 0;           ///< workers to replace, replaced so far
-    int64_t started_ms = 0, finished_ms = 0;  ///< Unix ms (for people)
-  };
-  RollingOp rolling_op_;
-  /// Ends the rolling operation in progress with `error` ("" = done).
-  void end_rolling(const std::string& error);
-  // Replies held until something changes (a long-polled `job`) or until the
-  // supervisor exits (`stop` with wait). Every one is answered before exit.
-  struct HeldReply {
-    std::string identity;
-    bool stop = false;            ///< a `stop` with wait: answered with the outcome at exit
-    uint64_t job = 0;             ///< a long-polled `job`: answered when it differs from `seen`
-    std::string seen_state;
-    uint64_t seen_done = 0;
-    std::optional<uint32_t> owner;  ///< a user's view (only its own job)
-    int64_t deadline_ms = 0;        ///< monotonic; a job poll is answered then at the latest
-  };
-  std::vector<HeldReply> held_;
-  /// Answers held `job` polls whose job changed or whose deadline passed.
-  void answer_held(bool at_exit, int exit_code, const std::string& exit_error);
-  nlohmann::json held_job_reply(const HeldReply& h, bool at_exit) const;
-  int64_t next_watchdog_ms_ = 0;
-  uint64_t watchdog_usec_ = 0;
-  std::string last_status_line_;
+  std::unique_ptr<Lifecycle> lifecycle_;  // run state (running, draining, stopping), rolling operations
   struct PendingSubmit {
     std::string identity;                  ///< the client to answer
     std::future<SubmitCheck> check;        ///< the job, or why it is refused
@@ -379,29 +206,14 @@ class Supervisor {
   std::map<std::string, std::shared_ptr<const ProofVerifier>> verifying_keys_;  ///< by key SHA-256
   int64_t next_housekeeping_ms_ = 0;
   std::vector<PendingSubmit> pending_submits_;
-  std::map<std::string, CircuitRecord> circuits_;  ///< by name (journaled)
-  std::unique_ptr<CheckPool> build_pool_;          ///< generator builds, generator_builds at once
-  struct PendingBuild {
-    std::string identity;
-    std::future<CircuitBuild> result;
-    std::string name;
-    uint32_t owner_uid = 0;
-    std::string submitter;  ///< whose build slot it holds: "uid N", or "tenant T" (zkfarm-api)
-  };
-  std::vector<PendingBuild> pending_builds_;
-  std::set<std::string> building_;  ///< names whose add is in progress
-  std::string witgen_root_;         ///< the generator hosts' sources
-  int64_t drain_deadline_ms_ = 0;
+  std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
+  std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
   int64_t next_heartbeat_ms_ = 0;
-  mutable std::mutex snapshot_mutex_;
-  std::string snapshot_, metrics_text_;
+  PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread
   Metrics metrics_;
   int64_t started_wall_ms_ = 0, started_steady_ms_ = 0;  ///< when this instance started
   /// GPU memory and utilization per device entry (NVML), sampled every few
   /// seconds for /metrics; empty without NVML.
-  std::map<std::string, DeviceUsage> gpu_usage_;
-  int64_t next_gpu_sample_ms_ = 0;
-  void sample_gpu_usage();
   // cluster.cpp: a shared queue (docs/cluster.md). Every call to the queue
   // runs on journal_thread_ in order; what comes back is applied on the loop.
   void cluster_tick();                       ///< one pass: sync, renew, expire, claim, view
@@ -446,8 +258,6 @@ class Supervisor {
   /// and its latency observed for /metrics.
   void count_job_end(const Job& job);
 
-  std::atomic<int64_t> loop_ms_{0};
-  std::atomic<bool> ready_{false};
   int64_t last_render_ms_ = 0;
   std::string intake_fault_;  ///< non-empty: intake refused for this reason (a journal fault)
   int64_t next_journal_retry_ms_ = 0;

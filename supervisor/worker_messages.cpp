@@ -23,13 +23,8 @@ std::string printable(std::string_view s, size_t max) {
 }  // namespace
 
 void Supervisor::send_to_worker(const Worker& w, const std::string& frame) {
-  const std::string route = protocol::worker_route(w.id, long(w.pid));
-  std::array<zmq::const_buffer, 2> frames = {zmq::buffer(route), zmq::buffer(frame)};
-  try {
-    zmq::send_multipart(workers_sock_, frames, zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    log_->warn("worker {}: send failed: {}", w.id, e.what());
-  }
+  const std::string error = worker_socket_->send(protocol::worker_route(w.id, long(w.pid)), frame);
+  if (!error.empty()) log_->warn("worker {}: send failed: {}", w.id, error);
 }
 
 void Supervisor::on_worker_frame(const std::string& identity, const std::string& frame,
@@ -95,7 +90,7 @@ void Supervisor::check_deadlines() {
       if (w.pid > 0 && w.state != WorkerState::kStarting) send_to_worker(w, protocol::encode(protocol::Heartbeat{}));
   }
   workers_->enforce_deadlines(now);
-  workers_->restart_due(now, stopping_);
+  workers_->restart_due(now, lifecycle_->stopping());
 }
 
 }  // namespace zkfarm::supervisor
