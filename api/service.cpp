@@ -72,7 +72,7 @@ Response health_reply(bool farm_ok) {
 Response error_reply(unsigned status, const std::string& code, const std::string& message) {
   // Messages may quote a client's bytes: invalid UTF-8 is replaced, never thrown.
   Response r{status, json{{"error", {{"code", code}, {"message", message}}}}.dump(-1, ' ', false, json::error_handler_t::replace),
-             "application/json", {}};
+             "application/json", {}, {}};
   if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"zkfarm\"");
   if (status == 503 || status == 429) r.headers.emplace_back("Retry-After", "1");
   return r;
@@ -104,7 +104,7 @@ json parse_body(const std::string& text) {
 }
 
 Response json_reply(unsigned status, const json& body) {
-  return Response{status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}};
+  return Response{status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}, {}};
 }
 
 Service::Service(ServiceOptions opts, Store& store, FarmLink farm)
@@ -122,12 +122,27 @@ Response Service::too_large(const RequestHead& head, uint64_t limit) {
                      head.path + ": the body is over the limit of " + std::to_string(limit) + " bytes");
 }
 
+Response Service::refusal(Refusal why) {
+  switch (why) {
+    case Refusal::kMalformed: return error_reply(400, "bad_request", "malformed HTTP request");
+    case Refusal::kHeadTooLarge: return error_reply(431, "header_too_large", "the request head is over 16 KiB");
+    case Refusal::kBodyNotAllowed: return error_reply(413, "payload_too_large", "this request takes no body");
+    case Refusal::kLengthRequired: return error_reply(411, "length_required", "an upload needs a Content-Length");
+    case Refusal::kNoStorage: return error_reply(507, "insufficient_storage", "cannot store the upload");
+    case Refusal::kDiskFull: return error_reply(507, "insufficient_storage", "the server's disk is full");
+    case Refusal::kStoreFailed: return error_reply(500, "internal", "cannot store the upload");
+    case Refusal::kInternal: break;
+  }
+  return error_reply(500, "internal", "internal error");
+}
+
 Admission Service::admit(const RequestHead& head) {
   Admission a;
   auto reject = [&](unsigned status, const std::string& code, const std::string& msg) {
     a.reject = error_reply(status, code, msg);
     return a;
   };
+  if (head.query_malformed) return reject(400, "bad_request", "malformed query string");
   const auto seg = segments(head.path);
   auto call = std::make_shared<Call>();
   const std::string& m = head.method;
