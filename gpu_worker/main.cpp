@@ -41,14 +41,10 @@ proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::P
       const Zkey& key = backend.load(req.zkey);
       const U256* witness = kit::request_witness(req.span, arena, key);
       // Blinding scalars uniform below the key's curve's r.
-      std::string bytes;
-      if (key.curve == CurveId::bls12_381) {
-        using Curve = bls12_381::Curve;
-        bytes = proto::encode_proof(backend.prove_bls12_381(key, witness, random_scalar_of<Curve>(),
-                                                            random_scalar_of<Curve>(), &proto::abort_flag()));
-      } else {
-        bytes = proto::encode_proof(backend.prove(key, witness, random_scalar(), random_scalar(), &proto::abort_flag()));
-      }
+      std::string bytes = with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
+        return proto::encode_proof(gpu::prove_of<C>(backend, key, witness, random_scalar_of<C>(),
+                                                    random_scalar_of<C>(), &proto::abort_flag()));
+      });
       return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
     });
     r.key_cached = cached;

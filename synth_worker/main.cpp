@@ -16,17 +16,20 @@
 #include <fcntl.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <variant>
 
+#include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/key_cache.hpp"
 #include "groth16/prover.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/graph_file.hpp"
 #include "witgen/witness_engine.hpp"
 #include "worker_kit/work_request.hpp"
 #include "worker_kit/worker_main.hpp"
@@ -84,6 +87,15 @@ Wtns generate(const proto::CircuitInput& req, const Zkey& key) {
 // `slot` (witgen/witness_engine.hpp); false when the circuit has none, the
 // configuration says generator, or the input fails an assert there (the
 // generator then runs and says why). InputError for an input of the wrong shape.
+// The witness graph's number for the key's curve: the graph curve whose prime
+// is the key's r (no table of ours to keep in step with witgen's numbering).
+uint32_t graph_curve(const Zkey& key) {
+  const uint64_t* r = curve_primes(key.curve).r;
+  for (uint32_t c = 1; const uint64_t* m = witgen::graph::curve_modulus(c); ++c)
+    if (std::equal(m, m + 4, r)) return c;
+  throw InputError(key.path + ": no witness graph is made over " + curve_name(key.curve));
+}
+
 bool graph_into_slot(const proto::CircuitInput& req, const Zkey& key, U256* slot) {
   witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
   witgen::parse_witness_engine(req.witness_engine, engine);
@@ -91,8 +103,7 @@ bool graph_into_slot(const proto::CircuitInput& req, const Zkey& key, U256* slot
   files::UniqueFd in(::open(req.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) throw InputError(name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
   try {
-    return witgen::graph_witness_into(req.generator, in.get(), engine,
-                                      key.curve == CurveId::bls12_381 ? 2 : 1, key.n_vars,
+    return witgen::graph_witness_into(req.generator, in.get(), engine, graph_curve(key), key.n_vars,
                                       reinterpret_cast<uint8_t*>(slot));
   } catch (const witgen::GenerateError& e) {
     throw InputError(name + ": " + e.what());
