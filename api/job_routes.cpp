@@ -353,7 +353,7 @@ Response Service::job_file(Call& c) {
   for (const auto& r : result_page(row, c.partition).value("results", json::array()))
     if (r.value("partition", UINT64_MAX) == c.partition) {
       const std::string text = r.value(c.file == "proof.json" ? "proof" : "public", std::string());
-      return Response{200, text, "application/json", {}, {}};
+      return Response{200, text, "application/json", {}};
     }
   throw ApiError{409, "not_ready", "partition " + std::to_string(c.partition) + " of job " + std::to_string(row.id) + " is not proved"};
 }

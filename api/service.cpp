@@ -72,7 +72,7 @@ Response health_reply(bool farm_ok) {
 Response error_reply(unsigned status, const std::string& code, const std::string& message) {
   // Messages may quote a client's bytes: invalid UTF-8 is replaced, never thrown.
   Response r{status, json{{"error", {{"code", code}, {"message", message}}}}.dump(-1, ' ', false, json::error_handler_t::replace),
-             "application/json", {}, {}};
+             "application/json", {}};
   if (status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"zkfarm\"");
   if (status == 503 || status == 429) r.headers.emplace_back("Retry-After", "1");
   return r;
@@ -104,7 +104,7 @@ json parse_body(const std::string& text) {
 }
 
 Response json_reply(unsigned status, const json& body) {
-  return Response{status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}, {}};
+  return Response{status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json", {}};
 }
 
 Service::Service(ServiceOptions opts, Store& store, FarmLink farm)

@@ -62,7 +62,8 @@ struct Response {
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string fault;  ///< non-empty: the client erred; logged (rate-limited) as this fixed phrase, never its bytes
+  std::string fault = {};   ///< non-empty: the client erred; logged (rate-limited) as this fixed phrase, never its bytes
+  std::string reason = {};  ///< the status line's phrase; empty: Beast's for the status
 };
 
 /// A request's head, as the Handler sees it when deciding what to do with the body.

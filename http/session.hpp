@@ -317,6 +317,7 @@ class Session : public Server::Impl::Conn, public std::enable_shared_from_this<S
     const bool keep = keep_alive_ && !close_after;
     const unsigned version = srv_.opts.reply_http11 || !version_ ? 11 : version_;
     auto fill = [&](auto& res) {
+      if (!r.reason.empty()) res.reason(r.reason);
       if (!srv_.opts.server_name.empty()) res.set(bhttp::field::server, srv_.opts.server_name);
       res.set(bhttp::field::content_type, r.content_type);
       res.content_length(r.body.size());  // for HEAD too: the size of what GET would send (RFC 9110 §9.3.2)

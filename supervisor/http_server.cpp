@@ -19,11 +19,14 @@ Response plain(unsigned status, std::string body) {
   return r;
 }
 
-// What the connection-level refusals say: the reason phrase, as zkfarmd has
-// always answered them (RFC 9110 §15; RFC 6585 §5 for 431).
+// What the connection-level refusals say: the reason phrase, in the status
+// line and as the body, as zkfarmd has always answered them (RFC 9110 §15,
+// whose 413 is "Content Too Large" where Beast says "Payload Too Large";
+// RFC 6585 §5 for 431).
 core::Response refusal_text(unsigned status, const char* reason) {
   core::Response r;
   r.status = status;
+  r.reason = reason;
   r.body = std::string(reason) + "\n";
   r.content_type = "text/plain; charset=utf-8";
   r.headers = {{"X-Content-Type-Options", "nosniff"}};

@@ -117,7 +117,7 @@ class Echo : public Handler {
     Admission a;
     if (head.path == "/json") a.body = BodyKind::kJson, a.limit = 10;
     if (head.path == "/upload") a.body = BodyKind::kUpload, a.limit = 100;
-    if (head.path == "/reject") a.reject = Response{403, "no\n", "text/plain", {}, {}};
+    if (head.path == "/reject") a.reject = Response{403, "no\n", "text/plain", {}, {}, "Nope"};
     return a;
   }
   void handle(Request request, std::function<void(Response)> done) override {
@@ -132,7 +132,7 @@ class Echo : public Handler {
     done(std::move(r));
   }
   Response too_large(const RequestHead&, uint64_t limit) override {
-    return Response{413, "over " + std::to_string(limit) + "\n", "text/plain", {}, {}};
+    return Response{413, "over " + std::to_string(limit) + "\n", "text/plain", {}};
   }
   Response refusal(Refusal why) override {
     return Response{why == Refusal::kMalformed        ? 400u
@@ -140,7 +140,7 @@ class Echo : public Handler {
                     : why == Refusal::kBodyNotAllowed ? 413u
                     : why == Refusal::kLengthRequired ? 411u
                                                       : 500u,
-                    "refused\n", "text/plain", {}, {}};
+                    "refused\n", "text/plain", {}};
   }
 };
 
@@ -224,6 +224,7 @@ TEST(HttpCore, BodiesAreReadByKindWithinTheirLimits) {
   }
   r = ask(port, "POST /reject HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
   EXPECT_EQ(r.status, 403) << "the Handler's own refusal";
+  EXPECT_EQ(r.head.rfind("HTTP/1.1 403 Nope\r\n", 0), 0u) << "the Handler's reason phrase";
   EXPECT_NE(r.head.find("Connection: close"), std::string::npos);
 }
 

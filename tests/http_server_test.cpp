@@ -663,6 +663,22 @@ TEST(HttpServer, PartialAndIdleConnectionsAreClosedAtTheDeadline) {
   for (int fd : {partial, idle, kept}) ::close(fd);
 }
 
+TEST(HttpServer, RefusalsKeepTheirReasonPhrasesInTheStatusLineAndBody) {
+  Fake f;
+  HttpServer server(local());
+  server.start(f.content());
+  int fd = connect_to(server.port());
+  ASSERT_GE(fd, 0);
+  send_all(fd, "GET /status HTTP/1.1\r\nContent-Length: 1\r\n\r\nx");
+  std::string carry;
+  HttpReply r = read_reply(fd, carry);
+  EXPECT_EQ(r.head.rfind("HTTP/1.1 413 Content Too Large\r\n", 0), 0u) << r.head;
+  EXPECT_EQ(r.body, "Content Too Large\n");
+  EXPECT_NE(r.head.find("Content-Type: text/plain; charset=utf-8\r\n"), std::string::npos);
+  EXPECT_NE(r.head.find("X-Content-Type-Options: nosniff\r\n"), std::string::npos);
+  ::close(fd);
+}
+
 TEST(HttpServer, AnAddressInUseIsRefusedNamingIt) {
   Fake f;
   HttpServer first(local());
