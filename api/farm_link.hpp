@@ -1,7 +1,8 @@
 #pragma once
 // zkfarm-api's way to zkfarmd: the same control socket and requests as
-// zkfarmctl (docs/protocol.md), through ctl::Client, one connection per
-// calling thread (a ZeroMQ REQ socket is not thread-safe). zkfarmd sees
+// zkfarmctl (docs/protocol.md), through the shared client::Client
+// (client/control_client.hpp), one connection per calling thread (a
+// connection carries one request at a time). zkfarmd sees
 // zkfarm-api as one local user; tenants exist only in zkfarm-api's store.
 #include <cstdint>
 #include <stdexcept>

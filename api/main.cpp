@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "a TOML file of these options (key = value, names without the dashes)");
   std::string state_dir, api_dir, listen = "127.0.0.1:8443", cert, key;
   bool allow_plain = false;
-  ServerOptions sopt;
+  ServerOptions sopt = api_server_options();
   ServiceOptions vopt;
   app.add_option("--state-dir", state_dir, "zkfarmd's state dir (its control.sock)")->required()->envname("ZKFARM_STATE_DIR");
   app.add_option("--api-dir", api_dir, "zkfarm-api's own folder (default STATE/api): its store and uploads");
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     sopt.tls_cert = cert;
     sopt.tls_key = key;
     sopt.upload_dir = api_dir + "/uploads";
-    sopt.log = [log](std::string_view line) { log->warn("{}", line); };
+    sopt.log = [log](zkfarm::http::LogLevel, std::string_view line) { log->warn("{}", line); };
     HttpServer server(sopt, service);
 
     sigset_t sigs;

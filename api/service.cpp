@@ -122,12 +122,27 @@ Response Service::too_large(const RequestHead& head, uint64_t limit) {
                      head.path + ": the body is over the limit of " + std::to_string(limit) + " bytes");
 }
 
+Response Service::refusal(Refusal why) {
+  switch (why) {
+    case Refusal::kMalformed: return error_reply(400, "bad_request", "malformed HTTP request");
+    case Refusal::kHeadTooLarge: return error_reply(431, "header_too_large", "the request head is over 16 KiB");
+    case Refusal::kBodyNotAllowed: return error_reply(413, "payload_too_large", "this request takes no body");
+    case Refusal::kLengthRequired: return error_reply(411, "length_required", "an upload needs a Content-Length");
+    case Refusal::kNoStorage: return error_reply(507, "insufficient_storage", "cannot store the upload");
+    case Refusal::kDiskFull: return error_reply(507, "insufficient_storage", "the server's disk is full");
+    case Refusal::kStoreFailed: return error_reply(500, "internal", "cannot store the upload");
+    case Refusal::kInternal: break;
+  }
+  return error_reply(500, "internal", "internal error");
+}
+
 Admission Service::admit(const RequestHead& head) {
   Admission a;
   auto reject = [&](unsigned status, const std::string& code, const std::string& msg) {
     a.reject = error_reply(status, code, msg);
     return a;
   };
+  if (head.query_malformed) return reject(400, "bad_request", "malformed query string");
   const auto seg = segments(head.path);
   auto call = std::make_shared<Call>();
   const std::string& m = head.method;

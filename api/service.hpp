@@ -60,6 +60,8 @@ class Service : public Handler {
   Admission admit(const RequestHead& head) override;
   void handle(Request request, std::function<void(Response)> done) override;
   Response too_large(const RequestHead& head, uint64_t limit) override;
+  /// The server's own refusals (bad HTTP, head too large, …) as API errors.
+  Response refusal(Refusal why) override;
 
   /// Waits until no submit or circuit registration is in progress, or
   /// `timeout_ms` passes (zkfarm-api's stop: a job zkfarmd accepted is then

@@ -286,9 +286,9 @@ int prove_bench(const std::string& key_path, const std::string& wtns_path, bool 
   const Zkey& key_cpu = cpu.load(key_path);
   Wtns w = Wtns::open(wtns_path);
   check_witness_matches(key, w);
-  if (key.curve == CurveId::bls12_381)
-    return prove_bench<bls12_381::Curve>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps, msm_copies);
-  return prove_bench<Bn254>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps, msm_copies);
+  return with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
+    return prove_bench<C>(*cuda, cpu, key, key_cpu, w, g2_on_cpu, reps, msm_copies);
+  });
 }
 
 // What a replaced GPU worker pays before its first proof (issue 12: at most
@@ -312,18 +312,18 @@ int reload_bench(const std::string& key_path, const std::string& wtns_path, int 
     auto t0 = Clock::now();
     const Zkey& key = cuda->load(key_path);
     check_witness_matches(key, w);
-    first = cuda->prove(key, witness.data(), r, s, nullptr);
+    first = gpu::prove_of<Bn254>(*cuda, key, witness.data(), r, s);
     const double first_ms = ms_since(t0);
-    cuda->prove(key, witness.data(), r, s, nullptr);
+    gpu::prove_of<Bn254>(*cuda, key, witness.data(), r, s);
     t0 = Clock::now();
-    cuda->prove(key, witness.data(), r, s, nullptr);
+    gpu::prove_of<Bn254>(*cuda, key, witness.data(), r, s);
     if (i) extra.push_back(first_ms - ms_since(t0));  // the first round also warms the page cache
   }
   gpu::CpuBackend cpu(0, 1);
   auto t0 = Clock::now();
   const Zkey& key_cpu = cpu.load(key_path);
   const double cpu_load = ms_since(t0);
-  const Proof pc = cpu.prove(key_cpu, witness.data(), r, s, nullptr);
+  const Proof pc = gpu::prove_of<Bn254>(cpu, key_cpu, witness.data(), r, s);
   const bool same = std::memcmp(&first, &pc, sizeof pc) == 0;
   row("key reload, domain 2^" + std::to_string(key_cpu.log_domain) + " (first − steady)", median(extra), cpu_load,
       same ? "identical proofs" : "PROOFS DIFFER");
@@ -374,11 +374,13 @@ int main(int argc, char** argv) {
   }
   try {
     if (*h) return h2d();
-    const bool bls = curve == "bls12381";
-    if (*n) return bls ? ntt<bls12_381::Curve>(log_n) : ntt<Bn254>(log_n);
+    const std::optional<CurveId> id = curve_id_of_name(curve);
+    if ((*n || *m) && !id) throw std::invalid_argument("--curve " + curve + ": no such curve");
+    if (*n) return with_curve(*id, [&]<class C>(std::type_identity<C>) { return ntt<C>(log_n); });
     if (*m)
-      return bls ? msm_bench<bls12_381::Curve>(log_n, check, c_bits, dump, scalars_from)
-                 : msm_bench<Bn254>(log_n, check, c_bits, dump, scalars_from);
+      return with_curve(*id, [&]<class C>(std::type_identity<C>) {
+        return msm_bench<C>(log_n, check, c_bits, dump, scalars_from);
+      });
     if (*rl) return reload_bench(key, wtns, reps);
     return prove_bench(key, wtns, g2 == "cpu", reps, msm_copies);
   } catch (const std::exception& e) {

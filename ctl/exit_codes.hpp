@@ -1,20 +1,17 @@
 #pragma once
-// zkfarmctl's exit codes: one table for every verb (also in `zkfarmctl
-// --help` and docs/zkfarmctl.md). A waiting verb (wait, ready --wait, stop
-// --wait, restart/upgrade --wait, drain --wait) ends with 0 when what it
-// waits for happened, 1 when it failed, 3 when zkfarmd is not there or went
-// away first, 4 when its --timeout passed first.
+// zkfarmctl's exit codes as ctl/ names them: the table itself is
+// client/exit_codes.hpp (the control client's errors carry it); the --help
+// footer that lists it is zkfarmctl's own.
+#include "client/exit_codes.hpp"
 
 namespace zkfarm::ctl {
 
-/// What zkfarmctl's exit status means.
-enum ExitCode : int {
-  kExitOk = 0,            ///< the verb succeeded; a waited-for operation completed
-  kExitFailed = 1,        ///< refused (ok:false), malformed reply, or what was waited for failed or is not so
-  kExitUsage = 2,         ///< unknown verb or bad flags (CLI11's message)
-  kExitNoSupervisor = 3,  ///< no zkfarmd answers at the state dir, or it went away before the end
-  kExitTimeout = 4,       ///< a --timeout passed before what was waited for happened
-};
+using client::ExitCode;
+using client::kExitFailed;
+using client::kExitNoSupervisor;
+using client::kExitOk;
+using client::kExitTimeout;
+using client::kExitUsage;
 
 /// The --help footer listing the exit codes.
 inline constexpr const char* kExitCodesHelp =
@@ -27,5 +24,4 @@ inline constexpr const char* kExitCodesHelp =
     "  3  no zkfarmd at the state dir (socket missing, refused, no reply within --timeout-ms),\n"
     "     or it stopped before what was waited for happened (an accepted job stays in the journal)\n"
     "  4  a --timeout (stop: --wait-timeout) passed before what was waited for happened";
-
 }  // namespace zkfarm::ctl

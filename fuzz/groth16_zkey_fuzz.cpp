@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_file.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/prover.hpp"
@@ -62,11 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const uint8_t* p : {k.alpha1, k.beta1, k.delta1}) fuzz::touch(std::span<const uint8_t>(p, k.g1_bytes));
     for (const uint8_t* p : {k.beta2, k.gamma2, k.delta2}) fuzz::touch(std::span<const uint8_t>(p, k.g2_bytes));
     try {
-      if (k.curve == CurveId::bls12_381) {
-        check_key_points_of<bls12_381::Curve>(k);
-      } else {
-        check_key_points(k);
-      }
+      with_curve(k.curve, [&]<class C>(std::type_identity<C>) { check_key_points_of<C>(k); });
     } catch (const InputError&) {
     }
     // Bounded by the input anyway (section 5 holds n_vars points); the bound
@@ -77,12 +74,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const Wtns w = Wtns::open(wtns_file.path());
       check_witness_matches(k, w);
       std::vector<uint64_t> mem(PartitionBuffers::bytes_for(k) / 8 + 1);
-      if (k.curve == CurveId::bls12_381) {
-        using B = PartitionBuffersOf<bls12_381::Curve>;
-        synthesize<bls12_381::Curve>(k, w, B::view(mem.data(), k), pool);
-      } else {
-        synthesize<Bn254>(k, w, PartitionBuffers::view(mem.data(), k), pool);
-      }
+      with_curve(k.curve, [&]<class C>(std::type_identity<C>) {
+        synthesize<C>(k, w, PartitionBuffersOf<C>::view(mem.data(), k), pool);
+      });
     }
   } catch (const InputError&) {
   }

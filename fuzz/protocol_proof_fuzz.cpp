@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "groth16/curve_list.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
 
@@ -14,12 +15,14 @@ using namespace zkfarm;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
-    if (size == protocol::kProofBytesOf<bls12_381::Curve>) {
-      const auto p = protocol::decode_proof<bls12_381::Curve>(bytes);
-      if (protocol::encode_proof(p) != bytes) std::abort();
+    if (const auto curve = protocol::proof_curve(size)) {
+      with_curve(*curve, [&]<class C>(std::type_identity<C>) {
+        const auto p = protocol::decode_proof<C>(bytes);
+        if (protocol::encode_proof(p) != bytes) std::abort();
+      });
     } else {
-      const Proof p = protocol::decode_proof(bytes);
-      if (protocol::encode_proof(p) != bytes) std::abort();
+      (void)protocol::decode_proof(bytes);  // of no curve's size: must throw
+      std::abort();
     }
   } catch (const protocol::ProtocolError&) {
   }

@@ -8,11 +8,16 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <variant>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/prover.hpp"
 
 namespace zkfarm::gpu {
+
+/// A proof over any curve of Curves (ProofOf<C> for the curve proved).
+using AnyProof = Curves::Variant<ProofOf>;
 
 /// A fault of the device itself (a CUDA call failed): the context may be
 /// unusable, so the worker exits and the supervisor proves the partition again.
@@ -42,26 +47,24 @@ class ProveBackend {
   /// with each proof (zkfarm_key_cache_requests_total{cache="worker"}).
   virtual bool has_key(const std::string& path) const = 0;
 
-  /// The proof of one partition from its witness alone: `witness` holds the
-  /// key's n_vars canonical values (plain, < r; 32 bytes each, e.g. a farm
-  /// slot), which are only read, never written, so the same slot can be
-  /// proved again after a crash. The backend synthesizes a = A·w, b = B·w,
-  /// c = a∘b itself from the key's ConstraintMatrix (the CPU on its threads,
-  /// a GPU on the device), then H and the five MSMs, with blinding scalars r
-  /// and s (canonical, < r). `key` should come from load(); another key works
-  /// but is prepared anew. `cancel` (may be null) is read at stage boundaries
-  /// (after synthesis, after the NTTs, between MSMs): once true, the call
-  /// throws Cancelled. Throws InputError for a bad key; std::bad_alloc when
-  /// host memory runs out; DeviceError for any device fault.
-  virtual Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-                      const std::atomic<bool>* cancel) = 0;
-  /// The same for a key over BLS12-381 (key.curve; blinding scalars below
-  /// BLS12-381's r); both backends prove it. Each of prove and
-  /// prove_bls12_381 refuses a key of the other curve (InputError naming the
-  /// key file). Pure, so that no backend or wrapper loses the curve by
-  /// forgetting it.
-  virtual ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r,
-                                                    const U256& s, const std::atomic<bool>* cancel) = 0;
+  /// The proof of one partition from its witness alone, over `curve`: its
+  /// ProofOf<C> for the curve C whose kId it is (curve_list.hpp), in the
+  /// variant. `witness` holds the key's n_vars canonical values (plain, < r;
+  /// 32 bytes each, e.g. a farm slot), which are only read, never written, so
+  /// the same slot can be proved again after a crash. The backend synthesizes
+  /// a = A·w, b = B·w, c = a∘b itself from the key's ConstraintMatrix (the CPU
+  /// on its threads, a GPU on the device), then H and the five MSMs, with
+  /// blinding scalars r and s (canonical, below the curve's r). `key` should
+  /// come from load(); another key works but is prepared anew. `cancel` (may
+  /// be null) is read at stage boundaries (after synthesis, after the NTTs,
+  /// between MSMs): once true, the call throws Cancelled. Throws InputError
+  /// for a bad key, and for a key over another curve than `curve` (naming the
+  /// key file); UnknownCurve for an id of no curve; std::bad_alloc when host
+  /// memory runs out; DeviceError for any device fault. One entry for every
+  /// curve, so that no backend or wrapper can lose one: call it through
+  /// prove_of<C>.
+  virtual AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                               const std::atomic<bool>* cancel) = 0;
 
   /// Host memory that partitions' buffers will live in (the arena), `bytes`
   /// long: a GPU backend page-locks it once (cudaHostRegister) so copies from
@@ -75,14 +78,13 @@ class ProveBackend {
   virtual void unpin_host_memory(void* base) {}
 };
 
-/// `backend`'s prove for curve C (C: groth16 curve traits): prove for Bn254,
-/// prove_bls12_381 for bls12_381::Curve; for code written once for both curves.
-/// Throws as those do.
+/// `backend`'s proof over curve C (C: groth16 curve traits, e.g. Bn254):
+/// prove_curve(C::kId, …) with the curve's own proof type taken out of the
+/// variant. Throws as prove_curve does (InputError for a key of another curve).
 template <class C>
 ProofOf<C> prove_of(ProveBackend& backend, const Zkey& key, const U256* witness, const U256& r, const U256& s,
                     const std::atomic<bool>* cancel = nullptr) {
-  if constexpr (std::is_same_v<C, Bn254>) return backend.prove(key, witness, r, s, cancel);
-  else return backend.prove_bls12_381(key, witness, r, s, cancel);
+  return std::get<ProofOf<C>>(backend.prove_curve(C::kId, key, witness, r, s, cancel));
 }
 
 /// Pins [base, base + bytes) with `backend` for this object's life, or warns

@@ -2,6 +2,10 @@
 // The CPU backend: groth16's ProverOf<C> of the key's curve (BN254 or
 // BLS12-381) on a ThreadPool, with the last two keys kept prepared (their twiddle tables and ConstraintMatrix built, points
 // checked on their curves); synthesis from the witness runs on the same threads.
+#include <memory>
+#include <tuple>
+#include <vector>
+
 #include "gpu_worker/backend.hpp"
 #include "groth16/key_cache.hpp"
 
@@ -15,25 +19,29 @@ class CpuBackend final : public ProveBackend {
   std::string name() const override { return "cpu"; }
   const Zkey& load(const std::string& path) override;
   bool has_key(const std::string& path) const override { return keys_.contains(path); }
-  Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-              const std::atomic<bool>* cancel) override;
-  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-                                            const std::atomic<bool>* cancel) override;
+  AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                       const std::atomic<bool>* cancel) override;
 
  private:
-  /// A prepared key: the prover of its curve (the other pointer is null).
+  template <class C>
+  using ProverPtr = std::unique_ptr<ProverOf<C>>;
+  template <class C>
+  using Scratch = std::vector<typename ProverOf<C>::Fr>;
+  /// A prepared key: the prover of its curve (the variant's alternative of
+  /// the key's curve).
   struct PreparedKey {
-    std::unique_ptr<ProverOf<Bn254>> bn254;
-    std::unique_ptr<ProverOf<bls12_381::Curve>> bls12_381;
+    Curves::Variant<ProverPtr> prover;
   };
   template <class C>
   typename ProverOf<C>::Proof prove_with(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                                          const std::atomic<bool>* cancel);
   ThreadPool pool_;
   KeyCache<PreparedKey> keys_;
-  /// a, b, c of the partition in progress (3·domain_size Fr of its curve), reused.
-  std::vector<ProverOf<Bn254>::Fr> scratch_bn254_;
-  std::vector<ProverOf<bls12_381::Curve>::Fr> scratch_bls12_381_;
+  /// a, b, c of the partition in progress (3·domain_size Fr of its curve),
+  /// reused: one per curve, taken by type (std::get<Scratch<C>>).
+  template <class... Cs>
+  static std::tuple<Scratch<Cs>...> scratch_for(CurveList<Cs...>);
+  decltype(scratch_for(Curves{})) scratch_;
 };
 
 }  // namespace zkfarm::gpu

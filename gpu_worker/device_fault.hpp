@@ -28,15 +28,10 @@ class DeviceFaultBackend final : public ProveBackend {
   bool has_key(const std::string& path) const override { return inner_->has_key(path); }
   void pin_host_memory(void* base, size_t bytes) override { inner_->pin_host_memory(base, bytes); }
   void unpin_host_memory(void* base) override { inner_->unpin_host_memory(base); }
-  Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-              const std::atomic<bool>* cancel) override {
+  AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                       const std::atomic<bool>* cancel) override {
     count_proof();
-    return inner_->prove(key, witness, r, s, cancel);
-  }
-  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-                                            const std::atomic<bool>* cancel) override {
-    count_proof();
-    return inner_->prove_bls12_381(key, witness, r, s, cancel);
+    return inner_->prove_curve(curve, key, witness, r, s, cancel);
   }
 
  private:

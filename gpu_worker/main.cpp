@@ -18,38 +18,33 @@
 #include "gpu_worker/device_fault.hpp"
 #include "gpu_worker/select_backend.hpp"
 #include "protocol/proof_codec.hpp"
-#include "protocol/work_request.hpp"
-#include "protocol/worker_main.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
+#include "worker_kit/work_request.hpp"
+#include "worker_kit/worker_main.hpp"
 
 namespace {
 
 using namespace zkfarm;
 namespace proto = zkfarm::protocol;
+namespace kit = zkfarm::worker_kit;
 
 constexpr const char* kVersion = "0.1.0";
 
-// One PROVE: fields offset, size, zkey (ProtocolError when missing). A device
-// fault ends the process: the supervisor sees the exit, proves the partition
-// again (here, once restarted, or on another worker) and never gets a proof
-// from a device in an unknown state.
-proto::WorkResult prove(const proto::Message& req, const shm::Arena& arena, gpu::ProveBackend& backend) {
-  const std::string zkey = proto::get_str(req, "zkey");
+// One PROVE. A device fault ends the process: the supervisor sees the exit,
+// proves the partition again (here, once restarted, or on another worker)
+// and never gets a proof from a device in an unknown state.
+proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::ProveBackend& backend) {
   try {
-    const bool cached = backend.has_key(zkey);
-    proto::WorkResult r = proto::run_step([&] {
-      const Zkey& key = backend.load(zkey);
-      const U256* witness = proto::request_witness(req, arena, key);
+    const bool cached = backend.has_key(req.zkey);
+    proto::WorkResult r = kit::run_step([&] {
+      const Zkey& key = backend.load(req.zkey);
+      const U256* witness = kit::request_witness(req.span, arena, key);
       // Blinding scalars uniform below the key's curve's r.
-      std::string bytes;
-      if (key.curve == CurveId::bls12_381) {
-        using Curve = bls12_381::Curve;
-        bytes = proto::encode_proof(backend.prove_bls12_381(key, witness, random_scalar_of<Curve>(),
-                                                            random_scalar_of<Curve>(), &proto::abort_flag()));
-      } else {
-        bytes = proto::encode_proof(backend.prove(key, witness, random_scalar(), random_scalar(), &proto::abort_flag()));
-      }
+      std::string bytes = with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
+        return proto::encode_proof(gpu::prove_of<C>(backend, key, witness, random_scalar_of<C>(),
+                                                    random_scalar_of<C>(), &proto::abort_flag()));
+      });
       return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
     });
     r.key_cached = cached;
@@ -70,11 +65,11 @@ int main(int argc, char** argv) {
     return proto::kExitSupervisorLost;
   }
   CLI::App app{"zkfarm-gpu: zkfarm's proving worker (started by zkfarmd, not by hand)."};
-  proto::WorkerFlags flags;
+  kit::WorkerFlags flags;
   flags.id = "gpu-0";
   std::string backend_name = "auto", g2 = "gpu";
   unsigned key_memory_percent = 60, msm_copies = 1;
-  proto::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
+  kit::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
@@ -91,7 +86,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0u, 16u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
-  if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
+  if (auto code = kit::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   // Load every kernel with the context, before READY: lazy loading (CUDA's
   // default) would add its cost to the first proof of every new worker.
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
@@ -109,14 +104,15 @@ int main(int argc, char** argv) {
   }
   backend = gpu::DeviceFaultBackend::wrap_from_env(std::move(backend));
 
-  return proto::run_worker("zkfarm-gpu", [&] {
+  return kit::run_worker("zkfarm-gpu", [&] {
     shm::Arena arena = shm::Arena::attach(flags.arena);
     // Pinned once for the worker's life (each slot's copy then runs at the
     // bus's rate), and unpinned before the arena is unmapped.
     gpu::HostPin pin(*backend, arena.mapping(), arena.mapping_bytes(), "zkfarm-gpu");
-    proto::WorkerOptions opt = proto::worker_options(flags, "gpu", kVersion, backend->name());
+    proto::WorkerOptions opt = kit::worker_options(flags, "gpu", kVersion, backend->name());
     opt.max_queued = proto::kMaxQueuedWork;  // gpu_queue_depth: the supervisor sends the next while one computes
-    proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return prove(req, arena, *backend); });
+    proto::ProveHandler handler = [&](const proto::Prove& req) { return prove(req, arena, *backend); };
+    proto::WorkerChannel channel(opt, handler);
     return channel.run();
   });
 }

@@ -12,6 +12,7 @@
 #include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "groth16/fp2.hpp"
+#include "groth16/pairing_family.hpp"
 
 namespace zkfarm::bls12_381 {
 
@@ -80,6 +81,27 @@ struct Curve {
   /// G1's cofactor is (x−1)²/3, not 1: points must be checked for r·P = O.
   static constexpr bool kG1CofactorIsOne = false;
   static constexpr uint64_t kNqr = 5;
+
+  // The pairing (pairing.hpp; draft-irtf-cfrg-pairing-friendly-curves-11 §4.2.1).
+  static constexpr PairingFamily kPairingFamily = PairingFamily::bls12;
+  /// |x| of x = −0xd201000000010000 (64 bits, 6 set):
+  /// r = x⁴ − x² + 1, q = (x − 1)²(x⁴ − x² + 1)/3 + x.
+  static constexpr uint64_t kX = 0xd201000000010000ULL;
+  static constexpr bool kXNegative = true;
+  /// ξ = 1 + u (kXiC0 + u): Fq6 = Fq2[v]/(v³ − ξ), Fq12 = Fq6[w]/(w² − v).
+  static constexpr uint64_t kXiC0 = 1;
+  /// G2 on y² = x³ + 4ξ.
+  static constexpr TwistType kTwist = TwistType::m;
+  /// (q⁴ − q² + 1)/r, the hard part of the final exponentiation (1268 bits),
+  /// little-endian limbs. Computed with Python integers (the division is
+  /// exact; the tests check r times this is q⁴ − q² + 1).
+  static constexpr Limbs<20> kHardExponent = {
+      0xe516c3f438e3ba79ULL, 0xfa9912aae208ccf1ULL, 0x905ce937335d5b68ULL, 0xc71a2629b0dea236ULL,
+      0x83774940996754c8ULL, 0x21d160aeb6a1e799ULL, 0x2ed0b283ed237db4ULL, 0x915c97f36c6f1821ULL,
+      0x67f17fcbde783765ULL, 0x2378b9039096d1b7ULL, 0x7988f8761bdc51dcULL, 0x2076995003fc77a1ULL,
+      0x827eca0ba621315bULL, 0xe5a72bce8d63cb9fULL, 0xf68f7764c28b6f8aULL, 0x2f230063cf081517ULL,
+      0x94506632528d6a9aULL, 0xd3cde88eeb996ca3ULL, 0xc0bd38c3195c899eULL, 0x000f686b3d807d01ULL};
+
   static G1Affine g1_generator() {
     return {Fq::from_mont({0x5cb38790fd530c16ULL, 0x7817fc679976fff5ULL, 0x154f95c7143ba1c1ULL, 0xf0ae6acdf3d0e747ULL,
                            0xedce6ecc21dbf440ULL, 0x120177419e0bfb75ULL}),

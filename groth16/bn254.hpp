@@ -7,6 +7,7 @@
 #include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "groth16/fp2.hpp"
+#include "groth16/pairing_family.hpp"
 
 namespace zkfarm {
 
@@ -94,6 +95,18 @@ struct Bn254 {
   /// G1 is the whole curve (cofactor 1): a point on it is in the group.
   static constexpr bool kG1CofactorIsOne = true;
   static constexpr uint64_t kNqr = 5;
+
+  // The pairing (pairing.hpp; EIP-197, Vercauteren 2010).
+  static constexpr PairingFamily kPairingFamily = PairingFamily::bn;
+  /// |x| of the BN parameter x = 4965661367192848881 > 0:
+  /// q = 36x⁴ + 36x³ + 24x² + 6x + 1, r = 36x⁴ + 36x³ + 18x² + 6x + 1.
+  static constexpr uint64_t kX = 4965661367192848881ULL;
+  static constexpr bool kXNegative = false;
+  /// ξ = 9 + u (kXiC0 + u): Fq6 = Fq2[v]/(v³ − ξ), Fq12 = Fq6[w]/(w² − v).
+  static constexpr uint64_t kXiC0 = 9;
+  /// G2 on y² = x³ + 3/ξ.
+  static constexpr TwistType kTwist = TwistType::d;
+
   /// (1, 2), and the generator of EIP-197.
   static G1Affine g1_generator() { return {Fq::from_u64(1), Fq::from_u64(2)}; }
   static G2Affine g2_generator() {

@@ -1,16 +1,19 @@
 #include "groth16/curves.hpp"
 
+#include <array>
+
 #include "groth16/binfile.hpp"
-#include "groth16/bls12_381.hpp"
-#include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 
 namespace zkfarm {
 namespace {
 
-constexpr CurvePrimes kCurves[] = {
-    {CurveId::bn254, 32, FqParams::kModulus, FrParams::kModulus},
-    {CurveId::bls12_381, 48, bls12_381::FqParams::kModulus, bls12_381::FrParams::kModulus},
-};
+// One row per curve of Curves, from the curve's own constants.
+template <class... Cs>
+constexpr std::array<CurvePrimes, sizeof...(Cs)> primes_of(CurveList<Cs...>) {
+  return {CurvePrimes{Cs::kId, uint32_t(Cs::Fq::kBytes), Cs::Fq::Params::kModulus, Cs::Fr::Params::kModulus}...};
+}
+constexpr auto kCurves = primes_of(Curves{});
 
 }  // namespace
 
@@ -19,7 +22,7 @@ std::span<const CurvePrimes> known_curves() { return kCurves; }
 const CurvePrimes& curve_primes(CurveId id) {
   for (const CurvePrimes& c : kCurves)
     if (c.id == id) return c;
-  return kCurves[0];  // unreachable: every CurveId has a row
+  throw UnknownCurve(id);
 }
 
 bool le_limbs_less(const uint8_t* p, const uint64_t* m, size_t limbs) {

@@ -2,7 +2,8 @@
 // The curves zkfarm proves, as the file formats see them: each one's id and
 // the primes a zkey's header (n8q, q, n8r, r) or a witness's header (n8,
 // prime) must hold. The primes are the curve files' own constants
-// (bn254.hpp, bls12_381.hpp), not copies. Adding a curve adds a row here.
+// (bn254.hpp, bls12_381.hpp), not copies: one row per curve of curve_list.hpp's
+// Curves, made from them.
 #include <cstdint>
 #include <span>
 
@@ -20,7 +21,7 @@ struct CurvePrimes {
 
 /// Every curve zkfarm knows, BN254 first.
 std::span<const CurvePrimes> known_curves();
-/// The row of `id`.
+/// The row of `id`. Throws UnknownCurve (curve_list.hpp) for an id of no curve.
 const CurvePrimes& curve_primes(CurveId id);
 
 /// p (limbs·8 bytes, little-endian, any alignment) < m (limbs limbs).

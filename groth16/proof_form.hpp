@@ -4,8 +4,8 @@
 // pairingEq — the public signals' count and range (< r), and the proof's
 // points on their curves — plus coordinates below q, which Montgomery
 // arithmetic assumes (a zkey or the proof codec guarantee it; a proof built
-// any other way is checked here). The subgroup checks differ by curve and stay
-// with each verifier (verify.cpp, bls12_381_verify.cpp).
+// any other way is checked here). The subgroup checks, which depend on the
+// curve's cofactors, follow in verify.cpp.
 #include <span>
 #include <string>
 

@@ -1,12 +1,14 @@
 #pragma once
-// Groth16 verification over BN254, the check of snarkjs 0.7's groth16_verify.js
-// (Groth, "On the size of pairing-based non-interactive arguments", EUROCRYPT
-// 2016, §3.2):
+// Groth16 verification over a curve C (curve traits; BN254 and BLS12-381),
+// the check of snarkjs 0.7's groth16_verify.js (Groth, "On the size of
+// pairing-based non-interactive arguments", EUROCRYPT 2016, §3.2):
 //   e(−A, B) · e(α, β) · e(vk_x, γ) · e(C, δ) = 1,  vk_x = IC_0 + Σ_{i=1..nPublic} s_i·IC_i
 // with the public signals s_i (witness values 1..nPublic, canonical, < r),
 // as one multi-pairing (pairing.hpp). Before the pairing, as snarkjs does, the
-// public signals must be below r and the proof's points on their curves; unlike
-// snarkjs, B must also lie in G2 (the twist's cofactor is not 1; G1's is).
+// public signals must be below r and the proof's points on their curves;
+// unlike snarkjs, B must also lie in G2 (the twist's cofactor is not 1), and
+// A and C in G1 where G1's cofactor is not 1 either (BLS12-381's).
+// zkfarm::VerifyingKey is BN254's, bls12_381::VerifyingKey BLS12-381's.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -40,54 +42,87 @@ struct VerifyResult {
   explicit operator bool() const { return ok(); }
 };
 
-/// A Groth16 verification key: α (G1), β, γ, δ (G2), IC (nPublic+1 G1
-/// points), all affine with Montgomery coordinates, validated and prepared for
-/// fast checks: the Miller loop of (α, β), the lines of γ and δ, and signed
-/// 4-bit window tables of IC_1.. (8 affine multiples each, 512 bytes per
-/// public signal). Building one costs about 0.8 ms plus 7 µs per public signal
-/// on one core (bench/kernels_bench.cpp). The points are copied: the Zkey may
-/// be closed afterwards. Immutable; copies share the prepared data (cheap), and
+template <class C>
+class VerifyingKeyOf;
+template <class C>
+VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals);
+
+/// A Groth16 verification key over C: α (G1), β, γ, δ (G2), IC (nPublic+1
+/// G1 points), all affine with Montgomery coordinates, validated (on their
+/// curves, G2 points and, where G1's cofactor is not 1, G1 points in their
+/// subgroups) and prepared for fast checks: the Miller loop of (α, β), the
+/// lines of γ and δ, and signed 4-bit window tables of IC_1.. (8 affine
+/// multiples each, 512 bytes per public signal on BN254). Building one costs
+/// about 0.8 ms plus 7 µs per public signal on one core for BN254
+/// (bench/kernels_bench.cpp). The points are copied: the Zkey may be closed
+/// afterwards. Immutable; copies share the prepared data (cheap), and
 /// verify_proof may run on one key from many threads at once.
-class VerifyingKey {
+template <class C>
+class VerifyingKeyOf {
  public:
+  using Curve = C;
+  using G1A = Affine<typename C::G1Params>;
+  using G2A = Affine<typename C::G2Params>;
+
   /// From a proving key's sections 2 (α1, β2, γ2, δ2) and 3 (IC), the points
-  /// `snarkjs zkey export verificationkey` exports. Throws InputError
-  /// "KEY: section 2/3: NAME is not on the curve" (or "… is not in the G2
-  /// subgroup", "… is the point at infinity") for a key no honest setup makes.
-  static VerifyingKey from_zkey(const Zkey& key);
+  /// `snarkjs zkey export verificationkey` exports. Throws InputError "KEY:
+  /// the key is over bls12381, this verifier takes bn128 keys" for a key of
+  /// another curve, and "KEY: section 2/3: NAME is not on the curve" (or "…
+  /// is not in the G2 subgroup", "… is the point at infinity") for a key no
+  /// honest setup makes.
+  static VerifyingKeyOf from_zkey(const Zkey& key);
 
   /// From points already decoded (e.g. a snarkjs verification_key.json);
   /// `source` names them in errors: InputError "SOURCE: gamma2 is not in the G2
   /// subgroup". ic must hold at least one point (IC_0).
-  VerifyingKey(const G1Affine& alpha1, const G2Affine& beta2, const G2Affine& gamma2, const G2Affine& delta2,
-               std::vector<G1Affine> ic, const std::string& source);
+  VerifyingKeyOf(const G1A& alpha1, const G2A& beta2, const G2A& gamma2, const G2A& delta2, std::vector<G1A> ic,
+                 const std::string& source);
 
   size_t n_public() const { return ic_.size() - 1; }
-  const G1Affine& alpha1() const { return alpha1_; }
-  const G2Affine& beta2() const { return beta2_; }
-  const G2Affine& gamma2() const { return gamma2_; }
-  const G2Affine& delta2() const { return delta2_; }
-  const std::vector<G1Affine>& ic() const { return ic_; }
+  const G1A& alpha1() const { return alpha1_; }
+  const G2A& beta2() const { return beta2_; }
+  const G2A& gamma2() const { return gamma2_; }
+  const G2A& delta2() const { return delta2_; }
+  const std::vector<G1A>& ic() const { return ic_; }
 
  private:
   struct Prepared;
-  friend VerifyResult verify_proof(const VerifyingKey&, const Proof&, std::span<const U256>);
+  friend VerifyResult verify_proof<C>(const VerifyingKeyOf&, const ProofOf<C>&, std::span<const U256>);
   /// vk_x = IC_0 + Σ s_i·IC_i (s canonical, size n_public()).
-  G1Affine public_input_point(std::span<const U256> s) const;
+  G1A public_input_point(std::span<const U256> s) const;
 
-  G1Affine alpha1_;
-  G2Affine beta2_, gamma2_, delta2_;
-  std::vector<G1Affine> ic_;
+  G1A alpha1_;
+  G2A beta2_, gamma2_, delta2_;
+  std::vector<G1A> ic_;
   std::shared_ptr<const Prepared> prepared_;
 };
 
 /// Checks `proof` against `vk` and the public signals (canonical integers, not
 /// Montgomery: the witness values 1..nPublic that public.json lists, in that
 /// order; size must be vk.n_public()). Checks, in order: the signal count and
-/// range, A and C on G1 and B on the twist (coordinates < q), B in G2, then
-/// the pairing equation. About 1.3 ms on one core plus about 14 µs per public
-/// signal of random value (less for small values; bench/kernels_bench.cpp).
-/// Never throws for bad proofs (only std::bad_alloc can escape).
-VerifyResult verify_proof(const VerifyingKey& vk, const Proof& proof, std::span<const U256> public_signals);
+/// range, A and C on G1 and B on the twist (coordinates < q), then the
+/// subgroups (where G1's cofactor is not 1: A in G1, B in G2, C in G1;
+/// otherwise B in G2 alone), then the pairing equation. BN254: about 1.3 ms on
+/// one core plus about 14 µs per public signal of random value (less for
+/// small values; bench/kernels_bench.cpp). Never throws for bad proofs (only
+/// std::bad_alloc can escape).
+template <class C>
+VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals);
+
+extern template class VerifyingKeyOf<Bn254>;
+extern template class VerifyingKeyOf<bls12_381::Curve>;
+extern template VerifyResult verify_proof<Bn254>(const VerifyingKeyOf<Bn254>&, const ProofOf<Bn254>&,
+                                                 std::span<const U256>);
+extern template VerifyResult verify_proof<bls12_381::Curve>(const VerifyingKeyOf<bls12_381::Curve>&,
+                                                            const ProofOf<bls12_381::Curve>&, std::span<const U256>);
+
+/// BN254's verification key.
+using VerifyingKey = VerifyingKeyOf<Bn254>;
+
+namespace bls12_381 {
+/// BLS12-381's verification key.
+using VerifyingKey = VerifyingKeyOf<Curve>;
+using zkfarm::verify_proof;
+}  // namespace bls12_381
 
 }  // namespace zkfarm

@@ -37,7 +37,7 @@ Message decode(std::string_view frame) {
   auto v = m.find("v");
   if (v == m.end() || !v->is_number_integer()) throw ProtocolError("message has no protocol version \"v\"");
   if (v->get<int64_t>() != kProtocolVersion) {
-    throw ProtocolError("protocol version " + std::to_string(v->get<int64_t>()) + ", this side speaks version " +
+    throw VersionError("protocol version " + std::to_string(v->get<int64_t>()) + ", this side speaks version " +
                         std::to_string(kProtocolVersion));
   }
   auto t = m.find("t");

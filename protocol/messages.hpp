@@ -44,6 +44,15 @@ class ProtocolError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A message of another protocol version ("v"). A ProtocolError like any
+/// other refusal; its own type lets the supervisor tell a worker of another
+/// release (answered with SHUTDOWN) from a garbled frame, without reading
+/// the error's text.
+class VersionError : public ProtocolError {
+ public:
+  using ProtocolError::ProtocolError;
+};
+
 /// A new message {"v": kProtocolVersion, "t": type}.
 Message make(std::string_view type);
 
@@ -55,7 +64,7 @@ std::string encode(const Message& msg);
 /// refuses it: nested deeper than kMaxMsgpackDepth, counts or lengths past the
 /// end of the frame, trailing bytes, ext types, non-str map keys, strings
 /// that are not UTF-8; when it is not a map, lacks "t", or has another
-/// protocol version (the message then says both versions). The frame is
+/// protocol version (VersionError, whose message says both versions). The frame is
 /// walked once without recursion before nlohmann builds the value, so a
 /// hostile frame costs O(size) time and constant stack.
 Message decode(std::string_view frame);
@@ -91,7 +100,8 @@ std::optional<std::string> find_str(const Message& msg, const char* field);
 /// Wraps bytes as a MessagePack bin value.
 nlohmann::json bin(std::string_view bytes);
 
-// Message types.
+// Message types. The worker ↔ supervisor ones have a struct each, with their
+// decoder and encoders, in protocol/worker_messages.hpp.
 inline constexpr const char* kReady = "READY";
 inline constexpr const char* kHeartbeat = "HEARTBEAT";
 inline constexpr const char* kSynth = "SYNTH";

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/proof_json.hpp"
 #include "protocol/messages.hpp"
 
@@ -53,16 +54,17 @@ ProofOf<C> decode_proof(std::string_view bytes) {
 }
 
 std::optional<CurveId> proof_curve(size_t bytes) {
-  if (bytes == kProofBytesOf<Bn254>) return CurveId::bn254;
-  if (bytes == kProofBytesOf<bls12_381::Curve>) return CurveId::bls12_381;
-  return std::nullopt;
+  std::optional<CurveId> id;
+  for_each_curve([&]<class C>(std::type_identity<C>) {
+    if (!id && bytes == kProofBytesOf<C>) id = C::kId;
+  });
+  return id;
 }
 
 std::string proof_json_of(std::string_view bytes) {
   const std::optional<CurveId> curve = proof_curve(bytes.size());
   if (!curve) throw ProtocolError("proof of " + std::to_string(bytes.size()) + " bytes is of no known curve");
-  if (*curve == CurveId::bls12_381) return proof_to_json(decode_proof<bls12_381::Curve>(bytes));
-  return proof_to_json(decode_proof<Bn254>(bytes));
+  return with_curve(*curve, [&]<class C>(std::type_identity<C>) { return proof_to_json(decode_proof<C>(bytes)); });
 }
 
 template std::string encode_proof<Bn254>(const ProofOf<Bn254>&);

@@ -15,7 +15,9 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
+#include <variant>
 #include <vector>
 #include <zmq.hpp>
 
@@ -104,11 +106,30 @@ bool guard_process() {
   return g_parent != 1 && getppid() == g_parent;
 }
 
+namespace {
+
+// A request this worker took: waiting in its queue, or computing.
+using WorkRequest = std::variant<Synth, Prove>;
+
+const WorkRef& ref_of(const WorkRequest& r) {
+  return std::visit([](const auto& m) -> const WorkRef& { return m.ref; }, r);
+}
+
+const char* request_type(const WorkRequest& r) { return std::holds_alternative<Prove>(r) ? kProve : kSynth; }
+
+// A SYNTH has none: one at a time.
+uint64_t priority_of(const WorkRequest& r) {
+  const Prove* p = std::get_if<Prove>(&r);
+  return p ? p->priority : 0;
+}
+
+}  // namespace
+
 struct WorkerChannel::Impl {
   WorkerOptions opt;
   WorkHandler handler;
   std::string log_name;  // "zkfarm-synth[synth-0]"
-  const char* work_type;  // SYNTH or PROVE
+  const char* work_type;  // SYNTH or PROVE: the handler's
 
   zmq::context_t ctx{1};
   zmq::socket_t sock;
@@ -119,16 +140,16 @@ struct WorkerChannel::Impl {
   std::thread compute;
   std::mutex mutex;
   std::condition_variable wake;
-  std::optional<Message> pending;  // request for the compute thread
+  std::optional<WorkRequest> pending;  // request for the compute thread
   std::optional<WorkResult> result;
   bool stop = false;
 
   // Loop state (loop thread only).
-  std::optional<Message> current;  // request being computed
-  std::deque<Message> waiting;     // accepted, not started: highest priority first, then arrival
-  bool draining = false;           // SHUTDOWN received while busy
-  bool hung = false;               // ZKFARM_FAULT=hang triggered
-  uint64_t started = 0;            // partitions started (compute thread only)
+  std::optional<WorkRequest> current;  // request being computed
+  std::deque<WorkRequest> waiting;     // accepted, not started: highest priority first, then arrival
+  bool draining = false;               // SHUTDOWN received while busy
+  bool hung = false;                   // ZKFARM_FAULT=hang triggered
+  uint64_t started = 0;                // partitions started (compute thread only)
 
   // One line to stderr, written at once so that workers sharing a terminal
   // do not interleave mid-line.
@@ -140,38 +161,38 @@ struct WorkerChannel::Impl {
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
 
-  void send(const Message& m) {
-    std::string bytes = encode(m);
+  // `frame`: an encoded message of type `type` (for the log).
+  void send(const std::string& frame, const char* type) {
     // Never block the loop: with no supervisor the queue fills, and a worker
     // that cannot deliver is about to time out anyway.
-    auto r = sock.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
-    if (!r) log("cannot send %s (queue full): dropped", type_of(m).c_str());
+    auto r = sock.send(zmq::buffer(frame), zmq::send_flags::dontwait);
+    if (!r) log("cannot send %s (queue full): dropped", type);
   }
 
-  // The answer to `req`, of the type matching it (SYNTH → SYNTH_DONE, PROVE → PROVE_DONE).
-  Message reply(const Message& req, const WorkResult& r) {
-    bool prove = type_of(req) == kProve;
-    Message m = make(prove ? kProveDone : kSynthDone);
-    m["job"] = req.at("job");
-    m["partition"] = req.at("partition");
-    m["slot"] = req.at("slot");
-    m["generation"] = req.at("generation");
-    m["ok"] = r.ok;
-    if (!r.ok) m["error"] = r.error;
-    if (r.ok && prove) m["proof"] = bin(r.proof);
-    if (prove && r.key_cached) m["key_cached"] = *r.key_cached;
-    return m;
+  // The answer to the request of type `type` under `ref`, of the type
+  // matching it (SYNTH → SYNTH_DONE, PROVE → PROVE_DONE), whatever this worker takes.
+  void answer(const char* type, const WorkRef& ref, const WorkResult& r) {
+    if (std::string_view(type) == kProve) {
+      send(encode(ProveDone{ref, r}), kProveDone);
+    } else {
+      send(encode(SynthDone{ref, r}), kSynthDone);
+    }
+  }
+
+  // Only a request of work_type is ever taken, so the handler is the one it needs.
+  WorkResult run_handler(const WorkRequest& req) {
+    if (const Synth* s = std::get_if<Synth>(&req)) return std::get<SynthHandler>(handler)(*s);
+    return std::get<ProveHandler>(handler)(std::get<Prove>(req));
   }
 
   void compute_loop() {
     for (;;) {
-      Message req;
+      std::optional<WorkRequest> req;
       {
         std::unique_lock lock(mutex);
         wake.wait(lock, [&] { return stop || pending.has_value(); });
         if (stop) return;
-        req = std::move(*pending);
-        pending.reset();
+        req.swap(pending);
       }
       if (opt.fault.kind == TestFault::Kind::kCrashAfter && started >= opt.fault.n) {
         log("ZKFARM_FAULT=crash_after:%llu: aborting at partition %llu", (unsigned long long)opt.fault.n,
@@ -182,7 +203,7 @@ struct WorkerChannel::Impl {
       if (opt.fault.kind == TestFault::Kind::kSlow) std::this_thread::sleep_for(milliseconds(opt.fault.n));
       WorkResult r;
       try {
-        r = handler(req);
+        r = run_handler(*req);
       } catch (const ProtocolError& e) {
         r = WorkResult::failure("malformed " + std::string(work_type) + ": " + e.what());
       } catch (const std::exception& e) {
@@ -198,10 +219,9 @@ struct WorkerChannel::Impl {
   }
 
   // Handles one decoded message. Returns an exit code to stop the loop.
-  std::optional<int> handle(const Message& m) {
-    std::string t = type_of(m);
-    if (t == kHeartbeat) return std::nullopt;
-    if (t == kShutdown) {
+  std::optional<int> handle(const FromSupervisor& m) {
+    if (std::holds_alternative<Heartbeat>(m)) return std::nullopt;
+    if (std::holds_alternative<Shutdown>(m)) {
       if (opt.fault.kind == TestFault::Kind::kIgnoreStop) {
         log("ZKFARM_FAULT=ignore_stop: SHUTDOWN ignored");
         return std::nullopt;
@@ -214,73 +234,84 @@ struct WorkerChannel::Impl {
       draining = true;
       return std::nullopt;
     }
-    if (t == kAbort) {
-      // Only an ABORT naming a request we hold counts (same slot and generation).
-      auto same = [&](const Message& r) {
-        return get_u64(m, "job") == get_u64(r, "job") && get_u32(m, "partition") == get_u32(r, "partition") &&
-               get_u32(m, "slot") == get_u32(r, "slot") && get_u64(m, "generation") == get_u64(r, "generation");
-      };
-      if (current && same(*current)) {
-        log("ABORT: abandoning job %llu partition %u", (unsigned long long)get_u64(m, "job"), get_u32(m, "partition"));
-        g_abort = true;
-      } else if (auto it = std::find_if(waiting.begin(), waiting.end(), same); it != waiting.end()) {
-        log("ABORT: withdrew job %llu partition %u before it started", (unsigned long long)get_u64(m, "job"),
-            get_u32(m, "partition"));
-        send(reply(*it, WorkResult::failure("aborted before it started")));
-        waiting.erase(it);
-      }
+    if (const Abort* a = std::get_if<Abort>(&m)) {
+      withdraw(a->ref);
       return std::nullopt;
     }
-    if (t != kSynth && t != kProve) {
-      log("dropped unexpected %s message", t.c_str());
-      return std::nullopt;
+    if (const Synth* s = std::get_if<Synth>(&m)) {
+      take(*s);
+    } else {
+      take(std::get<Prove>(m));
     }
-    // The ids a reply must echo; without them there is nobody to answer.
-    get_u64(m, "job");
-    get_u32(m, "partition");
-    get_u32(m, "slot");
-    get_u64(m, "generation");
-    if (t != work_type) {
-      send(reply(m, WorkResult::failure("this " + opt.kind + " worker does not take " + t)));
-      return std::nullopt;
-    }
-    if (draining || (current && waiting.size() >= opt.max_queued)) {
-      send(reply(m, WorkResult::failure(draining ? "shutting down" : "busy")));
-      return std::nullopt;
-    }
-    if (opt.fault.kind == TestFault::Kind::kHang) {
-      log("ZKFARM_FAULT=hang: no more heartbeats or answers");
-      hung = true;
-      return std::nullopt;
-    }
-    if (current) {
-      // Behind every waiting request of at least its priority.
-      const uint64_t p = priority(m);
-      auto at = std::find_if(waiting.begin(), waiting.end(), [&](const Message& r) { return priority(r) < p; });
-      waiting.insert(at, m);
-      return std::nullopt;
-    }
-    start(m);
     return std::nullopt;
   }
 
-  static uint64_t priority(const Message& m) {
-    auto it = m.find("priority");
-    return it != m.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+  // ABORT: only one naming a request we hold counts (same slot and generation).
+  void withdraw(const WorkRef& ref) {
+    if (current && ref_of(*current) == ref) {
+      log("ABORT: abandoning job %llu partition %u", (unsigned long long)ref.job, ref.partition);
+      g_abort = true;
+    } else if (auto it = std::find_if(waiting.begin(), waiting.end(),
+                                      [&](const WorkRequest& r) { return ref_of(r) == ref; });
+               it != waiting.end()) {
+      log("ABORT: withdrew job %llu partition %u before it started", (unsigned long long)ref.job, ref.partition);
+      answer(request_type(*it), ref, WorkResult::failure("aborted before it started"));
+      waiting.erase(it);
+    }
   }
 
-  // Hands `m` to the compute thread and says so: the supervisor then knows
+  // The refusals every request with ids meets before it is taken, decoded or
+  // not: another worker's request, a draining worker, a full queue. True
+  // when `type`'s request under `ref` was answered so.
+  bool refused(const char* type, const WorkRef& ref) {
+    if (std::string_view(type) != work_type) {
+      answer(type, ref, WorkResult::failure("this " + opt.kind + " worker does not take " + type));
+      return true;
+    }
+    if (draining || (current && waiting.size() >= opt.max_queued)) {
+      answer(type, ref, WorkResult::failure(draining ? "shutting down" : "busy"));
+      return true;
+    }
+    return false;
+  }
+
+  // ZKFARM_FAULT=hang: the first request that gets this far stops everything.
+  bool hang_now() {
+    if (opt.fault.kind != TestFault::Kind::kHang) return false;
+    log("ZKFARM_FAULT=hang: no more heartbeats or answers");
+    hung = true;
+    return true;
+  }
+
+  void take(WorkRequest req) {
+    if (refused(request_type(req), ref_of(req)) || hang_now()) return;
+    if (current) {
+      // Behind every waiting request of at least its priority.
+      const uint64_t p = priority_of(req);
+      auto at = std::find_if(waiting.begin(), waiting.end(), [&](const WorkRequest& r) { return priority_of(r) < p; });
+      waiting.insert(at, std::move(req));
+      return;
+    }
+    start(std::move(req));
+  }
+
+  // A request with its ids but a field that does not decode: refused as any
+  // other would be, else answered ok:false at once (it cannot be computed).
+  void take_malformed(const MalformedRequest& e) {
+    if (refused(e.type(), e.ref()) || hang_now()) return;
+    answer(e.type(), e.ref(), WorkResult::failure("malformed " + std::string(e.type()) + ": " + e.what()));
+  }
+
+  // Hands `req` to the compute thread and says so: the supervisor then knows
   // which of the partitions it queued here is computing (a crash counts
   // against that one only) and when its compute began.
-  void start(const Message& m) {
-    Message started = make(kStarted);
-    for (const char* f : {"job", "partition", "slot", "generation"}) started[f] = m.at(f);
-    send(started);
-    current = m;
+  void start(WorkRequest req) {
+    send(encode(Started{ref_of(req)}), kStarted);
+    current = req;
     g_abort = false;
     {
       std::lock_guard lock(mutex);
-      pending = m;
+      pending = std::move(req);
     }
     wake.notify_one();
   }
@@ -296,15 +327,11 @@ struct WorkerChannel::Impl {
   }
 
   int run() {
-    Message ready = make(kReady);
-    ready["worker"] = opt.worker_id;
-    ready["kind"] = opt.kind;
     // Upgrade tests run the same binary under another version.
     const char* test_version = std::getenv("ZKFARM_TEST_VERSION");
-    ready["version"] = test_version && *test_version ? std::string(test_version) : opt.version;
-    ready["pid"] = int64_t(getpid());
-    ready["backend"] = opt.backend;
-    send(ready);
+    send(encode(Ready{opt.worker_id, opt.kind, test_version && *test_version ? std::string(test_version) : opt.version,
+                      uint64_t(getpid()), opt.backend}),
+         kReady);
 
     auto now = Clock::now();
     auto last_heard = now;
@@ -351,12 +378,12 @@ struct WorkerChannel::Impl {
             r.swap(result);
           }
           if (r && current) {
-            send(reply(*current, *r));
+            answer(request_type(*current), ref_of(*current), *r);
             current.reset();
             if (!waiting.empty()) {
-              Message next = std::move(waiting.front());
+              WorkRequest next = std::move(waiting.front());
               waiting.pop_front();
-              start(next);
+              start(std::move(next));
             } else if (draining) {
               log("SHUTDOWN: partitions answered, exiting");
               return kExitOk;
@@ -384,8 +411,12 @@ struct WorkerChannel::Impl {
           continue;
         }
         try {
-          Message m = decode(parts[0].to_string_view());
+          // Decoded once, here: past this point the loop holds typed messages only.
+          const FromSupervisor m = decode_from_supervisor(parts[0].to_string_view());
           if (auto code = handle(m)) return *code;  // only when idle: finish() not needed
+          if (hung) break;
+        } catch (const MalformedRequest& e) {
+          take_malformed(e);
           if (hung) break;
         } catch (const ProtocolError& e) {
           log("dropped malformed frame: %s", e.what());
@@ -394,9 +425,7 @@ struct WorkerChannel::Impl {
       if (hung) continue;
 
       if (now >= next_beat) {
-        Message hb = make(kHeartbeat);
-        hb["worker"] = opt.worker_id;
-        send(hb);
+        send(encode(Heartbeat{opt.worker_id}), kHeartbeat);
         next_beat = now + opt.heartbeat;
       }
       if (now - last_heard > opt.heartbeat_timeout) {
@@ -413,8 +442,7 @@ WorkerChannel::WorkerChannel(WorkerOptions options, WorkHandler handler) : impl_
   d.opt = std::move(options);
   d.handler = std::move(handler);
   d.log_name = "zkfarm-" + d.opt.kind + "[" + d.opt.worker_id + "]";
-  bool synth = d.opt.kind == "synth";
-  d.work_type = synth ? kSynth : kProve;
+  d.work_type = std::holds_alternative<SynthHandler>(d.handler) ? kSynth : kProve;
 
   d.event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (d.event_fd < 0) throw ChannelError(std::string("eventfd: ") + std::strerror(errno));

@@ -23,8 +23,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 
-#include "protocol/messages.hpp"
+#include "protocol/worker_messages.hpp"
 
 namespace zkfarm::protocol {
 
@@ -65,7 +66,7 @@ extern const char* const kFaultHelp;
 struct WorkerOptions {
   std::string endpoint;   // the supervisor's ROUTER, e.g. "ipc:///var/lib/zkfarm/workers.sock"
   std::string worker_id;  // READY's "worker", e.g. "synth-0"; the routing id is worker_route(worker_id, getpid())
-  std::string kind;       // "synth" (takes SYNTH) or "gpu" (takes PROVE)
+  std::string kind;       // READY's "kind": "synth" or "gpu" (which request it takes: the WorkHandler's)
   std::string version;    // READY's "version", e.g. "0.1.0"
   std::string backend;    // READY's "backend": "cpu" or "cuda"
   std::chrono::milliseconds heartbeat{1000};           // HEARTBEAT period
@@ -82,22 +83,16 @@ struct WorkerOptions {
 /// supervisor sends); more are answered ok:false "busy".
 inline constexpr size_t kMaxQueuedWork = 64;
 
-/// The outcome of one partition.
-struct WorkResult {
-  bool ok = true;
-  std::string error;  // one line naming the file and fault when !ok
-  std::string proof;  // PROVE only: the bytes of encode_proof() (256 or 384), when ok
-  std::optional<bool> key_cached;  // PROVE only: the key was resident in the worker's cache
-
-  static WorkResult failure(std::string message) { return {false, std::move(message), {}, std::nullopt}; }
-};
-
-/// Runs one SYNTH or PROVE request (the whole decoded message; its "job",
-/// "partition", "slot", "generation" are already checked) on the compute
-/// thread. It should turn input faults into WorkResult::failure; a
-/// ProtocolError it throws (a missing field) becomes ok:false "malformed T: …",
-/// any other exception ok:false "internal error: …".
-using WorkHandler = std::function<WorkResult(const Message& request)>;
+/// Runs one request on the compute thread: a synthesis worker's SYNTH, a GPU
+/// worker's PROVE, decoded (its fields are all there and of their types). It
+/// should turn input faults into WorkResult::failure; a ProtocolError it
+/// throws (e.g. a slot too small for the key) becomes ok:false "malformed T:
+/// …", any other exception ok:false "internal error: …".
+using SynthHandler = std::function<WorkResult(const Synth& request)>;
+using ProveHandler = std::function<WorkResult(const Prove& request)>;
+/// The one a worker has says which request it takes; the other kind is
+/// answered ok:false "this … worker does not take …".
+using WorkHandler = std::variant<SynthHandler, ProveHandler>;
 
 /// Set while the partition in progress was aborted by the supervisor (ABORT
 /// with its job, partition, slot and generation); cleared when the next one
@@ -137,7 +132,8 @@ class WorkerChannel {
   /// partition computes (signal, lost supervisor) ends the process at once with
   /// _Exit(code): the compute thread cannot be interrupted. Work arriving with
   /// max_queued requests already waiting is answered ok:false "busy";
-  /// malformed frames are logged to stderr and dropped.
+  /// malformed frames are logged to stderr and dropped, except a request
+  /// whose ids decoded (MalformedRequest): it is answered ok:false at once.
   int run();
 
  private:

@@ -9,7 +9,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-production=(groth16 gpu_worker supervisor synth_worker protocol shm tools testkey witgen api ctl files bench)
+production=(groth16 gpu_worker supervisor synth_worker worker_kit protocol shm tools testkey witgen api ctl files bench)
 fail=0
 check() {  # NAME OWN-FILE PATTERN [ALLOWED...]
   local name=$1 own=$2 pattern=$3

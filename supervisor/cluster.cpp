@@ -21,7 +21,7 @@
 #include <set>
 #include <thread>
 
-#include "protocol/messages.hpp"
+#include "protocol/worker_messages.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
@@ -338,12 +338,7 @@ void Supervisor::drop_lease(const PartRef& ref, const std::string& why) {
     for (auto& [id, w] : workers_->all()) {
       for (const PartRef& r : w.assigned) {
         if (r.job != ref.job || r.index != ref.index || !p->slot) continue;
-        json m = protocol::make(protocol::kAbort);
-        m["job"] = ref.job;
-        m["partition"] = ref.index;
-        m["slot"] = p->slot->id;
-        m["generation"] = p->slot->generation;
-        send_to_worker(w, m);
+        send_to_worker(w, protocol::encode(protocol::Abort{{ref.job, ref.index, p->slot->id, p->slot->generation}}));
       }
     }
   }

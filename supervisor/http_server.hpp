@@ -1,48 +1,80 @@
 #pragma once
-// zkfarmd's HTTP listener (GET /status, /metrics, /healthz, /readyz): one I/O
-// thread, asynchronous (Boost.Asio), so a slow or idle client costs one
-// descriptor and a few KB, never a thread. Every local user can reach the
-// port, so every resource a client can hold is bounded:
+// zkfarmd's HTTP endpoints (GET /status, /metrics, /healthz, /readyz) on the
+// farm's one HTTP server (http/server.hpp, Boost.Beast): one I/O thread, so a
+// slow or idle client costs one descriptor and a few KB, never a thread.
+// Every local user can reach the port, so the server runs with zkfarmd's
+// limits (http/server.hpp describes each):
 //
 // - connections: at most `max_connections` open. A new one at the cap drops
 //   the connection that has waited longest for a complete request (then, if
 //   none waits, the one longest in a response), so a probe always gets in and
-//   slowloris cannot starve it: a probe is answered unless `max_connections`
-//   newer connections arrive between its connect and its last header byte;
-// - descriptors: EMFILE/ENFILE on accept drops the longest-waiting connection
-//   and retries, or, with none of ours to give back, pauses accepting for
-//   `accept_pause_ms`; never a crash, never a busy loop;
+//   slowloris cannot starve it; out of descriptors, the longest waiter is
+//   dropped to make room, or accepting pauses for `accept_pause_ms`;
 // - time: a request's headers must be complete within `request_timeout_ms` of
 //   the connection's start or of the previous response; writing a response
-//   gets as long. Past that the connection is reset;
+//   gets as long. Past that the connection is closed;
 // - memory: headers ≤ `header_limit` bytes (431), no request bodies (413),
-//   one response in flight per connection, pipelined requests answered in order;
-//   after a closing reply (an error, "Connection: close") the connection sends
-//   FIN and drops up to 64 KiB more of the client's bytes until it closes, so
-//   the client reads the reply instead of a reset;
+//   GET and HEAD only (others 405 with Allow, connection kept), anything
+//   unparsable 400; one response in flight per connection, pipelined
+//   requests answered in order; after a closing reply (an error,
+//   "Connection: close", HTTP/1.0) the connection sends FIN and drops up to
+//   64 KiB more of the client's bytes until it closes;
 // - log: client faults (bad requests, timeouts of partial requests) and
 //   evictions at most a few lines a second each, plus how many were left out.
-//
-// The listener binds without SO_REUSEPORT, so no other socket can share the
-// port; SO_REUSEADDR is set (a restart must not fail on the previous run's
-// TIME_WAIT connections), which on Linux never lets a second socket bind an
-// address with a listener on it.
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
-#include <utility>
 
-#include "supervisor/http_exchange.hpp"
+#include "http/address.hpp"
+#include "http/server.hpp"
 
 namespace zkfarm::http {
 
-/// What the server logs. Every line is fixed text plus numbers and the peer's
-/// address, never the client's bytes.
-enum class LogLevel { kInfo, kWarn };
-using LogFn = std::function<void(LogLevel, std::string_view)>;
+/// Where the answers come from. Each is called on the server's I/O thread, once
+/// per request it serves, so each must be thread-safe against the supervisor's
+/// loop (Supervisor's snapshot functions are). A missing one answers 503.
+struct Content {
+  std::function<std::string()> status;   ///< the status object as JSON text (docs/protocol.md); empty: not rendered yet
+  std::function<std::string()> metrics;  ///< Prometheus text format 0.0.4; empty: not rendered yet
+  std::function<bool()> healthy;         ///< GET /healthz: 200 when true, else 503
+  std::function<bool()> ready;           ///< GET /readyz: 200 when true, else 503
+};
+
+/// One request line and what keep-alive needs, as the Router sees it.
+struct Request {
+  std::string method;       ///< as sent ("GET")
+  std::string target;       ///< as sent ("/status?x=1")
+  unsigned version = 11;    ///< 10 or 11
+  bool keep_alive = true;   ///< per RFC 9112 §9.3
+};
+
+/// An answer of the Router, before the server writes it.
+struct Response {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::shared_ptr<const std::string> body;  ///< never null after Router::respond
+  bool allow_header = false;                ///< add "Allow: GET, HEAD" (405)
+};
+
+/// GET/HEAD /status, /metrics, /healthz, /readyz (a query string is ignored);
+/// everything else 404 (path) or 405 (method). /status serves the status
+/// object itself when `status_detail` is true, else public_status() of it (counts
+/// only); the last reduction is cached while the snapshot text is unchanged.
+/// Not thread-safe (the cache): one Router per I/O thread.
+class Router {
+ public:
+  Router(Content content, bool status_detail);
+  /// The answer to `req` (status, type, body); never throws for any request.
+  /// Content callbacks that throw give 500.
+  Response respond(const Request& req);
+
+ private:
+  Content content_;
+  bool status_detail_;
+  std::string last_status_in_;
+  std::shared_ptr<const std::string> last_status_out_;
+};
 
 struct ServerOptions {
   std::string address;                 ///< "HOST:PORT", "[V6]:PORT"; port 0 picks a free one (tests)
@@ -60,16 +92,13 @@ struct ServerStats {
   uint64_t accepted = 0;      ///< connections accepted
   uint64_t open = 0;          ///< connections open now
   uint64_t evicted = 0;       ///< dropped at the cap (or to free a descriptor)
-  uint64_t timed_out = 0;     ///< reset at the deadline
+  uint64_t timed_out = 0;     ///< closed at a deadline
   uint64_t answered = 0;      ///< responses written
   uint64_t accept_errors = 0; ///< accepts that failed (EMFILE, ENFILE, …)
 };
 
-/// "HOST:PORT" or "[V6]:PORT" → (host, port), checked: a port of 1-5 digits
-/// up to 65535, brackets around an IPv6 host. Throws std::runtime_error
-/// "WHAT must be HOST:PORT, got '…'" (also zkfarm-api's --listen).
-std::pair<std::string, uint16_t> split_address(const std::string& address, const std::string& what = "http_address");
-
+/// zkfarmd's listener: the shared server (http::core::Server) with zkfarmd's
+/// limits, serving a Router.
 class HttpServer {
  public:
   /// Resolves and binds `opts.address` and listens; serves nothing until

@@ -6,16 +6,19 @@
 // held back (on_worker_exit, requeue). Every state change is a JobTable
 // transition (jobs.hpp); every time is monotonic except the journaled ones.
 #include "groth16/proof_json.hpp"
-#include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
+#include "protocol/worker_messages.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
 
-using nlohmann::json;
-
 namespace {
 bool same_part(const PartRef& a, const PartRef& b) { return a.job == b.job && a.index == b.index; }
+
+// What SYNTH, PROVE and ABORT name: the partition in its slot, as it is now.
+protocol::WorkRef work_ref(const PartRef& ref, const shm::Slot& slot) {
+  return {ref.job, ref.index, slot.id, slot.generation};
+}
 }  // namespace
 
 void Supervisor::free_slot(const std::optional<shm::Slot>& slot) {
@@ -67,19 +70,20 @@ void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashe
   if (in_flight && !job->terminal()) log_->warn("job {} partition {}: back to the queue ({})", ref.job, ref.index, why);
 }
 
-void Supervisor::on_worker_started(Worker& w, const json& msg) {
-  const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
-  if (!slots_.is_current(protocol::get_u32(msg, "slot"), protocol::get_u64(msg, "generation")) ||
+void Supervisor::on_worker_started(Worker& w, const protocol::Started& msg) {
+  const PartRef ref{msg.ref.job, msg.ref.partition};
+  if (!slots_.is_current(msg.ref.slot, msg.ref.generation) ||
       std::none_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); }))
     return;  // stale: withdrawn or renewed meanwhile
   w.computing = ref;
   jobs_.worker_started(ref, now_ms());
 }
 
-void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
-  const PartRef ref{protocol::get_u64(msg, "job"), protocol::get_u32(msg, "partition")};
-  const uint32_t slot = protocol::get_u32(msg, "slot");
-  const uint64_t generation = protocol::get_u64(msg, "generation");
+void Supervisor::on_worker_done(Worker& w, const protocol::WorkRef& work, const protocol::WorkResult& result,
+                                bool synth) {
+  const PartRef ref{work.job, work.partition};
+  const uint32_t slot = work.slot;
+  const uint64_t generation = work.generation;
   auto held = std::find_if(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); });
   if (!slots_.is_current(slot, generation) || held == w.assigned.end()) {
     log_->warn("worker {}: ignored a stale answer for job {} partition {} (slot {} generation {})", w.id, ref.job,
@@ -98,8 +102,8 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
     free_slot(jobs_.back_to_queue(ref, now_ms()));
     return;
   }
-  if (!protocol::get_bool(msg, "ok")) {
-    std::string error = protocol::find_str(msg, "error").value_or("unknown error");
+  if (!result.ok) {
+    const std::string& error = result.error;
     log_->error("job {} partition {}: {} failed in {}: {}", ref.job, ref.index, synth ? "synthesis" : "proving",
                 w.id, error);
     ++metrics_.partitions_failed;
@@ -116,9 +120,8 @@ void Supervisor::on_worker_done(Worker& w, const json& msg, bool synth) {
     log_->debug("job {} partition {}: synthesized by {}", ref.job, ref.index, w.id);
   } else {
     jobs_.proving_ended(ref, now_ms());
-    if (msg.contains("key_cached") && msg["key_cached"].is_boolean())
-      ++metrics_.key_cache[{"worker", msg["key_cached"].get<bool>() ? "hit" : "miss"}];
-    finish_partition(w, ref, protocol::get_bin(msg, "proof"));
+    if (result.key_cached) ++metrics_.key_cache[{"worker", *result.key_cached ? "hit" : "miss"}];
+    finish_partition(w, ref, result.proof);
   }
 }
 
@@ -220,27 +223,19 @@ void Supervisor::dispatch() {
     if (jobs_.start_synthesis(*ref, *slot, w.id, now_ms(), wall_ms()))
       journal_write([this, id = job->id, t = job->started_ms] { ledger_->set_started(id, t); });
     if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
-    json m = protocol::make(protocol::kSynth);
-    m["job"] = ref->job;
-    m["partition"] = ref->index;
-    m["slot"] = slot->id;
-    m["generation"] = slot->generation;
-    m["offset"] = slot->offset;
-    m["size"] = slot->size;
-    m["zkey"] = job->zkey;
+    protocol::Synth m{.ref = work_ref(*ref, *slot), .span = {slot->offset, slot->size}, .zkey = job->zkey,
+                      .witness = protocol::WitnessFile{p->wtns}};
     if (job->inputs()) {  // circom inputs: the synthesis worker runs the circuit's generator
-      m["generator"] = job->generator;
-      m["input"] = p->input;
-      m["input_name"] = p->input_source;
-      m["witness_timeout_ms"] = cfg_.witness_timeout_ms;
-      m["witness_memory_mib"] = cfg_.witness_memory_mib;
-      m["witness_cpu_s"] = cfg_.witness_cpu_s;
-      m["sandbox_user"] = cfg_.sandbox_user;
-      m["witness_engine"] = cfg_.witness_engine;
-    } else {
-      m["wtns"] = p->wtns;
+      m.witness = protocol::CircuitInput{.generator = job->generator,
+                                         .input = p->input,
+                                         .input_name = p->input_source,
+                                         .witness_timeout_ms = cfg_.witness_timeout_ms,
+                                         .witness_memory_mib = cfg_.witness_memory_mib,
+                                         .witness_cpu_s = cfg_.witness_cpu_s,
+                                         .sandbox_user = cfg_.sandbox_user,
+                                         .witness_engine = cfg_.witness_engine};
     }
-    send_to_worker(w, m);
+    send_to_worker(w, protocol::encode(m));
     w.assigned.push_back(*ref);
     w.state = WorkerState::kBusy;
   }
@@ -279,16 +274,10 @@ void Supervisor::send_prove(Worker& w, const PartRef& ref) {
   const Job* job = jobs_.find(ref.job);
   const Partition* p = jobs_.find(ref);
   jobs_.start_proving(ref, w.id, now_ms());
-  json m = protocol::make(protocol::kProve);
-  m["job"] = ref.job;
-  m["partition"] = ref.index;
-  m["slot"] = p->slot->id;
-  m["generation"] = p->slot->generation;
-  m["offset"] = p->slot->offset;
-  m["size"] = p->slot->size;
-  m["zkey"] = job->zkey;
-  m["priority"] = int(job->priority);
-  send_to_worker(w, m);
+  send_to_worker(w, protocol::encode(protocol::Prove{.ref = work_ref(ref, *p->slot),
+                                                     .span = {p->slot->offset, p->slot->size},
+                                                     .zkey = job->zkey,
+                                                     .priority = uint64_t(job->priority)}));
   w.assigned.push_back(ref);
   w.state = WorkerState::kBusy;
 }
@@ -302,12 +291,7 @@ void Supervisor::abort_in_flight(uint64_t job) {
       if (ref.job != job) continue;
       const Partition* p = jobs_.find(ref);
       if (!p || !p->slot) continue;
-      json m = protocol::make(protocol::kAbort);
-      m["job"] = job;
-      m["partition"] = p->index;
-      m["slot"] = p->slot->id;
-      m["generation"] = p->slot->generation;
-      send_to_worker(w, m);
+      send_to_worker(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
     }
   }
 }

@@ -6,14 +6,13 @@
 namespace zkfarm::supervisor {
 
 std::shared_ptr<const ProofVerifier> ProofVerifier::from_zkey(const Zkey& key) {
-  if (key.curve == CurveId::bls12_381) {
-    return std::shared_ptr<const ProofVerifier>(new ProofVerifier(Key(bls12_381::VerifyingKey::from_zkey(key))));
-  }
-  return std::shared_ptr<const ProofVerifier>(new ProofVerifier(Key(VerifyingKey::from_zkey(key))));
+  return with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
+    return std::shared_ptr<const ProofVerifier>(new ProofVerifier(Key(VerifyingKeyOf<C>::from_zkey(key))));
+  });
 }
 
 CurveId ProofVerifier::curve() const {
-  return std::holds_alternative<VerifyingKey>(vk_) ? CurveId::bn254 : CurveId::bls12_381;
+  return std::visit([]<class C>(const VerifyingKeyOf<C>&) { return C::kId; }, vk_);
 }
 
 size_t ProofVerifier::n_public() const {
@@ -22,13 +21,11 @@ size_t ProofVerifier::n_public() const {
 
 std::string ProofVerifier::check(std::string_view proof_bytes, std::span<const U256> public_signals) const {
   try {
-    VerifyResult r;
-    if (const auto* vk = std::get_if<VerifyingKey>(&vk_)) {
-      r = verify_proof(*vk, protocol::decode_proof<Bn254>(proof_bytes), public_signals);
-    } else {
-      r = bls12_381::verify_proof(std::get<bls12_381::VerifyingKey>(vk_),
-                                  protocol::decode_proof<bls12_381::Curve>(proof_bytes), public_signals);
-    }
+    const VerifyResult r = std::visit(
+        [&]<class C>(const VerifyingKeyOf<C>& vk) {
+          return verify_proof(vk, protocol::decode_proof<C>(proof_bytes), public_signals);
+        },
+        vk_);
     return r.ok() ? std::string() : r.reason;
   } catch (const protocol::ProtocolError& e) {
     return std::string("malformed proof: ") + e.what();

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <variant>
 
-#include "groth16/bls12_381_verify.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/verify.hpp"
 #include "groth16/zkey.hpp"
 
@@ -18,9 +18,9 @@ namespace zkfarm::supervisor {
 
 class ProofVerifier {
  public:
-  /// The verification key of `key` (BN254: verify.hpp's prepared key;
-  /// BLS12-381: bls12_381_verify.hpp's). Throws InputError naming the key
-  /// file for points no honest setup makes.
+  /// The verification key of `key` over the key's curve (verify.hpp's
+  /// VerifyingKeyOf<C>). Throws InputError naming the key file for points no
+  /// honest setup makes.
   static std::shared_ptr<const ProofVerifier> from_zkey(const Zkey& key);
 
   CurveId curve() const;
@@ -33,7 +33,7 @@ class ProofVerifier {
   std::string check(std::string_view proof_bytes, std::span<const U256> public_signals) const;
 
  private:
-  using Key = std::variant<VerifyingKey, bls12_381::VerifyingKey>;
+  using Key = Curves::Variant<VerifyingKeyOf>;
   explicit ProofVerifier(Key vk) : vk_(std::move(vk)) {}
   Key vk_;
 };

@@ -29,6 +29,7 @@
 #include "files/fs_credentials.hpp"
 #include "files/input_file.hpp"
 #include "files/safe_write.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
@@ -248,11 +249,7 @@ KeyFacts stored_key_facts(const std::string& path, const std::string& source, co
     const Zkey key = Zkey::open(path);
     // The header points every proof uses, on their curves and (BLS12-381's
     // G1) in their subgroup: a bad key is refused here, not after synthesis.
-    if (key.curve == CurveId::bls12_381) {
-      check_key_points_of<bls12_381::Curve>(key);
-    } else {
-      check_key_points(key);
-    }
+    with_curve(key.curve, [&]<class C>(std::type_identity<C>) { check_key_points_of<C>(key); });
     facts = KeyFacts{key.n_vars, key.n_public, key.curve, ProofVerifier::from_zkey(key)};
   } catch (const InputError& e) {  // name the client's file, not our copy
     std::string m = e.what();

@@ -188,7 +188,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   for (const auto& [id, w] : workers_->all()) n += w.kind == WorkerKind::kGpu;
   lifecycle_ = std::make_unique<Lifecycle>(
       cfg_, log_, *workers_, jobs_, metrics_,
-      Lifecycle::Hooks{[this](const Worker& w) { send_to_worker(w, protocol::make(protocol::kShutdown)); },
+      Lifecycle::Hooks{[this](const Worker& w) { send_to_worker(w, protocol::encode(protocol::Shutdown{})); },
                        [this](const std::string& why) { release_queued_claims(why); }});
   // Inputs are kept by content under STATE/inputs (submit.cpp), private to
   // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster.cpp).

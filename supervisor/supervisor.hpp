@@ -15,6 +15,7 @@
 #include "shm/arena.hpp"
 #include "shm/slots.hpp"
 #include "files/input_file.hpp"
+#include "protocol/worker_messages.hpp"
 #include "supervisor/proof_verifier.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
@@ -102,9 +103,11 @@ class Supervisor {
   void on_worker_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn);
   /// Passes the workers' output lines to the log, each with its worker's id.
   void pump_worker_output();
+  /// Decodes a worker's frame once (protocol::from_worker) and hands its struct on.
   void on_worker_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  void on_worker_done(Worker& w, const nlohmann::json& msg, bool synth);
-  void on_worker_started(Worker& w, const nlohmann::json& msg);
+  /// SYNTH_DONE (`synth`) or PROVE_DONE of the request under `ref`.
+  void on_worker_done(Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result, bool synth);
+  void on_worker_started(Worker& w, const protocol::Started& msg);
   /// Sends `w` the PROVE of synthesized partition `ref` (dispatch()).
   void send_prove(Worker& w, const PartRef& ref);
   /// A partition of circom inputs just synthesized: its public signals from
@@ -124,7 +127,8 @@ class Supervisor {
   void send_reply(const std::string& identity, nlohmann::json reply);
   void check_deadlines();
   void dispatch();
-  void send_to_worker(const Worker& w, const nlohmann::json& msg);
+  /// `frame`: one message from a protocol::encode overload (worker_messages.hpp).
+  void send_to_worker(const Worker& w, const std::string& frame);
   void requeue(const PartRef& ref, const std::string& why, bool crashed = false);
   void fail_job(uint64_t job, const std::string& error);
   /// `zkfarmctl cancel`: the live job `id` ends cancelled (slots freed,

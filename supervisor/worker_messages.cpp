@@ -1,12 +1,13 @@
 // The workers' channel (workers.sock): frames from workers, checked against
-// the process zkfarmd started under that id, decoded and routed; messages to
-// workers; heartbeats out and the deadlines that follow from them.
-#include "protocol/messages.hpp"
+// the process zkfarmd started under that id, decoded once into their structs
+// (protocol/worker_messages.hpp) and routed; messages to workers;
+// heartbeats out and the deadlines that follow from them.
+#include <variant>
+
+#include "protocol/worker_messages.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
-
-using nlohmann::json;
 
 namespace {
 
@@ -21,8 +22,8 @@ std::string printable(std::string_view s, size_t max) {
 
 }  // namespace
 
-void Supervisor::send_to_worker(const Worker& w, const json& msg) {
-  const std::string error = worker_socket_->send(protocol::worker_route(w.id, long(w.pid)), protocol::encode(msg));
+void Supervisor::send_to_worker(const Worker& w, const std::string& frame) {
+  const std::string error = worker_socket_->send(protocol::worker_route(w.id, long(w.pid)), frame);
   if (!error.empty()) log_->warn("worker {}: send failed: {}", w.id, error);
 }
 
@@ -43,42 +44,42 @@ void Supervisor::on_worker_frame(const std::string& identity, const std::string&
                          ", not the worker's process (pid " + std::to_string(w.pid) + ")");
     return;
   }
-  json msg;
+  protocol::Message map;
   try {
-    msg = protocol::decode(frame);
-  } catch (const protocol::ProtocolError& e) {
+    map = protocol::decode(frame);
+  } catch (const protocol::VersionError& e) {
     warn_limited("worker " + w.id + ": dropped a malformed message: " + e.what());
-    if (w.state == WorkerState::kStarting && std::string(e.what()).find("protocol version") != std::string::npos) {
+    if (w.state == WorkerState::kStarting) {
       log_->error("worker {}: speaks another protocol version; asking it to exit", w.id);
-      workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::make(protocol::kShutdown)); },
+      workers_->ask_to_stop(w, [this](const Worker& x) { send_to_worker(x, protocol::encode(protocol::Shutdown{})); },
                             now_ms());
     }
     return;
+  } catch (const protocol::ProtocolError& e) {
+    warn_limited("worker " + w.id + ": dropped a malformed message: " + e.what());
+    return;
   }
+  // A frame that decodes is a sign of life, even when its fields do not.
   w.last_seen_ms = now_ms();
+  protocol::FromWorker msg;
   try {
-    const std::string type = protocol::type_of(msg);
-    if (type == protocol::kHeartbeat) return;
-    if (type == protocol::kReady) {
-      w.version = protocol::get_str(msg, "version");
-      w.backend = protocol::get_str(msg, "backend");
-      if (w.state == WorkerState::kStarting) w.state = WorkerState::kIdle;
-      log_->info("worker {}: READY (version {}, backend {}, pid {})", w.id, w.version, w.backend,
-                 protocol::get_u64(msg, "pid"));
-      return;
-    }
-    if (type == protocol::kSynthDone || type == protocol::kProveDone) {
-      on_worker_done(w, msg, type == protocol::kSynthDone);
-      return;
-    }
-    if (type == protocol::kStarted) {
-      on_worker_started(w, msg);
-      return;
-    }
-    log_->warn("worker {}: dropped a message of unknown type {}", w.id, type);
+    msg = protocol::from_worker(map);
   } catch (const protocol::ProtocolError& e) {
     log_->warn("worker {}: dropped a message: {}", w.id, e.what());
+    return;
   }
+  if (const auto* ready = std::get_if<protocol::Ready>(&msg)) {
+    w.version = ready->version;
+    w.backend = ready->backend;
+    if (w.state == WorkerState::kStarting) w.state = WorkerState::kIdle;
+    log_->info("worker {}: READY (version {}, backend {}, pid {})", w.id, w.version, w.backend, ready->pid);
+  } else if (const auto* started = std::get_if<protocol::Started>(&msg)) {
+    on_worker_started(w, *started);
+  } else if (const auto* done = std::get_if<protocol::SynthDone>(&msg)) {
+    on_worker_done(w, done->ref, done->result, true);
+  } else if (const auto* proved = std::get_if<protocol::ProveDone>(&msg)) {
+    on_worker_done(w, proved->ref, proved->result, false);
+  }  // else HEARTBEAT: last_seen_ms is all it says
 }
 
 void Supervisor::check_deadlines() {
@@ -86,7 +87,7 @@ void Supervisor::check_deadlines() {
   if (now >= next_heartbeat_ms_) {
     next_heartbeat_ms_ = now + cfg_.heartbeat_ms;
     for (auto& [id, w] : workers_->all())
-      if (w.pid > 0 && w.state != WorkerState::kStarting) send_to_worker(w, protocol::make(protocol::kHeartbeat));
+      if (w.pid > 0 && w.state != WorkerState::kStarting) send_to_worker(w, protocol::encode(protocol::Heartbeat{}));
   }
   workers_->enforce_deadlines(now);
   workers_->restart_due(now, lifecycle_->stopping());

@@ -16,49 +16,49 @@
 #include <fcntl.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <variant>
 
+#include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/key_cache.hpp"
 #include "groth16/prover.hpp"
-#include "protocol/work_request.hpp"
-#include "protocol/worker_main.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/graph_file.hpp"
 #include "witgen/witness_engine.hpp"
+#include "worker_kit/work_request.hpp"
+#include "worker_kit/worker_main.hpp"
 
 namespace {
 
 using namespace zkfarm;
 namespace proto = zkfarm::protocol;
+namespace kit = zkfarm::worker_kit;
 
 constexpr const char* kVersion = "0.1.0";
 
 // The witness of a partition of circom inputs by the circuit's generator
-// (fields generator, input, input_name, witness_timeout_ms,
-// witness_memory_mib), in a process of its own, into a memfd: for a circuit
-// without a witness graph, or an input that failed in it (graph_into_slot);
-// InputError naming the client's input file for anything the input or the
-// circuit did wrong.
-Wtns generate(const proto::Message& req, const Zkey& key) {
-  const std::string generator = proto::get_str(req, "generator");
-  const std::string input = proto::get_str(req, "input");
-  const std::string name = proto::find_str(req, "input_name").value_or(input);
-  files::UniqueFd in(::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+// (with its limits and sandbox user), in a process of its own, into a memfd:
+// for a circuit without a witness graph, or an input that failed in it
+// (graph_into_slot); InputError naming the client's input file for anything
+// the input or the circuit did wrong.
+Wtns generate(const proto::CircuitInput& req, const Zkey& key) {
+  const std::string& name = req.input_name;
+  files::UniqueFd in(::open(req.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) throw InputError(name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
   witgen::GeneratorInfo info;
   info.n8 = 32;
   info.witness_size = key.n_vars;
   witgen::GenerateOptions opt;
-  opt.timeout = std::chrono::milliseconds(req.value("witness_timeout_ms", uint64_t(600000)));
-  opt.memory_bytes = req.value("witness_memory_mib", uint64_t(0)) << 20;
+  opt.timeout = std::chrono::milliseconds(req.witness_timeout_ms);
+  opt.memory_bytes = req.witness_memory_mib << 20;
   try {  // circuit code never runs as root (docs/witness.md, "Circuit code is confined")
-    opt.sandbox = witgen::make_sandbox(req.value("sandbox_user", std::string("zkfarm-sandbox")),
-                                       req.value("witness_cpu_s", uint64_t(600)));
+    opt.sandbox = witgen::make_sandbox(req.sandbox_user, req.witness_cpu_s);
   } catch (const witgen::SandboxError& e) {
     throw InputError(name + ": " + e.what());
   }
@@ -66,7 +66,7 @@ Wtns generate(const proto::Message& req, const Zkey& key) {
   files::UniqueFd out;
   try {
     // synth() tried the circuit's graph first: this is the generator's turn.
-    out = witgen::generate_witness(generator, in.get(), info, opt);
+    out = witgen::generate_witness(req.generator, in.get(), info, opt);
   } catch (const witgen::GenerateError& e) {
     if (proto::abort_flag().load()) throw Cancelled();
     throw InputError(name + ": " + e.what());
@@ -87,36 +87,41 @@ Wtns generate(const proto::Message& req, const Zkey& key) {
 // `slot` (witgen/witness_engine.hpp); false when the circuit has none, the
 // configuration says generator, or the input fails an assert there (the
 // generator then runs and says why). InputError for an input of the wrong shape.
-bool graph_into_slot(const proto::Message& req, const Zkey& key, U256* slot) {
+// The witness graph's number for the key's curve: the graph curve whose prime
+// is the key's r (no table of ours to keep in step with witgen's numbering).
+uint32_t graph_curve(const Zkey& key) {
+  const uint64_t* r = curve_primes(key.curve).r;
+  for (uint32_t c = 1; const uint64_t* m = witgen::graph::curve_modulus(c); ++c)
+    if (std::equal(m, m + 4, r)) return c;
+  throw InputError(key.path + ": no witness graph is made over " + curve_name(key.curve));
+}
+
+bool graph_into_slot(const proto::CircuitInput& req, const Zkey& key, U256* slot) {
   witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
-  witgen::parse_witness_engine(req.value("witness_engine", std::string("auto")), engine);
-  const std::string input = proto::get_str(req, "input");
-  const std::string name = proto::find_str(req, "input_name").value_or(input);
-  files::UniqueFd in(::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  witgen::parse_witness_engine(req.witness_engine, engine);
+  const std::string& name = req.input_name;
+  files::UniqueFd in(::open(req.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) throw InputError(name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
   try {
-    return witgen::graph_witness_into(proto::get_str(req, "generator"), in.get(), engine,
-                                      key.curve == CurveId::bls12_381 ? 2 : 1, key.n_vars,
+    return witgen::graph_witness_into(req.generator, in.get(), engine, graph_curve(key), key.n_vars,
                                       reinterpret_cast<uint8_t*>(slot));
   } catch (const witgen::GenerateError& e) {
     throw InputError(name + ": " + e.what());
   }
 }
 
-// One SYNTH: fields offset, size, zkey, and wtns or a generator and its input
-// (ProtocolError when missing).
-proto::WorkResult synth(const proto::Message& req, const shm::Arena& arena, KeyCache<std::monostate>& keys) {
-  const std::string zkey = proto::get_str(req, "zkey");
-  return proto::run_step([&] {
-    const Zkey& key = *keys.get(zkey).key;
+// One SYNTH: its witness from a .wtns, or made from a circom input.
+proto::WorkResult synth(const proto::Synth& req, const shm::Arena& arena, KeyCache<std::monostate>& keys) {
+  return kit::run_step([&] {
+    const Zkey& key = *keys.get(req.zkey).key;
+    const auto* input = std::get_if<proto::CircuitInput>(&req.witness);
     // A circuit's witness graph writes the witness straight into the slot:
     // canonical values of the key's count by construction, nothing to copy or check.
-    if (req.contains("generator") && graph_into_slot(req, key, proto::request_witness(req, arena, key)))
-      return proto::WorkResult{};
-    Wtns wtns = req.contains("generator") ? generate(req, key) : Wtns::open(proto::get_str(req, "wtns"));
+    if (input && graph_into_slot(*input, key, kit::request_witness(req.span, arena, key))) return proto::WorkResult{};
+    Wtns wtns = input ? generate(*input, key) : Wtns::open(std::get<proto::WitnessFile>(req.witness).path);
     check_witness_matches(key, wtns);
     if (proto::abort_flag().load()) throw Cancelled();
-    std::memcpy(proto::request_witness(req, arena, key), wtns.values.data(), witness_bytes(key));
+    std::memcpy(kit::request_witness(req.span, arena, key), wtns.values.data(), witness_bytes(key));
     return proto::WorkResult{};
   });
 }
@@ -130,18 +135,19 @@ int main(int argc, char** argv) {
     return proto::kExitSupervisorLost;
   }
   CLI::App app{"zkfarm-synth: zkfarm's synthesis worker (started by zkfarmd, not by hand)."};
-  proto::WorkerFlags flags;
+  kit::WorkerFlags flags;
   flags.id = "synth-0";
   flags.threads = 1;
-  proto::add_worker_flags(app, flags, "threads (unused: a witness is read and checked on one)");
+  kit::add_worker_flags(app, flags, "threads (unused: a witness is read and checked on one)");
   app.set_version_flag("--version", std::string("zkfarm-synth ") + kVersion);
-  if (auto code = proto::parse_worker_flags(app, argc, argv, flags, "zkfarm-synth")) return *code;
+  if (auto code = kit::parse_worker_flags(app, argc, argv, flags, "zkfarm-synth")) return *code;
 
-  return proto::run_worker("zkfarm-synth", [&] {
-    proto::WorkerOptions opt = proto::worker_options(flags, "synth", kVersion, "cpu");
+  return kit::run_worker("zkfarm-synth", [&] {
+    proto::WorkerOptions opt = kit::worker_options(flags, "synth", kVersion, "cpu");
     shm::Arena arena = shm::Arena::attach(flags.arena);
     KeyCache<std::monostate> keys(4);
-    proto::WorkerChannel channel(opt, [&](const proto::Message& req) { return synth(req, arena, keys); });
+    proto::SynthHandler handler = [&](const proto::Synth& req) { return synth(req, arena, keys); };
+    proto::WorkerChannel channel(opt, handler);
     return channel.run();
   });
 }

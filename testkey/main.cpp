@@ -18,7 +18,11 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/prover.hpp"
 #include "testkey/setup.hpp"
 
@@ -40,7 +44,8 @@ template <class C>
 int make_key(const Options& o, const R1cs* r1cs) {
   // The seed is a 64-bit number whatever the curve (random_scalar draws BN254's Fr: any bits do).
   const uint64_t s = o.seed ? *o.seed : random_scalar()[0];
-  const char* curve_note = C::kId == CurveId::bn254 ? "" : " over bls12381";
+  // The default curve's keys say nothing of their curve (the output before --curve existed).
+  const std::string curve_note = std::is_same_v<C, DefaultCurve> ? "" : std::string(" over ") + C::kName;
   auto t0 = std::chrono::steady_clock::now();
   auto lap = [&](const char* what) {
     double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -54,7 +59,7 @@ int make_key(const Options& o, const R1cs* r1cs) {
     write_zkey(c, ToxicWaste<C>::draw(trng), o.prefix + ".zkey", o.prefix + ".vkey.json", pool);
     lap("proving key");
     std::printf("%s.zkey: %zu constraints, %u public, nVars %u (INSECURE test key%s for %s)\n", o.prefix.c_str(),
-                c.constraints.size(), c.n_public, c.n_vars(), curve_note, o.r1cs.c_str());
+                c.constraints.size(), c.n_public, c.n_vars(), curve_note.c_str(), o.r1cs.c_str());
     return 0;
   }
   Circuit<C> c = make_circuit<C>(o.constraints, o.pub, s);
@@ -68,7 +73,7 @@ int make_key(const Options& o, const R1cs* r1cs) {
   write_zkey(c, ToxicWaste<C>::draw(trng), o.prefix + ".zkey", o.prefix + ".vkey.json", pool);
   lap("proving key");
   std::printf("%s.zkey: %u constraints, %u public, nVars %u (INSECURE test key%s)\n", o.prefix.c_str(), o.constraints,
-              o.pub, c.n_vars(), curve_note);
+              o.pub, c.n_vars(), curve_note.c_str());
   return 0;
 }
 
@@ -85,9 +90,11 @@ int main(int argc, char** argv) {
       app.add_option("--constraints", o.constraints, "number of constraints N")->check(CLI::Range(1u, (1u << 27) - 1024));
   auto* r1cs_opt = app.add_option("--r1cs", o.r1cs, "a key for this circom circuit instead (writes .zkey and .vkey.json)");
   n_opt->excludes(r1cs_opt);
+  std::vector<std::string> known_names;
+  for_each_curve([&]<class C>(std::type_identity<C>) { known_names.emplace_back(C::kName); });
   app.add_option("--curve", curve,
                  "bn128 or bls12381 (default: bn128; with --r1cs, the curve of the r1cs's prime, as circom -p wrote it)")
-      ->check(CLI::IsMember({"bn128", "bls12381"}));
+      ->check(CLI::IsMember(known_names));
   app.add_option("--public", o.pub, "public inputs P (default 1)")->check(CLI::Range(0u, 1u << 20));
   app.add_option("--out", o.prefix, "output prefix: PREFIX.r1cs, .zkey, .vkey.json, .wtns")->required();
   app.add_option("--seed", o.seed, "seed for the circuit, the witnesses and the toxic waste (default: random)");
@@ -103,9 +110,9 @@ int main(int argc, char** argv) {
   }
   try {
     std::optional<R1cs> r1cs;
-    CurveId id = CurveId::bn254;
+    CurveId id = DefaultCurve::kId;
     if (curve) {
-      id = *curve == "bls12381" ? CurveId::bls12_381 : CurveId::bn254;
+      if (const auto named = curve_id_of_name(*curve)) id = *named;  // CLI11 took only known names
     }
     if (!o.r1cs.empty()) {
       r1cs.emplace(R1cs::open(o.r1cs));
@@ -114,7 +121,7 @@ int main(int argc, char** argv) {
         if (const CurvePrimes* k = r1cs_curve(*r1cs)) id = k->id;
     }
     const R1cs* r = r1cs ? &*r1cs : nullptr;
-    return id == CurveId::bls12_381 ? make_key<bls12_381::Curve>(o, r) : make_key<Bn254>(o, r);
+    return with_curve(id, [&]<class C>(std::type_identity<C>) { return make_key<C>(o, r); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zkfarm-testkey: %s\n", e.what());
     return 1;

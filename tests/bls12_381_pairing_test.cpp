@@ -1,4 +1,4 @@
-// The BLS12-381 pairing (groth16/bls12_381_pairing.hpp): the tower and the
+// The BLS12-381 pairing (groth16/pairing.hpp, tower.hpp): the tower and the
 // pairing against known answers of an independent plain-Python pairing
 // (tests/vectors/bls12_381_pairing.txt from bls12_381_pairing_ref.py), its
 // algebra (bilinearity, order r, non-degeneracy), subgroup checks, and the real
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "groth16/bls12_381_pairing.hpp"
+#include "groth16/pairing.hpp"
 #include "test_util.hpp"
 #include "vector_file.hpp"
 

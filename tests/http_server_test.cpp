@@ -1,7 +1,9 @@
-// zkfarmd's HTTP listener on its own: the request handling without sockets
-// (Exchange, Router, public_status), the log limiter, and the server on an
-// ephemeral port of 127.0.0.1 (cap and eviction, deadlines, pipelining, the
-// address in use, descriptor exhaustion in a child process).
+// zkfarmd's HTTP listener on its own: the request handling (through
+// Exchange, a test double that drives a real server over one connection;
+// Router, public_status), the log limiter, and the server on an ephemeral
+// port of 127.0.0.1 (cap and eviction, deadlines, pipelining, the address in
+// use, descriptor exhaustion in a child process). The shared server's own
+// limits in zkfarm-api's configuration: http_core_test.cpp.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -24,7 +26,6 @@
 #include <thread>
 #include <vector>
 
-#include "supervisor/http_exchange.hpp"
 #include "supervisor/http_server.hpp"
 #include "supervisor/log_limiter.hpp"
 #include "supervisor/public_status.hpp"
@@ -66,21 +67,132 @@ struct Fake {
   }
 };
 
+int connect_to(uint16_t port);
+bool send_all(int fd, std::string_view s);
+ServerOptions local(unsigned cap = 64, unsigned timeout_ms = 60000);
+
+// One answer as a client reads it off the connection.
+struct Reply {
+  unsigned status = 0;
+  std::string head;                         // status line and header fields, through the blank line
+  std::shared_ptr<const std::string> body;  // null when none came (HEAD, or an empty body)
+  bool close = false;                       // "Connection: close": nothing more will be answered
+  std::string fault;                        // what the server logged about the client's fault, or ""
+};
+
+// The socket-less Exchange of the hand-written server is gone: the shared
+// Beast server reads its sockets itself. This double keeps its interface for
+// the tests below: a zkfarmd server serving `content` and one connection to
+// it; bytes fed go out, next() reads the next answer (or finds none within a
+// short wait when no complete request is pending), and the fault comes from
+// the server's log line about it.
+class Exchange {
+ public:
+  explicit Exchange(Content content, std::size_t header_limit = 8192) {
+    ServerOptions o = local(64, 60000);
+    o.header_limit = header_limit;
+    o.log = [this](LogLevel, std::string_view line) {
+      std::lock_guard<std::mutex> l(m_);
+      const std::string_view tag = "http: bad request from ";
+      if (line.rfind(tag, 0) != 0) return;
+      line.remove_prefix(tag.size());
+      faults_.emplace_back(line.substr(line.find(": ") + 2));
+    };
+    header_limit_ = header_limit;
+    server_ = std::make_unique<HttpServer>(o);
+    server_->start(std::move(content));
+    fd_ = connect_to(server_->port());
+  }
+  ~Exchange() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void feed(std::string_view bytes) {
+    fed_.append(bytes);
+    send_all(fd_, bytes);
+  }
+
+  bool next(Reply& out) {
+    // Requests fed in full and not answered yet: their answer must come.
+    while (parsed_ < fed_.size()) {
+      const auto end = fed_.find("\r\n\r\n", parsed_);
+      if (end == std::string::npos) break;
+      methods_.push_back(fed_.substr(parsed_, fed_.find(' ', parsed_) - parsed_));
+      parsed_ = end + 4;
+    }
+    const bool due = !closed_ && (answered_ < methods_.size() || fed_.size() - parsed_ > header_limit_);
+    std::size_t end;
+    for (auto until = std::chrono::steady_clock::now() + (due ? 10s : 150ms);
+         (end = in_.find("\r\n\r\n")) == std::string::npos;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) <= 0) return false;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      in_.append(buf, size_t(n));
+    }
+    Reply r;
+    r.head = in_.substr(0, end + 4);
+    in_.erase(0, end + 4);
+    r.status = unsigned(std::stoul(r.head.substr(9, 3)));
+    const bool head_request = answered_ < methods_.size() && methods_[answered_] == "HEAD";
+    std::smatch m;
+    std::size_t length = 0;
+    if (!head_request && std::regex_search(r.head, m, std::regex("Content-Length: (\\d+)"))) length = std::stoul(m[1]);
+    while (in_.size() < length) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in_.append(buf, size_t(n));
+    }
+    if (length) r.body = std::make_shared<const std::string>(in_.substr(0, length));
+    in_.erase(0, std::min(length, in_.size()));
+    r.close = r.head.find("Connection: close\r\n") != std::string::npos;
+    {
+      // The server logs a fault before it writes the answer.
+      std::lock_guard<std::mutex> l(m_);
+      if (r.status >= 400 && r.status != 404 && r.status < 500 && !faults_.empty()) {
+        r.fault = faults_.front();
+        faults_.erase(faults_.begin());
+      }
+    }
+    closed_ = closed_ || r.close;
+    ++answered_;
+    out = std::move(r);
+    return true;
+  }
+
+  // Bytes fed that belong to no complete request yet.
+  std::size_t buffered() const { return fed_.size() - parsed_; }
+  // True once a closing reply came.
+  bool closed() const { return closed_; }
+  // Answers read so far.
+  uint64_t answered() const { return answered_; }
+
+ private:
+  std::unique_ptr<HttpServer> server_;
+  int fd_ = -1;
+  std::size_t header_limit_ = 8192;
+  std::string fed_, in_;
+  std::size_t parsed_ = 0;
+  std::vector<std::string> methods_;
+  uint64_t answered_ = 0;
+  bool closed_ = false;
+  std::mutex m_;
+  std::vector<std::string> faults_;
+};
+
 // Feeds `bytes` to `ex` at once.
-void feed(Exchange& ex, std::string_view bytes) {
-  auto room = ex.prepare(bytes.size());
-  std::memcpy(room.data(), bytes.data(), bytes.size());
-  ex.commit(bytes.size());
-}
+void feed(Exchange& ex, std::string_view bytes) { ex.feed(bytes); }
 
 std::string body_of(const Reply& r) { return r.body ? *r.body : std::string(); }
 
-// ---- Exchange: bytes in, replies out, no sockets ----
+// ---- Exchange: bytes in, replies out ----
 
 TEST(HttpExchange, PipelinedRequestsGetOneReplyEachInOrder) {
   Fake f;
-  Router router(f.content(), false);
-  Exchange ex(router);
+  Exchange ex(f.content());
   feed(ex, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /readyz HTTP/1.1\r\nHost: a\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
   Reply r;
   ASSERT_TRUE(ex.next(r));
@@ -101,8 +213,7 @@ TEST(HttpExchange, PipelinedRequestsGetOneReplyEachInOrder) {
 
 TEST(HttpExchange, RequestArrivingByteByByteIsAnsweredOnceComplete) {
   Fake f;
-  Router router(f.content(), false);
-  Exchange ex(router);
+  Exchange ex(f.content());
   const std::string req = "GET /healthz HTTP/1.1\r\nHost: a\r\nX-Long: abcdefghij\r\n\r\n";
   Reply r;
   for (size_t i = 0; i + 1 < req.size(); ++i) {
@@ -118,11 +229,10 @@ TEST(HttpExchange, RequestArrivingByteByByteIsAnsweredOnceComplete) {
 
 TEST(HttpExchange, RequestBodiesAre413AndClose) {
   Fake f;
-  Router router(f.content(), false);
   for (const char* req : {"GET /status HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
                           "GET /status HTTP/1.1\r\nContent-Length: 5\r\n\r\n",  // body announced, not sent
                           "POST /status HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"}) {
-    Exchange ex(router);
+    Exchange ex(f.content());
     feed(ex, req);
     Reply r;
     ASSERT_TRUE(ex.next(r)) << req;
@@ -138,8 +248,7 @@ TEST(HttpExchange, RequestBodiesAre413AndClose) {
 
 TEST(HttpExchange, OtherMethodsAre405WithAllowAndKeepTheConnection) {
   Fake f;
-  Router router(f.content(), false);
-  Exchange ex(router);
+  Exchange ex(f.content());
   feed(ex, "DELETE /status HTTP/1.1\r\n\r\nPOST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
   Reply r;
   for (int i = 0; i < 2; ++i) {
@@ -155,7 +264,6 @@ TEST(HttpExchange, OtherMethodsAre405WithAllowAndKeepTheConnection) {
 
 TEST(HttpExchange, HeadersBeyondTheLimitAre431) {
   Fake f;
-  Router router(f.content(), false);
   auto with_header_of = [](size_t total) {
     std::string start = "GET /healthz HTTP/1.1\r\nX-Pad: ";
     std::string req = start + std::string(total - start.size() - 4, 'a') + "\r\n\r\n";
@@ -163,14 +271,14 @@ TEST(HttpExchange, HeadersBeyondTheLimitAre431) {
     return req;
   };
   {
-    Exchange ex(router, 8192);
+    Exchange ex(f.content(), 8192);
     feed(ex, with_header_of(8000));
     Reply r;
     ASSERT_TRUE(ex.next(r));
     EXPECT_EQ(r.status, 200u);
   }
   for (size_t total : {8193u, 9000u, 20000u}) {
-    Exchange ex(router, 8192);
+    Exchange ex(f.content(), 8192);
     feed(ex, with_header_of(total));
     Reply r;
     ASSERT_TRUE(ex.next(r)) << total;
@@ -180,7 +288,7 @@ TEST(HttpExchange, HeadersBeyondTheLimitAre431) {
   {
     // An endless header line, never terminated: refused once past the limit,
     // whatever the read sizes.
-    Exchange ex(router, 8192);
+    Exchange ex(f.content(), 8192);
     feed(ex, "GET /healthz HTTP/1.1\r\nX-Pad: ");
     Reply r;
     bool answered = false;
@@ -191,7 +299,7 @@ TEST(HttpExchange, HeadersBeyondTheLimitAre431) {
     ASSERT_TRUE(answered);
     EXPECT_EQ(r.status, 431u);
     // A long request line too.
-    Exchange ex2(router, 8192);
+    Exchange ex2(f.content(), 8192);
     feed(ex2, "GET /" + std::string(9000, 'x'));
     ASSERT_TRUE(ex2.next(r));
     EXPECT_EQ(r.status, 431u);
@@ -200,11 +308,10 @@ TEST(HttpExchange, HeadersBeyondTheLimitAre431) {
 
 TEST(HttpExchange, GarbageIs400AndTheFaultNeverEchoesTheBytes) {
   Fake f;
-  Router router(f.content(), false);
   for (std::string req : {std::string("\x01\x02secret-token\r\n\r\n", 18), std::string("GET /status HTTP/9.Z\r\n\r\n"),
                           std::string("GET /status HTTP/1.1\r\nBad Header secret-token\r\n\r\n"),
                           std::string("G\x7f" "T / HTTP/1.1\r\n\r\n")}) {
-    Exchange ex(router);
+    Exchange ex(f.content());
     feed(ex, req);
     Reply r;
     ASSERT_TRUE(ex.next(r)) << req;
@@ -218,8 +325,7 @@ TEST(HttpExchange, GarbageIs400AndTheFaultNeverEchoesTheBytes) {
 
 TEST(HttpExchange, HeadGivesTheLengthWithoutTheBody) {
   Fake f;
-  Router router(f.content(), false);
-  Exchange ex(router);
+  Exchange ex(f.content());
   feed(ex, "HEAD /healthz HTTP/1.1\r\n\r\nHEAD /nowhere HTTP/1.1\r\n\r\n");
   Reply r;
   ASSERT_TRUE(ex.next(r));
@@ -234,16 +340,15 @@ TEST(HttpExchange, HeadGivesTheLengthWithoutTheBody) {
 
 TEST(HttpExchange, Http10ClosesUnlessAskedToKeepAlive) {
   Fake f;
-  Router router(f.content(), false);
   {
-    Exchange ex(router);
+    Exchange ex(f.content());
     feed(ex, "GET /healthz HTTP/1.0\r\n\r\n");
     Reply r;
     ASSERT_TRUE(ex.next(r));
     EXPECT_TRUE(r.close);
   }
   {
-    Exchange ex(router);
+    Exchange ex(f.content());
     feed(ex, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     Reply r;
     ASSERT_TRUE(ex.next(r));
@@ -251,7 +356,7 @@ TEST(HttpExchange, Http10ClosesUnlessAskedToKeepAlive) {
     EXPECT_NE(r.head.find("Connection: keep-alive\r\n"), std::string::npos);
   }
   {
-    Exchange ex(router);
+    Exchange ex(f.content());
     feed(ex, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
     Reply r;
     ASSERT_TRUE(ex.next(r));
@@ -440,7 +545,7 @@ bool eventually(F pred) {
   return pred();
 }
 
-ServerOptions local(unsigned cap = 64, unsigned timeout_ms = 60000) {
+ServerOptions local(unsigned cap, unsigned timeout_ms) {
   ServerOptions o;
   o.address = "127.0.0.1:0";
   o.max_connections = cap;
@@ -556,6 +661,22 @@ TEST(HttpServer, PartialAndIdleConnectionsAreClosedAtTheDeadline) {
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 290ms) << "not closed before the deadline";
   EXPECT_EQ(server.stats().timed_out, 3u);
   for (int fd : {partial, idle, kept}) ::close(fd);
+}
+
+TEST(HttpServer, RefusalsKeepTheirReasonPhrasesInTheStatusLineAndBody) {
+  Fake f;
+  HttpServer server(local());
+  server.start(f.content());
+  int fd = connect_to(server.port());
+  ASSERT_GE(fd, 0);
+  send_all(fd, "GET /status HTTP/1.1\r\nContent-Length: 1\r\n\r\nx");
+  std::string carry;
+  HttpReply r = read_reply(fd, carry);
+  EXPECT_EQ(r.head.rfind("HTTP/1.1 413 Content Too Large\r\n", 0), 0u) << r.head;
+  EXPECT_EQ(r.body, "Content Too Large\n");
+  EXPECT_NE(r.head.find("Content-Type: text/plain; charset=utf-8\r\n"), std::string::npos);
+  EXPECT_NE(r.head.find("X-Content-Type-Options: nosniff\r\n"), std::string::npos);
+  ::close(fd);
 }
 
 TEST(HttpServer, AnAddressInUseIsRefusedNamingIt) {

@@ -1,4 +1,4 @@
-// The BN254 pairing (groth16/pairing.hpp, fq12.hpp): Fq12 arithmetic, the final
+// The BN254 pairing (groth16/pairing.hpp, tower.hpp): Fq12 arithmetic, the final
 // exponentiation and e(P, Q) against tests/vectors/pairing.txt (bn254_ref.py:
 // plain Python, a flat Fq12 and an affine Miller loop); the sparse and
 // cyclotomic shortcuts against general arithmetic; bilinearity,

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "groth16/fq12.hpp"
+#include "groth16/pairing.hpp"
 #include "test_util.hpp"
 #include "vector_file.hpp"
 

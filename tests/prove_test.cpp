@@ -10,8 +10,8 @@
 #include <sstream>
 #include <thread>
 
-#include "groth16/bls12_381_verify.hpp"
 #include "groth16/proof_json.hpp"
+#include "groth16/verify.hpp"
 #include "groth16/prover.hpp"
 #include "test_util.hpp"
 

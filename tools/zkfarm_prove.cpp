@@ -24,8 +24,8 @@
 #include "files/unique_fd.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/prover.hpp"
-#include "groth16/bls12_381_verify.hpp"
 #include "groth16/verify.hpp"
 #include "tools/generator_arg.hpp"
 
@@ -79,17 +79,6 @@ int refuse_unverified(const std::string& wtns_name, const std::string& reason) {
   return kExitBadInput;
 }
 
-// The verifying key and the verifier of curve C.
-template <class C>
-auto verifying_key(const zkfarm::Zkey& key) {
-  if constexpr (std::is_same_v<C, zkfarm::Bn254>) return zkfarm::VerifyingKey::from_zkey(key);
-  else return zkfarm::bls12_381::VerifyingKey::from_zkey(key);
-}
-template <class C, class Vk>
-zkfarm::VerifyResult verify_with(const Vk& vk, const zkfarm::ProofOf<C>& proof, const zkfarm::U256* pub, size_t n) {
-  if constexpr (std::is_same_v<C, zkfarm::Bn254>) return zkfarm::verify_proof(vk, proof, {pub, n});
-  else return zkfarm::bls12_381::verify_proof(vk, proof, {pub, n});
-}
 
 // Proves `wtns` (already opened; `wtns_name` names it in messages) with the
 // key at `key_path` over curve C on the chosen backend, verifies, writes both
@@ -111,7 +100,7 @@ int prove_on(const std::string& key_path, const zkfarm::Wtns& wtns, const std::s
   }
   const Zkey& key = backend->load(key_path);
   check_witness_matches(key, wtns);
-  const auto vk = verifying_key<C>(key);  // a bad key fails here, before the work
+  const auto vk = VerifyingKeyOf<C>::from_zkey(key);  // a bad key fails here, before the work
 
   // The witness is all the backend takes (as a farm slot holds it): synthesis
   // runs inside it, on the CPU's threads or on the device.
@@ -123,7 +112,7 @@ int prove_on(const std::string& key_path, const zkfarm::Wtns& wtns, const std::s
 
   // Synthesis does not check the constraints, so an unsatisfying witness gives
   // a proof; so would a backend fault. Neither may reach the output files.
-  const VerifyResult check = verify_with<C>(vk, proof, witness.data() + 1, key.n_public);
+  const VerifyResult check = verify_proof(vk, proof, {witness.data() + 1, key.n_public});
   if (!check) return refuse_unverified(wtns_name, check.reason);
   write_outputs(proof_path, public_path, public_json, proof);
   return 0;
@@ -133,9 +122,9 @@ int prove_on(const std::string& key_path, const zkfarm::Wtns& wtns, const std::s
 int prove(const std::string& key_path, const zkfarm::Wtns& wtns, const std::string& wtns_name,
           const std::string& proof_path, const std::string& public_path, const Options& opt) {
   using namespace zkfarm;
-  if (Zkey::open(key_path, ZkeyContents::unchecked).curve == CurveId::bls12_381)
-    return prove_on<bls12_381::Curve>(key_path, wtns, wtns_name, proof_path, public_path, opt);
-  return prove_on<Bn254>(key_path, wtns, wtns_name, proof_path, public_path, opt);
+  return with_curve(Zkey::open(key_path, ZkeyContents::unchecked).curve, [&]<class C>(std::type_identity<C>) {
+    return prove_on<C>(key_path, wtns, wtns_name, proof_path, public_path, opt);
+  });
 }
 
 int run(const std::string& key_path, const std::string& wtns_path, const std::string& proof_path,

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <future>
 #include <set>
+#include <tuple>
+#include <variant>
 
 #include "gpu_worker/cuda/cuda_check.hpp"
 #include "gpu_worker/cuda/device_msm.cuh"
@@ -46,7 +48,7 @@ struct KeyTables {
 
   /// The shapes for `key` when each point set may hold at most max_copies copies.
   static KeyTables plan(const Zkey& key, uint32_t max_copies, bool b2) {
-    const uint32_t bits = key.curve == CurveId::bls12_381 ? bls12_381::Curve::kFrBits : Bn254::kFrBits;
+    const uint32_t bits = with_curve(key.curve, []<class C>(std::type_identity<C>) { return uint32_t(C::kFrBits); });
     return {cuda::msm_table_shape(key.n_vars, bits, max_copies), cuda::msm_table_shape(key.domain_size, bits, max_copies),
             b2};
   }
@@ -72,10 +74,13 @@ struct ResidentKeyOf {
   std::unique_ptr<cuda::DeviceMatrix<C>> matrix;
 };
 
-// A resident key of either curve (the one its header names).
+template <class C>
+using ResidentPtr = std::unique_ptr<ResidentKeyOf<C>>;
+
+// A resident key of any curve (the one its header names: the variant's
+// alternative of that curve).
 struct ResidentKey {
-  std::unique_ptr<ResidentKeyOf<Bn254>> bn254;
-  std::unique_ptr<ResidentKeyOf<bls12_381::Curve>> bls12_381;
+  Curves::Variant<ResidentPtr> of;
 
   /// The most device bytes a key takes (before it is uploaded): its points
   /// with the copies of `tables`, its domain's tables, and its matrix at the
@@ -83,11 +88,10 @@ struct ResidentKey {
   /// budget holds while it loads.
   static size_t estimate(const Zkey& key, const KeyTables& tables) {
     const size_t points = tables.point_bytes(key);
-    if (key.curve == CurveId::bls12_381)
-      return points + cuda::DeviceDomain<bls12_381::Curve>::peak_bytes(key.log_domain) +
-             cuda::DeviceMatrix<bls12_381::Curve>::estimate(key.domain_size, key.n_coeffs);
-    return points + cuda::DeviceDomain<Bn254>::peak_bytes(key.log_domain) +
-           cuda::DeviceMatrix<Bn254>::estimate(key.domain_size, key.n_coeffs);
+    return with_curve(key.curve, [&]<class C>(std::type_identity<C>) -> size_t {
+      return points + cuda::DeviceDomain<C>::peak_bytes(key.log_domain) +
+             cuda::DeviceMatrix<C>::estimate(key.domain_size, key.n_coeffs);
+    });
   }
 };
 
@@ -221,11 +225,7 @@ std::unique_ptr<ResidentKeyOf<C>> make_resident_of(const Zkey& key, ThreadPool& 
 // The key's curve, from its header (Zkey::curve), picks the templates.
 std::unique_ptr<ResidentKey> make_resident(const Zkey& key, ThreadPool& pool, const KeyTables& tables) {
   auto r = std::make_unique<ResidentKey>();
-  if (key.curve == CurveId::bls12_381) {
-    r->bls12_381 = make_resident_of<bls12_381::Curve>(key, pool, tables);
-  } else {
-    r->bn254 = make_resident_of<Bn254>(key, pool, tables);
-  }
+  with_curve(key.curve, [&]<class C>(std::type_identity<C>) { r->of = make_resident_of<C>(key, pool, tables); });
   return r;
 }
 
@@ -293,8 +293,7 @@ class CudaBackend final : public ProveBackend {
     witness_ready_ = std::make_unique<Event>();
     abc_ready_ = std::make_unique<Event>();
     h_ready_ = std::make_unique<Event>();
-    msm_bn254_ = std::make_unique<cuda::MsmRunner<Bn254>>();
-    msm_bls12_381_ = std::make_unique<cuda::MsmRunner<bls12_381::Curve>>();
+    for_each_curve([&]<class C>(std::type_identity<C>) { std::get<RunnerPtr<C>>(msm_) = std::make_unique<cuda::MsmRunner<C>>(); });
   }
 
   ~CudaBackend() override {
@@ -327,24 +326,17 @@ class CudaBackend final : public ProveBackend {
     return *entry.key;
   }
 
-  ProofOf<bls12_381::Curve> prove_bls12_381(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-                                            const std::atomic<bool>* cancel) override {
-    return prove_on<bls12_381::Curve>(key, witness, r, s, cancel);
-  }
-
-  Proof prove(const Zkey& key, const U256* witness, const U256& r, const U256& s,
-              const std::atomic<bool>* cancel) override {
-    return prove_on<Bn254>(key, witness, r, s, cancel);
+  AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                       const std::atomic<bool>* cancel) override {
+    return with_curve(curve, [&]<class C>(std::type_identity<C>) -> AnyProof {
+      return prove_on<C>(key, witness, r, s, cancel);
+    });
   }
 
  private:
   // The key's header points, on the curve its header names.
   static void check_points(const Zkey& key) {
-    if (key.curve == CurveId::bls12_381) {
-      check_key_points_of<bls12_381::Curve>(key);
-    } else {
-      check_key_points_of<Bn254>(key);
-    }
+    with_curve(key.curve, [&]<class C>(std::type_identity<C>) { check_key_points_of<C>(key); });
   }
 
   // The precomputed copies a key gets: as many as msm_copies allows (0: up to
@@ -366,14 +358,14 @@ class CudaBackend final : public ProveBackend {
 
   template <class C>
   cuda::MsmRunner<C>& msm_runner() {
-    if constexpr (std::is_same_v<C, Bn254>) return *msm_bn254_;
-    else return *msm_bls12_381_;
+    return *std::get<RunnerPtr<C>>(msm_);
   }
 
+  // The key's device data for curve C, or null when it is over another curve.
   template <class C>
   static const ResidentKeyOf<C>* resident_of(const ResidentKey& k) {
-    if constexpr (std::is_same_v<C, Bn254>) return k.bn254.get();
-    else return k.bls12_381.get();
+    const auto* p = std::get_if<ResidentPtr<C>>(&k.of);
+    return p ? p->get() : nullptr;
   }
 
   // One partition on curve C: the witness up, synthesis, the witness MSMs,
@@ -456,8 +448,11 @@ class CudaBackend final : public ProveBackend {
   std::unique_ptr<Stream> copy_, compute_, h_prep_;
   std::unique_ptr<Event> witness_ready_, abc_ready_, h_ready_;
   // One per curve: each keeps its device buffers, grown to its largest MSM.
-  std::unique_ptr<cuda::MsmRunner<Bn254>> msm_bn254_;
-  std::unique_ptr<cuda::MsmRunner<bls12_381::Curve>> msm_bls12_381_;
+  template <class C>
+  using RunnerPtr = std::unique_ptr<cuda::MsmRunner<C>>;
+  template <class... Cs>
+  static std::tuple<RunnerPtr<Cs>...> runners_for(CurveList<Cs...>);
+  decltype(runners_for(Curves{})) msm_;
   DeviceBuffer abc_, witness_;
 };
 

@@ -170,7 +170,9 @@ class Ledger {
   /// The stored proof of (job, partition), if any. Throws JournalError on a read fault.
   virtual std::optional<JournaledProof> proof(uint64_t job, uint32_t index) = 0;
   /// Deletes jobs that finished before `cutoff_ms` (Unix ms) with their
-  /// partitions and proofs; returns how many jobs went. Throws JournalError.
+  /// partitions and proofs; returns how many jobs went. On a shared queue
+  /// retention is maintenance: only the host holding the maintenance turn
+  /// deletes (see expire_leases), every other returns 0. Throws JournalError.
   virtual size_t prune(int64_t cutoff_ms) = 0;
 
   /// Adds or replaces a registered circuit (by name). Throws JournalError.

@@ -14,6 +14,12 @@
 //
 // The schema is versioned (pg_schema.hpp): a host migrates an older one under
 // an advisory lock at start and refuses one whose readers must be newer.
+// Maintenance (expired leases, retention) runs on the one host holding the
+// maintenance turn (docs/cluster.md "Maintenance").
+//
+// Every statement is in sql/pg_queue.sql; the sources are pg_queue.cpp
+// (connection, membership, the turn), pg_jobs.cpp (jobs, proofs, circuits,
+// the change feed, status) and pg_leases.cpp (claims and leases).
 //
 // Through libpq (Debian's libpq-dev). One connection, used from one thread;
 // it is made again after a fault, with backoff (reconnect_wait()). Every

@@ -24,7 +24,7 @@
 #include "gpu_worker/cuda/device_synth.cuh"
 #include "gpu_worker/cuda/ntt_tables.hpp"
 #include "gpu_worker/cuda_backend.hpp"
-#include "groth16/bls12_381_verify.hpp"
+#include "groth16/verify.hpp"
 #include "groth16/constraint_matrix.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/msm.hpp"
@@ -465,8 +465,8 @@ TEST(Gpu, ProofsOfReorderedKeysMatchTheCpuBackend) {
     const std::string path = dir / (std::string("chain-") + std::to_string(int(order)) + ".zkey");
     test::write_with_records(chain, test::in_order(test::records_of(Zkey::open(chain)), order, 24), path);
     const Zkey& kc = cuda->load(path);
-    const Proof pg = cuda->prove(kc, w.data(), r, s, nullptr);
-    const Proof pc = cpu.prove(cpu.load(path), w.data(), r, s, nullptr);
+    const Proof pg = gpu::prove_of<Bn254>(*cuda, kc, w.data(), r, s, nullptr);
+    const Proof pc = gpu::prove_of<Bn254>(cpu, cpu.load(path), w.data(), r, s, nullptr);
     EXPECT_EQ(std::memcmp(&pg, &pc, sizeof pg), 0) << test::order_name(order);
   }
   std::string bytes = test::read_file(chain);
@@ -515,8 +515,8 @@ TEST(Gpu, Bls12381ProofsMatchTheCpuBackendBesideABn254Key) {
       std::vector<U256> w(wtns.values.size() / 32);
       std::memcpy(w.data(), wtns.values.data(), w.size() * 32);
       const U256 r = test::random_scalar_of<Bls>(rng), s = test::random_scalar_of<Bls>(rng);
-      const auto pg = cuda->prove_bls12_381(kg, w.data(), r, s, nullptr);
-      const auto pc = cpu.prove_bls12_381(kc, w.data(), r, s, nullptr);
+      const auto pg = gpu::prove_of<bls12_381::Curve>(*cuda, kg, w.data(), r, s, nullptr);
+      const auto pc = gpu::prove_of<bls12_381::Curve>(cpu, kc, w.data(), r, s, nullptr);
       EXPECT_EQ(std::memcmp(&pg, &pc, sizeof pg), 0) << path << " witness " << i;
       std::vector<U256> pub(w.begin() + 1, w.begin() + 1 + kg.n_public);
       EXPECT_TRUE(bls12_381::verify_proof(bls12_381::VerifyingKey::from_zkey(kg), pg, pub).ok()) << path << " " << i;
@@ -528,13 +528,13 @@ TEST(Gpu, Bls12381ProofsMatchTheCpuBackendBesideABn254Key) {
   std::vector<U256> w(wtns.values.size() / 32);
   std::memcpy(w.data(), wtns.values.data(), w.size() * 32);
   const U256 r = test::random_scalar(rng), s = test::random_scalar(rng);
-  const Proof pg = cuda->prove(cuda->load(chain), w.data(), r, s, nullptr);
-  const Proof pc = cpu.prove(cpu.load(chain), w.data(), r, s, nullptr);
+  const Proof pg = gpu::prove_of<Bn254>(*cuda, cuda->load(chain), w.data(), r, s, nullptr);
+  const Proof pc = gpu::prove_of<Bn254>(cpu, cpu.load(chain), w.data(), r, s, nullptr);
   EXPECT_EQ(std::memcmp(&pg, &pc, sizeof pg), 0);
   // A key proved as the other curve is refused by name, not misread.
   std::string got;
   try {
-    cuda->prove(cuda->load(bls), w.data(), r, s, nullptr);
+    gpu::prove_of<Bn254>(*cuda, cuda->load(bls), w.data(), r, s, nullptr);
   } catch (const InputError& e) {
     got = e.what();
   }

@@ -1,10 +1,10 @@
-#include "protocol/worker_main.hpp"
+#include "worker_kit/worker_main.hpp"
 
 #include <cstdio>
 
 #include "shm/arena.hpp"
 
-namespace zkfarm::protocol {
+namespace zkfarm::worker_kit {
 
 void add_worker_flags(CLI::App& app, WorkerFlags& flags, const std::string& threads_help) {
   app.add_option("--endpoint", flags.endpoint, "the supervisor's workers socket, e.g. ipc:///var/lib/zkfarm/workers.sock")
@@ -21,7 +21,7 @@ void add_worker_flags(CLI::App& app, WorkerFlags& flags, const std::string& thre
                  "exit after this long without a message from the supervisor (ms)")
       ->capture_default_str()
       ->check(CLI::Range(20u, 3600000u));
-  app.footer(kFaultHelp);
+  app.footer(protocol::kFaultHelp);
 }
 
 std::optional<int> parse_worker_flags(CLI::App& app, int argc, char** argv, const WorkerFlags& flags,
@@ -36,15 +36,15 @@ std::optional<int> parse_worker_flags(CLI::App& app, int argc, char** argv, cons
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: %s (see --help)\n", program.c_str(), e.what());
-    return kExitUsage;
+    return protocol::kExitUsage;
   }
   return std::nullopt;
 }
 
-WorkerOptions worker_options(const WorkerFlags& flags, const std::string& kind, const std::string& version,
-                             const std::string& backend) {
-  WorkerOptions opt;
-  opt.fault = TestFault::from_env();
+protocol::WorkerOptions worker_options(const WorkerFlags& flags, const std::string& kind,
+                                       const std::string& version, const std::string& backend) {
+  protocol::WorkerOptions opt;
+  opt.fault = protocol::TestFault::from_env();
   opt.endpoint = flags.endpoint;
   opt.worker_id = flags.id;
   opt.kind = kind;
@@ -60,17 +60,17 @@ int run_worker(const std::string& program, const std::function<int()>& body) {
     return body();
   } catch (const std::invalid_argument& e) {  // ZKFARM_FAULT
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
-    return kExitUsage;
+    return protocol::kExitUsage;
   } catch (const shm::ArenaError& e) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
-    return kExitEnvironment;
-  } catch (const ChannelError& e) {
+    return protocol::kExitEnvironment;
+  } catch (const protocol::ChannelError& e) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
-    return kExitEnvironment;
+    return protocol::kExitEnvironment;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s\n", program.c_str(), e.what());
-    return kExitInternal;
+    return protocol::kExitInternal;
   }
 }
 
-}  // namespace zkfarm::protocol
+}  // namespace zkfarm::worker_kit

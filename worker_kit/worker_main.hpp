@@ -1,7 +1,8 @@
 #pragma once
 // What every worker's main() shares: its flags (endpoint, arena, id, threads,
-// heartbeats), their parsing with the worker exit codes, and the mapping of
-// start-up failures to those codes.
+// heartbeats), their parsing with the worker exit codes
+// (protocol/worker_channel.hpp), and the mapping of start-up failures to
+// those codes.
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <optional>
@@ -9,7 +10,7 @@
 
 #include "protocol/worker_channel.hpp"
 
-namespace zkfarm::protocol {
+namespace zkfarm::worker_kit {
 
 /// The flags zkfarmd passes to every worker.
 struct WorkerFlags {
@@ -28,8 +29,8 @@ std::optional<int> parse_worker_flags(CLI::App& app, int argc, char** argv, cons
 
 /// WorkerOptions for WorkerChannel from the flags; reads ZKFARM_FAULT (throws
 /// std::invalid_argument when malformed).
-WorkerOptions worker_options(const WorkerFlags& flags, const std::string& kind, const std::string& version,
-                             const std::string& backend);
+protocol::WorkerOptions worker_options(const WorkerFlags& flags, const std::string& kind,
+                                       const std::string& version, const std::string& backend);
 
 /// Runs `body` and maps what escapes it to the worker exit codes: a bad
 /// ZKFARM_FAULT (std::invalid_argument) kExitUsage; no arena or no socket
@@ -37,4 +38,4 @@ WorkerOptions worker_options(const WorkerFlags& flags, const std::string& kind, 
 /// Each with one line on stderr starting with `program`.
 int run_worker(const std::string& program, const std::function<int()>& body);
 
-}  // namespace zkfarm::protocol
+}  // namespace zkfarm::worker_kit

@@ -1,4 +1,4 @@
-#include "ctl/client.hpp"
+#include "client/control_client.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,7 +15,7 @@
 
 #include "protocol/stream_frame.hpp"
 
-namespace zkfarm::ctl {
+namespace zkfarm::client {
 
 namespace {
 namespace fs = std::filesystem;
@@ -212,4 +212,4 @@ std::optional<protocol::Message> Client::call_waiting(const protocol::Message& r
   return parse_reply(*reader.take());
 }
 
-}  // namespace zkfarm::ctl
+}  // namespace zkfarm::client
