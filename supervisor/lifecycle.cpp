@@ -12,8 +12,8 @@
 
 #include "protocol/messages.hpp"
 #include "supervisor/clock.hpp"
-#include "supervisor/process.hpp"
-#include "supervisor/trusted_binary.hpp"
+#include "supervisor/workers/process.hpp"
+#include "supervisor/workers/trusted_binary.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "supervisor/config.hpp"
-#include "supervisor/jobs.hpp"
-#include "supervisor/metrics.hpp"
-#include "supervisor/worker_table.hpp"
+#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/status/metrics.hpp"
+#include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -16,7 +16,7 @@
 #include <filesystem>
 
 #include "supervisor/config.hpp"
-#include "supervisor/http_server.hpp"
+#include "supervisor/status/http_server.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/signals.hpp"
 #include "supervisor/state_lock.hpp"

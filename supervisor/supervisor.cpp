@@ -24,7 +24,7 @@
 #include "supervisor/ledger/journal.hpp"
 #include "supervisor/ledger/pg_queue.hpp"
 #include "supervisor/log_sink.hpp"
-#include "supervisor/process.hpp"
+#include "supervisor/workers/process.hpp"
 #include "supervisor/signals.hpp"
 #include "witgen/generator_build.hpp"
 #include "witgen/subprocess.hpp"

@@ -16,32 +16,32 @@
 #include "shm/slots.hpp"
 #include "files/input_file.hpp"
 #include "protocol/worker_messages.hpp"
-#include "supervisor/proof_verifier.hpp"
+#include "supervisor/pipeline/proof_verifier.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
-#include "supervisor/children.hpp"
+#include "supervisor/workers/children.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control_api.hpp"
-#include "supervisor/device_monitor.hpp"
-#include "supervisor/intake.hpp"
-#include "supervisor/jobs.hpp"
-#include "supervisor/journal_lane.hpp"
-#include "supervisor/key_cache.hpp"
+#include "supervisor/control/control_api.hpp"
+#include "supervisor/workers/device_monitor.hpp"
+#include "supervisor/intake/intake.hpp"
+#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/ledger/journal_lane.hpp"
+#include "supervisor/intake/key_cache.hpp"
 #include "supervisor/lifecycle.hpp"
-#include "supervisor/claim_prep.hpp"
+#include "supervisor/cluster/claim_prep.hpp"
 #include "supervisor/ledger/ledger.hpp"
 #include "supervisor/ledger/pg_listener.hpp"
 #include "supervisor/listener_cap.hpp"
 #include "supervisor/log_limiter.hpp"
-#include "supervisor/metrics.hpp"
-#include "supervisor/published_view.hpp"
-#include "supervisor/peer.hpp"
-#include "supervisor/release.hpp"
-#include "supervisor/status_view.hpp"
-#include "supervisor/submission.hpp"
-#include "supervisor/circuit_registry.hpp"
-#include "supervisor/worker_socket.hpp"
-#include "supervisor/worker_table.hpp"
+#include "supervisor/status/metrics.hpp"
+#include "supervisor/status/published_view.hpp"
+#include "supervisor/control/peer.hpp"
+#include "supervisor/workers/release.hpp"
+#include "supervisor/status/status_view.hpp"
+#include "supervisor/intake/submission.hpp"
+#include "supervisor/intake/circuit_registry.hpp"
+#include "supervisor/workers/worker_socket.hpp"
+#include "supervisor/workers/worker_table.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/sandbox.hpp"
 
@@ -172,7 +172,7 @@ class Supervisor {
   Config cfg_;
   std::shared_ptr<spdlog::logger> log_;
   /// The ledger (ledger.hpp): the SQLite journal of this host, or the
-  /// PostgreSQL queue several hosts share; used on journal_thread_ only.
+  /// PostgreSQL queue several hosts share; used on the journal lane's thread only (journal_lane.hpp).
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<WorkerSocket> worker_socket_;  // workers.sock (worker_socket.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
@@ -194,7 +194,7 @@ class Supervisor {
   /// GPU memory and utilization per device entry (NVML), sampled every few
   /// seconds for /metrics; empty without NVML.
   // cluster.cpp: a shared queue (docs/cluster.md). Every call to the queue
-  // runs on journal_thread_ in order; what comes back is applied on the loop.
+  // runs on the journal lane's thread in order; what comes back is applied on the loop.
   void cluster_tick();                       ///< one pass: sync, renew, expire, claim, view
   void apply_changes(Changes changes);       ///< the queue's changed job rows → the mirror
   void on_claimed(std::vector<ClaimedPartition> claims);
@@ -238,7 +238,7 @@ class Supervisor {
   void count_job_end(const Job& job);
 
   // Disk work off the loop (background.hpp). Once the loop runs, the journal
-  // is used only on journal_thread_ (writes, prune, reads of old proofs) and
+  // is used only on the journal lane's thread (writes, prune, reads of old proofs) and
   // output files are written only on delivery_thread_. Declared after
   // journal_, so the threads end before what their tasks use.
   LoopInbox inbox_;

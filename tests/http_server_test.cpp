@@ -26,9 +26,9 @@
 #include <thread>
 #include <vector>
 
-#include "supervisor/http_server.hpp"
+#include "supervisor/status/http_server.hpp"
 #include "supervisor/log_limiter.hpp"
-#include "supervisor/public_status.hpp"
+#include "supervisor/status/public_status.hpp"
 
 namespace zkfarm::http {
 namespace {

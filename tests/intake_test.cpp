@@ -1,4 +1,4 @@
-// The submit check (supervisor/submit.cpp) and the disk threads beside the
+// The submit check (supervisor/intake/submit.cpp) and the disk threads beside the
 // loop (supervisor/background.hpp): witnesses copied on a pool yet judged in
 // index order, a checked key not read again, copies byte for byte; the inbox
 // and the serial worker keep their order and finish what was posted.

@@ -1,6 +1,6 @@
-// The release wait (supervisor/release.hpp): the fake check's timing, the
+// The release wait (supervisor/workers/release.hpp): the fake check's timing, the
 // wait's deadline, the host check on real child processes, and NVML's absence.
-#include "supervisor/release.hpp"
+#include "supervisor/workers/release.hpp"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

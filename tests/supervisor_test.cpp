@@ -10,7 +10,7 @@
 #include "shm/arena.hpp"
 #include "shm/slots.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/jobs.hpp"
+#include "supervisor/pipeline/jobs.hpp"
 
 namespace zkfarm::supervisor {
 namespace {

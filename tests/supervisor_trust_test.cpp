@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "supervisor/check_pool.hpp"
-#include "supervisor/jobs.hpp"
-#include "supervisor/peer.hpp"
-#include "supervisor/trusted_binary.hpp"
-#include "supervisor/worker_output.hpp"
+#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/control/peer.hpp"
+#include "supervisor/workers/trusted_binary.hpp"
+#include "supervisor/workers/worker_output.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm::supervisor {

@@ -64,7 +64,7 @@ proto::Synth synth_of_input() {
 }
 
 // Each encoder against the map the code built by hand before these types
-// existed (supervisor/pipeline.cpp, cluster.cpp, worker_channel.cpp): the
+// existed (supervisor/pipeline/pipeline.cpp, cluster.cpp, worker_channel.cpp): the
 // same bytes, so a worker or zkfarmd of either side reads the other.
 TEST(WorkerMessages, EncodersWriteTheBytesOfTheHandBuiltMaps) {
   Message synth = with_ref(proto::kSynth);

@@ -1,4 +1,4 @@
-// The worker table on its own (supervisor/worker_table.hpp): the respawn
+// The worker table on its own (supervisor/workers/worker_table.hpp): the respawn
 // decision after an exit (backoff, flapping, do-not-respawn exit codes, an
 // asked exit), a GPU worker's wait for its memory, and the deadlines that
 // kill a worker. No process is started: workers get made-up pids without a
@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <spdlog/sinks/null_sink.h>
 
-#include "supervisor/release.hpp"
-#include "supervisor/worker_table.hpp"
+#include "supervisor/workers/release.hpp"
+#include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {
 namespace {

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/jobs.hpp"
+#include "supervisor/pipeline/jobs.hpp"
 #include "supervisor/ledger/journal_error.hpp"
 #include "supervisor/ledger/lease.hpp"
 

@@ -1,0 +1,143 @@
+#include "supervisor/ledger/journal_lane.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "files/safe_write.hpp"
+#include "supervisor/ledger/journal_error.hpp"
+
+namespace zkfarm::supervisor {
+
+namespace {
+constexpr int64_t kJournalRetryMs = 1000;
+}
+
+JournalLane::JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, LoopInbox& inbox,
+                         Metrics& metrics, Hooks hooks)
+    : cfg_(cfg), log_(std::move(log)), ledger_(ledger), inbox_(inbox), metrics_(metrics), hooks_(std::move(hooks)) {}
+
+void JournalLane::write(std::function<void()> write) {
+  thread_.post([this, write = std::move(write)] { run_write(write); });
+}
+
+// On the journal thread.
+void JournalLane::run_write(const std::function<void()>& write) {
+  bool faulted = false;
+  for (;;) {
+    try {
+      write();
+      if (faulted) inbox_.post([this] { on_recovered(); });
+      return;
+    } catch (const JournalError& e) {
+      const std::string what = e.what();
+      inbox_.post([this] { ++metrics_.journal_write_errors; });
+      if (!e.storage_fault()) {  // a constraint or a bug: retrying cannot help
+        inbox_.post([this, what] { log_->error("journal: {}", what); });
+        if (faulted) inbox_.post([this] { on_recovered(); });
+        return;
+      }
+      if (giving_up_) {
+        ++dropped_;
+        inbox_.post([this, what] { log_->error("journal: a write failed while stopping and is dropped: {}", what); });
+        return;
+      }
+      if (!faulted)
+        inbox_.post([this, what] {
+          on_fault("journal write failed: " + what);
+          // A shared queue's write failed: the queue calls wait behind it on
+          // this thread, so none of them would say so; status must.
+          hooks_.ledger_reached(false, what);
+        });
+      faulted = true;
+    }
+    // Probe until a write commits and the inputs' folder takes a file (the
+    // copies of inputs live beside the journal), or zkfarmd stops.
+    for (;;) {
+      for (int64_t waited = 0; waited < kJournalRetryMs && !giving_up_; waited += 50)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (giving_up_) break;  // one last try of the write itself
+      if (!ledger_.writable()) continue;
+      try {
+        const std::string dir = cfg_.state_dir + "/inputs";
+        files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
+        ::unlink((dir + "/.probe").c_str());
+        break;
+      } catch (const std::exception&) {
+      }
+    }
+  }
+}
+
+void JournalLane::on_fault(const std::string& why) {
+  faulted_ = true;
+  if (intake_fault_.empty()) {
+    log_->error("{}; intake is closed until the journal takes writes again (in-flight work goes on)", why);
+    hooks_.notify("STATUS=refusing jobs: " + why);
+  }
+  intake_fault_ = why;
+}
+
+void JournalLane::on_recovered() {
+  faulted_ = false;
+  hooks_.ledger_reached(true, "");  // the write that was held reached the ledger
+  if (!intake_fault_.empty()) log_->info("journal: writes work again; intake reopened ({})", intake_fault_);
+  intake_fault_.clear();
+}
+
+void JournalLane::close_intake(const std::string& why, int64_t now) {
+  if (!intake_fault_.empty()) return;
+  intake_fault_ = why;
+  next_retry_ms_ = now + kJournalRetryMs;
+}
+
+// A submit's copies that the state dir refused (full, read-only) closed
+// intake while the journal itself is fine: probe on the journal thread, once
+// a second, until both take a write.
+void JournalLane::retry_intake(int64_t now) {
+  if (intake_fault_.empty() || faulted_ || probe_in_flight_) return;
+  if (now < next_retry_ms_) return;
+  next_retry_ms_ = now + kJournalRetryMs;
+  probe_in_flight_ = true;
+  thread_.post([this] {
+    std::string fault;
+    if (!ledger_.writable()) {
+      fault = "journal write failed: " + ledger_.last_error();
+    } else {
+      try {
+        const std::string dir = cfg_.state_dir + "/inputs";
+        files::write_file_safe(dir, ".probe", std::string(4096, '\0'), 0600);
+        ::unlink((dir + "/.probe").c_str());
+      } catch (const std::exception& e) {
+        fault = std::string("state dir write failed: ") + e.what();
+      }
+    }
+    inbox_.post([this, fault] {
+      probe_in_flight_ = false;
+      if (faulted_) return;  // the journal thread reopens intake itself
+      if (fault.empty()) {
+        if (!intake_fault_.empty()) log_->info("state dir: writes work again; intake reopened ({})", intake_fault_);
+        intake_fault_.clear();
+      } else {
+        intake_fault_ = fault;
+      }
+    });
+  });
+}
+
+void JournalLane::finish() {
+  giving_up_ = true;
+  thread_.finish();
+  inbox_.run();
+  if (dropped_)
+    log_->error("stopped with {} journal writes that failed ({}); the next start proves those partitions again",
+                dropped_.load(), intake_fault_);
+}
+
+void JournalLane::stop() {
+  giving_up_ = true;
+  thread_.finish();
+}
+
+}  // namespace zkfarm::supervisor

@@ -1,0 +1,93 @@
+#pragma once
+// The journal lane: the one thread on which the ledger is used once the loop
+// runs, the order of its writes, and what a failing write does to intake.
+// Every write runs on the journal thread in the order the loop posted it, so
+// the loop never waits for an fsync. A write that fails for storage (a full
+// disk, an I/O error, a read-only filesystem) closes intake (submits are
+// refused with the reason, /readyz turns 503) while in-flight partitions go
+// on; the thread keeps that write (and every later one queued behind it),
+// probes once a second, and replays them once the journal takes writes
+// again; then intake reopens by itself. A submit's copies that the state dir
+// refused close intake the same way (close_intake) until a probe works. What
+// was in memory is never dropped; what an acknowledged job needs (its
+// add_job) was committed before the client heard "accepted". Times are
+// monotonic milliseconds.
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "supervisor/background.hpp"
+#include "supervisor/config.hpp"
+#include "supervisor/ledger/ledger.hpp"
+#include "supervisor/status/metrics.hpp"
+
+namespace zkfarm::supervisor {
+
+class JournalLane {
+ public:
+  /// What the lane tells the rest of the farm (on the loop's thread).
+  struct Hooks {
+    /// sd_notify(3) a state line (intake closed).
+    std::function<void(const std::string& state)> notify;
+    /// A held write reached (true) or failed to reach (false, with why) the
+    /// ledger: a shared queue's reachability follows it.
+    std::function<void(bool reached, const std::string& why)> ledger_reached;
+  };
+
+  /// Starts the journal thread. `ledger` and `inbox` outlive the lane; tasks
+  /// that come back to the loop are posted to `inbox`.
+  JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, LoopInbox& inbox,
+              Metrics& metrics, Hooks hooks);
+
+  /// Runs `task` on the journal thread, in order with every write (reads,
+  /// a shared queue's calls). It must not throw.
+  void post(std::function<void()> task) { thread_.post(std::move(task)); }
+  /// Runs the ledger write `write` on the journal thread, in order; retried
+  /// as described above while it fails for storage.
+  void write(std::function<void()> write);
+
+  /// Why intake is closed ("" when open): a journal or state-dir fault.
+  const std::string& intake_fault() const { return intake_fault_; }
+  /// A submit's state-dir or journal write failed (`why`): intake closes
+  /// until a probe (retry_intake) works.
+  void close_intake(const std::string& why, int64_t now);
+  /// Probes a closed intake once a second on the journal thread (a state-dir
+  /// fault: while the journal itself works).
+  void retry_intake(int64_t now);
+
+  /// At exit, after the delivery thread: a write still failing is tried once
+  /// more and dropped, the thread finished and its last answers run on the
+  /// loop (`inbox`); the count of dropped writes is logged.
+  void finish();
+  /// The same without the loop (zkfarmd's destructor, or a start that failed).
+  void stop();
+  /// From now on a failing write is tried once more and dropped (at exit,
+  /// before the delivery thread's last tasks queue their writes).
+  void give_up() { giving_up_ = true; }
+  /// Set once zkfarmd gives up failing writes at exit (long retries stop).
+  bool giving_up() const { return giving_up_.load(); }
+
+ private:
+  void run_write(const std::function<void()>& write);  ///< on the journal thread
+  void on_fault(const std::string& why);
+  void on_recovered();
+
+  const Config& cfg_;
+  std::shared_ptr<spdlog::logger> log_;
+  Ledger& ledger_;
+  LoopInbox& inbox_;
+  Metrics& metrics_;
+  Hooks hooks_;
+  std::string intake_fault_;  ///< non-empty: intake refused for this reason
+  bool faulted_ = false;      ///< the journal thread holds a write that failed (intake closed)
+  bool probe_in_flight_ = false;
+  int64_t next_retry_ms_ = 0;
+  std::atomic<bool> giving_up_{false};  ///< at exit: a failing write is tried once more, then dropped
+  std::atomic<size_t> dropped_{0};      ///< writes dropped that way (logged at exit)
+  SerialWorker thread_{"zkfarmd-journal"};  ///< last: it ends before what its tasks use
+};
+
+}  // namespace zkfarm::supervisor
