@@ -185,7 +185,14 @@ while IFS= read -r line; do
   if [ "$value" = '""' ]; then
     grep -qE "std::string $key;|std::string $key = \"\";" "$src/supervisor/config.hpp" || fail "$key: default is not \"\" in config.hpp"
   else
-    grep -qE "\b$key = $value;" "$src/supervisor/config.hpp" || fail "$key = $value: not the default in config.hpp"
+    # A default may be a named constant of its owner (lease_seconds =
+    # kDefaultLeaseSeconds, supervisor/ledger/lease.hpp): then the constant's value counts.
+    const=$(grep -oE "\b$key = k[A-Za-z]+;" "$src/supervisor/config.hpp" | sed -E 's/.* = (k[A-Za-z]+);/\1/' || true)
+    if [ -n "$const" ]; then
+      grep -rqE "\b$const = $value;" "$src/supervisor" || fail "$key = $value: not the value of $const"
+    else
+      grep -qE "\b$key = $value;" "$src/supervisor/config.hpp" || fail "$key = $value: not the default in config.hpp"
+    fi
   fi
 done < <(grep -E '^#[a-z_]+ = ' "$root/etc/zkfarm/zkfarmd.toml")
 n=$(grep -cE '^#?[a-z_]+ = ' "$root/etc/zkfarm/zkfarmd.toml")
