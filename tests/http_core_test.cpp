@@ -17,67 +17,15 @@
 #include <thread>
 
 #include "http/server.hpp"
+#include "http_test_client.hpp"
 
 namespace zkfarm::http::core {
 namespace {
 
 using namespace std::chrono_literals;
 
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{30, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool send_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    s.remove_prefix(size_t(n));
-  }
-  return true;
-}
-
-struct Reply {
-  int status = 0;  // 0: the connection ended first
-  std::string head, body;
-};
-
-// One response; `head_request`: no body follows whatever Content-Length says.
-Reply read_reply(int fd, std::string& carry, bool head_request = false) {
-  Reply r;
-  char buf[4096];
-  size_t end;
-  while ((end = carry.find("\r\n\r\n")) == std::string::npos) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return r;
-    carry.append(buf, size_t(n));
-  }
-  r.head = carry.substr(0, end + 4);
-  carry.erase(0, end + 4);
-  std::smatch m;
-  size_t length = 0;
-  if (!head_request && std::regex_search(r.head, m, std::regex("Content-Length: (\\d+)", std::regex::icase)))
-    length = std::stoul(m[1]);
-  while (carry.size() < length) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return r;
-    carry.append(buf, size_t(n));
-  }
-  r.body = carry.substr(0, length);
-  carry.erase(0, length);
-  r.status = std::stoi(r.head.substr(9, 3));
-  return r;
-}
+using namespace test_http;
+using Reply = HttpReply;
 
 Reply ask(uint16_t port, const std::string& request, bool head_request = false) {
   int fd = connect_to(port);
@@ -87,23 +35,6 @@ Reply ask(uint16_t port, const std::string& request, bool head_request = false) 
   Reply r = read_reply(fd, carry, head_request);
   ::close(fd);
   return r;
-}
-
-bool closed_by_peer(int fd, std::chrono::milliseconds guard = 30s) {
-  pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, int(guard.count())) <= 0) return false;
-  char c;
-  ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno == ECONNRESET);
-}
-
-template <class F>
-bool eventually(F pred) {
-  for (auto end = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < end;) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
 }
 
 // /none takes no body, /json a JSON body of at most 10 bytes, /upload an

@@ -29,6 +29,7 @@
 #include "supervisor/status/http_server.hpp"
 #include "supervisor/log_limiter.hpp"
 #include "supervisor/status/public_status.hpp"
+#include "http_test_client.hpp"
 
 namespace zkfarm::http {
 namespace {
@@ -67,8 +68,7 @@ struct Fake {
   }
 };
 
-int connect_to(uint16_t port);
-bool send_all(int fd, std::string_view s);
+using namespace test_http;
 ServerOptions local(unsigned cap = 64, unsigned timeout_ms = 60000);
 
 // One answer as a client reads it off the connection.
@@ -457,65 +457,6 @@ TEST(LogLimiter, AFewLinesPerWindowThenASummaryOfTheRest) {
 
 // ---- The server on 127.0.0.1, an ephemeral port ----
 
-// A blocking client socket with a generous receive timeout (a hang guard only).
-int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{30, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// False when the connection failed (reset) before every byte went out.
-bool send_all(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    s.remove_prefix(size_t(n));
-  }
-  return true;
-}
-
-struct HttpReply {
-  int status = 0;  // 0: the connection ended first
-  std::string head, body;
-};
-
-// Reads one response (Content-Length framing; none for a HEAD request) from
-// fd; `carry` keeps bytes read past it (the next pipelined response).
-HttpReply read_reply(int fd, std::string& carry, bool head_request = false) {
-  HttpReply r;
-  char buf[4096];
-  size_t end;
-  while ((end = carry.find("\r\n\r\n")) == std::string::npos) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return r;
-    carry.append(buf, size_t(n));
-  }
-  r.head = carry.substr(0, end + 4);
-  carry.erase(0, end + 4);
-  std::smatch m;
-  if (!std::regex_search(r.head, m, std::regex("^HTTP/1\\.1 (\\d{3}) "))) return r;
-  size_t length = 0;
-  if (!head_request && std::regex_search(r.head, m, std::regex("Content-Length: (\\d+)"))) length = std::stoul(m[1]);
-  while (carry.size() < length) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return r;
-    carry.append(buf, size_t(n));
-  }
-  r.body = carry.substr(0, length);
-  carry.erase(0, length);
-  r.status = std::stoi(r.head.substr(9, 3));
-  return r;
-}
-
 HttpReply get(uint16_t port, const std::string& path) {
   int fd = connect_to(port);
   if (fd < 0) return {};
@@ -526,24 +467,6 @@ HttpReply get(uint16_t port, const std::string& path) {
   return r;
 }
 
-// True when the peer has closed or reset fd (waits up to `guard`).
-bool closed_by_peer(int fd, std::chrono::milliseconds guard = 30s) {
-  pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, int(guard.count())) <= 0) return false;
-  char c;
-  ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno == ECONNRESET);
-}
-
-// Waits (hang guard 30 s) until pred() holds.
-template <class F>
-bool eventually(F pred) {
-  for (auto end = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < end;) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
 
 ServerOptions local(unsigned cap, unsigned timeout_ms) {
   ServerOptions o;
