@@ -582,7 +582,9 @@ TEST(HttpServer, PartialAndIdleConnectionsAreClosedAtTheDeadline) {
   EXPECT_TRUE(closed_by_peer(idle));
   EXPECT_TRUE(closed_by_peer(kept));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 290ms) << "not closed before the deadline";
-  EXPECT_EQ(server.stats().timed_out, 3u);
+  // Beast's timer closes the socket before the read's handler runs and counts
+  // the timeout: the peer can see the close a moment before the count moves.
+  EXPECT_TRUE(eventually([&] { return server.stats().timed_out == 3u; })) << server.stats().timed_out;
   for (int fd : {partial, idle, kept}) ::close(fd);
 }
 
