@@ -189,7 +189,9 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   lifecycle_ = std::make_unique<Lifecycle>(
       cfg_, log_, *workers_, jobs_, metrics_,
       Lifecycle::Hooks{[this](const Worker& w) { send_to_worker(w, protocol::encode(protocol::Shutdown{})); },
-                       [this](const std::string& why) { release_queued_claims(why); }});
+                       [this](const std::string& why) {
+                         if (cluster_) cluster_->release_queued_claims(why);
+                       }});
   // Inputs are kept by content under STATE/inputs (submit.cpp), private to
   // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster.cpp).
   for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"}) {
@@ -215,22 +217,23 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       JournalLane::Hooks{.notify = [this](const std::string& state) { lifecycle_->notify(state); },
                          .ledger_reached =
                              [this](bool reached, const std::string& why) {
-                               if (!ledger_->shared()) return;
-                               if (reached) queue_call_worked();
-                               else queue_call_failed(why);
+                               if (cluster_) cluster_->reached(reached, why);
                              }});
-  delivery_thread_ = std::make_unique<SerialWorker>("zkfarmd-deliver");
+  delivery_ = std::make_unique<Delivery>(
+      cfg_, log_, jobs_, *ledger_, *journal_, inbox_,
+      Delivery::Hooks{.reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
+                      .job_ended = [this](const Job& job) { count_job_end(job); }});
+  pipeline_ = std::make_unique<Pipeline>(
+      cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *ledger_, *journal_, inbox_,
+      Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { send_to_worker(w, frame); },
+                      .publish = [this](const Job& job, uint32_t index) { delivery_->publish(job, index); },
+                      .store_shared = [this](const PartRef& ref, ProofRecord rec) { cluster_->store_proof(ref, std::move(rec)); },
+                      .job_ended = [this](const Job& job) { count_job_end(job); }});
   if (ledger_->shared()) {
     bool created = false;
     const std::string queue_id = ledger_->queue_id(&created);
     check_shared_dir(cfg_.shared_dir, queue_id, created);
     ledger_->register_host();  // only now: a start refused above leaves no trace in the hosts table
-    cluster_.prep_pool = std::make_unique<CheckPool>(2, 1024);
-    cluster_.listener = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
-      if (payload == "circuit" || payload == "connected") cluster_.circuits_changed = true;
-      cluster_.woken = true;
-      inbox_.post([] {});  // wakes the loop's poll
-    });
     log_->info("queue: {} as host '{}' (lease {} s, shared dir {})", ledger_->where(), cfg_.host_id,
                cfg_.lease_seconds, cfg_.shared_dir);
   } else {
@@ -256,17 +259,21 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
               },
           .remove = [this](const std::string& name) { journal_write([this, name] { ledger_->remove_circuit(name); }); },
           .remember_vk = [this](const std::string& sha,
-                                std::shared_ptr<const ProofVerifier> vk) { verifying_keys_[sha] = std::move(vk); }});
+                                std::shared_ptr<const ProofVerifier> vk) { pipeline_->keys().remember(sha, std::move(vk)); }});
   circuits_->replace_all(ledger_->circuits());
+  if (ledger_->shared())
+    cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, *ledger_, *journal_, inbox_, jobs_, *workers_, *lifecycle_,
+                                               *pipeline_, *circuits_, *intake_,
+                                               ClusterMirror::Hooks{.job_ended = [this](const Job& job) { count_job_end(job); }});
   control_ = std::make_unique<ControlApi>(
       cfg_, log_, std::move(control_channel), jobs_, *lifecycle_, *circuits_, metrics_,
       ControlApi::Hooks{
           .submit = [this](const std::string& identity, const json& req,
                            const Peer& peer) { start_submit(identity, req, peer); },
           .result = [this](const std::string& identity, const json& req, const Peer& peer,
-                           Role role) { start_result(identity, req, peer, role); },
+                           Role role) { delivery_->start_result(identity, req, peer, role); },
           .status = [this](std::optional<uint32_t> owner) { return status(owner); },
-          .cancel = [this](uint64_t id, uint32_t by_uid) { cancel_job(id, by_uid); },
+          .cancel = [this](uint64_t id, uint32_t by_uid) { pipeline_->cancel_job(id, by_uid); },
           .warn = [this](const std::string& line) { warn_limited(line); }});
   if (!circuits_->all().empty()) log_->info("journal: {} circuits registered", circuits_->all().size());
   housekeeping(true);
@@ -278,7 +285,7 @@ Supervisor::~Supervisor() {
   // The threads end before the members their tasks use; a write still failing
   // is tried once more and dropped rather than held forever.
   if (journal_) journal_->give_up();
-  if (delivery_thread_) delivery_thread_->finish();
+  if (delivery_) delivery_->finish();
   if (journal_) journal_->stop();
   if (sigfd_ >= 0) ::close(sigfd_);
   worker_socket_.reset();
@@ -289,7 +296,7 @@ Supervisor::~Supervisor() {
 
 void Supervisor::finish_background() {
   // Outputs first: a delivery's completion may queue the job's last journal write.
-  delivery_thread_->finish();
+  delivery_->finish();
   inbox_.run();
   journal_->finish();
 }
@@ -323,7 +330,7 @@ void Supervisor::restore_from_journal() {
     // journal and the write) are written; files already there are left alone.
     std::string error;
     if (job.count(PartState::kDone) > 0 && !job.client_delivery)
-      deliver(job, job.out, Peer{job.owner_uid, job.owner_gid, 0}, /*only_missing=*/true, &error);
+      delivery_->deliver(job, job.out, Peer{job.owner_uid, job.owner_gid, 0}, /*only_missing=*/true, &error);
     for (auto& p : job.parts) p.delivered = p.state == PartState::kDone;
     // Every proof journaled but not the end (killed in between): it ends now.
     if (!job.terminal() && job.count(PartState::kDone) == job.parts.size()) {
@@ -369,29 +376,17 @@ int Supervisor::run() {
     check_deadlines();
     workers_->advance_release_waits(now_ms(), lifecycle_->stopping());
     lifecycle_->advance_rolling(now_ms());
-    cluster_tick();
-    dispatch();
+    if (cluster_) cluster_->tick();
+    pipeline_->dispatch();
     control_->answer_held(false, 0, "");
     lifecycle_->notify_progress(now_ms());
     if (lifecycle_->stopping() && lifecycle_->advance_stop(now_ms())) break;
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
-  if (ledger_->shared()) {
-    // What is still held (a drain that timed out) goes back at once rather
-    // than after its lease; then the host says it stopped.
-    std::vector<uint64_t> left;
-    for (const auto& [ref, token] : jobs_.leases()) left.push_back(token);
-    journal_->post([this, left] {
-      try {
-        if (!left.empty()) ledger_->release(left);
-        ledger_->deregister();
-      } catch (const std::exception& e) {
-        inbox_.post([this, what = std::string(e.what())] { log_->warn("queue: at exit: {}", what); });
-      }
-    });
-    cluster_.listener.reset();
-  }
+  // What a shared queue's host still holds (a drain that timed out) goes
+  // back at once rather than after its lease; then the host says it stopped.
+  if (cluster_) cluster_->leave();
   finish_background();
   const int code = workers_->release_failed() ? 1 : 0;
   const std::string error =
@@ -464,13 +459,17 @@ void Supervisor::reap_children() {
     if (!w) continue;
     // Operator-commanded stops (SHUTDOWN sent, a stop, a rolling restart) never count as crashes.
     const bool asked = e.asked || lifecycle_->stopping();
-    on_worker_exit(*w, !asked, asked ? e.how : "died (" + e.how + ")", !asked && e.no_respawn);
+    const std::string why = asked ? e.how : "died (" + e.how + ")";
+    // What it held goes back (a crash counts against its partition), a failed
+    // upgrade puts the old binary back, then the table decides the respawn.
+    pipeline_->worker_gone(*w, !asked, why);
+    lifecycle_->on_worker_gone(*w, !asked, why, !asked && e.no_respawn, now_ms());
   }
 }
 
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && journal_->intake_fault().empty() && (!ledger_->shared() || cluster_.reachable);
+  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && journal_->intake_fault().empty() && (!cluster_ || cluster_->reachable());
   all_ready &= workers_->ready() == workers_->size();
   const int64_t now = now_ms();
   published_.mark_loop(now, all_ready);
@@ -492,7 +491,7 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.draining = lifecycle_->draining();
   v.ready = published_.ready();
   v.intake_fault = !journal_->intake_fault().empty()            ? journal_->intake_fault()
-                   : ledger_->shared() && !cluster_.reachable ? "the queue is unreachable: " + cluster_.fault
+                   : cluster_ && !cluster_->reachable() ? "the queue is unreachable: " + cluster_->fault()
                                                     : "";
   v.started_ms = published_.started_wall_ms();
   v.uptime_s = published_.uptime_s(now_ms());
@@ -509,7 +508,7 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
              {"slots", slots_.slots_in_use()}};
   v.connections = {{"control", control_ ? control_->open_connections() : 0},
                    {"control_sheds", control_ ? control_->sheds() : 0}};
-  v.cluster = cluster_status();
+  v.cluster = cluster_ ? cluster_->status() : nlohmann::json(nullptr);
   v.status_finished_jobs = cfg_.status_finished_jobs;
   return status_json(v, only_owner);
 }

@@ -16,7 +16,8 @@
 #include "shm/slots.hpp"
 #include "files/input_file.hpp"
 #include "protocol/worker_messages.hpp"
-#include "supervisor/pipeline/proof_verifier.hpp"
+#include "supervisor/pipeline/delivery.hpp"
+#include "supervisor/pipeline/pipeline.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/workers/children.hpp"
@@ -28,9 +29,8 @@
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/intake/key_cache.hpp"
 #include "supervisor/lifecycle.hpp"
-#include "supervisor/cluster/claim_prep.hpp"
+#include "supervisor/cluster/cluster_mirror.hpp"
 #include "supervisor/ledger/ledger.hpp"
-#include "supervisor/ledger/pg_listener.hpp"
 #include "supervisor/listener_cap.hpp"
 #include "supervisor/log_limiter.hpp"
 #include "supervisor/status/metrics.hpp"
@@ -98,21 +98,10 @@ class Supervisor {
   void reopen_logs(const char* why);
   /// Reaps exited workers (the worker table's exit handler) and handles each exit.
   void reap_children();
-  /// A worker's process is gone: what it held goes back (requeue), a failed
-  /// upgrade puts the old binary back, then the worker table decides its respawn.
-  void on_worker_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn);
   /// Passes the workers' output lines to the log, each with its worker's id.
   void pump_worker_output();
   /// Decodes a worker's frame once (protocol::from_worker) and hands its struct on.
   void on_worker_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  /// SYNTH_DONE (`synth`) or PROVE_DONE of the request under `ref`.
-  void on_worker_done(Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result, bool synth);
-  void on_worker_started(Worker& w, const protocol::Started& msg);
-  /// Sends `w` the PROVE of synthesized partition `ref` (dispatch()).
-  void send_prove(Worker& w, const PartRef& ref);
-  /// A partition of circom inputs just synthesized: its public signals from
-  /// the witness in its slot, as public.json and for verification.
-  void take_public_signals(const Job& job, const Partition& p);
   // submit.cpp: a job's files are checked on a thread of their own (a large key
   // takes seconds), the reply goes out from the loop once the check is done.
   void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
@@ -126,34 +115,9 @@ class Supervisor {
   void remove_job_inputs(const Job& job);
   void send_reply(const std::string& identity, nlohmann::json reply);
   void check_deadlines();
-  void dispatch();
   /// `frame`: one message from a protocol::encode overload (worker_messages.hpp).
   void send_to_worker(const Worker& w, const std::string& frame);
-  void requeue(const PartRef& ref, const std::string& why, bool crashed = false);
-  void fail_job(uint64_t job, const std::string& error);
-  /// `zkfarmctl cancel`: the live job `id` ends cancelled (slots freed,
-  /// journaled, aborted in the workers that hold its partitions).
-  void cancel_job(uint64_t id, uint32_t by_uid);
-  void free_slots(const std::vector<shm::Slot>& slots);
-  void free_slot(const std::optional<shm::Slot>& slot);
-  void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
-  // verification.cpp: "" when the 256-byte proof verifies against the job's
-  // verification key and the partition's public signals, else why not.
-  std::string check_proof(const Job& job, const Partition& p, const std::string& proof_bytes);
   void restore_from_journal();
-  void abort_in_flight(uint64_t job);
-  // delivery.cpp: proof.json/public.json of proved partitions into `out`, as
-  // `as` (its filesystem rights); with only_missing, files already there are
-  // left alone. deliver() at start (restored jobs, on the loop's thread
-  // before it runs); publish() for a partition just proved (on the delivery
-  // thread; on_published() then, on the loop, may finish the job; a job
-  // the client delivers is marked at once); start_result() for `zkfarmctl
-  // result` (the journal thread reads a page of proofs; the reply carries
-  // their texts and the client writes them).
-  size_t deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing, std::string* error);
-  void publish(const Job& job, uint32_t index);
-  void on_published(const PartRef& ref, const std::string& error);
-  void start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
   /// A ledger write on the journal lane (journal_lane.hpp), in order, retried while storage fails.
   void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
@@ -184,67 +148,25 @@ class Supervisor {
   std::unique_ptr<WorkerTable> workers_;  // every worker by id, and their lives
   std::unique_ptr<Lifecycle> lifecycle_;  // run state (running, draining, stopping), rolling operations
   std::unique_ptr<Intake> intake_;  // submits being checked and journaled (intake.hpp)
-  std::map<std::string, std::shared_ptr<const ProofVerifier>> verifying_keys_;  ///< by key SHA-256
   int64_t next_housekeeping_ms_ = 0;
   std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
   std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
   int64_t next_heartbeat_ms_ = 0;
   PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread
   Metrics metrics_;
-  /// GPU memory and utilization per device entry (NVML), sampled every few
-  /// seconds for /metrics; empty without NVML.
-  // cluster.cpp: a shared queue (docs/cluster.md). Every call to the queue
-  // runs on the journal lane's thread in order; what comes back is applied on the loop.
-  void cluster_tick();                       ///< one pass: sync, renew, expire, claim, view
-  void apply_changes(Changes changes);       ///< the queue's changed job rows → the mirror
-  void on_claimed(std::vector<ClaimedPartition> claims);
-  void on_prepared(PreparedClaim prepared);
-  void on_renewed(const std::vector<uint64_t>& sent, const std::vector<uint64_t>& held, int64_t sent_ms);
-  /// A lease this host held is gone: drop the partition (abort it in a worker).
-  void drop_lease(const PartRef& ref, const std::string& why);
-  /// Hands back the leases of partitions not yet started (drain, stop).
-  void release_queued_claims(const std::string& why);
-  /// Stores a verified proof under its lease (or drops it: its lease is over).
-  void store_shared_proof(const PartRef& ref, ProofRecord rec);
-  nlohmann::json cluster_status() const;
-  ClaimDirs claim_dirs() const;
-  struct Cluster {
-    std::string snapshot;              ///< the change feed's cursor (Ledger::changes_since)
-    bool synced = false;               ///< the first sync is done (every job mirrored)
-    int64_t last_sync_ms = 0;          ///< when a sync last reached the queue (steady ms)
-    bool sync_in_flight = false, claim_in_flight = false, renew_in_flight = false, expire_in_flight = false,
-         view_in_flight = false;
-    int64_t next_sync_ms = 0, next_claim_ms = 0, next_renew_ms = 0, next_expire_ms = 0, next_view_ms = 0;
-    int64_t claim_paused_until_ms = 0;  ///< after a host fault of the shared mount
-    size_t preparing = 0;              ///< claims being made ready (claim_prep.hpp)
-    std::atomic<bool> woken{false};    ///< a NOTIFY arrived (set by the listener's thread)
-    std::atomic<bool> circuits_changed{false};  ///< …a NOTIFY 'circuit'
-    int64_t next_circuits_ms = 0;
-    bool reachable = true;             ///< the last call reached the queue
-    std::string fault;                 ///< why not, while unreachable
-    int64_t unreachable_since_ms = 0;  ///< Unix ms
-    ClusterView view;                  ///< hosts and counts, every few seconds
-    int64_t view_wall_ms = 0;
-    uint64_t stored = 0, fenced = 0, released = 0, lost = 0;  ///< proofs stored / dropped; leases released / lost
-    std::unique_ptr<CheckPool> prep_pool;  ///< claim preparation (hash checks, copies)
-    std::unique_ptr<PgListener> listener;  ///< LISTEN zkfarm on a connection of its own
-  };
-  Cluster cluster_;
-  void queue_call_failed(const std::string& what);
-  void queue_call_worked();
-
   /// A job that ended in this instance (done, failed, cancelled): counted
   /// and its latency observed for /metrics.
   void count_job_end(const Job& job);
 
   // Disk work off the loop (background.hpp). Once the loop runs, the journal
   // is used only on the journal lane's thread (writes, prune, reads of old proofs) and
-  // output files are written only on delivery_thread_. Declared after
-  // journal_, so the threads end before what their tasks use.
+  // output files are written only on the delivery's thread. Declared after
+  // what their tasks use, so the threads end first.
   LoopInbox inbox_;
-  std::unique_ptr<SerialWorker> delivery_thread_;
   std::unique_ptr<JournalLane> journal_;  // the ledger's thread, its write order and faults (journal_lane.hpp)
-  size_t deliveries_in_flight_ = 0;
+  std::unique_ptr<Delivery> delivery_;    // output files and `result` pages (delivery.hpp)
+  std::unique_ptr<Pipeline> pipeline_;    // partitions, slots, dispatch, workers' answers (pipeline.hpp)
+  std::unique_ptr<ClusterMirror> cluster_;  // a shared queue's mirror, leases and claims; null on one host
   std::string render_metrics() const;
 };
 

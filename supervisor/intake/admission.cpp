@@ -22,8 +22,8 @@ void Supervisor::start_submit(const std::string& identity, const json& req, cons
   if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
   if (!journal_->intake_fault().empty())
     return refuse("zkfarmd is not accepting jobs: " + journal_->intake_fault(), RefusedReason::kIntakeFault);
-  if (ledger_->shared() && !cluster_.reachable)
-    return refuse("the queue is unreachable (" + cluster_.fault + "); retry later", RefusedReason::kIntakeFault);
+  if (cluster_ && !cluster_->reachable())
+    return refuse("the queue is unreachable (" + cluster_->fault() + "); retry later", RefusedReason::kIntakeFault);
   SubmitContext ctx = submit_context();
   if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuits_->for_submit(*name);
   if (!intake_->start(identity, req, peer, std::move(ctx), now_ms()))
@@ -105,7 +105,7 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
     return send_reply(identity, {{"ok", false}, {"error", "cannot journal the job: " + error}});
   }
   Job& job = *pending;
-  if (vk) verifying_keys_[job.zkey_sha256] = vk;
+  if (vk) pipeline_->keys().remember(job.zkey_sha256, vk);
   const size_t k = job.parts.size();
   const std::string prio = priority_name(job.priority);
   const uint32_t owner = job.owner_uid;
@@ -118,8 +118,8 @@ void Supervisor::finish_accept(const std::string& identity, const std::shared_pt
     job.shared = true;
     job.submitted_host = cfg_.host_id;
     job.zkey = cfg_.state_dir + "/inputs/keys/" + job.zkey_sha256 + ".zkey";
-    free_slots(jobs_.mirror(job));
-    cluster_.woken = true;
+    pipeline_->free_slots(jobs_.mirror(job));
+    cluster_->wake();  // sync and claim at the next pass
   } else {
     id = jobs_.add(std::move(job), now_ms());
   }

@@ -1,9 +1,4 @@
-// Delivery: a proved partition's proof.json and public.json written into the
-// job's output folder (or a `result --out` folder) with the rights of the user
-// who asked (files/fs_credentials.hpp), never through a symlink or a guessable
-// temporary name (files/safe_write.hpp). A write that fails is reported, never
-// swallowed: the job ends `failed` with the reason while its proofs stay in the
-// journal for `zkfarmctl result`.
+// Delivery (delivery.hpp): output files off the loop, and `result` pages.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,7 +14,8 @@
 #include "groth16/proof_json.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/proof_codec.hpp"
-#include "supervisor/supervisor.hpp"
+#include "supervisor/clock.hpp"
+#include "supervisor/pipeline/delivery.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -94,14 +90,21 @@ int delivery_delay_ms() {
 
 }  // namespace
 
-size_t Supervisor::deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing,
-                           std::string* error) {
+Delivery::Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, Ledger& ledger,
+                   JournalLane& journal, LoopInbox& inbox, Hooks hooks)
+    : cfg_(cfg), log_(std::move(log)), jobs_(jobs), ledger_(ledger), journal_(journal), inbox_(inbox),
+      hooks_(std::move(hooks)) {}
+
+void Delivery::finish() { thread_.finish(); }
+
+size_t Delivery::deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing,
+                         std::string* error) {
   size_t written = 0;
   for (const auto& p : job.parts) {
     if (p.state != PartState::kDone) continue;
     std::string proof = p.proof, public_json = p.public_json, e;
     if (proof.empty()) {  // proved by an earlier instance: the journal has it
-      if (auto jp = ledger_->proof(job.id, p.index)) {
+      if (auto jp = ledger_.proof(job.id, p.index)) {
         proof = jp->proof;
         public_json = jp->public_json;
       } else {
@@ -119,14 +122,13 @@ size_t Supervisor::deliver(const Job& job, const std::string& out, const Peer& a
   return written;
 }
 
-void Supervisor::publish(const Job& job, uint32_t index) {
+void Delivery::publish(const Job& job, uint32_t index) {
   const Partition& p = job.parts.at(index);
-  ++deliveries_in_flight_;
   if (job.client_delivery) {  // zkfarmctl writes it, as the submitter: the proof is journaled
     on_published({job.id, index}, "");
     return;
   }
-  delivery_thread_->post([this, ref = PartRef{job.id, index}, out = job.out, as = Peer{job.owner_uid, job.owner_gid, 0},
+  thread_.post([this, ref = PartRef{job.id, index}, out = job.out, as = Peer{job.owner_uid, job.owner_gid, 0},
                           proof = p.proof, public_json = p.public_json] {
     if (int ms = delivery_delay_ms()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     std::string error = write_result(out, as, ref.index, proof, public_json, false, cfg_.state_dir);
@@ -134,8 +136,7 @@ void Supervisor::publish(const Job& job, uint32_t index) {
   });
 }
 
-void Supervisor::on_published(const PartRef& ref, const std::string& error) {
-  --deliveries_in_flight_;
+void Delivery::on_published(const PartRef& ref, const std::string& error) {
   const Job* job = jobs_.find(ref.job);
   if (!job) return;
   std::string why;
@@ -146,9 +147,9 @@ void Supervisor::on_published(const PartRef& ref, const std::string& error) {
           " --out DIR` writes them elsewhere)";
   }
   if (!jobs_.mark_delivered(ref, wall_ms(), why)) return;
-  count_job_end(*job);
-  journal_write([this, id = ref.job, st = job->state, e = job->error, t = job->finished_ms] {
-    ledger_->finish_job(id, st, e, t);
+  hooks_.job_ended(*job);
+  journal_.write([this, id = ref.job, st = job->state, e = job->error, t = job->finished_ms] {
+    ledger_.finish_job(id, st, e, t);
   });
   if (job->state == JobState::kFailed)
     log_->error("job {}: failed: {}", ref.job, job->error);
@@ -163,18 +164,18 @@ void Supervisor::on_published(const PartRef& ref, const std::string& error) {
 // of a finished job as proof.json and public.json texts, a page at a time, for
 // the client to write with its own rights. This instance's proofs come from
 // memory, older ones from the journal on its thread; nothing is written here.
-void Supervisor::start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role) {
+void Delivery::start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role) {
   const uint64_t id = protocol::get_u64(req, "job");
   const uint64_t from = req.contains("from") ? protocol::get_u64(req, "from") : 0;
   const Job* job = jobs_.find(id);
   if (job && role != Role::kAdmin && job->owner_uid != peer.uid) job = nullptr;  // another's job is "no job"
-  if (!job) return send_reply(identity, {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}});
+  if (!job) return reply(identity, {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}});
   if (job->done_count() != job->parts.size())
-    return send_reply(identity, {{"ok", false},
+    return reply(identity, {{"ok", false},
                                  {"error", "job " + std::to_string(id) + " is " + job_state_name(job->state) +
                                                ": not every partition is proved"}});
   if (from >= job->parts.size())
-    return send_reply(identity, {{"ok", false}, {"error", "job " + std::to_string(id) + " has " +
+    return reply(identity, {{"ok", false}, {"error", "job " + std::to_string(id) + " has " +
                                                               std::to_string(job->parts.size()) + " partitions"}});
   // A page: as many partitions as fit in half a frame (a public.json grows
   // with the circuit's public signals), at least one.
@@ -183,13 +184,13 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
     // A shared queue's proofs are read from the queue (this host may hold none of them).
     parts->push_back({job->parts[k].index, job->shared ? std::string() : job->parts[k].proof,
                       job->parts[k].public_json});
-  journal_->post([this, identity, id, parts, total = job->parts.size()] {
+  journal_.post([this, identity, id, parts, total = job->parts.size()] {
     std::string error;
     bool transient = false;  // the journal or queue cannot be reached now: the client asks again
     for (auto& w : *parts) {
       if (!w.proof.empty()) continue;
       try {
-        if (auto jp = ledger_->proof(id, w.index)) {
+        if (auto jp = ledger_.proof(id, w.index)) {
           w.proof = jp->proof;
           w.public_json = jp->public_json;
         }
@@ -222,9 +223,9 @@ void Supervisor::start_result(const std::string& identity, const nlohmann::json&
       if (!error.empty()) {
         nlohmann::json r = {{"ok", false}, {"error", "job " + std::to_string(id) + ": " + error}};
         if (transient) r["retry_after_ms"] = kResultRetryAfterMs;
-        return send_reply(identity, r);
+        return reply(identity, r);
       }
-      send_reply(identity, {{"ok", true},
+      reply(identity, {{"ok", true},
                             {"job", id},
                             {"partitions", total},
                             {"results", std::move(results)},

@@ -106,7 +106,7 @@ void Supervisor::housekeeping(bool at_start) {
   // circuit uses and untouched for an hour go.
   // Only with a fresh mirror: a host cut off from the queue does not know
   // what other hosts accepted meanwhile.
-  const bool mirror_fresh = ledger_->shared() && cluster_.reachable && now_ms() - cluster_.last_sync_ms < 10000;
+  const bool mirror_fresh = cluster_ && cluster_->fresh(now_ms());
   if (mirror_fresh) {
     const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
     for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/keys", ec)) {
@@ -123,7 +123,7 @@ void Supervisor::housekeeping(bool at_start) {
     // may not be in the queue yet.
     std::set<std::string> held;
     for (const auto& [ref, token] : jobs_.leases()) held.insert(std::to_string(token));
-    if (cluster_.preparing == 0) {
+    if (cluster_ && cluster_->preparing() == 0) {
       for (const auto& e : fs::directory_iterator(cfg_.state_dir + "/inputs/claims", ec)) {
         const std::string stem = e.path().stem().string();
         if (!held.count(stem)) dead.push_back(e.path().string());

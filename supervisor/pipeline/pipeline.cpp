@@ -1,14 +1,9 @@
-// A partition's way through the farm, as the loop drives it (design.md §3):
-// dispatch() hands queued partitions to idle synthesis workers (a slot of the
-// arena each), synthesized ones to GPU workers; the workers' answers move
-// them on (on_worker_started, on_worker_done), a proof is verified before it
-// is journaled and published (finish_partition); a worker's exit sends what it
-// held back (on_worker_exit, requeue). Every state change is a JobTable
-// transition (jobs.hpp); every time is monotonic except the journaled ones.
+// Pipeline (pipeline.hpp): dispatch and the workers' answers.
 #include "groth16/proof_json.hpp"
 #include "protocol/proof_codec.hpp"
 #include "protocol/worker_messages.hpp"
-#include "supervisor/supervisor.hpp"
+#include "supervisor/clock.hpp"
+#include "supervisor/pipeline/pipeline.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -21,26 +16,38 @@ protocol::WorkRef work_ref(const PartRef& ref, const shm::Slot& slot) {
 }
 }  // namespace
 
-void Supervisor::free_slot(const std::optional<shm::Slot>& slot) {
+Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
+                   const shm::Arena& arena, WorkerTable& workers, const Lifecycle& lifecycle, Metrics& metrics,
+                   Ledger& ledger, JournalLane& journal, LoopInbox& inbox, Hooks hooks)
+    : cfg_(cfg),
+      log_(std::move(log)),
+      jobs_(jobs),
+      slots_(slots),
+      arena_(arena),
+      workers_(workers),
+      lifecycle_(lifecycle),
+      metrics_(metrics),
+      ledger_(ledger),
+      journal_(journal),
+      inbox_(inbox),
+      hooks_(std::move(hooks)) {}
+
+void Pipeline::free_slot(const std::optional<shm::Slot>& slot) {
   if (slot) slots_.free(slot->id);
 }
 
-void Supervisor::free_slots(const std::vector<shm::Slot>& slots) {
+void Pipeline::free_slots(const std::vector<shm::Slot>& slots) {
   for (const auto& s : slots) slots_.free(s.id);
 }
 
-void Supervisor::on_worker_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn) {
-  // Every partition it held goes back. A crash counts (max_attempts, poison
-  // partitions) against the one it was computing; when its STARTED never
-  // arrived, against all it held, as nothing tells which one killed it.
+void Pipeline::worker_gone(const Worker& w, bool crashed, const std::string& why) {
   for (const PartRef& ref : w.assigned) {
     const bool culprit = !w.computing || same_part(*w.computing, ref);
     requeue(ref, "worker " + w.id + " " + why, crashed && culprit);
   }
-  lifecycle_->on_worker_gone(w, crashed, why, no_respawn, now_ms());
 }
 
-void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashed) {
+void Pipeline::requeue(const PartRef& ref, const std::string& why, bool crashed) {
   const Partition* p = jobs_.find(ref);
   const Job* job = jobs_.find(ref.job);
   if (!p || !job) return;
@@ -66,21 +73,20 @@ void Supervisor::requeue(const PartRef& ref, const std::string& why, bool crashe
   }
   const bool in_flight = p->state == PartState::kSynthesizing || p->state == PartState::kProving;
   // The slot's generation is bumped as it is freed, so a late answer about it is stale.
-  free_slot(jobs_.back_to_queue(ref, now_ms()));
+  free_slot(jobs_.back_to_queue(ref, steady_ms()));
   if (in_flight && !job->terminal()) log_->warn("job {} partition {}: back to the queue ({})", ref.job, ref.index, why);
 }
 
-void Supervisor::on_worker_started(Worker& w, const protocol::Started& msg) {
+void Pipeline::on_started(Worker& w, const protocol::Started& msg) {
   const PartRef ref{msg.ref.job, msg.ref.partition};
   if (!slots_.is_current(msg.ref.slot, msg.ref.generation) ||
       std::none_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); }))
     return;  // stale: withdrawn or renewed meanwhile
   w.computing = ref;
-  jobs_.worker_started(ref, now_ms());
+  jobs_.worker_started(ref, steady_ms());
 }
 
-void Supervisor::on_worker_done(Worker& w, const protocol::WorkRef& work, const protocol::WorkResult& result,
-                                bool synth) {
+void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol::WorkResult& result, bool synth) {
   const PartRef ref{work.job, work.partition};
   const uint32_t slot = work.slot;
   const uint64_t generation = work.generation;
@@ -99,7 +105,7 @@ void Supervisor::on_worker_done(Worker& w, const protocol::WorkRef& work, const 
   if (job->terminal() || (job->shared && !p->lease)) {
     // Cancelled or failed meanwhile, or (a shared queue) its lease was
     // dropped: the work is dropped, the slot freed.
-    free_slot(jobs_.back_to_queue(ref, now_ms()));
+    free_slot(jobs_.back_to_queue(ref, steady_ms()));
     return;
   }
   if (!result.ok) {
@@ -113,25 +119,25 @@ void Supervisor::on_worker_done(Worker& w, const protocol::WorkRef& work, const 
   }
   w.backoff_ms = cfg_.restart_backoff_ms;  // a worker that delivers is healthy again
   if (synth) {
-    jobs_.synthesized(ref, now_ms());
+    jobs_.synthesized(ref, steady_ms());
     // A witness made from circom inputs: its public signals (values 1..nPublic)
     // are in the slot now; public.json and the verification read them there.
     if (job->inputs() && p->slot) take_public_signals(*job, *p);
     log_->debug("job {} partition {}: synthesized by {}", ref.job, ref.index, w.id);
   } else {
-    jobs_.proving_ended(ref, now_ms());
+    jobs_.proving_ended(ref, steady_ms());
     if (result.key_cached) ++metrics_.key_cache[{"worker", *result.key_cached ? "hit" : "miss"}];
     finish_partition(w, ref, result.proof);
   }
 }
 
-void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::string& proof_bytes) {
+void Pipeline::finish_partition(Worker& w, const PartRef& ref, const std::string& proof_bytes) {
   const Job* job = jobs_.find(ref.job);
   const Partition* p = jobs_.find(ref);
   // Nothing is journaled or published before it verifies against the key's
-  // verification data taken at submit (verification.cpp): not a wrong result
+  // verification data taken at submit (verifying_keys.hpp): not a wrong result
   // of a faulty device, not a witness that does not satisfy its circuit.
-  const std::string bad = check_proof(*job, *p, proof_bytes);
+  const std::string bad = keys_.check(*job, *p, proof_bytes);
   if (!bad.empty()) {
     const unsigned failures = jobs_.count_verify_failure(ref);
     ++metrics_.proofs_rejected;
@@ -144,7 +150,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
       if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
         jobs_.reprove_in_slot(ref, *renewed);
       } else {
-        free_slot(jobs_.back_to_queue(ref, now_ms()));
+        free_slot(jobs_.back_to_queue(ref, steady_ms()));
       }
       return;
     }
@@ -170,7 +176,7 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
     if (!p->lease) {
       log_->warn("job {} partition {}: proved by {}, but its lease was dropped meanwhile; not stored", ref.job,
                  ref.index, w.id);
-      free_slot(jobs_.back_to_queue(ref, now_ms()));
+      free_slot(jobs_.back_to_queue(ref, steady_ms()));
       return;
     }
     rec.lease_token = p->lease;
@@ -178,15 +184,15 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
                ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
     free_slot(p->slot);
     jobs_.mark_done(ref, proof_bytes);
-    store_shared_proof(ref, std::move(rec));
+    hooks_.store_shared(ref, std::move(rec));
     return;
   }
   // Journal first, on the journal thread: once it commits the proof survives
   // anything; a second proof of the same partition (re-proved after a crash)
   // is refused. A journal fault keeps the write for later and goes on: the
   // proof is verified, so publishing it before it is journaled is safe.
-  journal_write([this, ref, rec] {
-    if (ledger_->add_proof(ref.job, ref.index, rec) == ProofStored::kDuplicate)
+  journal_.write([this, ref, rec] {
+    if (ledger_.add_proof(ref.job, ref.index, rec) == ProofStored::kDuplicate)
       inbox_.post([this, ref] {
         log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
       });
@@ -195,24 +201,35 @@ void Supervisor::finish_partition(Worker& w, const PartRef& ref, const std::stri
   log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
              ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
   jobs_.mark_done(ref, proof_bytes);
-  publish(*job, ref.index);  // the job is done once its files are written (on_published)
+  hooks_.publish(*job, ref.index);  // the job is done once its files are written (on_published)
 }
 
-void Supervisor::fail_job(uint64_t id, const std::string& error) {
+// The witness of a partition of circom inputs was made by its synthesis
+// worker; the supervisor reads values 1..nPublic from the slot (its own
+// arena) rather than trusting a copy in the worker's answer.
+void Pipeline::take_public_signals(const Job& job, const Partition& p) {
+  const uint64_t bytes = (uint64_t(job.n_public) + 1) * 32;
+  const auto* w = reinterpret_cast<const U256*>(arena_.at(p.slot->offset, bytes));
+  std::vector<U256> pub(w, w + job.n_public + 1);
+  jobs_.set_public_signals({job.id, p.index}, public_to_json(pub.data(), job.n_public),
+                           std::vector<U256>(pub.begin() + 1, pub.end()));
+}
+
+void Pipeline::fail_job(uint64_t id, const std::string& error) {
   const Job* before = jobs_.find(id);
   const bool was_live = before && !before->terminal();
   free_slots(jobs_.fail(id, error.substr(0, 2000), wall_ms()));
   if (const Job* job = jobs_.find(id)) {
-    if (was_live) count_job_end(*job);
-    journal_write([this, id, e = job->error, t = job->finished_ms] { ledger_->finish_job(id, JobState::kFailed, e, t); });
+    if (was_live) hooks_.job_ended(*job);
+    journal_.write([this, id, e = job->error, t = job->finished_ms] { ledger_.finish_job(id, JobState::kFailed, e, t); });
   }
   log_->error("job {}: failed: {}", id, error.substr(0, 2000));
 }
 
-void Supervisor::dispatch() {
-  for (auto& [id, w] : workers_->all()) {
+void Pipeline::dispatch() {
+  for (auto& [id, w] : workers_.all()) {
     if (w.kind != WorkerKind::kSynth || w.state != WorkerState::kIdle || w.retiring) continue;
-    if (lifecycle_->stopping() || lifecycle_->draining()) continue;  // in-flight work finishes, none starts
+    if (lifecycle_.stopping() || lifecycle_.draining()) continue;  // in-flight work finishes, none starts
     auto ref = jobs_.next(PartState::kQueued);
     if (!ref) break;
     const Job* job = jobs_.find(ref->job);
@@ -220,8 +237,8 @@ void Supervisor::dispatch() {
     auto slot = slots_.allocate(job->slot_bytes);
     if (!slot) break;  // the memory budget is spent: the partition waits for a slot
     const int64_t queued_since = p->queued_since_ms;
-    if (jobs_.start_synthesis(*ref, *slot, w.id, now_ms(), wall_ms()))
-      journal_write([this, id = job->id, t = job->started_ms] { ledger_->set_started(id, t); });
+    if (jobs_.start_synthesis(*ref, *slot, w.id, steady_ms(), wall_ms()))
+      journal_.write([this, id = job->id, t = job->started_ms] { ledger_.set_started(id, t); });
     if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
     protocol::Synth m{.ref = work_ref(*ref, *slot), .span = {slot->offset, slot->size}, .zkey = job->zkey,
                       .witness = protocol::WitnessFile{p->wtns}};
@@ -235,7 +252,7 @@ void Supervisor::dispatch() {
                                          .sandbox_user = cfg_.sandbox_user,
                                          .witness_engine = cfg_.witness_engine};
     }
-    send_to_worker(w, protocol::encode(m));
+    hooks_.send(w, protocol::encode(m));
     w.assigned.push_back(*ref);
     w.state = WorkerState::kBusy;
   }
@@ -247,7 +264,7 @@ void Supervisor::dispatch() {
            (w.state == WorkerState::kIdle || w.state == WorkerState::kBusy);
   };
   for (size_t depth = 1; depth <= cfg_.gpu_queue_depth; ++depth) {
-    for (auto& [id, w] : workers_->all()) {
+    for (auto& [id, w] : workers_.all()) {
       if (!gpu_ready(w) || w.assigned.size() >= depth) continue;
       auto ref = jobs_.next(PartState::kSynthesized);
       if (!ref) return;
@@ -257,7 +274,7 @@ void Supervisor::dispatch() {
   // A partition of higher priority than everything a worker holds may go one
   // beyond the depth: the worker takes it next, so it overtakes what is only
   // queued there (never what is computing).
-  for (auto& [id, w] : workers_->all()) {
+  for (auto& [id, w] : workers_.all()) {
     if (!gpu_ready(w) || w.assigned.size() != cfg_.gpu_queue_depth) continue;
     auto ref = jobs_.next(PartState::kSynthesized);
     if (!ref) return;
@@ -270,11 +287,11 @@ void Supervisor::dispatch() {
   }
 }
 
-void Supervisor::send_prove(Worker& w, const PartRef& ref) {
+void Pipeline::send_prove(Worker& w, const PartRef& ref) {
   const Job* job = jobs_.find(ref.job);
   const Partition* p = jobs_.find(ref);
-  jobs_.start_proving(ref, w.id, now_ms());
-  send_to_worker(w, protocol::encode(protocol::Prove{.ref = work_ref(ref, *p->slot),
+  jobs_.start_proving(ref, w.id, steady_ms());
+  hooks_.send(w, protocol::encode(protocol::Prove{.ref = work_ref(ref, *p->slot),
                                                      .span = {p->slot->offset, p->slot->size},
                                                      .zkey = job->zkey,
                                                      .priority = uint64_t(job->priority)}));
@@ -285,23 +302,31 @@ void Supervisor::send_prove(Worker& w, const PartRef& ref) {
 // Tells the workers busy with `job`'s partitions to abandon them (ABORT); each
 // answers ok:false at its next stage boundary and the slot is freed then, never
 // while a worker may still write into it.
-void Supervisor::abort_in_flight(uint64_t job) {
-  for (auto& [id, w] : workers_->all()) {
+void Pipeline::abort_in_flight(uint64_t job) {
+  for (auto& [id, w] : workers_.all()) {
     for (const PartRef& ref : w.assigned) {
       if (ref.job != job) continue;
       const Partition* p = jobs_.find(ref);
       if (!p || !p->slot) continue;
-      send_to_worker(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
+      hooks_.send(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
     }
   }
 }
 
-void Supervisor::cancel_job(uint64_t id, uint32_t by_uid) {
+void Pipeline::abort_partition(const PartRef& ref) {
+  const Partition* p = jobs_.find(ref);
+  if (!p || !p->slot) return;
+  for (auto& [id, w] : workers_.all())
+    for (const PartRef& r : w.assigned)
+      if (same_part(r, ref)) hooks_.send(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
+}
+
+void Pipeline::cancel_job(uint64_t id, uint32_t by_uid) {
   const Job* job = jobs_.find(id);
   if (!job || job->terminal()) return;
   free_slots(jobs_.cancel(id, wall_ms()));
-  count_job_end(*job);
-  journal_write([this, id, t = job->finished_ms] { ledger_->finish_job(id, JobState::kCancelled, "", t); });
+  hooks_.job_ended(*job);
+  journal_.write([this, id, t = job->finished_ms] { ledger_.finish_job(id, JobState::kCancelled, "", t); });
   abort_in_flight(id);
   log_->info("job {}: cancelled by uid {}", id, by_uid);
 }

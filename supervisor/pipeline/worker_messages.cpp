@@ -74,11 +74,11 @@ void Supervisor::on_worker_frame(const std::string& identity, const std::string&
     if (w.state == WorkerState::kStarting) w.state = WorkerState::kIdle;
     log_->info("worker {}: READY (version {}, backend {}, pid {})", w.id, w.version, w.backend, ready->pid);
   } else if (const auto* started = std::get_if<protocol::Started>(&msg)) {
-    on_worker_started(w, *started);
+    pipeline_->on_started(w, *started);
   } else if (const auto* done = std::get_if<protocol::SynthDone>(&msg)) {
-    on_worker_done(w, done->ref, done->result, true);
+    pipeline_->on_done(w, done->ref, done->result, true);
   } else if (const auto* proved = std::get_if<protocol::ProveDone>(&msg)) {
-    on_worker_done(w, proved->ref, proved->result, false);
+    pipeline_->on_done(w, proved->ref, proved->result, false);
   }  // else HEARTBEAT: last_seen_ms is all it says
 }
 

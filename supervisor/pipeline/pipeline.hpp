@@ -1,0 +1,111 @@
+#pragma once
+// A partition's way through the farm, as the loop drives it (design.md §3):
+// dispatch() hands queued partitions to idle synthesis workers (a slot of the
+// arena each), synthesized ones to GPU workers; the workers' answers move
+// them on (on_started, on_done); a proof is verified before it is journaled
+// and published (VerifyingKeys); a worker's exit sends what it held back
+// (worker_gone). Every state change is a JobTable transition (jobs.hpp);
+// every time is monotonic except the journaled ones.
+#include <spdlog/logger.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/worker_messages.hpp"
+#include "shm/arena.hpp"
+#include "shm/slots.hpp"
+#include "supervisor/background.hpp"
+#include "supervisor/config.hpp"
+#include "supervisor/ledger/journal_lane.hpp"
+#include "supervisor/ledger/ledger.hpp"
+#include "supervisor/lifecycle.hpp"
+#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/pipeline/verifying_keys.hpp"
+#include "supervisor/status/metrics.hpp"
+#include "supervisor/workers/worker_table.hpp"
+
+namespace zkfarm::supervisor {
+
+/// The pipeline: jobs' partitions, their slots of the arena and their
+/// dispatch, over the loop's JobTable and WorkerTable. Loop thread only.
+class Pipeline {
+ public:
+  /// What the pipeline asks of the rest of the farm.
+  struct Hooks {
+    /// Sends `frame` (a protocol::encode of worker_messages.hpp) to worker `w`.
+    std::function<void(const Worker& w, const std::string& frame)> send;
+    /// Writes partition `index` of `job`, just proved and journaled, to its
+    /// output (delivery.hpp); the job ends once every partition is delivered.
+    std::function<void(const Job& job, uint32_t index)> publish;
+    /// A shared queue's proof, verified: stored under its lease (cluster mirror).
+    std::function<void(const PartRef& ref, ProofRecord rec)> store_shared;
+    /// A live job ended in this instance (done, failed, cancelled): /metrics.
+    std::function<void(const Job& job)> job_ended;
+  };
+
+  /// `jobs`, `slots` (over `arena`) and `workers` are the loop's tables;
+  /// `lifecycle` says whether new work may start; every ledger write goes
+  /// through `journal` (the journal lane's thread), whose answers come back
+  /// through `inbox`.
+  Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
+           const shm::Arena& arena, WorkerTable& workers, const Lifecycle& lifecycle, Metrics& metrics,
+           Ledger& ledger, JournalLane& journal, LoopInbox& inbox, Hooks hooks);
+
+  /// Queued partitions to idle synthesis workers (one slot each, while the
+  /// arena has room), synthesized ones to GPU workers (up to gpu_queue_depth
+  /// each, one more for a partition of higher priority). Nothing starts while
+  /// the farm drains or stops.
+  void dispatch();
+  /// A worker's STARTED: the partition it computes now (a stale one is ignored).
+  void on_started(Worker& w, const protocol::Started& msg);
+  /// A worker's SYNTH_DONE (`synth`) or PROVE_DONE for `ref`: the partition
+  /// moves on, or fails with its job; a stale answer (slot renewed, withdrawn)
+  /// is logged and ignored. A proof is verified before anything is journaled.
+  void on_done(Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result, bool synth);
+  /// A worker's process is gone: every partition it held goes back to a
+  /// queue. A crash counts (max_attempts) against the one it was computing, or
+  /// against all it held when its STARTED never came.
+  void worker_gone(const Worker& w, bool crashed, const std::string& why);
+  /// `zkfarmctl cancel`: the live job `id` ends cancelled (slots freed,
+  /// journaled, aborted in the workers that hold its partitions).
+  void cancel_job(uint64_t id, uint32_t by_uid);
+  /// Tells the workers busy with `job`'s partitions to abandon them (ABORT);
+  /// each answers at its next stage boundary and the slot is freed then.
+  void abort_in_flight(uint64_t job);
+  /// ABORT to the worker that holds partition `ref` (its lease is gone).
+  void abort_partition(const PartRef& ref);
+  /// Frees slots a JobTable transition gave back (their generations move on).
+  void free_slots(const std::vector<shm::Slot>& slots);
+  void free_slot(const std::optional<shm::Slot>& slot);
+  /// The verification data of every key proved for.
+  VerifyingKeys& keys() { return keys_; }
+
+ private:
+  void requeue(const PartRef& ref, const std::string& why, bool crashed);
+  void send_prove(Worker& w, const PartRef& ref);
+  /// A partition of circom inputs just synthesized: its public signals, read
+  /// from the witness in its slot, for public.json and the verification.
+  void take_public_signals(const Job& job, const Partition& p);
+  void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
+  void fail_job(uint64_t job, const std::string& error);
+
+  const Config& cfg_;
+  std::shared_ptr<spdlog::logger> log_;
+  JobTable& jobs_;
+  shm::SlotAllocator& slots_;
+  const shm::Arena& arena_;
+  WorkerTable& workers_;
+  const Lifecycle& lifecycle_;
+  Metrics& metrics_;
+  Ledger& ledger_;
+  JournalLane& journal_;
+  LoopInbox& inbox_;
+  Hooks hooks_;
+  VerifyingKeys keys_;
+};
+
+}  // namespace zkfarm::supervisor
