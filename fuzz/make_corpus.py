@@ -178,7 +178,7 @@ def proof_bytes(path):
 
 
 def proof_seeds():
-    t = "protocol_proof_fuzz"
+    t = "groth16_proof_fuzz"
     for name in sorted(os.listdir(FIXTURES)):
         if name.endswith(".0.proof.json"):
             write(t, proof_bytes(os.path.join(FIXTURES, name)))

@@ -17,7 +17,7 @@
 #include "groth16/errors.hpp"
 #include "gpu_worker/device_fault.hpp"
 #include "gpu_worker/select_backend.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 #include "worker_kit/work_request.hpp"
@@ -42,7 +42,7 @@ proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::P
       const U256* witness = kit::request_witness(req.span, arena, key);
       // Blinding scalars uniform below the key's curve's r.
       std::string bytes = with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
-        return proto::encode_proof(gpu::prove_of<C>(backend, key, witness, random_scalar_of<C>(),
+        return encode_proof(gpu::prove_of<C>(backend, key, witness, random_scalar_of<C>(),
                                                     random_scalar_of<C>(), &proto::abort_flag()));
       });
       return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};

@@ -17,7 +17,6 @@
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
-#include "protocol/proof_codec.hpp"
 #include "protocol/worker_channel.hpp"
 #include "files/input_file.hpp"
 #include "files/safe_write.hpp"
@@ -193,7 +192,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                          if (cluster_) cluster_->release_queued_claims(why);
                        }});
   // Inputs are kept by content under STATE/inputs (submit.cpp), private to
-  // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster.cpp).
+  // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster/claim_prep.cpp).
   for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"}) {
     const std::string path = cfg_.state_dir + d;
     if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)

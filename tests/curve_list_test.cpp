@@ -8,7 +8,7 @@
 
 #include "groth16/curve_list.hpp"
 #include "groth16/curves.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 
 namespace zkfarm {
 namespace {
@@ -22,7 +22,7 @@ TEST(CurveList, WithCurveReachesEachCurveByItsId) {
     EXPECT_EQ(curve_id_of_name(C::kName), C::kId);
     EXPECT_STREQ(curve_name(C::kId), C::kName);
     EXPECT_EQ(curve_primes(C::kId).n8q, C::Fq::kBytes);
-    EXPECT_EQ(protocol::proof_curve(protocol::kProofBytesOf<C>), C::kId);
+    EXPECT_EQ(proof_curve(kProofBytesOf<C>), C::kId);
   });
   EXPECT_EQ(seen, Curves::kSize);
   EXPECT_EQ(known_curves().size(), Curves::kSize);

@@ -19,7 +19,7 @@
 #include "groth16/proof_json.hpp"
 #include "groth16/verify.hpp"
 #include "pairing_vectors.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 
 namespace zkfarm {
 namespace {
@@ -277,7 +277,7 @@ TEST(Verify, ProofsOfOurProverVerify) {
     const VerifyResult r = verify_proof(vk, proof, signals);
     EXPECT_TRUE(r.ok()) << c.name << ": " << r.reason;
     // The supervisor's path: the 256 bytes of PROVE_DONE, decoded.
-    EXPECT_TRUE(verify_proof(vk, protocol::decode_proof(protocol::encode_proof(proof)), signals).ok()) << c.name;
+    EXPECT_TRUE(verify_proof(vk, decode_proof(encode_proof(proof)), signals).ok()) << c.name;
     // The same proof against the other fixture witness' public signals.
     const auto other = public_from_json(c.pub((k + 1) % c.witnesses));
     if (other != signals) {

@@ -26,7 +26,7 @@
 #include "groth16/prover.hpp"
 #include "groth16/verify.hpp"
 #include "protocol/messages.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
 #include "test_util.hpp"
@@ -293,9 +293,9 @@ TEST(WorkerChannel, SynthThenProveVerifiesWithSnarkjs) {
   EXPECT_EQ(proto::get_u32(*done, "partition"), 3u);
   EXPECT_EQ(proto::get_u64(*done, "generation"), 7u);
   std::string bytes = proto::get_bin(*done, "proof");
-  ASSERT_EQ(bytes.size(), proto::kProofBytes);
-  Proof proof = proto::decode_proof(bytes);
-  EXPECT_EQ(proto::encode_proof(proof), bytes);
+  ASSERT_EQ(bytes.size(), kProofBytes);
+  Proof proof = decode_proof(bytes);
+  EXPECT_EQ(encode_proof(proof), bytes);
   write_file_atomic(proof_path, proof_to_json(proof));
 
   std::string cmd = "node " + test::repo_path("tests/snarkjs_verify.cjs") + " " + test::shared_fixture("chain.vkey.json") +
@@ -471,7 +471,7 @@ TEST(WorkerChannel, GpuWorkerQueuesByPriorityAndAbortWithdrawsAWaitingOne) {
     // Each proof verifies against the key and that partition's public signals.
     const uint32_t k = proto::get_u32(m, "partition");
     const U256* w = reinterpret_cast<const U256*>(f.arena.arena.at(k * f.slot_bytes, f.slot_bytes));
-    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(f.key), proto::decode_proof(proto::get_bin(m, "proof")),
+    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(f.key), decode_proof(proto::get_bin(m, "proof")),
                                         {w + 1, f.key.n_public});
     EXPECT_TRUE(v) << "partition " << k << ": " << v.reason;
   }
@@ -597,17 +597,17 @@ TEST(WorkerChannel, EnvironmentAndUsageExitCodes) {
 }
 
 TEST(ProofCodec, RejectsWrongSizesAndBadPoints) {
-  EXPECT_THROW(proto::decode_proof(std::string(255, '\0')), proto::ProtocolError);
-  EXPECT_THROW(proto::decode_proof(std::string(257, '\0')), proto::ProtocolError);
+  EXPECT_THROW(decode_proof(std::string(255, '\0')), MalformedProof);
+  EXPECT_THROW(decode_proof(std::string(257, '\0')), MalformedProof);
   Proof p{test::g1_generator(), test::g2_generator(), G1Affine::infinity()};
-  std::string bytes = proto::encode_proof(p);
+  std::string bytes = encode_proof(p);
   ASSERT_EQ(bytes.size(), 256u);
-  Proof q = proto::decode_proof(bytes);
+  Proof q = decode_proof(bytes);
   EXPECT_TRUE(q.a == p.a && q.b == p.b && q.c == p.c);
   bytes[0] ^= 1;  // x of πA moved: off the curve
-  EXPECT_THROW(proto::decode_proof(bytes), proto::ProtocolError);
+  EXPECT_THROW(decode_proof(bytes), MalformedProof);
   std::string all_ff(256, '\xff');
-  EXPECT_THROW(proto::decode_proof(all_ff), proto::ProtocolError);
+  EXPECT_THROW(decode_proof(all_ff), MalformedProof);
 }
 
 }  // namespace

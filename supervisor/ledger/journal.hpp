@@ -67,7 +67,7 @@ class Journal : public Ledger {
   /// too): the caller then tells the client. Throws JournalError; then nothing of the job is journaled (but
   /// see the report on an fsync that fails after the commit frame was written).
   uint64_t add_job(const Job& job) override;
-  /// Journals the encoded proof of (job, partition) (protocol/proof_codec.hpp:
+  /// Journals the encoded proof of (job, partition) (groth16/proof_codec.hpp:
   /// 256 bytes for BN254, 384 for BLS12-381) and its stage times (ms);
   /// a non-empty public_json (a partition of circom inputs, whose public
   /// signals came with its witness) is stored with it as the partition's

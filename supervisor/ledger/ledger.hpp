@@ -30,7 +30,7 @@
 
 namespace zkfarm::supervisor {
 
-/// A stored proof: the encoded proof (protocol/proof_codec.hpp; 256 or 384
+/// A stored proof: the encoded proof (groth16/proof_codec.hpp; 256 or 384
 /// bytes) and the text of public.json.
 struct JournaledProof {
   std::string proof;

@@ -13,7 +13,7 @@
 #include "files/safe_write.hpp"
 #include "groth16/proof_json.hpp"
 #include "protocol/messages.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/pipeline/delivery.hpp"
 
@@ -57,7 +57,7 @@ std::string write_result(const std::string& out, const Peer& as, uint32_t index,
         files::exists_nofollow(dir.get(), out, k + ".public.json"))
       return {};
     files::write_file_safe(dir.get(), out, k + ".public.json", public_json, 0644);
-    files::write_file_safe(dir.get(), out, k + ".proof.json", protocol::proof_json_of(proof), 0644);
+    files::write_file_safe(dir.get(), out, k + ".proof.json", proof_json_of(proof), 0644);
     return {};
   } catch (const std::exception& e) {
     return e.what();
@@ -210,7 +210,7 @@ void Delivery::start_result(const std::string& identity, const nlohmann::json& r
         if (error.empty()) error = "partition " + std::to_string(w.index) + ": no proof in the journal";
         break;
       }
-      std::string proof_json = protocol::proof_json_of(w.proof);
+      std::string proof_json = proof_json_of(w.proof);
       const size_t n = proof_json.size() + w.public_json.size() + 64;
       if (!results.empty() && bytes + n > protocol::kMaxFrameBytes / 2) {
         next = w.index;

@@ -1,6 +1,6 @@
 // Pipeline (pipeline.hpp): dispatch and the workers' answers.
 #include "groth16/proof_json.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 #include "protocol/worker_messages.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/pipeline/pipeline.hpp"

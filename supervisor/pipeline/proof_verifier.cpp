@@ -1,7 +1,7 @@
 #include "supervisor/pipeline/proof_verifier.hpp"
 
 #include "protocol/messages.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -23,11 +23,11 @@ std::string ProofVerifier::check(std::string_view proof_bytes, std::span<const U
   try {
     const VerifyResult r = std::visit(
         [&]<class C>(const VerifyingKeyOf<C>& vk) {
-          return verify_proof(vk, protocol::decode_proof<C>(proof_bytes), public_signals);
+          return verify_proof(vk, decode_proof<C>(proof_bytes), public_signals);
         },
         vk_);
     return r.ok() ? std::string() : r.reason;
-  } catch (const protocol::ProtocolError& e) {
+  } catch (const MalformedProof& e) {
     return std::string("malformed proof: ") + e.what();
   }
 }

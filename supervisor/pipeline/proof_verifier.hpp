@@ -1,7 +1,7 @@
 #pragma once
 // The farm's last gate, for keys of either curve: a key's verification data,
 // made once per key (at submit, or from zkfarmd's private copy after a
-// restart), and the check of one encoded proof (protocol/proof_codec.hpp)
+// restart), and the check of one encoded proof (groth16/proof_codec.hpp)
 // against it. The curve is the key's (Zkey::curve); the proof must be of the
 // same curve's size, or it is malformed.
 #include <memory>

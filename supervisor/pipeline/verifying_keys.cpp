@@ -4,7 +4,7 @@
 #include "groth16/decimal.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 #include "supervisor/pipeline/verifying_keys.hpp"
 
 namespace zkfarm::supervisor {

@@ -23,7 +23,7 @@ class VerifyingKeys {
   /// added, a shared queue's claim): later checks need not read the key again.
   void remember(const std::string& sha256, std::shared_ptr<const ProofVerifier> vk);
 
-  /// "" when `proof_bytes` (protocol/proof_codec.hpp's encoding) verify for
+  /// "" when `proof_bytes` (groth16/proof_codec.hpp's encoding) verify for
   /// partition `p` of `job`: against the key's verification data (made here
   /// from zkfarmd's private copy of the key, job.zkey, when none was kept:
   /// after a restart) and p's public signals (p.public_values, or read back

@@ -1,12 +1,11 @@
-#include "protocol/proof_codec.hpp"
+#include "groth16/proof_codec.hpp"
 
 #include <cstring>
 
 #include "groth16/curve_list.hpp"
 #include "groth16/proof_json.hpp"
-#include "protocol/messages.hpp"
 
-namespace zkfarm::protocol {
+namespace zkfarm {
 
 namespace {
 
@@ -17,7 +16,7 @@ void check_coordinate(const uint8_t* p, const char* what) {
   typename Fq::Int x;
   std::memcpy(x.data(), p, Fq::kBytes);
   if (!is_canonical<typename Fq::Params>(x)) {
-    throw ProtocolError(std::string("proof: ") + what + ": coordinate not canonical (>= q)");
+    throw MalformedProof(std::string("proof: ") + what + ": coordinate not canonical (>= q)");
   }
 }
 
@@ -38,7 +37,7 @@ ProofOf<C> decode_proof(std::string_view bytes) {
   using Fq = typename C::Fq;
   constexpr size_t kBytes = kProofBytesOf<C>;
   if (bytes.size() != kBytes) {
-    throw ProtocolError("proof of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(kBytes) +
+    throw MalformedProof("proof of " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(kBytes) +
                         " (" + C::kName + ")");
   }
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -47,9 +46,9 @@ ProofOf<C> decode_proof(std::string_view bytes) {
   using G1A = Affine<typename C::G1Params>;
   using G2A = Affine<typename C::G2Params>;
   ProofOf<C> proof{G1A::load(p), G2A::load(p + C::kG1Bytes), G1A::load(p + C::kG1Bytes + C::kG2Bytes)};
-  if (!proof.a.on_curve()) throw ProtocolError("proof: pi_a is not on G1");
-  if (!proof.b.on_curve()) throw ProtocolError("proof: pi_b is not on G2");
-  if (!proof.c.on_curve()) throw ProtocolError("proof: pi_c is not on G1");
+  if (!proof.a.on_curve()) throw MalformedProof("proof: pi_a is not on G1");
+  if (!proof.b.on_curve()) throw MalformedProof("proof: pi_b is not on G2");
+  if (!proof.c.on_curve()) throw MalformedProof("proof: pi_c is not on G1");
   return proof;
 }
 
@@ -63,7 +62,7 @@ std::optional<CurveId> proof_curve(size_t bytes) {
 
 std::string proof_json_of(std::string_view bytes) {
   const std::optional<CurveId> curve = proof_curve(bytes.size());
-  if (!curve) throw ProtocolError("proof of " + std::to_string(bytes.size()) + " bytes is of no known curve");
+  if (!curve) throw MalformedProof("proof of " + std::to_string(bytes.size()) + " bytes is of no known curve");
   return with_curve(*curve, [&]<class C>(std::type_identity<C>) { return proof_to_json(decode_proof<C>(bytes)); });
 }
 
@@ -72,4 +71,4 @@ template std::string encode_proof<bls12_381::Curve>(const ProofOf<bls12_381::Cur
 template ProofOf<Bn254> decode_proof<Bn254>(std::string_view);
 template ProofOf<bls12_381::Curve> decode_proof<bls12_381::Curve>(std::string_view);
 
-}  // namespace zkfarm::protocol
+}  // namespace zkfarm

@@ -6,13 +6,21 @@
 // 96 = 384 bytes. The size alone says the curve.
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "groth16/curve_id.hpp"
 #include "groth16/prover.hpp"
 
-namespace zkfarm::protocol {
+namespace zkfarm {
+
+/// Bytes that are no proof: a size of no curve, a coordinate ≥ q, a point off
+/// its curve. The message says which.
+class MalformedProof : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// Bytes of an encoded proof over curve C: 2·G1 + G2.
 template <class C>
@@ -24,7 +32,7 @@ inline constexpr size_t kProofBytes = kProofBytesOf<Bn254>;
 template <class C>
 std::string encode_proof(const ProofOf<C>& proof);
 
-/// The proof over curve C held by `bytes`. Throws ProtocolError when `bytes`
+/// The proof over curve C held by `bytes`. Throws MalformedProof when `bytes`
 /// is not exactly kProofBytesOf<C> long, a coordinate is not canonical (≥ q),
 /// or a point is neither infinity nor on its curve (a corrupt or foreign message).
 template <class C = Bn254>
@@ -35,8 +43,8 @@ ProofOf<C> decode_proof(std::string_view bytes);
 std::optional<CurveId> proof_curve(size_t bytes);
 
 /// proof.json (proof_to_json) of an encoded proof of either curve, told apart
-/// by its size. Throws ProtocolError as decode_proof does, or for a size of
+/// by its size. Throws MalformedProof as decode_proof does, or for a size of
 /// no curve.
 std::string proof_json_of(std::string_view bytes);
 
-}  // namespace zkfarm::protocol
+}  // namespace zkfarm
