@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <set>
 
+#include "protocol/control_requests.hpp"
 #include "api/call.hpp"
 #include "api/service.hpp"
 
@@ -215,8 +216,8 @@ Response Service::job_create(Call& c, const Request& req) {
                    "tenant '" + c.who.tenant + "' has " + std::to_string(queued) + " partitions queued; " +
                        std::to_string(list.size()) + " more would pass its quota of " + std::to_string(quota)};
 
-  json freq = protocol::make("submit");
-  freq["priority"] = priority.empty() ? "normal" : priority;
+  protocol::Submit submit;
+  submit.priority = priority.empty() ? "normal" : priority;
   InputFiles files;
   if (has_inputs) {
     auto row = store_.circuit(c.who.tenant, circuit);
@@ -225,15 +226,13 @@ Response Service::job_create(Call& c, const Request& req) {
       throw bad("circuit '" + circuit + "' has no witness generator (registered without 'wasm'): submit witnesses");
     files.dir = opts_.api_dir + "/tmp/" + random_hex(16);
     if (::mkdir(files.dir.c_str(), 0700) != 0) throw std::runtime_error(files.dir + ": cannot create: " + std::strerror(errno));
-    json paths = json::array();
     for (size_t k = 0; k < list.size(); ++k) {
       if (!list[k].is_object()) throw bad("inputs[" + std::to_string(k) + "] must be a JSON object (circom's input.json)");
       const std::string p = files.dir + "/" + std::to_string(k) + ".json";
       write_new_file(p, list[k].dump());
-      paths.push_back(p);
+      submit.inputs.push_back(p);
     }
-    freq["circuit"] = row->farm_name;
-    freq["inputs"] = paths;
+    submit.circuit = row->farm_name;
   } else {
     std::string zkey_id = zkey;
     if (!circuit.empty()) {
@@ -241,14 +240,12 @@ Response Service::job_create(Call& c, const Request& req) {
       if (!row) throw ApiError{404, "not_found", "no circuit '" + circuit + "'"};
       zkey_id = row->zkey_upload;
     }
-    freq["zkey"] = upload_path(zkey_id);
-    json paths = json::array();
-    for (const auto& id : wtns_ids) paths.push_back(upload_path(id));
-    freq["wtns"] = paths;
+    submit.zkey = upload_path(zkey_id);
+    for (const auto& id : wtns_ids) submit.wtns.push_back(upload_path(id));
   }
   json reply;
   try {
-    reply = farm_.call(freq, 600000);
+    reply = farm_.call(protocol::to_message(submit), 600000);
   } catch (const FarmRefused& e) {
     throw ApiError{400, "rejected", tenant_text(e.what())};
   }
@@ -325,9 +322,7 @@ Response Service::job_list(Call& c, const RequestHead& head) {
 }
 
 json Service::result_page(const JobRow& row, uint64_t from) {
-  json req = protocol::make("result");
-  req["job"] = row.id;
-  req["from"] = from;
+  const json req = protocol::to_message(protocol::Result{.job = row.id, .from = from});
   try {
     return farm_.call(req, 60000);
   } catch (const FarmRefused& e) {

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <thread>
 
+#include "protocol/control_requests.hpp"
 #include "files/file_error.hpp"
 #include "files/safe_write.hpp"
 
@@ -18,9 +19,7 @@ namespace {
 Message result_page(Caller& client, uint64_t job, uint64_t from, std::chrono::steady_clock::time_point give_up) {
   bool told = false;
   for (;;) {
-    Message req = protocol::make("result");
-    req["job"] = job;
-    req["from"] = from;
+    const Message req = protocol::to_message(protocol::Result{.job = job, .from = from});
     try {
       return client.call(req);
     } catch (const Refused& e) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "protocol/control_requests.hpp"
 #include "ctl/render.hpp"
 #include "ctl/results.hpp"
 #include "files/file_error.hpp"
@@ -40,23 +41,19 @@ int64_t now_unix_ms() {
 std::string absolute_path(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
 
 int run_submit(Caller& client, const SubmitOptions& opt) {
-  Message req = protocol::make("submit");
+  protocol::Submit submit;
   if (!opt.circuit.empty()) {
-    req["circuit"] = opt.circuit;
-    Message inputs = Message::array();
-    for (const auto& i : opt.inputs) inputs.push_back(absolute_path(i));
-    req["inputs"] = inputs;
+    submit.circuit = opt.circuit;
+    for (const auto& i : opt.inputs) submit.inputs.push_back(absolute_path(i));
   } else {
-    req["zkey"] = absolute_path(opt.zkey);
-    Message wtns = Message::array();
-    for (const auto& w : opt.wtns) wtns.push_back(absolute_path(w));
-    req["wtns"] = wtns;
+    submit.zkey = absolute_path(opt.zkey);
+    for (const auto& w : opt.wtns) submit.wtns.push_back(absolute_path(w));
   }
-  req["priority"] = opt.priority;
-  if (!opt.idempotency_key.empty()) req["idempotency_key"] = opt.idempotency_key;
+  submit.priority = opt.priority;
+  submit.idempotency_key = opt.idempotency_key;
   const std::string out =
       opt.out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(opt.out);
-  req["out"] = out;
+  submit.out = out;
   // The output folder is the caller's: made now with its own rights, so a
   // folder it cannot create is refused before anything is sent (zkfarmd,
   // when it writes the results itself, makes it again as the submitter).
@@ -68,7 +65,7 @@ int run_submit(Caller& client, const SubmitOptions& opt) {
   // The supervisor checks the key and every witness before it answers: a large
   // key takes a while, so the reply gets at least 10 minutes.
   client.set_timeout_ms(std::max(client.timeout_ms(), 600000));
-  Message reply = client.call(req);
+  Message reply = client.call(protocol::to_message(submit));
   const uint64_t job = protocol::get_u64(reply, "job");
   std::cout << job << "\n";
   if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client") {

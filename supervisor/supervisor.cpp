@@ -183,11 +183,17 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
 
   workers_ = std::make_unique<WorkerTable>(cfg_, log_, metrics_, devices_.release_check(), gpu_devices(cfg_), worker_socket_->endpoint(),
                                            arena_.fd());
+  worker_link_ = std::make_unique<WorkerLink>(
+      cfg_, log_, *worker_socket_, *workers_,
+      WorkerLink::Hooks{.started = [this](Worker& w, const protocol::Started& m) { pipeline_->on_started(w, m); },
+                        .done = [this](Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result,
+                                       bool synth) { pipeline_->on_done(w, ref, result, synth); },
+                        .warn = [this](const std::string& line) { warn_limited(line); }});
   size_t n = 0;
   for (const auto& [id, w] : workers_->all()) n += w.kind == WorkerKind::kGpu;
   lifecycle_ = std::make_unique<Lifecycle>(
       cfg_, log_, *workers_, jobs_, metrics_,
-      Lifecycle::Hooks{[this](const Worker& w) { send_to_worker(w, protocol::encode(protocol::Shutdown{})); },
+      Lifecycle::Hooks{[this](const Worker& w) { worker_link_->send(w, protocol::encode(protocol::Shutdown{})); },
                        [this](const std::string& why) {
                          if (cluster_) cluster_->release_queued_claims(why);
                        }});
@@ -224,7 +230,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                       .job_ended = [this](const Job& job) { count_job_end(job); }});
   pipeline_ = std::make_unique<Pipeline>(
       cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *ledger_, *journal_, inbox_,
-      Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { send_to_worker(w, frame); },
+      Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { worker_link_->send(w, frame); },
                       .publish = [this](const Job& job, uint32_t index) { delivery_->publish(job, index); },
                       .store_shared = [this](const PartRef& ref, ProofRecord rec) { cluster_->store_proof(ref, std::move(rec)); },
                       .job_ended = [this](const Job& job) { count_job_end(job); }});
@@ -243,7 +249,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       cfg_, log_, ledger_->shared(), witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
       CircuitRegistry::Hooks{
           .reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
-          .submit_context = [this] { return submit_context(); },
+          .submit_context = [this] { return intake_->context(); },
           .put =
               [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
                 journal_->post([this, record, done] {
@@ -260,6 +266,12 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
           .remember_vk = [this](const std::string& sha,
                                 std::shared_ptr<const ProofVerifier> vk) { pipeline_->keys().remember(sha, std::move(vk)); }});
   circuits_->replace_all(ledger_->circuits());
+  admission_ = std::make_unique<Admission>(
+      cfg_, log_, *intake_, *circuits_, *lifecycle_, *journal_, *ledger_, inbox_, jobs_, slots_, *pipeline_, metrics_,
+      Admission::Hooks{.reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
+                       .remove_inputs = [this](const Job& job) { remove_job_inputs(job); },
+                       .queue_fault = [this] { return cluster_ && !cluster_->reachable() ? cluster_->fault() : std::string(); },
+                       .queue_wake = [this] { if (cluster_) cluster_->wake(); }});
   if (ledger_->shared())
     cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, *ledger_, *journal_, inbox_, jobs_, *workers_, *lifecycle_,
                                                *pipeline_, *circuits_, *intake_,
@@ -267,9 +279,9 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   control_ = std::make_unique<ControlApi>(
       cfg_, log_, std::move(control_channel), jobs_, *lifecycle_, *circuits_, metrics_,
       ControlApi::Hooks{
-          .submit = [this](const std::string& identity, const json& req,
-                           const Peer& peer) { start_submit(identity, req, peer); },
-          .result = [this](const std::string& identity, const json& req, const Peer& peer,
+          .submit = [this](const std::string& identity, const protocol::Submit& req,
+                           const Peer& peer) { admission_->start(identity, req, peer); },
+          .result = [this](const std::string& identity, const protocol::Result& req, const Peer& peer,
                            Role role) { delivery_->start_result(identity, req, peer, role); },
           .status = [this](std::optional<uint32_t> owner) { return status(owner); },
           .cancel = [this](uint64_t id, uint32_t by_uid) { pipeline_->cancel_job(id, by_uid); },
@@ -287,6 +299,7 @@ Supervisor::~Supervisor() {
   if (delivery_) delivery_->finish();
   if (journal_) journal_->stop();
   if (sigfd_ >= 0) ::close(sigfd_);
+  worker_link_.reset();
   worker_socket_.reset();
   // Replies sent at exit (answer_held) get up to a second to leave; the
   // context's destruction waits for them, then for nothing.
@@ -365,14 +378,14 @@ int Supervisor::run() {
     worker_socket_->poll_cap(now_ms());
     reap_children();
     for (auto& f : worker_socket_->receive(256, [this](const std::string& line) { warn_limited(line); }))
-      on_worker_frame(f.route, f.body, f.peer);
+      worker_link_->on_frame(f.route, f.body, f.peer);
     control_->serve(now_ms());
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
     journal_->retry_intake(now_ms());
-    finish_submits();
+    admission_->finish_checks();
     circuits_->finish_adds();
     housekeeping(false);
-    check_deadlines();
+    worker_link_->check_deadlines(now_ms(), lifecycle_->stopping());
     workers_->advance_release_waits(now_ms(), lifecycle_->stopping());
     lifecycle_->advance_rolling(now_ms());
     if (cluster_) cluster_->tick();

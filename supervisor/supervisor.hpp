@@ -24,6 +24,7 @@
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_api.hpp"
 #include "supervisor/workers/device_monitor.hpp"
+#include "supervisor/intake/admission.hpp"
 #include "supervisor/intake/intake.hpp"
 #include "supervisor/pipeline/jobs.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
@@ -40,6 +41,7 @@
 #include "supervisor/status/status_view.hpp"
 #include "supervisor/intake/submission.hpp"
 #include "supervisor/intake/circuit_registry.hpp"
+#include "supervisor/workers/worker_link.hpp"
 #include "supervisor/workers/worker_socket.hpp"
 #include "supervisor/workers/worker_table.hpp"
 #include "witgen/generator_run.hpp"
@@ -100,31 +102,15 @@ class Supervisor {
   void reap_children();
   /// Passes the workers' output lines to the log, each with its worker's id.
   void pump_worker_output();
-  /// Decodes a worker's frame once (protocol::from_worker) and hands its struct on.
-  void on_worker_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  // submit.cpp: a job's files are checked on a thread of their own (a large key
-  // takes seconds), the reply goes out from the loop once the check is done.
-  void start_submit(const std::string& identity, const nlohmann::json& req, const Peer& peer);
-  /// Where a submit's (or circuit add's) copies go, and the caches it uses.
-  SubmitContext submit_context();
-  void finish_submits();
-  void accept_checked(const std::string& identity, SubmitCheck c);
   // housekeeping.cpp: hourly pruning of the journal past retention_hours, and
   // removal of input copies no live job or pending submit uses.
   void housekeeping(bool at_start);
   void remove_job_inputs(const Job& job);
   void send_reply(const std::string& identity, nlohmann::json reply);
-  void check_deadlines();
-  /// `frame`: one message from a protocol::encode overload (worker_messages.hpp).
-  void send_to_worker(const Worker& w, const std::string& frame);
   void restore_from_journal();
   /// A ledger write on the journal lane (journal_lane.hpp), in order, retried while storage fails.
   void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
-  // submit.cpp: the journal's answer to an accepted job's add_job.
-  void finish_accept(const std::string& identity, const std::shared_ptr<Job>& job,
-                     const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
-                     const std::string& checked, const std::string& error, bool storage_fault);
   void update_snapshot();
   /// Monotonic milliseconds (steady_clock): every deadline, heartbeat, backoff
   /// and duration. Never compared with wall_ms().
@@ -139,6 +125,7 @@ class Supervisor {
   /// PostgreSQL queue several hosts share; used on the journal lane's thread only (journal_lane.hpp).
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<WorkerSocket> worker_socket_;  // workers.sock (worker_socket.hpp)
+  std::unique_ptr<WorkerLink> worker_link_;      // workers' frames in, messages out (worker_link.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
   int sigfd_ = -1;
   shm::Arena arena_;
@@ -148,10 +135,10 @@ class Supervisor {
   std::unique_ptr<WorkerTable> workers_;  // every worker by id, and their lives
   std::unique_ptr<Lifecycle> lifecycle_;  // run state (running, draining, stopping), rolling operations
   std::unique_ptr<Intake> intake_;  // submits being checked and journaled (intake.hpp)
+  std::unique_ptr<Admission> admission_;  // a submit from request to reply (admission.hpp)
   int64_t next_housekeeping_ms_ = 0;
   std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
   std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
-  int64_t next_heartbeat_ms_ = 0;
   PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread
   Metrics metrics_;
   /// A job that ended in this instance (done, failed, cancelled): counted

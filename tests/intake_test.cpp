@@ -81,7 +81,7 @@ struct Intake {
     fs::create_directories(dir / "inputs/jobs");
   }
   SubmitCheck submit(const std::string& zkey, const std::vector<std::string>& wtns, const std::string& token) {
-    json req = {{"zkey", zkey}, {"wtns", wtns}, {"out", dir / ("out-" + token)}};
+    const protocol::Submit req{.zkey = zkey, .wtns = wtns, .out = dir / ("out-" + token)};
     return check_submission(req, Peer{::geteuid(), ::getegid(), ::getpid()},
                             SubmitContext{dir / "inputs", token, hashes, keys, copies, std::nullopt});
   }

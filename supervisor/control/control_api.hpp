@@ -17,6 +17,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "protocol/control_requests.hpp"
 #include "supervisor/intake/circuit_registry.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_channel.hpp"
@@ -32,9 +33,9 @@ class ControlApi {
   /// The calls a request becomes on components the API does not hold.
   struct Hooks {
     /// `submit`: answered once its files are checked and journaled (intake).
-    std::function<void(const std::string& identity, const nlohmann::json& req, const Peer& peer)> submit;
+    std::function<void(const std::string& identity, const protocol::Submit& req, const Peer& peer)> submit;
     /// `result`: answered once the proofs are read (delivery).
-    std::function<void(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role)> result;
+    std::function<void(const std::string& identity, const protocol::Result& req, const Peer& peer, Role role)> result;
     /// The status object; with an owner, that uid's jobs only.
     std::function<nlohmann::json(std::optional<uint32_t> owner)> status;
     /// Cancels job `id` (live, visible to the caller): slots freed, journaled, aborted in the workers.

@@ -3,7 +3,7 @@
 // bound at STATE/control.sock (mode 0660 and group control_group, or 0600)
 // carrying length-prefixed frames (protocol/stream_frame.hpp), each one
 // MessagePack request or reply. It moves frames only: what a request means is
-// the control API's (control.cpp), who may make it is peer.hpp's roles, read
+// the control API's (control_api.cpp), who may make it is peer.hpp's roles, read
 // from the kernel (SO_PEERCRED) when a connection is accepted.
 //
 // What a peer can make zkfarmd hold (docs/protocol.md): per connection one

@@ -1,67 +1,83 @@
-// A submit on the loop (docs/protocol.md `submit`): refused at once when
-// intake is closed (stopping, a journal or state-dir fault, the queue out of
-// reach), else checked on intake's pool (submit.cpp: check_submission); a
-// checked job is journaled on the journal thread (durable before the client
-// hears "accepted"), then joins the job table, or the shared queue's mirror.
+// Admission (admission.hpp): a submit from the request to its reply.
+#include "supervisor/intake/admission.hpp"
+
 #include <spdlog/fmt/fmt.h>
 
 #include "protocol/messages.hpp"
-#include "supervisor/supervisor.hpp"
+#include "supervisor/clock.hpp"
 
 namespace zkfarm::supervisor {
 
 using nlohmann::json;
 
-SubmitContext Supervisor::submit_context() { return intake_->context(); }
+Admission::Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Intake& intake, CircuitRegistry& circuits,
+                     const Lifecycle& lifecycle, JournalLane& journal, Ledger& ledger, LoopInbox& inbox, JobTable& jobs,
+                     const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, Hooks hooks)
+    : cfg_(cfg),
+      log_(std::move(log)),
+      intake_(intake),
+      circuits_(circuits),
+      lifecycle_(lifecycle),
+      journal_(journal),
+      ledger_(ledger),
+      inbox_(inbox),
+      jobs_(jobs),
+      slots_(slots),
+      pipeline_(pipeline),
+      metrics_(metrics),
+      hooks_(std::move(hooks)) {}
 
-void Supervisor::start_submit(const std::string& identity, const json& req, const Peer& peer) {
-  auto refuse = [&](const std::string& why, RefusedReason reason) {
-    ++metrics_.jobs_refused[refused_reason_name(reason)];
-    send_reply(identity, {{"ok", false}, {"error", why}});
-  };
-  if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
-  if (!journal_->intake_fault().empty())
-    return refuse("zkfarmd is not accepting jobs: " + journal_->intake_fault(), RefusedReason::kIntakeFault);
-  if (cluster_ && !cluster_->reachable())
-    return refuse("the queue is unreachable (" + cluster_->fault() + "); retry later", RefusedReason::kIntakeFault);
-  SubmitContext ctx = submit_context();
-  if (auto name = protocol::find_str(req, "circuit")) ctx.circuit = circuits_->for_submit(*name);
-  if (!intake_->start(identity, req, peer, std::move(ctx), now_ms()))
-    return refuse("zkfarmd is busy: " + std::to_string(cfg_.submit_queue) + " submits are waiting for their check; retry later",
+void Admission::refuse(const std::string& identity, const std::string& why, RefusedReason reason) {
+  ++metrics_.jobs_refused[refused_reason_name(reason)];
+  hooks_.reply(identity, {{"ok", false}, {"error", why}});
+}
+
+void Admission::start(const std::string& identity, const protocol::Submit& req, const Peer& peer) {
+  if (lifecycle_.stopping())
+    return refuse(identity, "zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (!journal_.intake_fault().empty())
+    return refuse(identity, "zkfarmd is not accepting jobs: " + journal_.intake_fault(), RefusedReason::kIntakeFault);
+  if (const std::string fault = hooks_.queue_fault(); !fault.empty())
+    return refuse(identity, "the queue is unreachable (" + fault + "); retry later", RefusedReason::kIntakeFault);
+  SubmitContext ctx = intake_.context();
+  if (req.circuit) ctx.circuit = circuits_.for_submit(*req.circuit);
+  if (!intake_.start(identity, req, peer, std::move(ctx), steady_ms()))
+    return refuse(identity,
+                  "zkfarmd is busy: " + std::to_string(cfg_.submit_queue) +
+                      " submits are waiting for their check; retry later",
                   RefusedReason::kBusy);
 }
 
-void Supervisor::finish_submits() {
+void Admission::finish_checks() {
   auto timed_out = [this](const std::string& identity) {
-    ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kTimeout)];
-    send_reply(identity, {{"ok", false},
-                          {"error", "the check of the job's files took longer than submit_timeout_ms (" +
-                                        std::to_string(cfg_.submit_timeout_ms) + " ms); refused"}});
+    refuse(identity,
+           "the check of the job's files took longer than submit_timeout_ms (" +
+               std::to_string(cfg_.submit_timeout_ms) + " ms); refused",
+           RefusedReason::kTimeout);
   };
-  for (auto& f : intake_->take_finished(now_ms(), timed_out)) {
+  for (auto& f : intake_.take_finished(steady_ms(), timed_out)) {
     if (f.answered) {
-      if (f.check.job) remove_job_inputs(*f.check.job);
+      if (f.check.job) hooks_.remove_inputs(*f.check.job);
       continue;
     }
     accept_checked(f.identity, std::move(f.check));
   }
 }
 
-void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
+void Admission::accept_checked(const std::string& identity, SubmitCheck c) {
   auto refuse = [&](const std::string& why, RefusedReason reason = RefusedReason::kInvalid) {
-    ++metrics_.jobs_refused[refused_reason_name(reason)];
-    if (c.job) remove_job_inputs(*c.job);
-    send_reply(identity, {{"ok", false}, {"error", why}});
+    if (c.job) hooks_.remove_inputs(*c.job);
+    this->refuse(identity, why, reason);
   };
-  if (!c.storage_fault.empty() && journal_->intake_fault().empty()) {
-    journal_->close_intake("state dir write failed: " + c.storage_fault, now_ms());
-    log_->error("{}; intake is closed until it works again", journal_->intake_fault());
+  if (!c.storage_fault.empty() && journal_.intake_fault().empty()) {
+    journal_.close_intake("state dir write failed: " + c.storage_fault, steady_ms());
+    log_->error("{}; intake is closed until it works again", journal_.intake_fault());
   }
   if (c.key_cached) ++metrics_.key_cache[{"submit", *c.key_cached ? "hit" : "miss"}];
   if (!c.job) return refuse(c.error, c.storage_fault.empty() ? RefusedReason::kInvalid : RefusedReason::kIntakeFault);
   Job& job = *c.job;
-  if (lifecycle_->stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
-  if (!journal_->intake_fault().empty()) return refuse("zkfarmd is not accepting jobs: " + journal_->intake_fault(), RefusedReason::kIntakeFault);
+  if (lifecycle_.stopping()) return refuse("zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
+  if (!journal_.intake_fault().empty()) return refuse("zkfarmd is not accepting jobs: " + journal_.intake_fault(), RefusedReason::kIntakeFault);
   if (job.slot_bytes > slots_.capacity()) {
     return refuse(job.zkey_source + ": a partition of this key needs " + std::to_string(job.slot_bytes) +
                   " bytes of arena, the arena has " + std::to_string(slots_.capacity()) + " (raise arena_mib)");
@@ -70,15 +86,15 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
   // Journaled on the journal thread (durable before the client hears
   // "accepted"); the job joins the table when that commit returns.
   auto pending = std::make_shared<Job>(std::move(job));
-  intake_->journaling(c.token);
+  intake_.journaling(c.token);
   const std::string checked = fmt::format("key {:.0f} ms, witnesses {:.1f} MB in {:.0f} ms", c.key_ms,
                                           double(c.witness_bytes) / 1e6, c.witness_ms);
-  journal_->post([this, identity, pending, vk = c.vk, token = c.token, checked] {
+  journal_.post([this, identity, pending, vk = c.vk, token = c.token, checked] {
     std::string error;
     bool storage = false;
     try {
-      pending->id = ledger_->add_job(*pending);
-      if (const std::string mark = ledger_->acknowledgement_fault(); !mark.empty())
+      pending->id = ledger_.add_job(*pending);
+      if (const std::string mark = ledger_.acknowledgement_fault(); !mark.empty())
         log_->warn("job {}: journaled, but {} (the start's check that no acknowledged job was lost is one job "
                    "behind until a later mark is written)", pending->id, mark);
     } catch (const JournalError& e) {
@@ -91,47 +107,46 @@ void Supervisor::accept_checked(const std::string& identity, SubmitCheck c) {
   });
 }
 
-void Supervisor::finish_accept(const std::string& identity, const std::shared_ptr<Job>& pending,
-                               const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
-                               const std::string& checked, const std::string& error, bool storage_fault) {
-  intake_->journaled(token);
+void Admission::finish_accept(const std::string& identity, const std::shared_ptr<Job>& pending,
+                              const std::shared_ptr<const ProofVerifier>& vk, const std::string& token,
+                              const std::string& checked, const std::string& error, bool storage_fault) {
+  intake_.journaled(token);
   if (!error.empty()) {
     log_->error("submit refused: {}", error);
-    if (storage_fault && journal_->intake_fault().empty()) {
-      journal_->close_intake("journal write failed: " + error, now_ms());
+    if (storage_fault && journal_.intake_fault().empty()) {
+      journal_.close_intake("journal write failed: " + error, steady_ms());
     }
-    ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kIntakeFault)];
-    remove_job_inputs(*pending);
-    return send_reply(identity, {{"ok", false}, {"error", "cannot journal the job: " + error}});
+    hooks_.remove_inputs(*pending);
+    return refuse(identity, "cannot journal the job: " + error, RefusedReason::kIntakeFault);
   }
   Job& job = *pending;
-  if (vk) pipeline_->keys().remember(job.zkey_sha256, vk);
+  if (vk) pipeline_.keys().remember(job.zkey_sha256, vk);
   const size_t k = job.parts.size();
   const std::string prio = priority_name(job.priority);
   const uint32_t owner = job.owner_uid;
   const bool client = job.client_delivery;
   const bool no_out = job.out.empty();
   uint64_t id = job.id;
-  if (ledger_->shared()) {
+  if (ledger_.shared()) {
     // Mirrored like every job of the queue; its partitions are claimed from
     // the queue by whichever host has room (this one included).
     job.shared = true;
     job.submitted_host = cfg_.host_id;
     job.zkey = cfg_.state_dir + "/inputs/keys/" + job.zkey_sha256 + ".zkey";
-    pipeline_->free_slots(jobs_.mirror(job));
-    cluster_->wake();  // sync and claim at the next pass
+    pipeline_.free_slots(jobs_.mirror(job));
+    hooks_.queue_wake();  // sync and claim at the next pass
   } else {
-    id = jobs_.add(std::move(job), now_ms());
+    id = jobs_.add(std::move(job), steady_ms());
   }
   ++metrics_.jobs_accepted;
   log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
              !client   ? ""
-             : ledger_->shared() ? "; into the shared queue, results written by clients"
+             : ledger_.shared() ? "; into the shared queue, results written by clients"
              : no_out  ? "; no output folder: the client reads the results"
                        : "; results written by the client (zkfarmd cannot act as that user)");
   json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
-  if (client) reply["delivery_reason"] = ledger_->shared() ? "queue" : no_out ? "none" : "user";
-  send_reply(identity, reply);
+  if (client) reply["delivery_reason"] = ledger_.shared() ? "queue" : no_out ? "none" : "user";
+  hooks_.reply(identity, reply);
 }
 
 }  // namespace zkfarm::supervisor

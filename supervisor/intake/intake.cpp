@@ -20,7 +20,7 @@ SubmitContext Intake::context() const {
   return ctx;
 }
 
-bool Intake::start(const std::string& identity, const nlohmann::json& req, const Peer& peer, SubmitContext ctx,
+bool Intake::start(const std::string& identity, const protocol::Submit& req, const Peer& peer, SubmitContext ctx,
                    int64_t now) {
   auto promise = std::make_shared<std::promise<SubmitCheck>>();
   Pending pending{identity, promise->get_future(), now + int64_t(cfg_.submit_timeout_ms), ctx.token, false,

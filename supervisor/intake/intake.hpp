@@ -35,7 +35,7 @@ class Intake {
   SubmitContext context() const;
   /// Queues the check of `req` (check_submission, with `peer`'s rights);
   /// false when submit_queue checks are already waiting (the caller refuses).
-  bool start(const std::string& identity, const nlohmann::json& req, const Peer& peer, SubmitContext ctx,
+  bool start(const std::string& identity, const protocol::Submit& req, const Peer& peer, SubmitContext ctx,
              int64_t now);
 
   /// A check that ended: its client, and whether the client was already

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "files/input_file.hpp"
+#include "protocol/control_requests.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/pipeline/jobs.hpp"
 #include "supervisor/intake/key_cache.hpp"
@@ -137,6 +138,6 @@ KeyFacts stored_key_facts(const std::string& path, const std::string& source, co
 /// Checks a submit request on a CheckPool thread (submit.cpp): opens the
 /// client's files with `peer`'s rights, copies them into the state dir by
 /// content, validates the copies. Never throws; the error names the client's file.
-SubmitCheck check_submission(const nlohmann::json& req, const Peer& peer, const SubmitContext& ctx);
+SubmitCheck check_submission(const protocol::Submit& req, const Peer& peer, const SubmitContext& ctx);
 
 }  // namespace zkfarm::supervisor

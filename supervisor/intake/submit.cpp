@@ -262,18 +262,13 @@ KeyFacts stored_key_facts(const std::string& path, const std::string& source, co
 
 namespace {
 
-// Absolute paths from a request's list field: 1..kMaxPartitions of them.
-std::vector<std::string> path_list(const json& req, const char* field, const char* what) {
-  if (!req.contains(field) || !req[field].is_array() || req[field].empty())
-    throw InputError(std::string("a job needs at least one ") + what);
-  if (req[field].size() > kMaxPartitions)
+// A request's paths, `what` each: 1..kMaxPartitions of them, all absolute.
+const std::vector<std::string>& path_list(const std::vector<std::string>& paths, const char* what) {
+  if (paths.empty()) throw InputError(std::string("a job needs at least one ") + what);
+  if (paths.size() > kMaxPartitions)
     throw InputError("a job may have at most " + std::to_string(kMaxPartitions) + " " + what + "s");
-  std::vector<std::string> paths;
-  for (const auto& w : req[field]) {
-    if (!w.is_string()) throw protocol::ProtocolError(std::string(field) + " must be a list of paths");
-    paths.push_back(w.get<std::string>());
-    if (paths.back().empty() || paths.back()[0] != '/') throw InputError("paths must be absolute: " + paths.back());
-  }
+  for (const auto& p : paths)
+    if (p.empty() || p[0] != '/') throw InputError("paths must be absolute: " + p);
   return paths;
 }
 
@@ -363,7 +358,7 @@ uint64_t take_input(const std::string& path, uint32_t k, const Peer& peer, const
 }  // namespace
 
 // Runs on a CheckPool thread: reads only its arguments and the files they name.
-SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitContext& ctx) {
+SubmitCheck check_submission(const protocol::Submit& req, const Peer& peer, const SubmitContext& ctx) {
   SubmitCheck out;
   out.token = ctx.token;
   const std::string job_dir = ctx.inputs_dir + "/jobs/" + ctx.token;
@@ -371,21 +366,21 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
     Job job;
     // No `out` (zkfarm-api, docs/api.md): nothing is written; the client reads
     // the proofs with `result`.
-    job.out = protocol::find_str(req, "out").value_or("");
+    job.out = req.out;
     job.owner_uid = peer.uid;
     job.owner_gid = peer.gid;
-    auto prio = parse_priority(protocol::find_str(req, "priority").value_or("normal"));
+    auto prio = parse_priority(req.priority);
     if (!prio) return refused("priority must be low, normal, high or critical");
     job.priority = *prio;
     if (!job.out.empty() && job.out[0] != '/') return refused("paths must be absolute: " + job.out);
-    const bool inputs = req.contains("circuit");
-    const std::vector<std::string> paths = inputs ? path_list(req, "inputs", "input") : path_list(req, "wtns", "witness");
+    const bool inputs = req.circuit.has_value();
+    const std::vector<std::string>& paths = inputs ? path_list(req.inputs, "input") : path_list(req.wtns, "witness");
 
     // The key: a circuit's (registered with it), or the one the client names.
     KeyFacts facts;
     if (inputs) {
       if (!ctx.circuit)
-        return refused("no circuit '" + protocol::get_str(req, "circuit").substr(0, 64) +
+        return refused("no circuit '" + req.circuit->substr(0, 64) +
                        "' (zkfarmctl circuit list; circuit add registers one)");
       const auto t_key = std::chrono::steady_clock::now();
       job.circuit = ctx.circuit->record.name;
@@ -400,7 +395,7 @@ SubmitCheck check_submission(const json& req, const Peer& peer, const SubmitCont
       out.key_cached = cached;
       out.key_ms = ms_since(t_key);
     } else {
-      job.zkey_source = protocol::get_str(req, "zkey");
+      job.zkey_source = req.zkey;
       if (job.zkey_source.empty() || job.zkey_source[0] != '/') return refused("paths must be absolute: " + job.zkey_source);
       TakenKey k = take_key(job.zkey_source, peer, ctx);
       job.zkey = k.path;

@@ -164,9 +164,9 @@ void Delivery::on_published(const PartRef& ref, const std::string& error) {
 // of a finished job as proof.json and public.json texts, a page at a time, for
 // the client to write with its own rights. This instance's proofs come from
 // memory, older ones from the journal on its thread; nothing is written here.
-void Delivery::start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role) {
-  const uint64_t id = protocol::get_u64(req, "job");
-  const uint64_t from = req.contains("from") ? protocol::get_u64(req, "from") : 0;
+void Delivery::start_result(const std::string& identity, const protocol::Result& req, const Peer& peer, Role role) {
+  const uint64_t id = req.job;
+  const uint64_t from = req.from;
   const Job* job = jobs_.find(id);
   if (job && role != Role::kAdmin && job->owner_uid != peer.uid) job = nullptr;  // another's job is "no job"
   if (!job) return reply(identity, {{"ok", false}, {"error", "no job " + std::to_string(id) + " in the journal"}});

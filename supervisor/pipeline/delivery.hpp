@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "protocol/control_requests.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/peer.hpp"
@@ -52,10 +53,10 @@ class Delivery {
   /// the reason when a write fails.
   void publish(const Job& job, uint32_t index);
   /// `zkfarmctl result` (and `wait` for a job the client delivers): a page of
-  /// a finished job's proofs as proof.json/public.json texts, from `from`
-  /// (req "job", "from"); the reply names the next page. Another user's job
-  /// is "no job" unless `role` is admin. Nothing is written here.
-  void start_result(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
+  /// job `req.job`'s proofs as proof.json/public.json texts, from partition
+  /// `req.from`; the reply names the next page. Another user's job is "no
+  /// job" unless `role` is admin. Nothing is written here.
+  void start_result(const std::string& identity, const protocol::Result& req, const Peer& peer, Role role);
   /// Waits for every write posted (at exit, before the journal's last writes).
   void finish();
 

@@ -61,9 +61,10 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
     const std::string type = protocol::type_of(req);
     const Role role = role_of(*peer, cfg_.admin_group);
     if (type == "submit") {
+      const protocol::Submit submit = protocol::decode_submit(req);
       // Critical jumps every queue, on every worker: the operator grants it
       // (admin_group, critical_group), as nice(1) reserves negative values.
-      if (protocol::find_str(req, "priority").value_or("") == "critical" && role != Role::kAdmin &&
+      if (submit.priority == "critical" && role != Role::kAdmin &&
           !member_of(*peer, cfg_.critical_group)) {
         ++metrics_.jobs_refused[refused_reason_name(RefusedReason::kInvalid)];
         hooks_.warn("control: uid " + std::to_string(peer->uid) + " was refused priority critical");
@@ -71,11 +72,11 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
                                      {"error", "permission denied: priority critical is for root, zkfarmd's user and "
                                                "members of admin_group or critical_group (docs/security.md)"}});
       }
-      hooks_.submit(identity, req, *peer);  // answered when its files are checked (submit.cpp)
+      hooks_.submit(identity, submit, *peer);  // answered when its files are checked (admission.hpp)
       return;
     }
     if (type == "result") {
-      hooks_.result(identity, req, *peer, role);  // answered once the proofs are read (delivery.cpp)
+      hooks_.result(identity, protocol::decode_result(req), *peer, role);  // answered once the proofs are read (delivery.hpp)
       return;
     }
     if (type == "circuit_add") {

@@ -1,0 +1,60 @@
+#pragma once
+// The loop's side of workers.sock (worker_socket.hpp): a frame from a worker
+// is taken only from the process zkfarmd started under that id (the kernel's
+// credentials of the connection, and the pid in the route), decoded once into
+// its struct (protocol/worker_messages.hpp) and handed on: READY to the
+// worker table, STARTED and SYNTH_DONE/PROVE_DONE to the pipeline, a
+// HEARTBEAT is a sign of life. Messages to workers go out here, and so do the
+// heartbeats whose deadlines the worker table keeps.
+#include <spdlog/logger.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "protocol/worker_messages.hpp"
+#include "supervisor/config.hpp"
+#include "supervisor/control/peer.hpp"
+#include "supervisor/workers/worker_socket.hpp"
+#include "supervisor/workers/worker_table.hpp"
+
+namespace zkfarm::supervisor {
+
+class WorkerLink {
+ public:
+  /// Where a worker's answers go.
+  struct Hooks {
+    /// STARTED: the partition the worker computes now.
+    std::function<void(Worker& w, const protocol::Started& msg)> started;
+    /// SYNTH_DONE (`synth`) or PROVE_DONE of the request under `ref`.
+    std::function<void(Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result, bool synth)> done;
+    /// A line a client can cause at will (a bad frame): rate-limited by the loop.
+    std::function<void(const std::string& line)> warn;
+  };
+
+  WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerSocket& socket, WorkerTable& workers,
+             Hooks hooks);
+
+  /// Sends `frame` (one protocol::encode overload's bytes) to worker `w`'s
+  /// process; a failed send is logged (the heartbeat deadline covers a gone worker).
+  void send(const Worker& w, const std::string& frame);
+  /// One frame as WorkerSocket::receive gave it: checked against the worker
+  /// it claims to be, decoded, routed. A worker of another protocol version is
+  /// asked to exit; anything else malformed is dropped with a warning.
+  void on_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
+  /// Heartbeats every heartbeat_ms to workers past READY; then the worker
+  /// table's deadlines and due restarts (`now`: steady ms).
+  void check_deadlines(int64_t now, bool stopping);
+
+ private:
+  const Config& cfg_;
+  std::shared_ptr<spdlog::logger> log_;
+  WorkerSocket& socket_;
+  WorkerTable& workers_;
+  Hooks hooks_;
+  int64_t next_heartbeat_ms_ = 0;
+};
+
+}  // namespace zkfarm::supervisor
