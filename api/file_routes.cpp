@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "protocol/control_requests.hpp"
 #include "api/call.hpp"
 #include "api/service.hpp"
 
@@ -114,11 +115,11 @@ Response Service::circuit_create(Call& c, const Request& req) {
   if (!wasm.empty()) {
     // zkfarmd builds the generator once and checks it against the key.
     row.farm_name = c.who.tenant + "." + name;
-    json freq = protocol::make("circuit_add");
-    freq["name"] = row.farm_name;
-    freq["zkey"] = upload_path(zkey);
-    freq["wasm"] = upload_path(wasm);
-    freq["submitter"] = c.who.tenant;  // zkfarmd's build slot is per tenant, not per zkfarm-api
+    protocol::CircuitAdd add;
+    add.name = row.farm_name;
+    add.zkey = upload_path(zkey);
+    add.wasm = upload_path(wasm);
+    add.submitter = c.who.tenant;  // zkfarmd's build slot is per tenant, not per zkfarm-api
     // zkfarm-api is an admin to zkfarmd: a name a local user holds would be
     // replaced, so such a name is refused here instead.
     for (const auto& fc : farm_.call(protocol::make("circuit_list")).value("circuits", json::array()))
@@ -126,7 +127,7 @@ Response Service::circuit_create(Call& c, const Request& req) {
         throw ApiError{409, "conflict", "circuit '" + name + "': the farm has another owner's circuit of that name"};
     json reply;
     try {
-      reply = farm_.call(freq, 35 * 60 * 1000);
+      reply = farm_.call(protocol::to_message(add), 35 * 60 * 1000);
     } catch (const FarmRefused& e) {
       throw ApiError{400, "rejected", tenant_text(e.what())};
     }
@@ -160,10 +161,8 @@ Response Service::circuit_delete(Call& c) {
   auto row = store_.circuit(c.who.tenant, c.id);
   if (!row) throw ApiError{404, "not_found", "no circuit '" + c.id + "'"};
   if (!row->farm_name.empty()) {
-    json rm = protocol::make("circuit_remove");
-    rm["name"] = row->farm_name;
     try {
-      farm_.call(rm);
+      farm_.call(protocol::to_message(protocol::CircuitRemove{row->farm_name}));
     } catch (const FarmRefused&) {
       // Already gone from zkfarmd: nothing to undo there.
     }

@@ -95,13 +95,13 @@ JobRow Service::own_job(Call& c) const {
 }
 
 json Service::farm_job(const JobRow& row, uint64_t wait_ms, const std::string& seen_state, uint64_t seen_done) {
-  json req = protocol::make("job");
-  req["job"] = row.id;
+  protocol::JobQuery query{.job = row.id};
   if (wait_ms) {
-    req["wait_ms"] = wait_ms;
-    req["seen_state"] = seen_state;
-    if (seen_done != UINT64_MAX) req["seen_done"] = seen_done;
+    query.wait_ms = wait_ms;
+    query.seen_state = seen_state;
+    if (seen_done != UINT64_MAX) query.seen_done = seen_done;
   }
+  const json req = protocol::to_message(query);
   json reply;
   try {
     reply = farm_.call(req, int(wait_ms) + 15000);
@@ -262,10 +262,8 @@ Response Service::job_create(Call& c, const Request& req) {
     store_.add_job(row);
   } catch (...) {
     // A job nobody can see must not run: cancelled, and the submit fails.
-    json cancel = protocol::make("cancel");
-    cancel["job"] = row.id;
     try {
-      farm_.call(cancel);
+      farm_.call(protocol::to_message(protocol::Cancel{row.id}));
     } catch (const std::exception&) {
     }
     throw;
@@ -355,10 +353,8 @@ Response Service::job_file(Call& c) {
 
 Response Service::job_cancel(Call& c) {
   const JobRow row = own_job(c);
-  json req = protocol::make("cancel");
-  req["job"] = row.id;
   try {
-    farm_.call(req);
+    farm_.call(protocol::to_message(protocol::Cancel{row.id}));
   } catch (const FarmRefused& e) {
     throw ApiError{409, "conflict", tenant_text(e.what())};
   }

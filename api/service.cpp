@@ -3,6 +3,7 @@
 // job_routes.cpp; uploads and circuits: file_routes.cpp.
 #include "api/call.hpp"
 #include "api/service.hpp"
+#include "protocol/control_requests.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -384,9 +385,8 @@ Response Service::run(Call& c, Request& req) {
     case Route::kHealth: {
       bool farm_ok = true;
       try {
-        json ping = protocol::make("jobs");  // the cheapest request every zkfarmd answers
-        ping["limit"] = 1;
-        farm_.call(ping, 5000);
+        // `jobs` of one: the cheapest request every zkfarmd answers.
+        farm_.call(protocol::to_message(protocol::JobsPage{.limit = 1}), 5000);
       } catch (const FarmRefused&) {
         // zkfarmd answered (it runs): that is what health asks.
       } catch (const std::exception&) {

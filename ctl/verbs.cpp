@@ -136,12 +136,12 @@ uint64_t parse_since(const std::string& text) {
 }
 
 int run_jobs(Caller& client, bool json, const JobsOptions& opt) {
-  Message req = protocol::make("jobs");
-  if (!opt.state.empty()) req["state"] = opt.state;
-  if (opt.limit) req["limit"] = opt.limit;
-  if (opt.before) req["before"] = opt.before;
-  if (!opt.since.empty()) req["since_ms"] = parse_since(opt.since);
-  Message reply = client.call(req);
+  protocol::JobsPage page;
+  if (!opt.state.empty()) page.state = opt.state;
+  if (opt.limit) page.limit = opt.limit;
+  if (opt.before) page.before = opt.before;
+  if (!opt.since.empty()) page.since_ms = parse_since(opt.since);
+  Message reply = client.call(protocol::to_message(page));
   const Message& jobs = reply_field(reply, "jobs", Message::value_t::array, "a list");
   std::cout << (json ? to_json_text(jobs) + "\n" : format_jobs(jobs));
   auto next = reply.find("next_before");
@@ -151,9 +151,7 @@ int run_jobs(Caller& client, bool json, const JobsOptions& opt) {
 }
 
 int run_cancel(Caller& client, uint64_t job) {
-  Message req = protocol::make("cancel");
-  req["job"] = job;
-  client.call(req);
+  client.call(protocol::to_message(protocol::Cancel{job}));
   std::cout << "job " << job << " cancelled\n";
   return kExitOk;
 }
@@ -171,19 +169,16 @@ int run_kill(Client& client) {
 }
 
 int run_circuit_add(Caller& client, const CircuitAddOptions& opt) {
-  Message req = protocol::make("circuit_add");
-  req["name"] = opt.name;
-  req["zkey"] = absolute_path(opt.zkey);
-  if (!opt.wasm.empty()) req["wasm"] = absolute_path(opt.wasm);
-  if (!opt.c_dir.empty()) req["c_dir"] = absolute_path(opt.c_dir);
-  if (!opt.test_inputs.empty()) {
-    req["test_inputs"] = Message::array();
-    for (const auto& t : opt.test_inputs) req["test_inputs"].push_back(absolute_path(t));
-  }
+  protocol::CircuitAdd add;
+  add.name = opt.name;
+  add.zkey = absolute_path(opt.zkey);
+  if (!opt.wasm.empty()) add.wasm = absolute_path(opt.wasm);
+  if (!opt.c_dir.empty()) add.c_dir = absolute_path(opt.c_dir);
+  for (const auto& t : opt.test_inputs) add.test_inputs.push_back(absolute_path(t));
   std::cerr << "zkfarmctl: adding circuit " << opt.name << ": zkfarmd copies the files and builds the witness generator "
             << "(once per content; a large circuit takes minutes)\n";
   client.set_timeout_ms(std::max(client.timeout_ms(), 30 * 60 * 1000 + 60000));
-  Message reply = client.call(req);
+  Message reply = client.call(protocol::to_message(add));
   const Message& c = reply_field(reply, "circuit", Message::value_t::object, "a circuit");
   std::cout << "circuit " << cell(c, "name") << " added: " << cell(c, "kind") << " generator "
             << cell(c, "generator").substr(0, 16) << ", key " << cell(c, "zkey") << " (" << cell(c, "n_vars")
@@ -213,9 +208,7 @@ int run_circuit_list(Caller& client, bool json) {
 }
 
 int run_circuit_remove(Caller& client, const std::string& name) {
-  Message req = protocol::make("circuit_remove");
-  req["name"] = name;
-  client.call(req);
+  client.call(protocol::to_message(protocol::CircuitRemove{name}));
   std::cout << "circuit " << name << " removed (jobs accepted with it go on)\n";
   return kExitOk;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "protocol/control_requests.hpp"
 #include "ctl/progress.hpp"
 #include "ctl/render.hpp"
 #include "ctl/results.hpp"
@@ -113,16 +114,16 @@ int run_wait(Caller& client, const WaitOptions& opt) {
       // A long poll: zkfarmd answers when the job differs from what was seen,
       // after wait_ms, or as it exits; so the end of a job is never missed
       // because zkfarmd stopped right after it.
-      Message req = protocol::make("job");
-      req["job"] = opt.job;
+      protocol::JobQuery query{.job = opt.job};
       // The first request is answered at once (nothing seen yet), so a
       // supervisor that never answers is found within --timeout-ms.
       const int64_t hold = contact ? deadline.left_ms(30000) : 0;
       if (hold > 0) {
-        req["wait_ms"] = hold;
-        req["seen_state"] = seen_state;
-        if (seen_done != UINT64_MAX) req["seen_done"] = seen_done;
+        query.wait_ms = uint64_t(hold);
+        query.seen_state = seen_state;
+        if (seen_done != UINT64_MAX) query.seen_done = seen_done;
       }
+      const Message req = protocol::to_message(query);
       const auto asked = Clock::now();
       client.set_timeout_ms(int(hold) + reply_ms);
       Message reply = client.call(req);
@@ -203,16 +204,16 @@ int run_wait(Caller& client, const WaitOptions& opt) {
 }
 
 int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool wait, const WaitLimit& limit) {
-  Message req = protocol::make("stop");
-  if (drain_timeout_s) req["timeout_s"] = *drain_timeout_s;
+  protocol::Stop stop{.timeout_s = drain_timeout_s};
   if (!wait) {
-    client.call(req);
+    client.call(protocol::to_message(stop));
     std::cout << "zkfarmd at " << client.state_dir() << " is stopping"
               << (drain_timeout_s ? " (in-flight partitions get " + std::to_string(*drain_timeout_s) + " s)" : "")
               << "; `zkfarmctl stop --wait` waits for the end\n";
     return kExitOk;
   }
-  req["wait"] = true;  // the reply comes as zkfarmd exits, with its exit code
+  stop.wait = true;  // the reply comes as zkfarmd exits, with its exit code
+  const Message req = protocol::to_message(stop);
   const Deadline deadline(limit.timeout_s);
   ProgressLine progress(limit.quiet);
   const std::string dir = client.state_dir();
@@ -325,16 +326,15 @@ int started_rolling(Client& client, const Message& reply, const std::string& wha
 }  // namespace
 
 int run_restart(Client& client, const std::string& target, bool wait, const WaitLimit& limit) {
-  Message req = protocol::make("restart");
-  req["target"] = target;
-  return started_rolling(client, client.call(req), "restart", wait, limit);
+  return started_rolling(client, client.call(protocol::to_message(protocol::Rolling{.target = target})), "restart", wait,
+                         limit);
 }
 
 int run_upgrade(Client& client, const std::string& synth, const std::string& gpu, bool wait, const WaitLimit& limit) {
-  Message req = protocol::make("upgrade");
-  if (!synth.empty()) req["synth"] = absolute_path(synth);
-  if (!gpu.empty()) req["gpu"] = absolute_path(gpu);
-  return started_rolling(client, client.call(req), "upgrade", wait, limit);
+  protocol::Rolling upgrade{.upgrade = true};
+  if (!synth.empty()) upgrade.synth = absolute_path(synth);
+  if (!gpu.empty()) upgrade.gpu = absolute_path(gpu);
+  return started_rolling(client, client.call(protocol::to_message(upgrade)), "upgrade", wait, limit);
 }
 
 int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const WaitLimit& limit) {

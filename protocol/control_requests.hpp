@@ -46,4 +46,76 @@ Message to_message(const Result& r);
 /// unsigned integer.
 Result decode_result(const Message& req);
 
+/// `job`: one job; with `wait_ms`, a long poll that is answered once the job
+/// differs from what the client saw (`seen_state`, `seen_done`) or the time passes.
+struct JobQuery {
+  uint64_t job = 0;
+  uint64_t wait_ms = 0;                   ///< 0: answer at once
+  std::optional<std::string> seen_state;  ///< the state the client saw last
+  std::optional<uint64_t> seen_done;      ///< the proved partitions it saw last
+};
+Message to_message(const JobQuery& q);
+/// Throws ProtocolError when `job` is missing or a field is of another type.
+JobQuery decode_job(const Message& req);
+
+/// `jobs`: a page of the job list, newest first.
+struct JobsPage {
+  std::optional<std::string> state;  ///< only jobs in this state
+  std::optional<uint64_t> limit;     ///< jobs a page (zkfarmd clamps it)
+  std::optional<uint64_t> before;    ///< the cursor: only ids below it
+  std::optional<uint64_t> since_ms;  ///< only jobs submitted at or after (Unix ms)
+};
+Message to_message(const JobsPage& q);
+JobsPage decode_jobs(const Message& req);
+
+/// `cancel`: the live job `job` ends cancelled.
+struct Cancel {
+  uint64_t job = 0;
+};
+Message to_message(const Cancel& c);
+Cancel decode_cancel(const Message& req);
+
+/// `stop`: a graceful stop; the drain ends after `timeout_s` when given, and
+/// with `wait` the reply comes as zkfarmd exits.
+struct Stop {
+  std::optional<uint64_t> timeout_s;
+  bool wait = false;
+};
+Message to_message(const Stop& s);
+Stop decode_stop(const Message& req);
+
+/// `restart` (workers named by `target`: an id, synth, gpu or all) or
+/// `upgrade` (new worker binaries, `synth` and/or `gpu`), one worker at a time.
+struct Rolling {
+  bool upgrade = false;               ///< the message type: upgrade, else restart
+  std::string target;                 ///< restart only
+  std::optional<std::string> synth;   ///< upgrade only: the new zkfarm-synth
+  std::optional<std::string> gpu;     ///< upgrade only: the new zkfarm-gpu
+};
+Message to_message(const Rolling& r);
+/// `req` of type restart (`target` must be there) or upgrade.
+Rolling decode_rolling(const Message& req);
+
+/// `circuit_add`: a circuit by name, its key and its witness generator's
+/// source (circom's wasm folder, or with `c_dir` its C++ folder).
+struct CircuitAdd {
+  std::string name;
+  std::string zkey;
+  std::optional<std::string> wasm;       ///< circom --wasm output folder
+  std::optional<std::string> c_dir;      ///< circom --c output folder (native code: admins only)
+  std::optional<std::string> submitter;  ///< zkfarm-api's tenant (honoured from an admin only)
+  std::vector<std::string> test_inputs;  ///< input.json paths the witness graph is checked on first
+};
+Message to_message(const CircuitAdd& c);
+/// Throws ProtocolError when `name` or `zkey` is missing, or a field (a
+/// test_inputs entry included) is of another type.
+CircuitAdd decode_circuit_add(const Message& req);
+
+/// `circuit_remove`: the circuit `name`.
+struct CircuitRemove {
+  std::string name;
+};
+Message to_message(const CircuitRemove& c);
+CircuitRemove decode_circuit_remove(const Message& req);
+
 }  // namespace zkfarm::protocol

@@ -185,7 +185,7 @@ std::string Lifecycle::rolling_step(const Worker& w) const {
   return std::string("waiting for READY from ") + (fresh ? "the new binary" : "the restarted worker");
 }
 
-json Lifecycle::request(const std::string& type, const json& req) {
+json Lifecycle::request(const std::string& type) {
   if (type == "drain") {
     draining_ = true;
     hooks_.release_queued_claims("drain");
@@ -201,26 +201,26 @@ json Lifecycle::request(const std::string& type, const json& req) {
     stop_now("zkfarmctl kill");
     return {{"ok", true}};
   }
-  if (type == "restart" || type == "upgrade") return roll(type, req);
   return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
 }
 
 // `restart TARGET` or `upgrade --synth/--gpu PATH`: the workers it replaces, one at a time.
-json Lifecycle::roll(const std::string& type, const json& req) {
+json Lifecycle::roll(const protocol::Rolling& req) {
+  const std::string type = req.upgrade ? "upgrade" : "restart";
   if (stopping_) return {{"ok", false}, {"error", "zkfarmd is stopping"}};
   if (rolling_current_ || !rolling_.empty())
     return {{"ok", false}, {"error", "a rolling " + rolling_op_.what + " is in progress (see status)"}};
   std::vector<std::string> ids;
   std::optional<std::string> synth_bin, gpu_bin;
   if (type == "restart") {
-    const std::string target = protocol::get_str(req, "target");
+    const std::string& target = req.target;
     for (const auto& [id, w] : workers_.all()) {
       if (target == "all" || target == id || target == worker_kind_name(w.kind)) ids.push_back(id);
     }
     if (ids.empty()) return {{"ok", false}, {"error", "no worker '" + target + "' (a worker id, synth, gpu or all)"}};
   } else {
-    synth_bin = protocol::find_str(req, "synth");
-    gpu_bin = protocol::find_str(req, "gpu");
+    synth_bin = req.synth;
+    gpu_bin = req.gpu;
     if (!synth_bin && !gpu_bin) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
     // Only programs inside the configured upgrade_dir (an operator's choice
     // in the config file, not a request's: any root-owned program, such as

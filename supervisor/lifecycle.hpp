@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/control_requests.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/pipeline/jobs.hpp"
 #include "supervisor/status/metrics.hpp"
@@ -73,7 +74,10 @@ class Lifecycle {
 
   /// The admin requests drain, resume, kill, restart and upgrade
   /// (docs/protocol.md); the reply object.
-  nlohmann::json request(const std::string& type, const nlohmann::json& req);
+  nlohmann::json request(const std::string& type);
+  /// `restart TARGET` or `upgrade --synth/--gpu PATH`: the workers it
+  /// replaces, one at a time; the reply names the operation.
+  nlohmann::json roll(const protocol::Rolling& req);
   /// One step of the rolling operation in progress (nothing while stopping).
   void advance_rolling(int64_t now);
   /// A worker's process is gone and what it held was requeued: an upgrade
@@ -102,7 +106,6 @@ class Lifecycle {
     std::string old_binary;  ///< to fall back to when the new one fails READY
     bool started = false;    ///< the (new) binary was started for this step
   };
-  nlohmann::json roll(const std::string& type, const nlohmann::json& req);
   void start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
                      const std::optional<std::string>& gpu_binary, const std::string& what);
   /// Ends the rolling operation in progress with `error` ("" = done).

@@ -80,7 +80,7 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
       return;
     }
     if (type == "circuit_add") {
-      circuits_.start_add(identity, req, *peer, role, lifecycle_.stopping());  // answered once the generator is built (circuits.cpp)
+      circuits_.start_add(identity, protocol::decode_circuit_add(req), *peer, role, lifecycle_.stopping());  // answered once the generator is built (circuits.cpp)
       return;
     }
     if (admin_only(type) && role != Role::kAdmin) {
@@ -110,18 +110,18 @@ json ControlApi::handle(const std::string& identity, const json& req, const Peer
     return job && (!owner || job->owner_uid == *owner) ? job : nullptr;
   };
   if (type == "status") return {{"ok", true}, {"status", hooks_.status(owner)}};
-  if (type == "jobs") return jobs_page(jobs_, req, owner);
+  if (type == "jobs") return jobs_page(jobs_, protocol::decode_jobs(req), owner);
   if (type == "job") {
-    const Job* job = visible(protocol::get_u64(req, "job"));
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(protocol::get_u64(req, "job"))}};
+    const protocol::JobQuery q = protocol::decode_job(req);
+    const Job* job = visible(q.job);
+    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(q.job)}};
     // A long poll (`zkfarmctl wait`): with wait_ms, the reply waits until the
     // job differs from what the client last saw (seen_state, seen_done), the
     // time passes, or zkfarmd stops; so a waiter hears the job's end even
     // when zkfarmd stops right after it.
-    const uint64_t wait_ms = req.contains("wait_ms") ? std::min<uint64_t>(protocol::get_u64(req, "wait_ms"), kMaxHoldMs) : 0;
+    const uint64_t wait_ms = std::min<uint64_t>(q.wait_ms, kMaxHoldMs);
     if (wait_ms && !job->terminal() && held_.size() < kMaxHeldReplies &&
-        protocol::find_str(req, "seen_state").value_or("") == job_state_name(job->state) &&
-        (req.contains("seen_done") ? protocol::get_u64(req, "seen_done") : UINT64_MAX) == job->done_count()) {
+        q.seen_state.value_or("") == job_state_name(job->state) && q.seen_done.value_or(UINT64_MAX) == job->done_count()) {
       held_.push_back({identity, false, job->id, job_state_name(job->state), job->done_count(), owner,
                        steady_ms() + int64_t(wait_ms)});
       return nullptr;  // answered by answer_held
@@ -129,7 +129,7 @@ json ControlApi::handle(const std::string& identity, const json& req, const Peer
     return {{"ok", true}, {"job", job_json(*job)}};
   }
   if (type == "cancel") {
-    const uint64_t id = protocol::get_u64(req, "job");
+    const uint64_t id = protocol::decode_cancel(req).job;
     const Job* job = visible(id);
     if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
     if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
@@ -137,17 +137,20 @@ json ControlApi::handle(const std::string& identity, const json& req, const Peer
     return {{"ok", true}};
   }
   if (type == "stop") {
+    const protocol::Stop stop = protocol::decode_stop(req);
     lifecycle_.begin_stop("zkfarmctl stop");
-    if (req.contains("timeout_s")) lifecycle_.set_drain_timeout_s(protocol::get_u64(req, "timeout_s"));
+    if (stop.timeout_s) lifecycle_.set_drain_timeout_s(*stop.timeout_s);
     // With wait, the reply comes as zkfarmd exits, with its exit code.
-    if (req.contains("wait") && protocol::get_bool(req, "wait") && held_.size() < kMaxHeldReplies) {
+    if (stop.wait && held_.size() < kMaxHeldReplies) {
       held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
       return nullptr;
     }
     return {{"ok", true}, {"pid", getpid()}};
   }
-  if (type == "circuit_list" || type == "circuit_remove") return circuits_.request(type, req, peer, role);
-  if (admin_only(type)) return lifecycle_.request(type, req);
+  if (type == "circuit_list") return circuits_.list(peer, role);
+  if (type == "circuit_remove") return circuits_.remove(protocol::decode_circuit_remove(req), peer, role);
+  if (type == "restart" || type == "upgrade") return lifecycle_.roll(protocol::decode_rolling(req));
+  if (admin_only(type)) return lifecycle_.request(type);
   return {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}};
 }
 

@@ -49,14 +49,14 @@ void CircuitRegistry::replace_all(std::vector<CircuitRecord> circuits) {
   for (auto& c : circuits) circuits_.emplace(c.name, std::move(c));
 }
 
-void CircuitRegistry::start_add(const std::string& identity, const json& req, const Peer& peer, Role role,
+void CircuitRegistry::start_add(const std::string& identity, const protocol::CircuitAdd& req, const Peer& peer, Role role,
                                 bool stopping) {
   auto refuse = [&](const std::string& why) { hooks_.reply(identity, {{"ok", false}, {"error", why}}); };
-  const std::string name = protocol::get_str(req, "name");
+  const std::string& name = req.name;
   if (!valid_name(name))
     return refuse("circuit names are 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-'");
-  const bool native = req.contains("c_dir");
-  if (native == req.contains("wasm")) return refuse("circuit add needs --wasm FILE or --c DIR (one of them)");
+  const bool native = req.c_dir.has_value();
+  if (native == req.wasm.has_value()) return refuse("circuit add needs --wasm FILE or --c DIR (one of them)");
   if (native && role != Role::kAdmin)
     return refuse("permission denied: a --c circuit is native code that runs with zkfarmd's rights; adding one is "
                   "for root, zkfarmd's user and members of admin_group (a --wasm circuit runs sandboxed: anyone "
@@ -68,8 +68,8 @@ void CircuitRegistry::start_add(const std::string& identity, const json& req, co
   // One build slot per submitter: a uid, or the tenant zkfarm-api (an admin)
   // names, so that one submitter's builds never queue another's.
   std::string submitter = "uid " + std::to_string(peer.uid);
-  if (auto t = protocol::find_str(req, "submitter"); t && role == Role::kAdmin && !t->empty())
-    submitter = "tenant " + t->substr(0, 128);
+  if (req.submitter && role == Role::kAdmin && !req.submitter->empty())
+    submitter = "tenant " + req.submitter->substr(0, 128);
   for (const auto& p : pending_builds_)
     if (p.submitter == submitter)
       return refuse(submitter + " is adding circuit " + p.name + " already: one circuit build at a time per "
@@ -152,22 +152,22 @@ void CircuitRegistry::finish_adds() {
   }
 }
 
-json CircuitRegistry::request(const std::string& type, const json& req, const Peer& peer, Role role) {
-  if (type == "circuit_list") {
-    // Any user may prove with any circuit, so every name is listed; where
-    // another user's files came from and who they are is for admins and the
-    // owner only.
-    json list = json::array();
-    for (const auto& [name, c] : circuits_) {
-      json j = circuit_json(c, witgen::witness_engine_line(generator_path(c.generator), c.kind));
-      if (role != Role::kAdmin && c.owner_uid != peer.uid)
-        for (const char* k : {"zkey", "source", "owner_uid"}) j.erase(k);
-      list.push_back(std::move(j));
-    }
-    return {{"ok", true}, {"circuits", list}};
+json CircuitRegistry::list(const Peer& peer, Role role) const {
+  // Any user may prove with any circuit, so every name is listed; where
+  // another user's files came from and who they are is for admins and the
+  // owner only.
+  json list = json::array();
+  for (const auto& [name, c] : circuits_) {
+    json j = circuit_json(c, witgen::witness_engine_line(generator_path(c.generator), c.kind));
+    if (role != Role::kAdmin && c.owner_uid != peer.uid)
+      for (const char* k : {"zkey", "source", "owner_uid"}) j.erase(k);
+    list.push_back(std::move(j));
   }
-  // circuit_remove
-  const std::string name = protocol::get_str(req, "name");
+  return {{"ok", true}, {"circuits", list}};
+}
+
+json CircuitRegistry::remove(const protocol::CircuitRemove& req, const Peer& peer, Role role) {
+  const std::string& name = req.name;
   auto it = circuits_.find(name);
   if (it == circuits_.end()) return {{"ok", false}, {"error", "no circuit '" + name.substr(0, 64) + "'"}};
   if (role != Role::kAdmin && it->second.owner_uid != peer.uid)

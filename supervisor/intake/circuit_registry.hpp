@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/control_requests.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_channel.hpp"
@@ -62,11 +63,14 @@ class CircuitRegistry {
 
   /// `circuit add`: refused at once (replied through the hook), or built on
   /// the pool and answered by finish_adds(). `stopping`: zkfarmd is stopping.
-  void start_add(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role, bool stopping);
+  void start_add(const std::string& identity, const protocol::CircuitAdd& req, const Peer& peer, Role role, bool stopping);
   /// Answers the adds whose build finished (journaled first).
   void finish_adds();
-  /// `circuit list` and `circuit remove`: the reply.
-  nlohmann::json request(const std::string& type, const nlohmann::json& req, const Peer& peer, Role role);
+  /// `circuit list`: every name; where another user's files came from only
+  /// for admins and the owner.
+  nlohmann::json list(const Peer& peer, Role role) const;
+  /// `circuit remove`: by its owner or an admin; the reply.
+  nlohmann::json remove(const protocol::CircuitRemove& req, const Peer& peer, Role role);
 
  private:
   struct PendingBuild {

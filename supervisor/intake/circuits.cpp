@@ -84,16 +84,17 @@ static std::string publish_generator_file(const std::string& path, const std::st
 
 // On a build-pool thread: everything of `circuit add` that touches files and
 // compilers. Never throws; the error names the client's file and the fault.
-CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContext& ctx, const CircuitBuildContext& bc) {
+CircuitBuild build_circuit(const protocol::CircuitAdd& req, const Peer& peer, const SubmitContext& ctx,
+                           const CircuitBuildContext& bc) {
   CircuitBuild out;
   const std::string incoming = bc.circuits_dir + "/incoming-" + ctx.token;
   std::error_code ec;
   try {
     CircuitRecord c;
-    c.name = protocol::get_str(req, "name");
-    c.zkey_source = protocol::get_str(req, "zkey");
-    const auto wasm = protocol::find_str(req, "wasm");
-    const auto cdir = protocol::find_str(req, "c_dir");
+    c.name = req.name;
+    c.zkey_source = req.zkey;
+    const auto& wasm = req.wasm;
+    const auto& cdir = req.c_dir;
     c.source = wasm ? *wasm : cdir.value_or("");
     for (const auto& p : {c.zkey_source, c.source})
       if (p.empty() || p[0] != '/') throw InputError("paths must be absolute: " + p);
@@ -151,20 +152,19 @@ CircuitBuild build_circuit(const json& req, const Peer& peer, const SubmitContex
     witgen::BuildOptions bo;
     // The circuit's own inputs, read with the requester's rights: its witness
     // graph is held to the generator on them first (docs/witness.md).
-    if (auto t = req.find("test_inputs"); t != req.end()) {
-      if (!t->is_array() || t->size() > kMaxTestInputs)
+    if (!req.test_inputs.empty()) {
+      if (req.test_inputs.size() > kMaxTestInputs)
         throw InputError("test_inputs: at most " + std::to_string(kMaxTestInputs) + " paths");
-      for (const auto& p : *t) {
-        if (!p.is_string() || p.get<std::string>().empty() || p.get<std::string>()[0] != '/')
-          throw InputError("test_inputs: paths must be absolute");
-        files::UniqueFd fd = open_client_file(p.get<std::string>(), peer);
+      for (const std::string& p : req.test_inputs) {
+        if (p.empty() || p[0] != '/') throw InputError("test_inputs: paths must be absolute");
+        files::UniqueFd fd = open_client_file(p, peer);
         std::string text;
         char buf[1 << 16];
         for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
           if (n < 0 && errno == EINTR) continue;
-          if (n < 0) throw InputError(p.get<std::string>() + ": cannot read: " + std::strerror(errno));
+          if (n < 0) throw InputError(p + ": cannot read: " + std::strerror(errno));
           text.append(buf, size_t(n));
-          if (text.size() > kMaxTestInputBytes) throw InputError(p.get<std::string>() + ": a test input of more than 64 MiB");
+          if (text.size() > kMaxTestInputBytes) throw InputError(p + ": a test input of more than 64 MiB");
         }
         bo.graph_test_inputs.push_back(std::move(text));
       }

@@ -115,7 +115,7 @@ struct CircuitBuildContext {
 /// `circuit add` on a build thread: takes the key and the generator sources
 /// with `peer`'s rights, builds (or finds) the generator, checks it against
 /// the key. Never throws.
-CircuitBuild build_circuit(const nlohmann::json& req, const Peer& peer, const SubmitContext& ctx,
+CircuitBuild build_circuit(const protocol::CircuitAdd& req, const Peer& peer, const SubmitContext& ctx,
                            const CircuitBuildContext& bc);
 
 /// A circuit as `circuit list` and `circuit add` answer it (docs/protocol.md).

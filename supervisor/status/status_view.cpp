@@ -123,19 +123,19 @@ json status_json(const FarmView& v, std::optional<uint32_t> only_owner) {
   return s;
 }
 
-json jobs_page(const JobTable& jobs, const json& req, std::optional<uint32_t> only_owner) {
+json jobs_page(const JobTable& jobs, const protocol::JobsPage& req, std::optional<uint32_t> only_owner) {
   std::optional<JobState> want;
-  if (auto st = protocol::find_str(req, "state")) {
+  if (const auto& st = req.state) {
     for (JobState s : {JobState::kQueued, JobState::kRunning, JobState::kDone, JobState::kFailed, JobState::kCancelled})
       if (*st == job_state_name(s)) want = s;
     if (!want) return {{"ok", false}, {"error", "state must be queued, running, done, failed or cancelled"}};
   }
   size_t limit = kJobsPageDefault;
-  if (req.contains("limit")) limit = std::min<size_t>(std::max<uint64_t>(protocol::get_u64(req, "limit"), 1), kJobsPageMax);
+  if (req.limit) limit = std::min<size_t>(std::max<uint64_t>(*req.limit, 1), kJobsPageMax);
   // Newest first; `before` is the cursor (a job id) of the next page;
   // `since_ms` (Unix ms) leaves out jobs submitted earlier.
-  const uint64_t before = req.contains("before") ? protocol::get_u64(req, "before") : UINT64_MAX;
-  const uint64_t since = req.contains("since_ms") ? protocol::get_u64(req, "since_ms") : 0;
+  const uint64_t before = req.before.value_or(UINT64_MAX);
+  const uint64_t since = req.since_ms.value_or(0);
   json list = json::array();
   size_t budget = kJobListBudget;
   std::optional<uint64_t> next;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "protocol/control_requests.hpp"
 #include "supervisor/pipeline/jobs.hpp"
 #include "supervisor/workers/worker_table.hpp"
 
@@ -44,6 +45,6 @@ nlohmann::json status_json(const FarmView& v, std::optional<uint32_t> only_owner
 nlohmann::json job_json(const Job& job);
 /// A page of `jobs`: the reply object (ok, jobs, next_before), or ok:false
 /// for a bad state filter. `req` may hold state, limit, before, since_ms.
-nlohmann::json jobs_page(const JobTable& jobs, const nlohmann::json& req, std::optional<uint32_t> only_owner);
+nlohmann::json jobs_page(const JobTable& jobs, const protocol::JobsPage& req, std::optional<uint32_t> only_owner);
 
 }  // namespace zkfarm::supervisor
