@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
 
 namespace zkfarm {
@@ -185,12 +186,11 @@ void synthesize_abc(const ConstraintMatrixOf<C>& m, const U256* witness, typenam
   if (cancel && cancel->load()) throw Cancelled();
 }
 
-template struct ConstraintMatrixOf<Bn254>;
-template struct ConstraintMatrixOf<bls12_381::Curve>;
-template void synthesize_abc<Bn254>(const ConstraintMatrixOf<Bn254>&, const U256*, Fr*, Fr*, Fr*, ThreadPool&,
-                                    const std::atomic<bool>*);
-template void synthesize_abc<bls12_381::Curve>(const ConstraintMatrixOf<bls12_381::Curve>&, const U256*,
-                                               bls12_381::Fr*, bls12_381::Fr*, bls12_381::Fr*, ThreadPool&,
-                                               const std::atomic<bool>*);
+// Every curve of Curves gets the matrix.
+#define ZKFARM_MATRIX_INSTANTIATE(C)                                                                     \
+  template struct ConstraintMatrixOf<C>;                                                                 \
+  template void synthesize_abc<C>(const ConstraintMatrixOf<C>&, const U256*, C::Fr*, C::Fr*, C::Fr*, ThreadPool&, \
+                                  const std::atomic<bool>*);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_MATRIX_INSTANTIATE)
 
 }  // namespace zkfarm

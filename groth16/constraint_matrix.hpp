@@ -19,6 +19,7 @@
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/thread_pool.hpp"
 #include "groth16/zkey.hpp"
 
@@ -86,8 +87,9 @@ struct ConstraintMatrixOf {
 /// BN254's, the farm's.
 using SparseRows = SparseRowsOf<Fr>;
 using ConstraintMatrix = ConstraintMatrixOf<Bn254>;
-extern template struct ConstraintMatrixOf<Bn254>;
-extern template struct ConstraintMatrixOf<bls12_381::Curve>;
+#define ZKFARM_MATRIX_EXTERN(C) extern template struct ConstraintMatrixOf<C>;
+ZKFARM_FOR_EACH_CURVE(ZKFARM_MATRIX_EXTERN)
+#undef ZKFARM_MATRIX_EXTERN
 
 /// Synthesis from a witness: a[i] = Σ_j A[i][j]·w[j], b likewise, c[i] = a[i]·b[i]
 /// for every row i < m.a.rows() (a, b, c: that many Fr each, Montgomery form;
@@ -98,10 +100,10 @@ extern template struct ConstraintMatrixOf<bls12_381::Curve>;
 template <class C>
 void synthesize_abc(const ConstraintMatrixOf<C>& m, const U256* witness, typename C::Fr* a, typename C::Fr* b,
                     typename C::Fr* c, ThreadPool& pool, const std::atomic<bool>* cancel = nullptr);
-extern template void synthesize_abc<Bn254>(const ConstraintMatrixOf<Bn254>&, const U256*, Fr*, Fr*, Fr*,
-                                           ThreadPool&, const std::atomic<bool>*);
-extern template void synthesize_abc<bls12_381::Curve>(const ConstraintMatrixOf<bls12_381::Curve>&, const U256*,
-                                                      bls12_381::Fr*, bls12_381::Fr*, bls12_381::Fr*, ThreadPool&,
-                                                      const std::atomic<bool>*);
+#define ZKFARM_SYNTH_ABC_EXTERN(C)                                                                          \
+  extern template void synthesize_abc<C>(const ConstraintMatrixOf<C>&, const U256*, C::Fr*, C::Fr*, C::Fr*, \
+                                         ThreadPool&, const std::atomic<bool>*);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_SYNTH_ABC_EXTERN)
+#undef ZKFARM_SYNTH_ABC_EXTERN
 
 }  // namespace zkfarm

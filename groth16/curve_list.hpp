@@ -32,6 +32,27 @@ struct CurveList {
 
 /// Every curve zkfarm knows, BN254 first (tables list curves in this order).
 using Curves = CurveList<Bn254, bls12_381::Curve>;
+
+/// Applies the macro M to every curve of Curves, in the same order. The
+/// templates defined in .cpp files (prover, ntt, constraint_matrix,
+/// proof_json, pairing, verify, proof_codec) instantiate themselves with it,
+/// so a new curve is named here, in Curves and this list, and nowhere else
+/// in the prover library. The static_assert below holds the two together.
+#define ZKFARM_FOR_EACH_CURVE(M) M(Bn254) M(bls12_381::Curve)
+
+namespace detail {
+template <class List, class Last>
+struct Append;
+template <class... Cs, class Last>
+struct Append<CurveList<Cs...>, Last> {
+  using type = CurveList<Cs..., Last>;
+};
+#define ZKFARM_CURVE_AND_COMMA(C) C,
+static_assert(std::is_same_v<CurveList<ZKFARM_FOR_EACH_CURVE(ZKFARM_CURVE_AND_COMMA) void>,
+                             typename Append<Curves, void>::type>,
+              "ZKFARM_FOR_EACH_CURVE must list the curves of Curves, in order");
+#undef ZKFARM_CURVE_AND_COMMA
+}  // namespace detail
 /// The curve a tool takes when none is named (snarkjs's and circom's default).
 using DefaultCurve = Bn254;
 

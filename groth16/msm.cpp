@@ -248,15 +248,12 @@ Xyzz<C> msm_naive(const uint8_t* points, size_t stride, const U256* scalars, siz
   return sum;
 }
 
-template Xyzz<G1Params> msm<G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t, ThreadPool&);
-template Xyzz<G2Params> msm<G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t, ThreadPool&);
-template Xyzz<G1Params> msm_naive<G1Params>(const uint8_t*, size_t, const U256*, size_t);
-template Xyzz<G2Params> msm_naive<G2Params>(const uint8_t*, size_t, const U256*, size_t);
-template Xyzz<bls12_381::G1Params> msm<bls12_381::G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t,
-                                                            ThreadPool&);
-template Xyzz<bls12_381::G2Params> msm<bls12_381::G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t,
-                                                            ThreadPool&);
-template Xyzz<bls12_381::G1Params> msm_naive<bls12_381::G1Params>(const uint8_t*, size_t, const U256*, size_t);
-template Xyzz<bls12_381::G2Params> msm_naive<bls12_381::G2Params>(const uint8_t*, size_t, const U256*, size_t);
+// Both groups of every curve of Curves.
+#define ZKFARM_MSM_INSTANTIATE(C)                                                                              \
+  template Xyzz<C::G1Params> msm<C::G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t, ThreadPool&); \
+  template Xyzz<C::G2Params> msm<C::G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t, ThreadPool&); \
+  template Xyzz<C::G1Params> msm_naive<C::G1Params>(const uint8_t*, size_t, const U256*, size_t);              \
+  template Xyzz<C::G2Params> msm_naive<C::G2Params>(const uint8_t*, size_t, const U256*, size_t);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_MSM_INSTANTIATE)
 
 }  // namespace zkfarm

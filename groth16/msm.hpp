@@ -14,6 +14,7 @@
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/thread_pool.hpp"
 
 namespace zkfarm {
@@ -57,17 +58,15 @@ Xyzz<C> msm(const uint8_t* points, size_t stride, const ScalarPlan& plan, size_t
 template <class C>
 Xyzz<C> msm_naive(const uint8_t* points, size_t stride, const U256* scalars, size_t count);
 
-extern template Xyzz<G1Params> msm<G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t,
-                                             size_t, ThreadPool&);
-extern template Xyzz<G2Params> msm<G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t,
-                                             size_t, ThreadPool&);
-extern template Xyzz<G1Params> msm_naive<G1Params>(const uint8_t*, size_t, const U256*, size_t);
-extern template Xyzz<G2Params> msm_naive<G2Params>(const uint8_t*, size_t, const U256*, size_t);
-extern template Xyzz<bls12_381::G1Params> msm<bls12_381::G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t,
-                                                                   size_t, ThreadPool&);
-extern template Xyzz<bls12_381::G2Params> msm<bls12_381::G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t,
-                                                                   size_t, ThreadPool&);
-extern template Xyzz<bls12_381::G1Params> msm_naive<bls12_381::G1Params>(const uint8_t*, size_t, const U256*, size_t);
-extern template Xyzz<bls12_381::G2Params> msm_naive<bls12_381::G2Params>(const uint8_t*, size_t, const U256*, size_t);
+// Both groups of every curve of Curves (msm.cpp instantiates them).
+#define ZKFARM_MSM_EXTERN(C)                                                                                    \
+  extern template Xyzz<C::G1Params> msm<C::G1Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t,  \
+                                                     ThreadPool&);                                                \
+  extern template Xyzz<C::G2Params> msm<C::G2Params>(const uint8_t*, size_t, const ScalarPlan&, size_t, size_t,  \
+                                                     ThreadPool&);                                                \
+  extern template Xyzz<C::G1Params> msm_naive<C::G1Params>(const uint8_t*, size_t, const U256*, size_t);         \
+  extern template Xyzz<C::G2Params> msm_naive<C::G2Params>(const uint8_t*, size_t, const U256*, size_t);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_MSM_EXTERN)
+#undef ZKFARM_MSM_EXTERN
 
 }  // namespace zkfarm

@@ -1,5 +1,6 @@
 #include "groth16/ntt.hpp"
 
+#include "groth16/curve_list.hpp"
 #include "groth16/roots.hpp"
 
 #include <algorithm>
@@ -121,10 +122,10 @@ void DomainOf<C>::to_odd_coset(Fr* v, ThreadPool& pool) const {
   transform(v, tw_, pool);
 }
 
-template class DomainOf<Bn254>;
-template class DomainOf<bls12_381::Curve>;
-template void scale_by_powers<Fr>(Fr*, size_t, const Fr&, const Fr&, ThreadPool&);
-template void scale_by_powers<bls12_381::Fr>(bls12_381::Fr*, size_t, const bls12_381::Fr&, const bls12_381::Fr&,
-                                             ThreadPool&);
+// Every curve of Curves gets the domain.
+#define ZKFARM_NTT_INSTANTIATE(C) \
+  template class DomainOf<C>;     \
+  template void scale_by_powers<C::Fr>(C::Fr*, size_t, const C::Fr&, const C::Fr&, ThreadPool&);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_NTT_INSTANTIATE)
 
 }  // namespace zkfarm

@@ -9,6 +9,7 @@
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/thread_pool.hpp"
 
 namespace zkfarm {
@@ -59,8 +60,9 @@ class DomainOf {
 
 /// BN254's domain, the farm's.
 using Domain = DomainOf<Bn254>;
-extern template class DomainOf<Bn254>;
-extern template class DomainOf<bls12_381::Curve>;
+#define ZKFARM_NTT_EXTERN(C) extern template class DomainOf<C>;
+ZKFARM_FOR_EACH_CURVE(ZKFARM_NTT_EXTERN)
+#undef ZKFARM_NTT_EXTERN
 
 /// Multiplies v[i] by scale·g^i for i < n, in parallel. F: a field with
 /// 4-limb elements (either curve's Fr).

@@ -222,9 +222,7 @@ bool g2_in_subgroup_of(const Affine<typename C::G2Params>& q) {
   template Fq12Of<C> pairing_of<C>(const Affine<C::G1Params>&, const Affine<C::G2Params>&);             \
   template bool g1_in_subgroup_of<C>(const Affine<C::G1Params>&);                                       \
   template bool g2_in_subgroup_of<C>(const Affine<C::G2Params>&);
-ZKFARM_PAIRING_INSTANTIATE(Bn254)
-ZKFARM_PAIRING_INSTANTIATE(bls12_381::Curve)
-static_assert(Curves::kSize == 2, "instantiate the pairing for the new curve above");
+ZKFARM_FOR_EACH_CURVE(ZKFARM_PAIRING_INSTANTIATE)
 
 // ---- BN254's names ----
 

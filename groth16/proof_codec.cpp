@@ -66,9 +66,10 @@ std::string proof_json_of(std::string_view bytes) {
   return with_curve(*curve, [&]<class C>(std::type_identity<C>) { return proof_to_json(decode_proof<C>(bytes)); });
 }
 
-template std::string encode_proof<Bn254>(const ProofOf<Bn254>&);
-template std::string encode_proof<bls12_381::Curve>(const ProofOf<bls12_381::Curve>&);
-template ProofOf<Bn254> decode_proof<Bn254>(std::string_view);
-template ProofOf<bls12_381::Curve> decode_proof<bls12_381::Curve>(std::string_view);
+// Every curve of Curves gets the codec.
+#define ZKFARM_PROOF_CODEC_INSTANTIATE(C)                              \
+  template std::string encode_proof<C>(const ProofOf<C>&);             \
+  template ProofOf<C> decode_proof<C>(std::string_view);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_PROOF_CODEC_INSTANTIATE)
 
 }  // namespace zkfarm

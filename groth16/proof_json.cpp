@@ -4,6 +4,7 @@
 
 #include "files/file_error.hpp"
 #include "files/safe_write.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/decimal.hpp"
 #include "groth16/errors.hpp"
 
@@ -69,11 +70,11 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   }
 }
 
-template Json g1_to_json<G1Params>(const G1Affine&);
-template Json g2_to_json<G2Params>(const G2Affine&);
-template Json g1_to_json<bls12_381::G1Params>(const bls12_381::G1Affine&);
-template Json g2_to_json<bls12_381::G2Params>(const bls12_381::G2Affine&);
-template std::string proof_to_json<Bn254>(const ProofOf<Bn254>&);
-template std::string proof_to_json<bls12_381::Curve>(const ProofOf<bls12_381::Curve>&);
+// Every curve of Curves gets its proof.json.
+#define ZKFARM_PROOF_JSON_INSTANTIATE(C)                                             \
+  template Json g1_to_json<C::G1Params>(const Affine<C::G1Params>&);                \
+  template Json g2_to_json<C::G2Params>(const Affine<C::G2Params>&);                \
+  template std::string proof_to_json<C>(const ProofOf<C>&);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_PROOF_JSON_INSTANTIATE)
 
 }  // namespace zkfarm

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <utility>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/msm.hpp"
 #include "groth16/stage_clock.hpp"
@@ -196,7 +197,6 @@ U256 random_scalar_of() {
   template void check_key_points_of<C>(const Zkey&);                                                       \
   template class ProverOf<C>;                                                                              \
   template U256 random_scalar_of<C>();
-ZKFARM_PROVER_INSTANTIATE(Bn254)
-ZKFARM_PROVER_INSTANTIATE(bls12_381::Curve)
+ZKFARM_FOR_EACH_CURVE(ZKFARM_PROVER_INSTANTIATE)
 
 }  // namespace zkfarm

@@ -12,6 +12,7 @@
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/constraint_matrix.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/ntt.hpp"
 #include "groth16/thread_pool.hpp"
 #include "groth16/wtns.hpp"
@@ -158,8 +159,7 @@ inline void check_key_points(const Zkey& key) { check_key_points_of<Bn254>(key);
   extern template void check_key_points_of<C>(const Zkey&);                                                       \
   extern template class ProverOf<C>;                                                                              \
   extern template U256 random_scalar_of<C>();
-ZKFARM_PROVER_EXTERN(Bn254)
-ZKFARM_PROVER_EXTERN(bls12_381::Curve)
+ZKFARM_FOR_EACH_CURVE(ZKFARM_PROVER_EXTERN)
 #undef ZKFARM_PROVER_EXTERN
 
 }  // namespace zkfarm

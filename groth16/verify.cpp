@@ -164,8 +164,6 @@ VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, 
 #define ZKFARM_VERIFY_INSTANTIATE(C) \
   template class VerifyingKeyOf<C>;  \
   template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>);
-ZKFARM_VERIFY_INSTANTIATE(Bn254)
-ZKFARM_VERIFY_INSTANTIATE(bls12_381::Curve)
-static_assert(Curves::kSize == 2, "instantiate the verifier for the new curve above");
+ZKFARM_FOR_EACH_CURVE(ZKFARM_VERIFY_INSTANTIATE)
 
 }  // namespace zkfarm

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/pairing.hpp"
 #include "groth16/prover.hpp"
 #include "groth16/zkey.hpp"
@@ -109,12 +110,11 @@ class VerifyingKeyOf {
 template <class C>
 VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals);
 
-extern template class VerifyingKeyOf<Bn254>;
-extern template class VerifyingKeyOf<bls12_381::Curve>;
-extern template VerifyResult verify_proof<Bn254>(const VerifyingKeyOf<Bn254>&, const ProofOf<Bn254>&,
-                                                 std::span<const U256>);
-extern template VerifyResult verify_proof<bls12_381::Curve>(const VerifyingKeyOf<bls12_381::Curve>&,
-                                                            const ProofOf<bls12_381::Curve>&, std::span<const U256>);
+#define ZKFARM_VERIFY_EXTERN(C)        \
+  extern template class VerifyingKeyOf<C>; \
+  extern template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>);
+ZKFARM_FOR_EACH_CURVE(ZKFARM_VERIFY_EXTERN)
+#undef ZKFARM_VERIFY_EXTERN
 
 /// BN254's verification key.
 using VerifyingKey = VerifyingKeyOf<Bn254>;
