@@ -502,9 +502,11 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.stopping = lifecycle_->stopping();
   v.draining = lifecycle_->draining();
   v.ready = published_.ready();
-  v.intake_fault = !journal_->intake_fault().empty()            ? journal_->intake_fault()
-                   : cluster_ && !cluster_->reachable() ? "the queue is unreachable: " + cluster_->fault()
-                                                    : "";
+  // A shared queue out of reach is named first: a journal write that failed
+  // because of it (the journal lane writes to the queue) says the same thing
+  // less plainly, and whichever call failed first must not decide the words.
+  v.intake_fault = cluster_ && !cluster_->reachable() ? "the queue is unreachable: " + cluster_->fault()
+                                                      : journal_->intake_fault();
   v.started_ms = published_.started_wall_ms();
   v.uptime_s = published_.uptime_s(now_ms());
   v.now_ms = now_ms();
