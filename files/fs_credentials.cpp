@@ -128,4 +128,6 @@ FsCredentials::~FsCredentials() {
   if (active_) restore();
 }
 
+bool can_act_as(uid_t uid) { return ::geteuid() == 0 || ::geteuid() == uid; }
+
 }  // namespace zkfarm::files

@@ -64,4 +64,9 @@ class FsCredentials {
   bool groups_set_ = false, fsgid_set_ = false, fsuid_set_ = false;
 };
 
+/// Whether this process can act with the filesystem rights of `uid`: it is
+/// root (FsCredentials can take them) or already runs as that user. When
+/// not, zkfarmd writes nothing as that user and the client writes its results.
+bool can_act_as(uid_t uid);
+
 }  // namespace zkfarm::files

@@ -6,9 +6,13 @@
 // in the kernel (a hung network filesystem) never keeps zkfarmd from exiting.
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <type_traits>
 
 namespace zkfarm::supervisor {
 
@@ -27,6 +31,27 @@ class CheckPool {
   bool post(std::function<void()> task);
   /// Tasks waiting (not yet running).
   size_t queued() const;
+  /// Queues `fn` and returns the future of its result (or of what it
+  /// throws); nullopt when queue_max tasks are already waiting. A task the
+  /// pool drops at its end leaves the future with a broken promise.
+  template <class F>
+  std::optional<std::future<std::invoke_result_t<F&>>> run(F fn) {
+    using R = std::invoke_result_t<F&>;
+    auto promise = std::make_shared<std::promise<R>>();
+    std::future<R> result = promise->get_future();
+    const bool queued = post([promise, fn = std::move(fn)]() mutable {
+      try {
+        promise->set_value(fn());
+      } catch (...) {
+        try {
+          promise->set_exception(std::current_exception());
+        } catch (...) {  // already satisfied: nothing left to tell
+        }
+      }
+    });
+    if (!queued) return std::nullopt;
+    return result;
+  }
 
  private:
   struct State {

@@ -18,6 +18,7 @@
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/worker_channel.hpp"
+#include "files/fs_credentials.hpp"
 #include "files/input_file.hpp"
 #include "files/safe_write.hpp"
 #include "supervisor/ledger/journal.hpp"
@@ -315,16 +316,6 @@ void Supervisor::finish_background() {
 
 void Supervisor::send_reply(const std::string& identity, json reply) { control_->reply(identity, std::move(reply)); }
 
-int64_t Supervisor::now_ms() const {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
-
-int64_t Supervisor::wall_ms() const {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 // Brings back every journaled job: partitions without a proof are queued again
 // (what was in flight when the last instance died is proved anew), finished jobs
 // past the retention are pruned, and missing output files of proved partitions
@@ -336,8 +327,8 @@ void Supervisor::restore_from_journal() {
   for (Job& job : ledger_->load()) {
     ++jobs;
     requeued += job.count(PartState::kQueued);
-    job.client_delivery = job.out.empty() || !can_act_as(job.owner_uid);
-    for (auto& p : job.parts) p.queued_since_ms = now_ms();
+    job.client_delivery = job.out.empty() || !files::can_act_as(job.owner_uid);
+    for (auto& p : job.parts) p.queued_since_ms = steady_ms();
     // Outputs of proved partitions that are missing (a kill between the
     // journal and the write) are written; files already there are left alone.
     std::string error;
@@ -362,7 +353,7 @@ void Supervisor::restore_from_journal() {
 
 int Supervisor::run() {
   workers_->clean_stale_children();
-  for (auto& [id, w] : workers_->all()) workers_->start(w, now_ms());
+  for (auto& [id, w] : workers_->all()) workers_->start(w, steady_ms());
   update_snapshot();
   for (;;) {
     std::vector<zmq::pollitem_t> items = {worker_socket_->pollitem(),
@@ -375,24 +366,24 @@ int Supervisor::run() {
     handle_signals();
     inbox_.run();  // what the journal and delivery threads finished
     pump_worker_output();
-    worker_socket_->poll_cap(now_ms());
+    worker_socket_->poll_cap(steady_ms());
     reap_children();
     for (auto& f : worker_socket_->receive(256, [this](const std::string& line) { warn_limited(line); }))
       worker_link_->on_frame(f.route, f.body, f.peer);
-    control_->serve(now_ms());
+    control_->serve(steady_ms());
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
-    journal_->retry_intake(now_ms());
+    journal_->retry_intake(steady_ms());
     admission_->finish_checks();
     circuits_->finish_adds();
     housekeeping(false);
-    worker_link_->check_deadlines(now_ms(), lifecycle_->stopping());
-    workers_->advance_release_waits(now_ms(), lifecycle_->stopping());
-    lifecycle_->advance_rolling(now_ms());
+    worker_link_->check_deadlines(steady_ms(), lifecycle_->stopping());
+    workers_->advance_release_waits(steady_ms(), lifecycle_->stopping());
+    lifecycle_->advance_rolling(steady_ms());
     if (cluster_) cluster_->tick();
     pipeline_->dispatch();
     control_->answer_held(false, 0, "");
-    lifecycle_->notify_progress(now_ms());
-    if (lifecycle_->stopping() && lifecycle_->advance_stop(now_ms())) break;
+    lifecycle_->notify_progress(steady_ms());
+    if (lifecycle_->stopping() && lifecycle_->advance_stop(steady_ms())) break;
     update_snapshot();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
@@ -455,7 +446,7 @@ void Supervisor::reopen_logs(const char* why) {
 }
 
 void Supervisor::pump_worker_output() {
-  const int64_t now = now_ms();
+  const int64_t now = steady_ms();
   for (auto& [id, w] : workers_->all()) {
     if (!w.output) continue;
     w.output->pump(now, [&, wid = id](std::string_view line) { log_->info("[{}] {}", wid, line); });
@@ -475,15 +466,15 @@ void Supervisor::reap_children() {
     // What it held goes back (a crash counts against its partition), a failed
     // upgrade puts the old binary back, then the table decides the respawn.
     pipeline_->worker_gone(*w, !asked, why);
-    lifecycle_->on_worker_gone(*w, !asked, why, !asked && e.no_respawn, now_ms());
+    lifecycle_->on_worker_gone(*w, !asked, why, !asked && e.no_respawn, steady_ms());
   }
 }
 
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && journal_->intake_fault().empty() && (!cluster_ || cluster_->reachable());
+  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault().empty();
   all_ready &= workers_->ready() == workers_->size();
-  const int64_t now = now_ms();
+  const int64_t now = steady_ms();
   published_.mark_loop(now, all_ready);
   // Only the HTTP thread reads the rendered texts: render them when it exists,
   // at most every 200 ms (the status lists every journaled job).
@@ -494,6 +485,14 @@ void Supervisor::update_snapshot() {
   published_.publish(std::move(s), std::move(m));
 }
 
+std::string Supervisor::intake_fault() const {
+  // A shared queue out of reach is named first: a journal write that failed
+  // because of it (the journal lane writes to the queue) says the same thing
+  // less plainly, and whichever call failed first must not decide the words.
+  if (cluster_ && !cluster_->reachable()) return "the queue is unreachable: " + cluster_->fault();
+  return journal_->intake_fault();
+}
+
 json Supervisor::status(std::optional<uint32_t> only_owner) const {
   FarmView v{jobs_, *workers_};
   v.version = kZkfarmVersion;
@@ -502,14 +501,10 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
   v.stopping = lifecycle_->stopping();
   v.draining = lifecycle_->draining();
   v.ready = published_.ready();
-  // A shared queue out of reach is named first: a journal write that failed
-  // because of it (the journal lane writes to the queue) says the same thing
-  // less plainly, and whichever call failed first must not decide the words.
-  v.intake_fault = cluster_ && !cluster_->reachable() ? "the queue is unreachable: " + cluster_->fault()
-                                                      : journal_->intake_fault();
+  v.intake_fault = intake_fault();
   v.started_ms = published_.started_wall_ms();
-  v.uptime_s = published_.uptime_s(now_ms());
-  v.now_ms = now_ms();
+  v.uptime_s = published_.uptime_s(steady_ms());
+  v.now_ms = steady_ms();
   // The current rolling restart/upgrade, or the last one with its result.
   v.rolling = lifecycle_->rolling_json();
   v.rolling_worker = lifecycle_->rolling_worker();
@@ -531,9 +526,8 @@ std::string Supervisor::metrics_snapshot() const {
   return published_.metrics();
 }
 
-bool Supervisor::healthy() const { return published_.healthy(now_ms()); }
+bool Supervisor::healthy() const { return published_.healthy(steady_ms()); }
 
-bool Supervisor::can_act_as(uint32_t uid) { return ::geteuid() == 0 || ::geteuid() == uid; }
 
 std::string Supervisor::status_snapshot() const {
   return published_.status();

@@ -20,6 +20,7 @@
 #include "supervisor/pipeline/pipeline.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
+#include "supervisor/clock.hpp"
 #include "supervisor/workers/children.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_api.hpp"
@@ -87,9 +88,6 @@ class Supervisor {
   bool healthy() const;
   /// Ready: intake open and every worker READY. Thread-safe.
   bool ready() const { return published_.ready(); }
-  /// Whether zkfarmd can write files with the rights of `uid` (it is root, or
-  /// runs as that user); if not, the client writes that user's results.
-  static bool can_act_as(uint32_t uid);
 
  private:
   void handle_signals();
@@ -112,12 +110,9 @@ class Supervisor {
   void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
   void update_snapshot();
-  /// Monotonic milliseconds (steady_clock): every deadline, heartbeat, backoff
-  /// and duration. Never compared with wall_ms().
-  int64_t now_ms() const;
-  /// Unix milliseconds (system_clock): only timestamps shown to people and
-  /// journaled (submitted, started, finished, proved; retention).
-  int64_t wall_ms() const;
+  /// Why submits are refused now ("" when intake is open to them): a shared
+  /// queue out of reach, else a journal or state-dir fault (journal_lane.hpp).
+  std::string intake_fault() const;
 
   Config cfg_;
   std::shared_ptr<spdlog::logger> log_;

@@ -14,7 +14,7 @@
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
-#include "supervisor/supervisor.hpp"
+#include "supervisor/intake/submission.hpp"
 
 namespace zkfarm::supervisor {
 

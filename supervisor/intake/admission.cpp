@@ -35,10 +35,11 @@ void Admission::refuse(const std::string& identity, const std::string& why, Refu
 void Admission::start(const std::string& identity, const protocol::Submit& req, const Peer& peer) {
   if (lifecycle_.stopping())
     return refuse(identity, "zkfarmd is stopping: not accepting jobs", RefusedReason::kStopping);
-  if (!journal_.intake_fault().empty())
-    return refuse(identity, "zkfarmd is not accepting jobs: " + journal_.intake_fault(), RefusedReason::kIntakeFault);
+  // The queue first, as status names it (Supervisor::intake_fault).
   if (const std::string fault = hooks_.queue_fault(); !fault.empty())
     return refuse(identity, "the queue is unreachable (" + fault + "); retry later", RefusedReason::kIntakeFault);
+  if (!journal_.intake_fault().empty())
+    return refuse(identity, "zkfarmd is not accepting jobs: " + journal_.intake_fault(), RefusedReason::kIntakeFault);
   SubmitContext ctx = intake_.context();
   if (req.circuit) ctx.circuit = circuits_.for_submit(*req.circuit);
   if (!intake_.start(identity, req, peer, std::move(ctx), steady_ms()))

@@ -95,22 +95,11 @@ void CircuitRegistry::start_add(const std::string& identity, const protocol::Cir
   bc.info_run.timeout = std::chrono::milliseconds(60000);
   bc.info_run.memory_bytes = cfg_.witness_memory_mib << 20;
   bc.info_run.sandbox = run_sandbox;
-  auto promise = std::make_shared<std::promise<CircuitBuild>>();
-  PendingBuild pending{identity, promise->get_future(), name, peer.uid, submitter};
-  const bool queued = build_pool_.post([promise, req, peer, ctx, bc] {
-    try {
-      promise->set_value(build_circuit(req, peer, ctx, bc));
-    } catch (...) {
-      try {
-        promise->set_exception(std::current_exception());
-      } catch (...) {
-      }
-    }
-  });
-  if (!queued) return refuse("zkfarmd is busy: too many circuits are being built; retry later");
+  auto build = build_pool_.run([req, peer, ctx, bc] { return build_circuit(req, peer, ctx, bc); });
+  if (!build) return refuse("zkfarmd is busy: too many circuits are being built; retry later");
   building_.insert(name);
   log_->info("circuit {}: uid {} adds it ({} generator); building", name, peer.uid, native ? "native" : "wasm");
-  pending_builds_.push_back(std::move(pending));
+  pending_builds_.push_back({identity, std::move(*build), name, peer.uid, submitter});
 }
 
 void CircuitRegistry::finish_adds() {

@@ -22,21 +22,10 @@ SubmitContext Intake::context() const {
 
 bool Intake::start(const std::string& identity, const protocol::Submit& req, const Peer& peer, SubmitContext ctx,
                    int64_t now) {
-  auto promise = std::make_shared<std::promise<SubmitCheck>>();
-  Pending pending{identity, promise->get_future(), now + int64_t(cfg_.submit_timeout_ms), ctx.token, false,
-                  ctx.cancel};
-  const bool queued = submit_pool_.post([promise, req, peer, ctx] {
-    try {
-      promise->set_value(check_submission(req, peer, ctx));
-    } catch (...) {
-      try {
-        promise->set_exception(std::current_exception());
-      } catch (...) {
-      }
-    }
-  });
-  if (queued) pending_.push_back(std::move(pending));
-  return queued;
+  auto check = submit_pool_.run([req, peer, ctx] { return check_submission(req, peer, ctx); });
+  if (!check) return false;
+  pending_.push_back({identity, std::move(*check), now + int64_t(cfg_.submit_timeout_ms), ctx.token, false, ctx.cancel});
+  return true;
 }
 
 std::vector<Intake::Finished> Intake::take_finished(int64_t now,

@@ -34,7 +34,11 @@
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
-#include "supervisor/supervisor.hpp"
+#include "supervisor/control/peer.hpp"
+#include "supervisor/intake/key_cache.hpp"
+#include "supervisor/intake/submission.hpp"
+#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/pipeline/proof_verifier.hpp"
 #include "witgen/input_json.hpp"
 
 namespace zkfarm::supervisor {
@@ -441,7 +445,7 @@ SubmitCheck check_submission(const protocol::Submit& req, const Peer& peer, cons
     // `result`), so they land only where the submitter may write.
     job.files_dir = job_dir;
     // A shared queue's results are written by clients on whichever host they ask.
-    job.client_delivery = ctx.shared || job.out.empty() || !Supervisor::can_act_as(peer.uid);
+    job.client_delivery = ctx.shared || job.out.empty() || !files::can_act_as(peer.uid);
     if (!job.client_delivery) {
       files::FsCredentials as_peer(peer.uid, peer.gid);
       files::UniqueFd out_dir = files::create_dir_safe(job.out, 0755);

@@ -46,7 +46,7 @@ void Supervisor::remove_job_inputs(const Job& job) {
 }
 
 void Supervisor::housekeeping(bool at_start) {
-  const int64_t now = now_ms();
+  const int64_t now = steady_ms();
   if (!at_start && now < next_housekeeping_ms_) return;
   next_housekeeping_ms_ = now + kHousekeepingMs;
 
@@ -106,7 +106,7 @@ void Supervisor::housekeeping(bool at_start) {
   // circuit uses and untouched for an hour go.
   // Only with a fresh mirror: a host cut off from the queue does not know
   // what other hosts accepted meanwhile.
-  const bool mirror_fresh = cluster_ && cluster_->fresh(now_ms());
+  const bool mirror_fresh = cluster_ && cluster_->fresh(steady_ms());
   if (mirror_fresh) {
     const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
     for (const auto& e : fs::directory_iterator(cfg_.shared_dir + "/keys", ec)) {

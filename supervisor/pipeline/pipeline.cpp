@@ -299,26 +299,25 @@ void Pipeline::send_prove(Worker& w, const PartRef& ref) {
   w.state = WorkerState::kBusy;
 }
 
-// Tells the workers busy with `job`'s partitions to abandon them (ABORT); each
-// answers ok:false at its next stage boundary and the slot is freed then, never
-// while a worker may still write into it.
-void Pipeline::abort_in_flight(uint64_t job) {
+// Tells the workers holding the partitions `which` picks to abandon them
+// (ABORT); each answers ok:false at its next stage boundary and the slot is
+// freed then, never while a worker may still write into it.
+void Pipeline::abort_where(const std::function<bool(const PartRef&)>& which) {
   for (auto& [id, w] : workers_.all()) {
     for (const PartRef& ref : w.assigned) {
-      if (ref.job != job) continue;
+      if (!which(ref)) continue;
       const Partition* p = jobs_.find(ref);
-      if (!p || !p->slot) continue;
-      hooks_.send(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
+      if (p && p->slot) hooks_.send(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
     }
   }
 }
 
+void Pipeline::abort_in_flight(uint64_t job) {
+  abort_where([job](const PartRef& r) { return r.job == job; });
+}
+
 void Pipeline::abort_partition(const PartRef& ref) {
-  const Partition* p = jobs_.find(ref);
-  if (!p || !p->slot) return;
-  for (auto& [id, w] : workers_.all())
-    for (const PartRef& r : w.assigned)
-      if (same_part(r, ref)) hooks_.send(w, protocol::encode(protocol::Abort{work_ref(ref, *p->slot)}));
+  abort_where([&ref](const PartRef& r) { return same_part(r, ref); });
 }
 
 void Pipeline::cancel_job(uint64_t id, uint32_t by_uid) {

@@ -86,6 +86,8 @@ class Pipeline {
 
  private:
   void requeue(const PartRef& ref, const std::string& why, bool crashed);
+  /// ABORT for every partition a worker holds that `which` picks.
+  void abort_where(const std::function<bool(const PartRef&)>& which);
   void send_prove(Worker& w, const PartRef& ref);
   /// A partition of circom inputs just synthesized: its public signals, read
   /// from the witness in its slot, for public.json and the verification.
