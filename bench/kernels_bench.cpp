@@ -73,25 +73,32 @@ std::vector<uint8_t> make_points(size_t n, const Affine<C>& g, std::mt19937_64& 
 // A verification key and a valid proof with known discrete logarithms: α = xα·G1,
 // β, γ, δ = xβ, xγ, xδ·G2, IC_i = k_i·G1, A = a·G1, B = b·G2, and C = c·G1 with
 // a·b = xα·xβ + (k_0 + Σ s_i·k_i)·xγ + c·xδ, so e(A, B) = e(α, β)·e(vk_x, γ)·e(C, δ).
-struct VerifyCase {
-  std::unique_ptr<VerifyingKey> vk;
-  Proof proof;
+template <class C>
+struct VerifyCaseOf {
+  std::unique_ptr<VerifyingKeyOf<C>> vk;
+  ProofOf<C> proof;
   std::vector<U256> signals;
 };
+using VerifyCase = VerifyCaseOf<Bn254>;
 
-VerifyCase make_verify_case(size_t n_public, std::mt19937_64& rng) {
-  const G1Affine g1{Fq::from_u64(1), Fq::from_u64(2)};
-  const G2 g2 = G2::from_affine(
-      {{Fq::from_u256({0x46debd5cd992f6edULL, 0x674322d4f75edaddULL, 0x426a00665e5c4479ULL, 0x1800deef121f1e76ULL}),
-        Fq::from_u256({0x97e485b7aef312c2ULL, 0xf1aa493335a9e712ULL, 0x7260bfb731fb5d25ULL, 0x198e9393920d483aULL})},
-       {Fq::from_u256({0x4ce6cc0166fa7daaULL, 0xe3d1e7690c43d37bULL, 0x4aab71808dcb408fULL, 0x12c85ea5db8c6debULL}),
-        Fq::from_u256({0x55acdadcd122975bULL, 0xbc4b313370b38ef3ULL, 0xec9e99ad690c3395ULL, 0x090689d0585ff075ULL})}});
-  auto fr = [&] { return Fr::from_u256(random_scalar(rng)); };
+template <class C>
+VerifyCaseOf<C> make_verify_case(size_t n_public, std::mt19937_64& rng) {
+  using Fr = typename C::Fr;
+  using G1 = Xyzz<typename C::G1Params>;
+  using G2 = Xyzz<typename C::G2Params>;
+  const auto g1 = C::g1_generator();
+  const G2 g2 = G2::from_affine(C::g2_generator());
+  // Uniform enough below r for a benchmark: the top limb cleared.
+  auto fr = [&] {
+    U256 x = random_scalar(rng);
+    x[3] &= 0x0fffffffffffffffULL;
+    return Fr::from_u256(x);
+  };
   auto g1_times = [&](const Fr& k) { return G1::from_affine(g1).mul(k.to_u256()).to_affine(); };
   auto g2_times = [&](const Fr& k) { return g2.mul(k.to_u256()).to_affine(); };
   const Fr xa = fr(), xb = fr(), xg = fr(), xd = fr(), a = fr(), b = fr();
-  std::vector<G1Affine> ic;
-  VerifyCase v;
+  std::vector<Affine<typename C::G1Params>> ic;
+  VerifyCaseOf<C> v;
   Fr k = fr();  // vk_x's logarithm
   ic.push_back(g1_times(k));
   for (size_t i = 0; i < n_public; ++i) {
@@ -100,7 +107,8 @@ VerifyCase make_verify_case(size_t n_public, std::mt19937_64& rng) {
     v.signals.push_back(si.to_u256());
     k += si * ki;
   }
-  v.vk = std::make_unique<VerifyingKey>(g1_times(xa), g2_times(xb), g2_times(xg), g2_times(xd), std::move(ic), "bench");
+  v.vk = std::make_unique<VerifyingKeyOf<C>>(g1_times(xa), g2_times(xb), g2_times(xg), g2_times(xd), std::move(ic),
+                                             "bench");
   const Fr c = (a * b - xa * xb - k * xg) * xd.inv();
   v.proof = {g1_times(a), g2_times(b), g1_times(c)};
   return v;
@@ -126,6 +134,28 @@ double median_cpu_ms(int reps, F&& f) {
   return t[t.size() / 2];
 }
 
+// Batched verification (verify_batch) against one verify_proof per proof, in
+// the same run: CPU ms per proof on one core, for batches of 1–64 proofs of
+// one key with 2 public signals (the ratio is the batch's speed-up).
+template <class C>
+void bench_batches(const char* curve, int reps, std::mt19937_64& rng) {
+  const VerifyCaseOf<C> v = make_verify_case<C>(2, rng);
+  if (!verify_proof<C>(*v.vk, v.proof, v.signals).ok()) {
+    std::fprintf(stderr, "zkfarm-bench-kernels: the synthetic %s proof does not verify\n", curve);
+    std::exit(1);
+  }
+  const double single = median_cpu_ms(reps, [&] { (void)verify_proof<C>(*v.vk, v.proof, v.signals); });
+  std::printf("%s batched verification, one core, CPU ms per proof (baseline: verify_proof %.3f ms)\n", curve, single);
+  for (size_t n : {size_t(1), size_t(4), size_t(16), size_t(64)}) {
+    std::vector<BatchItemOf<C>> items(n, BatchItemOf<C>{&v.proof, v.signals});
+    const double ms = median_cpu_ms(reps, [&] {
+      for (const VerifyResult& r : verify_batch<C>(*v.vk, items))
+        if (!r.ok()) std::exit(1);
+    });
+    std::printf("  batch of %-3zu %8.3f ms per proof %7.2fx faster\n", n, ms / double(n), single / (ms / double(n)));
+  }
+}
+
 // The verifier's costs on one core, in ms and as multiples of the baseline.
 void bench_verifier(int reps, std::mt19937_64& rng) {
   const G1Affine g1{Fq::from_u64(1), Fq::from_u64(2)};
@@ -136,7 +166,7 @@ void bench_verifier(int reps, std::mt19937_64& rng) {
   std::printf("verifier, one core, thread CPU time (baseline: G1 scalar multiplication %.3f ms)\n", base);
   auto row = [&](const char* name, double ms) { std::printf("  %-34s %8.3f ms %7.1fx\n", name, ms, ms / base); };
 
-  VerifyCase two = make_verify_case(2, rng);
+  VerifyCase two = make_verify_case<Bn254>(2, rng);
   const G1Affine p = two.proof.a;
   const G2Affine q = two.proof.b;
   const G2Prepared prepared(q);
@@ -148,7 +178,7 @@ void bench_verifier(int reps, std::mt19937_64& rng) {
   row("pairing e(P, Q)", per_call([&] { (void)pairing(p, q); }));
   row("G2 subgroup test", per_call([&] { (void)g2_in_subgroup(q); }));
   for (size_t n : {size_t(2), size_t(42), size_t(200)}) {
-    VerifyCase v = n == 2 ? std::move(two) : make_verify_case(n, rng);
+    VerifyCase v = n == 2 ? std::move(two) : make_verify_case<Bn254>(n, rng);
     if (!verify_proof(*v.vk, v.proof, v.signals).ok()) {
       std::fprintf(stderr, "zkfarm-bench-kernels: the synthetic proof does not verify\n");
       std::exit(1);
@@ -161,6 +191,8 @@ void bench_verifier(int reps, std::mt19937_64& rng) {
       (void)VerifyingKey(k.alpha1(), k.beta2(), k.gamma2(), k.delta2(), k.ic(), "bench");
     }));
   }
+  bench_batches<Bn254>("BN254", reps, rng);
+  bench_batches<bls12_381::Curve>("BLS12-381", reps, rng);
 }
 
 // A key's load on the host, part by part; the file stays in the page cache
@@ -190,6 +222,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "repetitions (median)")->check(CLI::Range(1, 100));
   std::string key;
   app.add_option("--key", key, "time this key's load on the host instead");
+  bool verifier_only = false;
+  app.add_flag("--verifier", verifier_only, "time the verifier alone (single and batched)");
   CLI11_PARSE(app, argc, argv);
 
   ThreadPool pool(threads);
@@ -202,8 +236,12 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  const size_t n = size_t(1) << log_n;
   std::mt19937_64 rng(1);
+  if (verifier_only) {
+    bench_verifier(std::max(reps, 5), rng);
+    return 0;
+  }
+  const size_t n = size_t(1) << log_n;
   std::vector<Fr> v(n);
   for (auto& x : v) x = Fr::from_u256(random_scalar(rng));
   Domain d(log_n, pool);

@@ -1,6 +1,10 @@
 #include "groth16/verify.hpp"
 
+#include <sys/random.h>
+
 #include <array>
+#include <cerrno>
+#include <system_error>
 
 #include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
@@ -65,7 +69,7 @@ std::vector<IcTable<C>> window_tables(std::span<const Affine<typename C::G1Param
 template <class C>
 struct VerifyingKeyOf<C>::Prepared {
   Fq12Of<C> alpha_beta;  // the Miller loop of (α, β): the same factor in every check
-  G2PreparedOf<C> gamma, delta;
+  G2PreparedOf<C> beta, gamma, delta;  // β for batches, whose α term is weighted
   std::vector<IcTable<C>> ic_tables;  // IC_1 … IC_nPublic
 };
 
@@ -94,8 +98,8 @@ VerifyingKeyOf<C>::VerifyingKeyOf(const G1A& alpha1, const G2A& beta2, const G2A
   for (size_t i = 0; i < ic_.size(); ++i) check_g1(ic_[i], "IC point " + std::to_string(i), true);
 
   auto p = std::make_shared<Prepared>();
-  const G2PreparedOf<C> beta(beta2_);
-  const PairingTermOf<C> ab{alpha1_, &beta};
+  p->beta = G2PreparedOf<C>(beta2_);
+  const PairingTermOf<C> ab{alpha1_, &p->beta};
   p->alpha_beta = miller_loop_of<C>({&ab, 1});
   p->gamma = G2PreparedOf<C>(gamma2_);
   p->delta = G2PreparedOf<C>(delta2_);
@@ -115,14 +119,15 @@ VerifyingKeyOf<C> VerifyingKeyOf<C>::from_zkey(const Zkey& key) {
                         std::move(ic), key.path + ": section 2/3");
 }
 
+// Σ s_i·T_i over the window tables T_i of IC_1.. (s canonical): Straus'
+// interleaving, one run of doublings for all scalars and an addition per
+// non-zero window digit (small public values have few).
+namespace {
 template <class C>
-auto VerifyingKeyOf<C>::public_input_point(std::span<const U256> s) const -> G1A {
-  // Straus' interleaving: one run of doublings for all scalars, an addition
-  // per non-zero window digit (small public values have few).
+Xyzz<typename C::G1Params> straus(const std::vector<IcTable<C>>& tables, std::span<const U256> s) {
   using G1 = Xyzz<typename C::G1Params>;
   std::vector<std::array<int8_t, kWindows>> digits(s.size());
   for (size_t i = 0; i < s.size(); ++i) signed_digits(s[i], digits[i].data());
-  const auto& tables = prepared_->ic_tables;
   G1 acc = G1::infinity();
   for (int j = kWindows - 1; j >= 0; --j) {
     for (int b = 0; b < kWindowBits; ++b) acc = acc.dbl();  // dbl of infinity is free
@@ -132,16 +137,34 @@ auto VerifyingKeyOf<C>::public_input_point(std::span<const U256> s) const -> G1A
       else if (d < 0) acc.add_affine(-tables[i][-d - 1]);
     }
   }
+  return acc;
+}
+}  // namespace
+
+template <class C>
+auto VerifyingKeyOf<C>::public_input_point(std::span<const U256> s) const -> G1A {
+  auto acc = straus<C>(prepared_->ic_tables, s);
   acc.add_affine(ic_[0]);
   return acc.to_affine();
 }
 
 template <class C>
-VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals) {
+Xyzz<typename C::G1Params> VerifyingKeyOf<C>::ic_combination(std::span<const U256> t) const {
+  using G1 = Xyzz<typename C::G1Params>;
+  G1 acc = straus<C>(prepared_->ic_tables, t.subspan(1));
+  acc.add(G1::from_affine(ic_[0]).mul(t[0]));
+  return acc;
+}
+
+namespace {
+
+// The checks before the pairing, in verify_proof's order: the form
+// (proof_form.hpp), then the subgroups (G1's only where its cofactor is
+// not 1: on BN254 every point of the curve is in G1).
+template <class C>
+VerifyResult precheck(const ProofOf<C>& proof, std::span<const U256> public_signals, size_t n_public) {
   auto refuse = [](VerifyFault f, std::string why) { return VerifyResult{f, std::move(why)}; };
-  if (VerifyResult form = check_proof_form<C>(proof, public_signals, vk.n_public()); !form) return form;
-  // G1's subgroup checks only where its cofactor is not 1 (on BN254 every
-  // point of the curve is in G1); the order A, B, C is the one errors report.
+  if (VerifyResult form = check_proof_form<C>(proof, public_signals, n_public); !form) return form;
   if constexpr (!C::kG1CofactorIsOne)
     if (!g1_in_subgroup_of<C>(proof.a))
       return refuse(VerifyFault::kNotInSubgroup, "proof point A is not in the G1 subgroup");
@@ -150,20 +173,104 @@ VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, 
   if constexpr (!C::kG1CofactorIsOne)
     if (!g1_in_subgroup_of<C>(proof.c))
       return refuse(VerifyFault::kNotInSubgroup, "proof point C is not in the G1 subgroup");
+  return {};
+}
 
+const VerifyResult kPairingFails{VerifyFault::kPairing, "the pairing check failed"};
+
+// A batch's weight ρ: uniform in [1, 2¹²⁸), from getrandom (the kernel's
+// CSPRNG), drawn after the proofs are fixed.
+U256 random_weight() {
+  for (;;) {
+    uint64_t w[2];
+    size_t got = 0;
+    while (got < sizeof w) {
+      const ssize_t k = getrandom(reinterpret_cast<uint8_t*>(w) + got, sizeof w - got, 0);
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        throw std::system_error(errno, std::generic_category(), "getrandom");
+      }
+      got += size_t(k);
+    }
+    if (w[0] | w[1]) return U256{w[0], w[1], 0, 0};
+  }
+}
+
+}  // namespace
+
+template <class C>
+bool VerifyingKeyOf<C>::batch_holds(std::span<const BatchItemOf<C>> items, std::span<const size_t> idx) const {
+  using G1 = Xyzz<typename C::G1Params>;
+  using Fr = typename C::Fr;
+  const auto& p = *prepared_;
+  const size_t n = idx.size();
+  std::vector<Fr> t(n_public() + 1, Fr::zero());  // Σρ_j, then Σ_j ρ_j·s_ji
+  G1 c_sum = G1::infinity();
+  std::vector<G1A> weighted_a(n);
+  std::vector<G2PreparedOf<C>> b(n);
+  for (size_t k = 0; k < n; ++k) {
+    const BatchItemOf<C>& item = items[idx[k]];
+    const U256 rho = random_weight();
+    const Fr w = Fr::from_u256(rho);
+    t[0] += w;
+    for (size_t i = 0; i < item.public_signals.size(); ++i) t[i + 1] += w * Fr::from_u256(item.public_signals[i]);
+    weighted_a[k] = G1::from_affine(item.proof->a).mul(rho).to_affine();
+    c_sum.add(G1::from_affine(item.proof->c).mul(rho));
+    b[k] = G2PreparedOf<C>(item.proof->b);
+  }
+  std::vector<U256> scalars(t.size());
+  for (size_t i = 0; i < t.size(); ++i) scalars[i] = t[i].to_u256();
+  std::vector<PairingTermOf<C>> terms;
+  terms.reserve(n + 3);
+  for (size_t k = 0; k < n; ++k) terms.push_back({weighted_a[k], &b[k]});
+  terms.push_back({-G1::from_affine(alpha1_).mul(scalars[0]).to_affine(), &p.beta});
+  terms.push_back({-ic_combination(scalars).to_affine(), &p.gamma});
+  terms.push_back({-c_sum.to_affine(), &p.delta});
+  return final_exponentiation_of<C>(miller_loop_of<C>(terms)).is_one();
+}
+
+template <class C>
+VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals) {
+  if (VerifyResult pre = precheck<C>(proof, public_signals, vk.n_public()); !pre) return pre;
   const auto vk_x = vk.public_input_point(public_signals);
   const G2PreparedOf<C> b(proof.b);
   const auto& p = *vk.prepared_;
   const PairingTermOf<C> terms[] = {{-proof.a, &b}, {vk_x, &p.gamma}, {proof.c, &p.delta}};
   const Fq12Of<C> f = miller_loop_of<C>(terms) * p.alpha_beta;
-  if (!final_exponentiation_of<C>(f).is_one()) return refuse(VerifyFault::kPairing, "the pairing check failed");
+  if (!final_exponentiation_of<C>(f).is_one()) return kPairingFails;
   return {};
+}
+
+template <class C>
+std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items) {
+  std::vector<VerifyResult> out(items.size());
+  std::vector<size_t> well_formed;
+  for (size_t i = 0; i < items.size(); ++i) {
+    out[i] = precheck<C>(*items[i].proof, items[i].public_signals, vk.n_public());
+    if (out[i]) well_formed.push_back(i);
+  }
+  // A failing set is halved until each bad proof stands alone; one proof is
+  // checked as verify_proof checks it (no weight needed).
+  auto check = [&](auto&& self, std::span<const size_t> idx) -> void {
+    if (idx.empty()) return;
+    if (idx.size() == 1) {
+      out[idx[0]] = verify_proof(vk, *items[idx[0]].proof, items[idx[0]].public_signals);
+      return;
+    }
+    if (vk.batch_holds(items, idx)) return;  // every one verifies (out[i] already ok)
+    const size_t half = idx.size() / 2;
+    self(self, idx.first(half));
+    self(self, idx.subspan(half));
+  };
+  check(check, std::span<const size_t>(well_formed));
+  return out;
 }
 
 // Every curve of Curves gets the verifier.
 #define ZKFARM_VERIFY_INSTANTIATE(C) \
   template class VerifyingKeyOf<C>;  \
-  template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>);
+  template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>); \
+  template std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf<C>&, std::span<const BatchItemOf<C>>);
 ZKFARM_FOR_EACH_CURVE(ZKFARM_VERIFY_INSTANTIATE)
 
 }  // namespace zkfarm

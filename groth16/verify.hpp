@@ -48,6 +48,16 @@ class VerifyingKeyOf;
 template <class C>
 VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals);
 
+/// One proof of a batch for verify_batch: the proof and its public signals
+/// (as verify_proof takes them). Both are only read, and must outlive the call.
+template <class C>
+struct BatchItemOf {
+  const ProofOf<C>* proof;
+  std::span<const U256> public_signals;
+};
+template <class C>
+std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items);
+
 /// A Groth16 verification key over C: α (G1), β, γ, δ (G2), IC (nPublic+1
 /// G1 points), all affine with Montgomery coordinates, validated (on their
 /// curves, G2 points and, where G1's cofactor is not 1, G1 points in their
@@ -89,8 +99,14 @@ class VerifyingKeyOf {
  private:
   struct Prepared;
   friend VerifyResult verify_proof<C>(const VerifyingKeyOf&, const ProofOf<C>&, std::span<const U256>);
+  friend std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf&, std::span<const BatchItemOf<C>>);
   /// vk_x = IC_0 + Σ s_i·IC_i (s canonical, size n_public()).
   G1A public_input_point(std::span<const U256> s) const;
+  /// t_0·IC_0 + Σ t_i·IC_i (t canonical, size n_public() + 1), in XYZZ.
+  Xyzz<typename C::G1Params> ic_combination(std::span<const U256> t) const;
+  /// Whether the proofs `idx` of `items` (each well formed, in its subgroups)
+  /// pass the batched pairing check together (verify_batch).
+  bool batch_holds(std::span<const BatchItemOf<C>> items, std::span<const size_t> idx) const;
 
   G1A alpha1_;
   G2A beta2_, gamma2_, delta2_;
@@ -110,9 +126,34 @@ class VerifyingKeyOf {
 template <class C>
 VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals);
 
+/// Checks many proofs of one key at once, with the verdicts verify_proof
+/// would give each (one VerifyResult per item, in order; the reasons are
+/// the same words). The form and subgroup checks run per proof as in
+/// verify_proof; the proofs that pass them are checked together by a random
+/// linear combination of their Groth16 equations (Bellare, Garay, Rabin,
+/// "Fast batch verification for modular exponentiation and digital
+/// signatures", EUROCRYPT 1998, the small-exponents test; as bellman's and
+/// arkworks' batch verifiers use it): with fresh random 128-bit ρ_j from
+/// getrandom, ρ_j ≠ 0,
+///   Π_j e(ρ_j·A_j, B_j) · e(−(Σρ_j)·α, β) · e(−Σ_j ρ_j·vk_x_j, γ) · e(−Σ_j ρ_j·C_j, δ) = 1,
+/// where Σ_j ρ_j·vk_x_j = (Σρ_j)·IC_0 + Σ_i (Σ_j ρ_j·s_ji)·IC_i is one
+/// combination of IC: one multi-pairing of n + 3 Miller loops and one final
+/// exponentiation for n proofs, instead of n of each. A set of proofs that
+/// contains a false one passes with probability at most 2⁻¹²⁸ (about 1/ρ's
+/// range), whatever the prover chose, because ρ is drawn after the proofs
+/// are fixed. When the check fails, the set is split in halves and each half
+/// checked again, down to single proofs, which get verify_proof's own
+/// verdict: a bad proof is found and refused alone, and the good proofs of a
+/// failing batch still pass (b bad proofs in n cost about 2·b·log₂(n) extra
+/// checks). Never throws for bad proofs (std::bad_alloc, or std::system_error
+/// when getrandom fails, can escape). Thread-safe on one key as verify_proof.
+template <class C>
+std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items);
+
 #define ZKFARM_VERIFY_EXTERN(C)        \
   extern template class VerifyingKeyOf<C>; \
-  extern template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>);
+  extern template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>); \
+  extern template std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf<C>&, std::span<const BatchItemOf<C>>);
 ZKFARM_FOR_EACH_CURVE(ZKFARM_VERIFY_EXTERN)
 #undef ZKFARM_VERIFY_EXTERN
 
@@ -122,6 +163,7 @@ using VerifyingKey = VerifyingKeyOf<Bn254>;
 namespace bls12_381 {
 /// BLS12-381's verification key.
 using VerifyingKey = VerifyingKeyOf<Curve>;
+using zkfarm::verify_batch;
 using zkfarm::verify_proof;
 }  // namespace bls12_381
 
