@@ -59,7 +59,7 @@ void Config::load_toml(const std::string& path) {
   }
   static const std::set<std::string> known = {
       "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent",
-      "gpu_msm_copies", "gpu_queue_depth", "arena_mib",
+      "gpu_msm_copies", "gpu_queue_depth", "gpu_lanes", "verify_threads", "arena_mib",
       "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
       "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
@@ -81,6 +81,8 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "gpu_key_memory_percent", gpu_key_memory_percent, 1, 95);
   read_uint(t, path, "gpu_msm_copies", gpu_msm_copies, 0, 16);
   read_uint(t, path, "gpu_queue_depth", gpu_queue_depth, 1, 32);
+  read_uint(t, path, "gpu_lanes", gpu_lanes, 1, 8);
+  read_uint(t, path, "verify_threads", verify_threads, 0, 64);
   read_uint(t, path, "arena_mib", arena_mib, 1, uint64_t(1) << 30);
   read_str(t, path, "synth_binary", synth_binary);
   read_str(t, path, "gpu_binary", gpu_binary);

@@ -5,6 +5,8 @@
 #include "supervisor/clock.hpp"
 #include "supervisor/pipeline/pipeline.hpp"
 
+#include <thread>
+
 namespace zkfarm::supervisor {
 
 namespace {
@@ -14,6 +16,17 @@ bool same_part(const PartRef& a, const PartRef& b) { return a.job == b.job && a.
 protocol::WorkRef work_ref(const PartRef& ref, const shm::Slot& slot) {
   return {ref.job, ref.index, slot.id, slot.generation};
 }
+
+// verify_threads, 0: a quarter of the cores, at least one (the loop, the
+// journal and the check pool keep theirs).
+unsigned verify_threads(const Config& cfg) {
+  if (cfg.verify_threads) return cfg.verify_threads;
+  return std::max(1u, std::thread::hardware_concurrency() / 4);
+}
+
+// The most proofs verified in one batch: past ~64 the saving a proof is
+// small (bench/kernels_bench.cpp --verifier) and a batch's verdicts wait longer.
+constexpr size_t kMaxVerifyBatch = 64;
 }  // namespace
 
 Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
@@ -30,7 +43,8 @@ Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTa
       ledger_(ledger),
       journal_(journal),
       inbox_(inbox),
-      hooks_(std::move(hooks)) {}
+      hooks_(std::move(hooks)),
+      checks_(keys_, verify_threads(cfg_), kMaxVerifyBatch) {}
 
 void Pipeline::free_slot(const std::optional<shm::Slot>& slot) {
   if (slot) slots_.free(slot->id);
@@ -127,24 +141,57 @@ void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol:
   } else {
     jobs_.proving_ended(ref, steady_ms());
     if (result.key_cached) ++metrics_.key_cache[{"worker", *result.key_cached ? "hit" : "miss"}];
-    finish_partition(w, ref, result.proof);
+    verify_partition(w, ref, result.proof);
   }
 }
 
-void Pipeline::finish_partition(Worker& w, const PartRef& ref, const std::string& proof_bytes) {
+void Pipeline::verify_partition(const Worker& w, const PartRef& ref, std::string proof) {
   const Job* job = jobs_.find(ref.job);
   const Partition* p = jobs_.find(ref);
   // Nothing is journaled or published before it verifies against the key's
   // verification data taken at submit (verifying_keys.hpp): not a wrong result
-  // of a faulty device, not a witness that does not satisfy its circuit.
-  const std::string bad = keys_.check(*job, *p, proof_bytes);
+  // of a faulty device, not a witness that does not satisfy its circuit. The
+  // partition stays kProving, in its slot, until the verdict: a drain waits
+  // for it, a cancel or a lost lease makes the verdict stale.
+  if (!p->slot) {  // cannot happen (a PROVE names its slot); never published unverified
+    free_slot(jobs_.back_to_queue(ref, steady_ms()));
+    return;
+  }
+  Proved by{ref, *p->slot, w.id, w.backend};
+  ProofChecks::Request r{.key_id = VerifyingKeys::key_id(*job),
+                         .zkey = job->zkey,
+                         .proof = std::move(proof),
+                         .public_values = p->public_values,
+                         .public_json = p->public_values.empty() ? p->public_json : std::string(),
+                         .n_public = job->n_public};
+  r.done = [this, by = std::move(by), proof = r.proof](std::string verdict) {
+    inbox_.post([this, by, proof, verdict = std::move(verdict)] { on_verified(by, proof, verdict); });
+  };
+  checks_.submit(std::move(r));
+}
+
+void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, const std::string& bad) {
+  const PartRef& ref = by.ref;
+  const Job* job = jobs_.find(ref.job);
+  const Partition* p = jobs_.find(ref);
+  if (!job || !p) return;
+  if (p->state != PartState::kProving || !p->worker.empty() || !p->slot || p->slot->id != by.slot.id ||
+      p->slot->generation != by.slot.generation || !slots_.is_current(by.slot.id, by.slot.generation)) {
+    log_->debug("job {} partition {}: a verdict about slot {} generation {} is stale", ref.job, ref.index, by.slot.id,
+                by.slot.generation);
+    return;
+  }
+  if (job->terminal()) {  // cancelled or failed meanwhile: the proof is dropped, the slot freed
+    free_slot(jobs_.back_to_queue(ref, steady_ms()));
+    return;
+  }
   if (!bad.empty()) {
     const unsigned failures = jobs_.count_verify_failure(ref);
     ++metrics_.proofs_rejected;
-    const bool device = w.backend != "cpu";
+    const bool device = by.backend != "cpu";
     if (device) ++metrics_.device_faults;
-    log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index, w.id,
-                w.backend, bad, device ? " (counted as a device fault)" : "");
+    log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index,
+                by.worker, by.backend, bad, device ? " (counted as a device fault)" : "");
     if (device && failures < 2) {  // a device fault may not repeat: prove it once more
       // from the same witness (the worker never writes its slot), under a new generation
       if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
@@ -175,13 +222,13 @@ void Pipeline::finish_partition(Worker& w, const PartRef& ref, const std::string
     // write the results (`zkfarmctl wait` or `result` on any host).
     if (!p->lease) {
       log_->warn("job {} partition {}: proved by {}, but its lease was dropped meanwhile; not stored", ref.job,
-                 ref.index, w.id);
+                 ref.index, by.worker);
       free_slot(jobs_.back_to_queue(ref, steady_ms()));
       return;
     }
     rec.lease_token = p->lease;
     log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
-               ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
+               ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
     free_slot(p->slot);
     jobs_.mark_done(ref, proof_bytes);
     hooks_.store_shared(ref, std::move(rec));
@@ -199,7 +246,7 @@ void Pipeline::finish_partition(Worker& w, const PartRef& ref, const std::string
   });
   free_slot(p->slot);
   log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
-             ref.job, ref.index, w.id, p->synth_ms, p->queued_ms, p->prove_ms);
+             ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
   jobs_.mark_done(ref, proof_bytes);
   hooks_.publish(*job, ref.index);  // the job is done once its files are written (on_published)
 }

@@ -2,8 +2,9 @@
 // A partition's way through the farm, as the loop drives it (design.md §3):
 // dispatch() hands queued partitions to idle synthesis workers (a slot of the
 // arena each), synthesized ones to GPU workers; the workers' answers move
-// them on (on_started, on_done); a proof is verified before it is journaled
-// and published (VerifyingKeys); a worker's exit sends what it held back
+// them on (on_started, on_done); a proof is verified, off the loop and in
+// batches by key (ProofChecks), before it is journaled and published
+// (on_verified); a worker's exit sends what it held back
 // (worker_gone). Every state change is a JobTable transition (jobs.hpp);
 // every time is monotonic except the journaled ones.
 #include <spdlog/logger.h>
@@ -24,6 +25,7 @@
 #include "supervisor/ledger/ledger.hpp"
 #include "supervisor/lifecycle.hpp"
 #include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/pipeline/proof_checks.hpp"
 #include "supervisor/pipeline/verifying_keys.hpp"
 #include "supervisor/status/metrics.hpp"
 #include "supervisor/workers/worker_table.hpp"
@@ -83,6 +85,8 @@ class Pipeline {
   void free_slot(const std::optional<shm::Slot>& slot);
   /// The verification data of every key proved for.
   VerifyingKeys& keys() { return keys_; }
+  /// The proof checks (for /metrics: proofs and batches verified, waiting).
+  const ProofChecks& checks() const { return checks_; }
 
  private:
   void requeue(const PartRef& ref, const std::string& why, bool crashed);
@@ -92,7 +96,19 @@ class Pipeline {
   /// A partition of circom inputs just synthesized: its public signals, read
   /// from the witness in its slot, for public.json and the verification.
   void take_public_signals(const Job& job, const Partition& p);
-  void finish_partition(Worker& w, const PartRef& ref, const std::string& proof);
+  /// A proof from worker `w` for `ref`: to the proof checks, with the slot
+  /// it was proved from; on_verified takes it from there on the loop.
+  void verify_partition(const Worker& w, const PartRef& ref, std::string proof);
+  /// Who proved a proof being verified, and from which slot (generation
+  /// included): a verdict about a slot renewed or freed meanwhile is stale.
+  struct Proved {
+    PartRef ref;
+    shm::Slot slot;
+    std::string worker, backend;
+  };
+  /// The verdict on `proof` ("" verified): journaled and published, proved
+  /// again (a device fault), or the job fails; nothing when stale.
+  void on_verified(const Proved& by, const std::string& proof, const std::string& verdict);
   void fail_job(uint64_t job, const std::string& error);
 
   const Config& cfg_;
@@ -108,6 +124,7 @@ class Pipeline {
   LoopInbox& inbox_;
   Hooks hooks_;
   VerifyingKeys keys_;
+  ProofChecks checks_;  // last: its threads use keys_, and stop before it goes
 };
 
 }  // namespace zkfarm::supervisor

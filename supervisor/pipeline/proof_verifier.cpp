@@ -32,4 +32,30 @@ std::string ProofVerifier::check(std::string_view proof_bytes, std::span<const U
   }
 }
 
+std::vector<std::string> ProofVerifier::check_batch(std::span<const std::string_view> proofs,
+                                                   std::span<const std::span<const U256>> signals) const {
+  std::vector<std::string> out(proofs.size());
+  std::visit(
+      [&]<class C>(const VerifyingKeyOf<C>& vk) {
+        std::vector<ProofOf<C>> decoded;
+        std::vector<size_t> at;  // decoded[k] is proofs[at[k]]
+        decoded.reserve(proofs.size());
+        for (size_t i = 0; i < proofs.size(); ++i) {
+          try {
+            decoded.push_back(decode_proof<C>(proofs[i]));
+            at.push_back(i);
+          } catch (const MalformedProof& e) {
+            out[i] = std::string("malformed proof: ") + e.what();
+          }
+        }
+        std::vector<BatchItemOf<C>> items;
+        for (size_t k = 0; k < decoded.size(); ++k) items.push_back({&decoded[k], signals[at[k]]});
+        const std::vector<VerifyResult> verdicts = verify_batch<C>(vk, items);
+        for (size_t k = 0; k < verdicts.size(); ++k)
+          if (!verdicts[k].ok()) out[at[k]] = verdicts[k].reason;
+      },
+      vk_);
+  return out;
+}
+
 }  // namespace zkfarm::supervisor

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "groth16/curve_list.hpp"
 #include "groth16/verify.hpp"
@@ -31,6 +32,14 @@ class ProofVerifier {
   /// not: "malformed proof: …" or verify_proof's reason. Never throws for a
   /// bad proof. Thread-safe.
   std::string check(std::string_view proof_bytes, std::span<const U256> public_signals) const;
+
+  /// The verdicts check() would give each (proofs[i] against signals[i]; the
+  /// spans have the same length), found together: the proofs that decode are
+  /// verified in one batch (verify.hpp's verify_batch: a random linear
+  /// combination, halved down to the bad proofs when it fails). Never throws
+  /// for bad proofs. Thread-safe.
+  std::vector<std::string> check_batch(std::span<const std::string_view> proofs,
+                                       std::span<const std::span<const U256>> signals) const;
 
  private:
   using Key = Curves::Variant<VerifyingKeyOf>;

@@ -87,6 +87,13 @@ std::string Supervisor::render_metrics() const {
                  double(metrics_.proofs_rejected));
   out += counter("zkfarm_device_faults_total", "Proofs from a GPU backend that did not verify.",
                  double(metrics_.device_faults));
+  const ProofChecks::Counts checked = pipeline_->checks().counts();
+  out += counter("zkfarm_verify_proofs_total", "Proofs verified by the proof checks (good or bad).",
+                 double(checked.proofs));
+  out += counter("zkfarm_verify_batches_total",
+                 "Batches the proof checks verified (proofs / batches: the mean batch size).", double(checked.batches));
+  out += gauge("zkfarm_verify_waiting", "Proofs waiting for a proof check's thread.",
+               double(pipeline_->checks().waiting()));
   out += counter("zkfarm_partitions_requeued_intact_total",
                  "Partitions a dead GPU worker held, proved again from their slot without a new synthesis.",
                  double(metrics_.partitions_requeued_intact));

@@ -273,6 +273,27 @@ class VerificationTest(FarmCase):
         verify_dir(self, out2, 1)
         farm.stop_and_check(self)
 
+    def test_a_bad_proof_verified_beside_good_ones_of_the_same_key_fails_only_its_job(self):
+        # Proofs of one key are verified in batches off the loop (issue 36): a
+        # job with an unsatisfying witness among good ones, and a job of good
+        # witnesses of the same key beside it. The bad proof fails its job
+        # (and only it); every proof of the other job is published and
+        # verifies with snarkjs.
+        farm = self.farm("--synth-workers", "2")
+        bad = unsatisfying_witness(CHAIN_ZKEY, chain_wtns(1), os.path.join(self.tmp, "bad.wtns"))
+        code, job_bad, err, out_bad = farm.submit(CHAIN_ZKEY, [chain_wtns(0), bad, chain_wtns(2)])
+        self.assertEqual(code, 0, err)
+        code, job_good, err, out_good = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(3, 9)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.wait_job(farm, job_bad)[0], 1)
+        j = self.job(farm, job_bad)
+        self.assertEqual(j["state"], "failed")
+        self.assertIn("partition 1: the proof does not verify", j["error"])
+        self.assertFalse(os.path.exists(f"{out_bad}/1.proof.json"))
+        self.assertEqual(self.wait_job(farm, job_good)[0], 0, farm.output())
+        verify_dir(self, out_good, 6)
+        farm.stop_and_check(self)
+
     def test_zkfarm_prove_exits_2_and_writes_nothing_for_it(self):
         # Sweep: the same witness through the one-shot prover.
         bad = unsatisfying_witness(CHAIN_ZKEY, chain_wtns(3), os.path.join(self.tmp, "bad.wtns"))
