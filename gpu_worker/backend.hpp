@@ -25,8 +25,11 @@ struct DeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// One way to prove synthesized partitions. Used from one thread at a time
-/// (the worker's compute thread).
+/// One way to prove synthesized partitions. load() runs alone (no other
+/// call of the backend at the same time); prove_curve(), loaded() and
+/// has_key() may run from several threads at once (a worker's lanes), each
+/// prove step with its own workspace, over keys no load() can evict meanwhile
+/// (gpu_worker/lane_gate.hpp arranges both).
 class ProveBackend {
  public:
   virtual ~ProveBackend() = default;
@@ -46,6 +49,12 @@ class ProveBackend {
   /// (the same file, unchanged), without loading it: the worker reports it
   /// with each proof (zkfarm_key_cache_requests_total{cache="worker"}).
   virtual bool has_key(const std::string& path) const = 0;
+
+  /// The key at `path` when load(path) would find it ready (the same file,
+  /// unchanged), marked most recently used; nullptr otherwise. Never loads,
+  /// uploads or evicts anything, so prove steps of other keys may run
+  /// meanwhile. The pointer stays valid until a load() of another key.
+  virtual const Zkey* loaded(const std::string& path) = 0;
 
   /// The proof of one partition from its witness alone, over `curve`: its
   /// ProofOf<C> for the curve C whose kId it is (curve_list.hpp), in the

@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "gpu_worker/backend.hpp"
+#include "gpu_worker/workspace_pool.hpp"
 #include "groth16/key_cache.hpp"
+
+#include <mutex>
 
 namespace zkfarm::gpu {
 
@@ -18,7 +21,11 @@ class CpuBackend final : public ProveBackend {
 
   std::string name() const override { return "cpu"; }
   const Zkey& load(const std::string& path) override;
-  bool has_key(const std::string& path) const override { return keys_.contains(path); }
+  bool has_key(const std::string& path) const override {
+    std::lock_guard lock(keys_mutex_);
+    return keys_.contains(path);
+  }
+  const Zkey* loaded(const std::string& path) override;
   AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,
                        const std::atomic<bool>* cancel) override;
 
@@ -36,12 +43,15 @@ class CpuBackend final : public ProveBackend {
   typename ProverOf<C>::Proof prove_with(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                                          const std::atomic<bool>* cancel);
   ThreadPool pool_;
+  mutable std::mutex keys_mutex_;  // keys_'s list (load() alone changes what it holds)
   KeyCache<PreparedKey> keys_;
-  /// a, b, c of the partition in progress (3·domain_size Fr of its curve),
-  /// reused: one per curve, taken by type (std::get<Scratch<C>>).
+  /// a, b, c of a partition in progress (3·domain_size Fr of its curve),
+  /// reused: one per curve, taken by type (std::get<Scratch<C>>); one set per
+  /// prove step in flight.
   template <class... Cs>
   static std::tuple<Scratch<Cs>...> scratch_for(CurveList<Cs...>);
-  decltype(scratch_for(Curves{})) scratch_;
+  using ScratchSet = decltype(scratch_for(Curves{}));
+  WorkspacePool<ScratchSet> scratch_{[] { return std::make_unique<ScratchSet>(); }};
 };
 
 }  // namespace zkfarm::gpu

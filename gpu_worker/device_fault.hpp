@@ -26,6 +26,7 @@ class DeviceFaultBackend final : public ProveBackend {
   std::string name() const override { return inner_->name(); }
   const Zkey& load(const std::string& path) override { return inner_->load(path); }
   bool has_key(const std::string& path) const override { return inner_->has_key(path); }
+  const Zkey* loaded(const std::string& path) override { return inner_->loaded(path); }
   void pin_host_memory(void* base, size_t bytes) override { inner_->pin_host_memory(base, bytes); }
   void unpin_host_memory(void* base) override { inner_->unpin_host_memory(base); }
   AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,
@@ -42,7 +43,7 @@ class DeviceFaultBackend final : public ProveBackend {
   }
   std::unique_ptr<ProveBackend> inner_;
   uint64_t after_;
-  uint64_t proved_ = 0;
+  std::atomic<uint64_t> proved_{0};
 };
 
 }  // namespace zkfarm::gpu

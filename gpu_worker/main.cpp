@@ -4,7 +4,8 @@
 // c) and the prove step run in its backend, on the device or the CPU; the slot
 // is only read, so a replacement can prove it again after a crash
 // (PROVE_DONE with the encoded proof: 256 bytes BN254, 384 BLS12-381). PROVEs queue here up to the
-// supervisor's gpu_queue_depth, highest priority first. Protocol: docs/protocol.md.
+// supervisor's gpu_queue_depth, highest priority first; with --lanes N, up to
+// N small keys' prove steps run at once (lane_gate.hpp). Protocol: docs/protocol.md.
 // Exit codes (protocol/worker_channel.hpp):
 //   0 SHUTDOWN or SIGTERM; 1 internal error; 2 bad usage or ZKFARM_FAULT;
 //   3 cannot attach the arena or connect, or the backend asked for is not
@@ -16,6 +17,7 @@
 
 #include "groth16/errors.hpp"
 #include "gpu_worker/device_fault.hpp"
+#include "gpu_worker/lane_gate.hpp"
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/proof_codec.hpp"
 #include "protocol/worker_channel.hpp"
@@ -31,21 +33,27 @@ namespace kit = zkfarm::worker_kit;
 
 constexpr const char* kVersion = "0.1.0";
 
+// The proof of `req`'s witness with `key` (loaded), encoded.
+proto::WorkResult prove_with(const proto::Prove& req, const shm::Arena& arena, gpu::ProveBackend& backend,
+                             const Zkey& key) {
+  const U256* witness = kit::request_witness(req.span, arena, key);
+  // Blinding scalars uniform below the key's curve's r.
+  std::string bytes = with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
+    return encode_proof(gpu::prove_of<C>(backend, key, witness, random_scalar_of<C>(), random_scalar_of<C>(),
+                                         &proto::abort_flag()));
+  });
+  return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
+}
+
 // One PROVE. A device fault ends the process: the supervisor sees the exit,
 // proves the partition again (here, once restarted, or on another worker)
 // and never gets a proof from a device in an unknown state.
-proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::ProveBackend& backend) {
+proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::ProveBackend& backend,
+                        gpu::LaneGate& gate) {
   try {
     const bool cached = backend.has_key(req.zkey);
     proto::WorkResult r = kit::run_step([&] {
-      const Zkey& key = backend.load(req.zkey);
-      const U256* witness = kit::request_witness(req.span, arena, key);
-      // Blinding scalars uniform below the key's curve's r.
-      std::string bytes = with_curve(key.curve, [&]<class C>(std::type_identity<C>) {
-        return encode_proof(gpu::prove_of<C>(backend, key, witness, random_scalar_of<C>(),
-                                                    random_scalar_of<C>(), &proto::abort_flag()));
-      });
-      return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
+      return gate.with_key(req.zkey, [&](const Zkey& key) { return prove_with(req, arena, backend, key); });
     });
     r.key_cached = cached;
     return r;
@@ -55,7 +63,6 @@ proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::P
     std::_Exit(proto::kExitInternal);
   }
 }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,7 +75,7 @@ int main(int argc, char** argv) {
   kit::WorkerFlags flags;
   flags.id = "gpu-0";
   std::string backend_name = "auto", g2 = "gpu";
-  unsigned key_memory_percent = 60, msm_copies = 1;
+  unsigned key_memory_percent = 60, msm_copies = 1, lanes = 1;
   kit::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
@@ -85,6 +92,10 @@ int main(int argc, char** argv) {
                  "within half of the key memory; not yet run on a GPU")
       ->capture_default_str()
       ->check(CLI::Range(0u, 16u));
+  app.add_option("--lanes", lanes,
+                 "prove steps run at once for keys of domain 2^18 or less already loaded (1-8); others run alone")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 8u));
   app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
   if (auto code = kit::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   // Load every kernel with the context, before READY: lazy loading (CUDA's
@@ -111,7 +122,9 @@ int main(int argc, char** argv) {
     gpu::HostPin pin(*backend, arena.mapping(), arena.mapping_bytes(), "zkfarm-gpu");
     proto::WorkerOptions opt = kit::worker_options(flags, "gpu", kVersion, backend->name());
     opt.max_queued = proto::kMaxQueuedWork;  // gpu_queue_depth: the supervisor sends the next while one computes
-    proto::ProveHandler handler = [&](const proto::Prove& req) { return prove(req, arena, *backend); };
+    opt.lanes = lanes;
+    gpu::LaneGate gate(*backend, lanes);
+    proto::ProveHandler handler = [&](const proto::Prove& req) { return prove(req, arena, *backend, gate); };
     proto::WorkerChannel channel(opt, handler);
     return channel.run();
   });

@@ -131,6 +131,20 @@ class KeyCache {
     return false;
   }
 
+  /// The entry of `path` when get(path) would find it (same path, file
+  /// unchanged), made the most recently used; nullptr otherwise. Opens,
+  /// prepares and evicts nothing.
+  Entry* find_ready(const std::string& path) {
+    const FileId id = FileId::of(path);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->path == path && it->id == id) {
+        entries_.splice(entries_.begin(), entries_, it);
+        return &entries_.front();
+      }
+    }
+    return nullptr;
+  }
+
   /// The entry holding `key`, or nullptr.
   Entry* find(const Zkey* key) {
     for (auto& e : entries_)

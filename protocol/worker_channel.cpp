@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <cstdio>
@@ -24,10 +25,13 @@
 namespace zkfarm::protocol {
 
 namespace {
-std::atomic<bool> g_abort{false};
+// Threads other than a lane's compute thread read a flag that never rises.
+std::atomic<bool> g_no_abort{false};
+// The abort flag of the lane this thread computes for (compute threads only).
+thread_local std::atomic<bool>* t_abort = nullptr;
 }  // namespace
 
-const std::atomic<bool>& abort_flag() { return g_abort; }
+const std::atomic<bool>& abort_flag() { return t_abort ? *t_abort : g_no_abort; }
 
 
 namespace {
@@ -136,20 +140,35 @@ struct WorkerChannel::Impl {
   int event_fd = -1;
   int signal_fd = -1;
 
-  // Compute thread hand-off; `mutex` guards everything below it.
-  std::thread compute;
+  // One lane per compute thread (options.lanes): each computes one request
+  // at a time. `mutex` guards the hand-offs (pending, results, stop).
+  struct Lane {
+    std::thread thread;
+    std::optional<WorkRequest> pending;  // request for the lane's compute thread
+    std::atomic<bool> abort{false};      // ABORT of the request it computes (abort_flag() on its thread)
+    std::optional<WorkRequest> running;  // request being computed (loop thread only)
+  };
+  std::vector<std::unique_ptr<Lane>> lanes;
   std::mutex mutex;
   std::condition_variable wake;
-  std::optional<WorkRequest> pending;  // request for the compute thread
-  std::optional<WorkResult> result;
+  std::deque<std::pair<size_t, WorkResult>> results;  // (lane, its answer), in the order they finished
   bool stop = false;
 
   // Loop state (loop thread only).
-  std::optional<WorkRequest> current;  // request being computed
   std::deque<WorkRequest> waiting;     // accepted, not started: highest priority first, then arrival
   bool draining = false;               // SHUTDOWN received while busy
   bool hung = false;                   // ZKFARM_FAULT=hang triggered
-  uint64_t started = 0;                // partitions started (compute thread only)
+  std::atomic<uint64_t> started{0};    // partitions started (compute threads)
+
+  // Lanes computing now, and the first free one (nullopt: all busy).
+  size_t running() const {
+    return size_t(std::count_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->running.has_value(); }));
+  }
+  std::optional<size_t> free_lane() const {
+    for (size_t i = 0; i < lanes.size(); ++i)
+      if (!lanes[i]->running) return i;
+    return std::nullopt;
+  }
 
   // One line to stderr, written at once so that workers sharing a terminal
   // do not interleave mid-line.
@@ -185,21 +204,23 @@ struct WorkerChannel::Impl {
     return std::get<ProveHandler>(handler)(std::get<Prove>(req));
   }
 
-  void compute_loop() {
+  void compute_loop(size_t lane) {
+    Lane& me = *lanes[lane];
+    t_abort = &me.abort;
     for (;;) {
       std::optional<WorkRequest> req;
       {
         std::unique_lock lock(mutex);
-        wake.wait(lock, [&] { return stop || pending.has_value(); });
+        wake.wait(lock, [&] { return stop || me.pending.has_value(); });
         if (stop) return;
-        req.swap(pending);
+        req.swap(me.pending);
       }
-      if (opt.fault.kind == TestFault::Kind::kCrashAfter && started >= opt.fault.n) {
+      const uint64_t n = started++;
+      if (opt.fault.kind == TestFault::Kind::kCrashAfter && n >= opt.fault.n) {
         log("ZKFARM_FAULT=crash_after:%llu: aborting at partition %llu", (unsigned long long)opt.fault.n,
-            (unsigned long long)started + 1);
+            (unsigned long long)n + 1);
         std::abort();
       }
-      ++started;
       if (opt.fault.kind == TestFault::Kind::kSlow) std::this_thread::sleep_for(milliseconds(opt.fault.n));
       WorkResult r;
       try {
@@ -211,7 +232,7 @@ struct WorkerChannel::Impl {
       }
       {
         std::lock_guard lock(mutex);
-        result = std::move(r);
+        results.emplace_back(lane, std::move(r));
       }
       uint64_t one = 1;
       if (::write(event_fd, &one, sizeof one) != sizeof one) std::abort();  // cannot happen: counter far from overflow
@@ -226,11 +247,11 @@ struct WorkerChannel::Impl {
         log("ZKFARM_FAULT=ignore_stop: SHUTDOWN ignored");
         return std::nullopt;
       }
-      if (!current) {
+      if (!running()) {
         log("SHUTDOWN: exiting");
         return kExitOk;
       }
-      log("SHUTDOWN: finishing the partition in progress and the %zu waiting first", waiting.size());
+      log("SHUTDOWN: finishing what computes (%zu) and what waits (%zu) first", running(), waiting.size());
       draining = true;
       return std::nullopt;
     }
@@ -248,9 +269,11 @@ struct WorkerChannel::Impl {
 
   // ABORT: only one naming a request we hold counts (same slot and generation).
   void withdraw(const WorkRef& ref) {
-    if (current && ref_of(*current) == ref) {
+    auto lane = std::find_if(lanes.begin(), lanes.end(),
+                             [&](const auto& l) { return l->running && ref_of(*l->running) == ref; });
+    if (lane != lanes.end()) {
       log("ABORT: abandoning job %llu partition %u", (unsigned long long)ref.job, ref.partition);
-      g_abort = true;
+      (*lane)->abort = true;
     } else if (auto it = std::find_if(waiting.begin(), waiting.end(),
                                       [&](const WorkRequest& r) { return ref_of(r) == ref; });
                it != waiting.end()) {
@@ -268,7 +291,7 @@ struct WorkerChannel::Impl {
       answer(type, ref, WorkResult::failure("this " + opt.kind + " worker does not take " + type));
       return true;
     }
-    if (draining || (current && waiting.size() >= opt.max_queued)) {
+    if (draining || (!free_lane() && waiting.size() >= opt.max_queued)) {
       answer(type, ref, WorkResult::failure(draining ? "shutting down" : "busy"));
       return true;
     }
@@ -285,7 +308,7 @@ struct WorkerChannel::Impl {
 
   void take(WorkRequest req) {
     if (refused(request_type(req), ref_of(req)) || hang_now()) return;
-    if (current) {
+    if (!free_lane()) {
       // Behind every waiting request of at least its priority.
       const uint64_t p = priority_of(req);
       auto at = std::find_if(waiting.begin(), waiting.end(), [&](const WorkRequest& r) { return priority_of(r) < p; });
@@ -302,24 +325,25 @@ struct WorkerChannel::Impl {
     answer(e.type(), e.ref(), WorkResult::failure("malformed " + std::string(e.type()) + ": " + e.what()));
   }
 
-  // Hands `req` to the compute thread and says so: the supervisor then knows
-  // which of the partitions it queued here is computing (a crash counts
-  // against that one only) and when its compute began.
+  // Hands `req` to a free lane's compute thread and says so: the supervisor
+  // then knows which of the partitions it queued here are computing (a crash
+  // counts against those only) and when their compute began.
   void start(WorkRequest req) {
+    Lane& lane = *lanes[*free_lane()];
     send(encode(Started{ref_of(req)}), kStarted);
-    current = req;
-    g_abort = false;
+    lane.running = req;
+    lane.abort = false;
     {
       std::lock_guard lock(mutex);
-      pending = std::move(req);
+      lane.pending = std::move(req);
     }
-    wake.notify_one();
+    wake.notify_all();
   }
 
   // Leaves the loop with `code`; a running partition cannot be interrupted, so
   // then the process ends here.
   int finish(int code) {
-    if (current) {
+    if (running()) {
       std::fflush(stderr);
       std::_Exit(code);
     }
@@ -372,22 +396,25 @@ struct WorkerChannel::Impl {
       if (items[2].revents & ZMQ_POLLIN) {
         uint64_t n;
         if (::read(event_fd, &n, sizeof n) == sizeof n) {
-          std::optional<WorkResult> r;
+          std::deque<std::pair<size_t, WorkResult>> done;
           {
             std::lock_guard lock(mutex);
-            r.swap(result);
+            done.swap(results);
           }
-          if (r && current) {
-            answer(request_type(*current), ref_of(*current), *r);
-            current.reset();
-            if (!waiting.empty()) {
-              WorkRequest next = std::move(waiting.front());
-              waiting.pop_front();
-              start(std::move(next));
-            } else if (draining) {
-              log("SHUTDOWN: partitions answered, exiting");
-              return kExitOk;
-            }
+          for (auto& [i, r] : done) {
+            std::optional<WorkRequest>& req = lanes[i]->running;
+            if (!req) continue;
+            answer(request_type(*req), ref_of(*req), r);
+            req.reset();
+          }
+          while (!waiting.empty() && free_lane()) {
+            WorkRequest next = std::move(waiting.front());
+            waiting.pop_front();
+            start(std::move(next));
+          }
+          if (draining && !running()) {
+            log("SHUTDOWN: partitions answered, exiting");
+            return kExitOk;
           }
         }
       }
@@ -462,7 +489,21 @@ WorkerChannel::WorkerChannel(WorkerOptions options, WorkHandler handler) : impl_
     ::close(d.signal_fd);
     throw ChannelError("cannot connect to " + d.opt.endpoint + ": " + e.what());
   }
-  d.compute = std::thread([&d] { d.compute_loop(); });
+  for (size_t i = 0; i < std::max<size_t>(1, d.opt.lanes); ++i) d.lanes.push_back(std::make_unique<Impl::Lane>());
+  try {
+    for (size_t i = 0; i < d.lanes.size(); ++i) d.lanes[i]->thread = std::thread([&d, i] { d.compute_loop(i); });
+  } catch (const std::system_error& e) {
+    {
+      std::lock_guard lock(d.mutex);
+      d.stop = true;
+    }
+    d.wake.notify_all();
+    for (auto& l : d.lanes)
+      if (l->thread.joinable()) l->thread.join();
+    ::close(d.event_fd);
+    ::close(d.signal_fd);
+    throw ChannelError(std::string("cannot start a compute thread: ") + e.what());
+  }
 }
 
 WorkerChannel::~WorkerChannel() {
@@ -471,8 +512,9 @@ WorkerChannel::~WorkerChannel() {
     std::lock_guard lock(d.mutex);
     d.stop = true;
   }
-  d.wake.notify_one();
-  if (d.compute.joinable()) d.compute.join();
+  d.wake.notify_all();
+  for (auto& l : d.lanes)
+    if (l->thread.joinable()) l->thread.join();
   d.sock.close();
   ::close(d.event_fd);
   ::close(d.signal_fd);

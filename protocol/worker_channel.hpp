@@ -5,7 +5,9 @@
 // Threads: the caller's thread runs WorkerChannel::run(), a loop that polls the
 // DEALER socket, an eventfd (the compute thread's "done" bell) and a signalfd
 // (SIGTERM/SIGINT), so heartbeats keep flowing while a partition computes.
-// One compute thread runs the WorkHandler, one request at a time.
+// Compute threads run the WorkHandler, one request at a time each: one thread
+// unless WorkerOptions::lanes asks for more (a GPU worker's concurrent prove
+// steps), and then the handler must be safe to call from that many at once.
 //
 // Usage, in main():
 //   if (!guard_process()) return kExitSupervisorLost;  // before any thread starts
@@ -76,6 +78,10 @@ struct WorkerOptions {
   /// decides how many it really sends). Waiting requests start highest
   /// "priority" first (the optional field, 0 when absent), then in arrival order.
   size_t max_queued = 0;
+  /// Requests computed at once, each on its own compute thread (≥ 1; a GPU
+  /// worker's --lanes). Each gets its STARTED and its ABORT flag; a request
+  /// waits only while every lane is busy.
+  size_t lanes = 1;
   TestFault fault;
 };
 
@@ -94,9 +100,10 @@ using ProveHandler = std::function<WorkResult(const Prove& request)>;
 /// answered ok:false "this … worker does not take …".
 using WorkHandler = std::variant<SynthHandler, ProveHandler>;
 
-/// Set while the partition in progress was aborted by the supervisor (ABORT
-/// with its job, partition, slot and generation); cleared when the next one
-/// starts. Handlers pass it to synthesize()/prove() as their cancel flag. An
+/// Set while the partition in progress on the calling compute thread was
+/// aborted by the supervisor (ABORT with its job, partition, slot and
+/// generation); cleared when that lane's next one starts; never set on other
+/// threads. Handlers pass it to synthesize()/prove() as their cancel flag. An
 /// ABORT naming a request still waiting removes it and answers it ok:false
 /// at once.
 const std::atomic<bool>& abort_flag();

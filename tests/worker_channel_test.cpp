@@ -485,6 +485,63 @@ TEST(WorkerChannel, GpuWorkerQueuesByPriorityAndAbortWithdrawsAWaitingOne) {
   EXPECT_EQ(gpu.wait_exit(kTimeout), 0);
 }
 
+// --lanes: a GPU worker computes up to N PROVEs at once (issue 36). Three
+// lanes, four PROVEs of a small key: three STARTED before any answer, the
+// fourth waits for a lane; an ABORT reaches the lane computing its partition
+// (and only it); every other proof verifies.
+TEST(WorkerChannel, GpuWorkerLanesComputeSeveralProvesAtOnce) {
+  Farm f;
+  Child synth(f.synth_args("synth-0"));
+  Child gpu(f.gpu_args("gpu-0", {"--lanes", "3"}), "slow_ms:500");
+  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
+  ASSERT_TRUE(f.sup.expect("gpu-0", proto::kReady, kTimeout));
+  for (uint32_t k = 0; k < 4; ++k) {
+    f.sup.send("synth-0", f.work(proto::kSynth, 5, k, k, test::shared_fixture("chain." + std::to_string(k) + ".wtns")));
+    auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
+    ASSERT_TRUE(done && proto::get_bool(*done, "ok"));
+  }
+  // The key loads alone first: one PROVE, answered, then four together.
+  f.sup.send("gpu-0", f.work(proto::kProve, 5, 0, 0, ""));
+  auto first = f.sup.expect("gpu-0", proto::kProveDone, milliseconds(30000));
+  ASSERT_TRUE(first && proto::get_bool(*first, "ok"));
+  for (uint32_t k = 0; k < 4; ++k) f.sup.send("gpu-0", f.work(proto::kProve, 6, k, k, ""));
+  proto::Message abort = proto::make(proto::kAbort);
+  abort["job"] = 6;
+  abort["partition"] = 1;
+  abort["slot"] = 1;
+  abort["generation"] = 7;
+  f.sup.send("gpu-0", abort);
+
+  std::vector<proto::Message> got = f.sup.gather("gpu-0", proto::kProveDone, 4, milliseconds(60000));
+  std::vector<uint32_t> started_before_any_answer, proved, refused;
+  bool answered = false;
+  for (const auto& m : got) {
+    if (proto::type_of(m) == proto::kStarted && !answered)
+      started_before_any_answer.push_back(proto::get_u32(m, "partition"));
+    if (proto::type_of(m) != proto::kProveDone) continue;
+    answered = true;
+    const uint32_t k = proto::get_u32(m, "partition");
+    if (!proto::get_bool(m, "ok")) {
+      refused.push_back(k);
+      continue;
+    }
+    proved.push_back(k);
+    const U256* w = reinterpret_cast<const U256*>(f.arena.arena.at(k * f.slot_bytes, f.slot_bytes));
+    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(f.key), decode_proof(proto::get_bin(m, "proof")),
+                                        {w + 1, f.key.n_public});
+    EXPECT_TRUE(v) << "partition " << k << ": " << v.reason;
+  }
+  EXPECT_EQ(started_before_any_answer, std::vector<uint32_t>({0, 1, 2}));
+  EXPECT_EQ(refused, std::vector<uint32_t>({1}));
+  std::sort(proved.begin(), proved.end());
+  EXPECT_EQ(proved, std::vector<uint32_t>({0, 2, 3}));
+
+  f.sup.send("synth-0", proto::make(proto::kShutdown));
+  f.sup.send("gpu-0", proto::make(proto::kShutdown));
+  EXPECT_EQ(synth.wait_exit(kTimeout), 0);
+  EXPECT_EQ(gpu.wait_exit(kTimeout), 0);
+}
+
 TEST(WorkerChannel, ExitsWhenTheSupervisorFallsSilent) {
   Farm f;
   Child gpu(f.gpu_args("gpu-0", {"--heartbeat-timeout-ms", "1500"}));

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <set>
 #include <tuple>
 #include <variant>
@@ -28,6 +29,7 @@
 #include "gpu_worker/cuda/device_ntt.cuh"
 #include "gpu_worker/cuda/device_synth.cuh"
 #include "gpu_worker/cuda_backend.hpp"
+#include "gpu_worker/workspace_pool.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/key_cache.hpp"
 #include "groth16/msm.hpp"
@@ -253,6 +255,30 @@ class Event {
   cudaEvent_t e_{};
 };
 
+// What one prove step in flight uses alone: its streams (the witness copy,
+// the compute, H's preparation beside the witness MSMs), their events, an MSM
+// runner per curve (device buffers grown to its largest MSM) and the witness
+// and a, b, c buffers. A worker with several lanes has one per step in flight
+// (WorkspacePool); kernels of different steps then overlap on the device.
+struct Workspace {
+  Stream copy, compute, h_prep;
+  Event witness_ready, abc_ready, h_ready;
+  template <class C>
+  using RunnerPtr = std::unique_ptr<cuda::MsmRunner<C>>;
+  template <class... Cs>
+  static std::tuple<RunnerPtr<Cs>...> runners_for(CurveList<Cs...>);
+  decltype(runners_for(Curves{})) msm;
+  DeviceBuffer abc, witness;
+
+  Workspace() {
+    for_each_curve([&]<class C>(std::type_identity<C>) { std::get<RunnerPtr<C>>(msm) = std::make_unique<cuda::MsmRunner<C>>(); });
+  }
+  template <class C>
+  cuda::MsmRunner<C>& runner() {
+    return *std::get<RunnerPtr<C>>(msm);
+  }
+};
+
 class CudaBackend final : public ProveBackend {
  public:
   explicit CudaBackend(const CudaOptions& o) : opt_(o), pool_(o.threads) {
@@ -287,13 +313,7 @@ class CudaBackend final : public ProveBackend {
         },
         [this](const Zkey& key) { return ResidentKey::estimate(key, tables_for(key)); }, budget_,
         "of device memory resident keys may take (gpu_key_memory_percent)", ContentChecks::alongside_prepare);
-    copy_ = std::make_unique<Stream>();
-    compute_ = std::make_unique<Stream>();
-    h_prep_ = std::make_unique<Stream>();
-    witness_ready_ = std::make_unique<Event>();
-    abc_ready_ = std::make_unique<Event>();
-    h_ready_ = std::make_unique<Event>();
-    for_each_curve([&]<class C>(std::type_identity<C>) { std::get<RunnerPtr<C>>(msm_) = std::make_unique<cuda::MsmRunner<C>>(); });
+    workspaces_.take();  // the first lane's, made now: a device that cannot make it fails at start
   }
 
   ~CudaBackend() override {
@@ -311,9 +331,19 @@ class CudaBackend final : public ProveBackend {
     if (std::erase(pinned_, base)) cudaHostUnregister(base);
   }
 
-  bool has_key(const std::string& path) const override { return keys_->contains(path); }
+  bool has_key(const std::string& path) const override {
+    std::lock_guard lock(keys_mutex_);
+    return keys_->contains(path);
+  }
+
+  const Zkey* loaded(const std::string& path) override {
+    std::lock_guard lock(keys_mutex_);
+    auto* e = keys_->find_ready(path);
+    return e ? e->key.get() : nullptr;
+  }
 
   const Zkey& load(const std::string& path) override {
+    std::lock_guard lock(keys_mutex_);
     const bool resident = keys_->contains(path);
     const auto& entry = keys_->get(path);
     if (!resident) {
@@ -356,11 +386,6 @@ class CudaBackend final : public ProveBackend {
     return KeyTables::none(key);
   }
 
-  template <class C>
-  cuda::MsmRunner<C>& msm_runner() {
-    return *std::get<RunnerPtr<C>>(msm_);
-  }
-
   // The key's device data for curve C, or null when it is over another curve.
   template <class C>
   static const ResidentKeyOf<C>* resident_of(const ResidentKey& k) {
@@ -376,7 +401,10 @@ class CudaBackend final : public ProveBackend {
                       const std::atomic<bool>* cancel) {
     std::unique_ptr<ResidentKey> once;  // a key that did not come from load()
     const ResidentKeyOf<C>* dk = nullptr;
-    if (auto* e = keys_->find(&key)) dk = resident_of<C>(*e->prepared);
+    {
+      std::lock_guard lock(keys_mutex_);
+      if (auto* e = keys_->find(&key)) dk = resident_of<C>(*e->prepared);
+    }
     if (!dk) {
       // From elsewhere, or of the other curve: check_key_points_of<C> refuses
       // a key of another curve, naming the file.
@@ -387,14 +415,17 @@ class CudaBackend final : public ProveBackend {
     auto check_cancel = [&] {
       if (cancel && cancel->load()) throw Cancelled();
     };
+    auto ws = workspaces_.take();
+    DeviceBuffer &abc_ = ws->abc, &witness_ = ws->witness;
+    const Stream &copy = ws->copy, &compute = ws->compute, &h_prep = ws->h_prep;
     const size_t n = key.domain_size, nv = key.n_vars;
     abc_.reserve(3 * n * 32);
     witness_.reserve(nv * 32);
     uint8_t* d_abc = abc_.get<uint8_t>();
 
     // The witness is the only upload of a partition.
-    ZK_CUDA(cudaMemcpyAsync(witness_.get(), witness, nv * 32, cudaMemcpyHostToDevice, *copy_));
-    ZK_CUDA(cudaEventRecord(*witness_ready_, *copy_));
+    ZK_CUDA(cudaMemcpyAsync(witness_.get(), witness, nv * 32, cudaMemcpyHostToDevice, copy));
+    ZK_CUDA(cudaEventRecord(ws->witness_ready, copy));
 
     MsmSumsOf<C> m;
     using G2Sum = Xyzz<typename C::G2Params>;
@@ -405,31 +436,32 @@ class CudaBackend final : public ProveBackend {
         return msm<typename C::G2Params>(key.b2.data(), C::kG2Bytes, plan, 0, nv, pool_);
       });
     }
-    auto& runner = msm_runner<C>();
+    auto& runner = ws->template runner<C>();
     try {
-      ZK_CUDA(cudaStreamWaitEvent(*compute_, *witness_ready_, 0));
-      dk->matrix->synthesize(witness_.get(), d_abc, *compute_);
+      ZK_CUDA(cudaStreamWaitEvent(compute, ws->witness_ready, 0));
+      dk->matrix->synthesize(witness_.get(), d_abc, compute);
       // H's preparation (three odd-coset NTTs and a·b − c, in place in abc_)
       // runs on its own stream beside the witness MSMs, which read only the
       // witness; the H MSM waits for it. Nothing else touches abc_ meanwhile.
-      ZK_CUDA(cudaEventRecord(*abc_ready_, *compute_));
-      ZK_CUDA(cudaStreamWaitEvent(*h_prep_, *abc_ready_, 0));
-      dk->domain->to_odd_coset(d_abc, *h_prep_, 3);  // A, B and C, adjacent, in the same launches
-      cuda::h_scalars<C>(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, *h_prep_);
-      ZK_CUDA(cudaEventRecord(*h_ready_, *h_prep_));
+      ZK_CUDA(cudaEventRecord(ws->abc_ready, compute));
+      ZK_CUDA(cudaStreamWaitEvent(h_prep, ws->abc_ready, 0));
+      dk->domain->to_odd_coset(d_abc, h_prep, 3);  // A, B and C, adjacent, in the same launches
+      cuda::h_scalars<C>(d_abc, d_abc + n * 32, d_abc + 2 * n * 32, d_abc, n, h_prep);
+      ZK_CUDA(cudaEventRecord(ws->h_ready, h_prep));
       std::vector<typename cuda::MsmRunner<C>::G1Job> g1{{dk->a.get(), &m.a}, {dk->b1.get(), &m.b1}, {dk->c.get(), &m.c}};
       std::vector<typename cuda::MsmRunner<C>::G2Job> g2;
       if (!opt_.g2_on_cpu) g2.push_back({dk->b2.get(), &m.b2});
       // Tables have one copy (none) when window_bits is set (tables_for).
-      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, *compute_, opt_.window_bits, &dk->witness_table);
+      runner.run(witness_.get<uint32_t>(), uint32_t(nv), g1, g2, compute, opt_.window_bits, &dk->witness_table);
       check_cancel();
 
-      ZK_CUDA(cudaStreamWaitEvent(*compute_, *h_ready_, 0));
-      runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, *compute_, opt_.window_bits,
+      ZK_CUDA(cudaStreamWaitEvent(compute, ws->h_ready, 0));
+      runner.run(abc_.get<uint32_t>(), uint32_t(n), {{dk->h.get(), &m.h}}, {}, compute, opt_.window_bits,
                  &dk->h_table);
     } catch (...) {
       if (b2_cpu.valid()) b2_cpu.wait();  // it reads the caller's witness: finish before unwinding
-      cudaStreamSynchronize(*h_prep_);    // it writes abc_, and the next partition's synthesis too
+      cudaStreamSynchronize(h_prep);      // it writes abc_, and the next partition's synthesis too
+      cudaStreamSynchronize(copy);        // the witness copy reads the caller's slot
       throw;
     }
     if (opt_.g2_on_cpu) m.b2 = b2_cpu.get();
@@ -444,16 +476,9 @@ class CudaBackend final : public ProveBackend {
   std::set<std::string> without_copies_;  // keys whose copies did not fit on the device
   ThreadPool pool_;
   std::unique_ptr<KeyCache<ResidentKey>> keys_;
+  mutable std::mutex keys_mutex_;  // keys_'s list (load() alone changes what it holds)
   std::vector<void*> pinned_;
-  std::unique_ptr<Stream> copy_, compute_, h_prep_;
-  std::unique_ptr<Event> witness_ready_, abc_ready_, h_ready_;
-  // One per curve: each keeps its device buffers, grown to its largest MSM.
-  template <class C>
-  using RunnerPtr = std::unique_ptr<cuda::MsmRunner<C>>;
-  template <class... Cs>
-  static std::tuple<RunnerPtr<Cs>...> runners_for(CurveList<Cs...>);
-  decltype(runners_for(Curves{})) msm_;
-  DeviceBuffer abc_, witness_;
+  WorkspacePool<Workspace> workspaces_{[] { return std::make_unique<Workspace>(); }};
 };
 
 }  // namespace

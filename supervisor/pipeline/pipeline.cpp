@@ -56,7 +56,9 @@ void Pipeline::free_slots(const std::vector<shm::Slot>& slots) {
 
 void Pipeline::worker_gone(const Worker& w, bool crashed, const std::string& why) {
   for (const PartRef& ref : w.assigned) {
-    const bool culprit = !w.computing || same_part(*w.computing, ref);
+    const bool culprit = w.computing.empty() || std::any_of(w.computing.begin(), w.computing.end(), [&](const PartRef& c) {
+                           return same_part(c, ref);
+                         });
     requeue(ref, "worker " + w.id + " " + why, crashed && culprit);
   }
 }
@@ -96,7 +98,8 @@ void Pipeline::on_started(Worker& w, const protocol::Started& msg) {
   if (!slots_.is_current(msg.ref.slot, msg.ref.generation) ||
       std::none_of(w.assigned.begin(), w.assigned.end(), [&](const PartRef& r) { return same_part(r, ref); }))
     return;  // stale: withdrawn or renewed meanwhile
-  w.computing = ref;
+  if (std::none_of(w.computing.begin(), w.computing.end(), [&](const PartRef& c) { return same_part(c, ref); }))
+    w.computing.push_back(ref);
   jobs_.worker_started(ref, steady_ms());
 }
 
@@ -111,7 +114,7 @@ void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol:
     return;
   }
   w.assigned.erase(held);
-  if (w.computing && same_part(*w.computing, ref)) w.computing.reset();
+  std::erase_if(w.computing, [&](const PartRef& c) { return same_part(c, ref); });
   if (w.assigned.empty() && w.state == WorkerState::kBusy) w.state = WorkerState::kIdle;
   const Partition* p = jobs_.find(ref);
   const Job* job = jobs_.find(ref.job);
@@ -310,7 +313,9 @@ void Pipeline::dispatch() {
     return w.kind == WorkerKind::kGpu && !w.retiring &&
            (w.state == WorkerState::kIdle || w.state == WorkerState::kBusy);
   };
-  for (size_t depth = 1; depth <= cfg_.gpu_queue_depth; ++depth) {
+  // With lanes, every lane computing and one more waiting, at the least.
+  const size_t max_depth = std::max<size_t>(cfg_.gpu_queue_depth, size_t(cfg_.gpu_lanes) + 1);
+  for (size_t depth = 1; depth <= max_depth; ++depth) {
     for (auto& [id, w] : workers_.all()) {
       if (!gpu_ready(w) || w.assigned.size() >= depth) continue;
       auto ref = jobs_.next(PartState::kSynthesized);
@@ -322,7 +327,7 @@ void Pipeline::dispatch() {
   // beyond the depth: the worker takes it next, so it overtakes what is only
   // queued there (never what is computing).
   for (auto& [id, w] : workers_.all()) {
-    if (!gpu_ready(w) || w.assigned.size() != cfg_.gpu_queue_depth) continue;
+    if (!gpu_ready(w) || w.assigned.size() != max_depth) continue;
     auto ref = jobs_.next(PartState::kSynthesized);
     if (!ref) return;
     const Priority top = jobs_.find(ref->job)->priority;

@@ -59,7 +59,7 @@ class Pipeline {
 
   /// Queued partitions to idle synthesis workers (one slot each, while the
   /// arena has room), synthesized ones to GPU workers (up to gpu_queue_depth
-  /// each, one more for a partition of higher priority). Nothing starts while
+  /// each, at least gpu_lanes + 1; one more for a partition of higher priority). Nothing starts while
   /// the farm drains or stops.
   void dispatch();
   /// A worker's STARTED: the partition it computes now (a stale one is ignored).
@@ -69,8 +69,8 @@ class Pipeline {
   /// is logged and ignored. A proof is verified before anything is journaled.
   void on_done(Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result, bool synth);
   /// A worker's process is gone: every partition it held goes back to a
-  /// queue. A crash counts (max_attempts) against the one it was computing, or
-  /// against all it held when its STARTED never came.
+  /// queue. A crash counts (max_attempts) against those it was computing, or
+  /// against all it held when no STARTED came.
   void worker_gone(const Worker& w, bool crashed, const std::string& why);
   /// `zkfarmctl cancel`: the live job `id` ends cancelled (slots freed,
   /// journaled, aborted in the workers that hold its partitions).

@@ -68,7 +68,7 @@ json status_json(const FarmView& v, std::optional<uint32_t> only_owner) {
     j["backend"] = w.backend;
     if (!w.device.empty()) j["device"] = w.device;
     // The one computing (else the first handed out), and how many it holds in all.
-    const std::optional<PartRef> shown = w.computing ? w.computing
+    const std::optional<PartRef> shown = !w.computing.empty() ? std::optional<PartRef>(w.computing.front())
                                          : w.assigned.empty() ? std::nullopt
                                                               : std::optional<PartRef>(w.assigned.front());
     j["partition"] = shown ? json(std::to_string(shown->job) + "/" + std::to_string(shown->index)) : json(nullptr);

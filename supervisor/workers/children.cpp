@@ -47,6 +47,8 @@ SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string
                              w.device.empty() && cfg.backend == "auto" ? "cpu" : cfg.backend,
                              "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent), "--msm-copies",
                              std::to_string(cfg.gpu_msm_copies)});
+    // Only when asked for: a worker binary from before lanes still starts.
+    if (cfg.gpu_lanes > 1) args.insert(args.end(), {"--lanes", std::to_string(cfg.gpu_lanes)});
   }
   bp::environment env = boost::this_process::environment();
   if (!synth && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;

@@ -42,8 +42,9 @@ struct Worker {
   /// synthesis worker holds at most one, a GPU worker gpu_queue_depth (one
   /// more for a partition of higher priority than all it holds).
   std::vector<PartRef> assigned;
-  /// The one of `assigned` its STARTED named last: the one computing.
-  std::optional<PartRef> computing;
+  /// The ones of `assigned` its STARTED named and not yet answered: those
+  /// computing (one, or up to gpu_lanes for a GPU worker with lanes), oldest first.
+  std::vector<PartRef> computing;
   unsigned restarts = 0;         ///< crash restarts so far
   unsigned backoff_ms = 0;       ///< delay before the next restart
   int64_t started_ms = 0, last_seen_ms = 0, stop_deadline_ms = 0;

@@ -75,7 +75,7 @@ void WorkerTable::start(Worker& w, int64_t now) {
   w.term_sent = false;
   w.failed_reason.clear();
   w.assigned.clear();
-  w.computing.reset();
+  w.computing.clear();
   w.version.clear();
   record_children();
   log_->info("worker {}: started pid {} ({})", w.id, w.pid, w.binary);
@@ -129,7 +129,7 @@ pid_t WorkerTable::close_process(Worker& w, int64_t now) {
   const pid_t old = w.pid;
   w.pid = 0;
   w.assigned.clear();
-  w.computing.reset();
+  w.computing.clear();
   w.state = WorkerState::kExited;
   record_children();
   return old;

@@ -105,6 +105,25 @@ class GpuQueueTest(unittest.TestCase):
         self.verify(out2, 3)
         farm.stop_and_check(self)
 
+    def test_lanes_compute_several_partitions_at_once_and_a_killed_worker_loses_none(self):
+        # gpu_lanes (issue 36): the GPU worker computes up to 3 partitions at
+        # once (slowed to 1.5 s each, so they overlap); then it is killed
+        # while computing several: every partition is proved exactly once
+        # (one journaled proof each) and all verify.
+        cfg = write_config(self.tmp, gpu_lanes=3, gpu_queue_depth=4, restart_backoff_ms=100)
+        farm = self.farm("--synth-workers", "2", "--config", cfg, env={"ZKFARM_FAULT": "slow_ms:1500"})
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(9)])
+        self.assertEqual(code, 0, err)
+        self.wait_for("the GPU worker to hold 3 or more partitions", lambda: self.gpu(farm)["held"] >= 3)
+        time.sleep(0.5)  # into the slowed computes of the first lanes
+        os.kill(self.gpu(farm)["pid"], signal.SIGKILL)
+        self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "240", check=False)[0], 0, farm.output())
+        per_partition, _ = journal_counts(farm.state)
+        self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job), list(range(9)))
+        self.assertTrue(all(c == 1 for _, _, c in per_partition))
+        self.verify(out, 9)
+        farm.stop_and_check(self)
+
     def test_proving_goes_on_while_output_writes_are_slow(self):
         # Measured on the H200 machine (2^22): the loop journaled each proof and
         # wrote its files itself, five fsyncs a proof; on a disk busy with
