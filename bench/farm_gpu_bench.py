@@ -92,7 +92,8 @@ def run_key(a, log, work, out_root):
     # the clients below submit all jobs at once, as a busy farm's clients do.
     cfg = os.path.join(work, f"zkfarmd{log}.toml")
     with open(cfg, "w") as f:
-        f.write(f"submit_checks = {a.submit_checks}\nsubmit_copies = {a.submit_copies}\n")
+        f.write(f"submit_checks = {a.submit_checks}\nsubmit_copies = {a.submit_copies}\n"
+                f"gpu_lanes = {a.lanes}\nverify_threads = {a.verify_threads}\n")
     daemon = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
                                "--synth-workers", str(a.synth_workers), "--arena-mib", str(a.arena_mib),
                                "--gpu-queue-depth", str(a.depth), "--config", cfg],
@@ -174,7 +175,8 @@ def run_key(a, log, work, out_root):
     busy = sum(compute) / 1000.0 / wall
     nv = n_vars_of(zkey)
     print(f"\n== domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x 10 witnesses), "
-          f"{a.synth_workers} synthesis workers, gpu_queue_depth {a.depth}, {os.cpu_count()} cores ==")
+          f"{a.synth_workers} synthesis workers, gpu_queue_depth {a.depth}, gpu_lanes {a.lanes}, "
+          f"{os.cpu_count()} cores ==")
     print(f"warm-up (key resident): {warm_s:.2f} s; first job accepted {min(accepted_at):.2f} s, all {a.jobs} "
           f"{accepted:.2f} s after the first submit (submit_checks {a.submit_checks}, submit_copies {a.submit_copies})")
     print(f"wall {wall:.2f} s   partitions/s {rate:.2f}   compute bound {bound:.2f}/s   "
@@ -228,6 +230,8 @@ def main():
     ap.add_argument("--synth-workers", type=int, default=4)
     ap.add_argument("--arena-mib", type=int, default=4096)
     ap.add_argument("--depth", type=int, default=2)
+    ap.add_argument("--lanes", type=int, default=1, help="gpu_lanes: prove steps at once for small keys (issue 36)")
+    ap.add_argument("--verify-threads", type=int, default=0, help="verify_threads (0: a quarter of the cores)")
     ap.add_argument("--out", default="build/farm-gpu")
     ap.add_argument("--submit-checks", type=int, default=max(2, (os.cpu_count() or 2) // 2))
     ap.add_argument("--submit-copies", type=int, default=max(4, (os.cpu_count() or 2) // 2))
