@@ -79,9 +79,9 @@ def sampler(stop, samples):
 def run_key(a, log, work, out_root):
     prefix = os.path.join(work, f"tk{log}")
     subprocess.run([os.path.join(a.bin, "zkfarm-testkey"), "--constraints", str((1 << log) - 64), "--public", "2",
-                    "--witnesses", "9", "--seed", str(log), "--out", prefix], check=True, stdout=subprocess.DEVNULL)
+                    "--witnesses", str(a.per_job - 1), "--seed", str(log), "--out", prefix], check=True, stdout=subprocess.DEVNULL)
     zkey = prefix + ".zkey"
-    wtns = [prefix + ".wtns"] + [f"{prefix}.{k}.wtns" for k in range(1, 10)]
+    wtns = [prefix + ".wtns"] + [f"{prefix}.{k}.wtns" for k in range(1, a.per_job)]
     out = os.path.join(out_root, str(log))
     os.makedirs(out, exist_ok=True)
     shutil.copy(prefix + ".vkey.json", os.path.join(out, "vkey.json"))
@@ -118,9 +118,11 @@ def run_key(a, log, work, out_root):
         accepted_at = [0.0] * a.jobs
 
         def submit(j):
-            jobs[j] = subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", *wtns, "--out",
-                                            os.path.join(out, f"job-{j}")],
-                                     check=True, capture_output=True, text=True).stdout.strip()
+            p = subprocess.run(ctl + ["submit", "--zkey", zkey, "--wtns", *wtns, "--out", os.path.join(out, f"job-{j}")],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"submit {j}: exit {p.returncode}: {p.stderr.strip()}")
+            jobs[j] = p.stdout.strip()
             accepted_at[j] = time.time() - t0
 
         clients = [threading.Thread(target=submit, args=(j,)) for j in range(a.jobs)]
@@ -174,7 +176,7 @@ def run_key(a, log, work, out_root):
     rate = n / wall
     busy = sum(compute) / 1000.0 / wall
     nv = n_vars_of(zkey)
-    print(f"\n== domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x 10 witnesses), "
+    print(f"\n== domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x {a.per_job} witnesses), "
           f"{a.synth_workers} synthesis workers, gpu_queue_depth {a.depth}, gpu_lanes {a.lanes}, "
           f"{os.cpu_count()} cores ==")
     print(f"warm-up (key resident): {warm_s:.2f} s; first job accepted {min(accepted_at):.2f} s, all {a.jobs} "
@@ -218,7 +220,7 @@ def run_key(a, log, work, out_root):
                                 os.path.join(work, "q.json")], check=True)
         seq = time.time() - t
         print(f"sequential zkfarm-prove, same {n} partitions: {seq:.2f} s; farm / sequential: {wall / seq:.3f}")
-    return n == 10 * a.jobs
+    return n == a.per_job * a.jobs
 
 
 def main():
@@ -227,6 +229,7 @@ def main():
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--log", type=int, action="append")
     ap.add_argument("--jobs", type=int, default=10)
+    ap.add_argument("--per-job", type=int, default=10, help="distinct witnesses a job (≥ 2)")
     ap.add_argument("--synth-workers", type=int, default=4)
     ap.add_argument("--arena-mib", type=int, default=4096)
     ap.add_argument("--depth", type=int, default=2)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Many small proofs (issue 36): the farm from ready witnesses of a 2^LOG test
-# key (default 15), 1000 partitions (100 jobs x 10 witnesses) submitted at
+# key (default 15), 1000 partitions (10 jobs x 100 witnesses) submitted at
 # once, with the GPU worker one prove step at a time (gpu_lanes 1, the
 # baseline) and then with lanes, in the same run (bench/farm_gpu_bench.py
 # prints partitions/s, the GPU worker's busy share, the stages and the
@@ -10,7 +10,7 @@
 # On the H200 machine: ZKFARM_BIN=.gpu/bin LD_LIBRARY_PATH=.gpu/lib bench/small-proofs.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-backend=cuda log=15 lanes=4 large=22 jobs=100 synth=8 out=${OUT:-$root/build/small-proofs}
+backend=cuda log=15 lanes=4 large=22 jobs=10 per_job=100 synth=8 out=${OUT:-$root/build/small-proofs}
 while [ $# -gt 0 ]; do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -26,7 +26,7 @@ done
 bench() { python3 "$root/bench/farm_gpu_bench.py" --bin "${ZKFARM_BIN:-$root/build/bin}" --backend "$backend" \
   --no-restart --synth-workers "$synth" "$@"; }
 for l in 1 "$lanes"; do
-  bench --log "$log" --jobs "$jobs" --depth $((2 * l)) --lanes "$l" --out "$out/lanes$l"
+  bench --log "$log" --jobs "$jobs" --per-job "$per_job" --depth $((2 * l)) --lanes "$l" --out "$out/lanes$l"
 done
 if [ "$large" != 0 ]; then
   for l in 1 "$lanes"; do
