@@ -118,6 +118,31 @@ TEST(Journal, RoundTripOfJobsProofsAndStates) {
 }
 
 
+// Proofs arriving together are stored in one transaction (issue 36): each
+// gets the verdict add_proof would give it (a second proof of a partition,
+// in the batch or before it, is a duplicate and the first one is kept), and
+// a batch with a proof of a partition that does not exist stores nothing.
+TEST(Journal, ProofsOfABatchAreStoredTogetherWithTheirOwnVerdicts) {
+  TempDir dir("zkfarm-journal");
+  const std::string db = dir / "journal.sqlite";
+  Journal j(db);
+  const uint64_t a = j.add_job(make_job(7, 4));
+  EXPECT_EQ(j.add_proof(a, 0, rec(std::string(256, 'x'), 1, 1, 1)), ProofStored::kStored);
+  const std::vector<ProofToStore> batch = {{a, 1, rec(std::string(256, '1'), 2, 2, 2)},
+                                           {a, 0, rec(std::string(256, 'y'), 3, 3, 3)},  // proved before
+                                           {a, 2, rec(std::string(256, '2'), 4, 4, 4)},
+                                           {a, 1, rec(std::string(256, 'z'), 5, 5, 5)}};  // twice in the batch
+  EXPECT_EQ(j.add_proofs(batch), (std::vector<ProofStored>{ProofStored::kStored, ProofStored::kDuplicate,
+                                                           ProofStored::kStored, ProofStored::kDuplicate}));
+  EXPECT_EQ(j.proof(a, 0)->proof, std::string(256, 'x'));
+  EXPECT_EQ(j.proof(a, 1)->proof, std::string(256, '1'));
+  EXPECT_EQ(j.proof(a, 2)->proof, std::string(256, '2'));
+  const std::vector<ProofToStore> bad = {{a, 3, rec(std::string(256, '3'), 6, 6, 6)},
+                                         {a, 9, rec(std::string(256, '9'), 7, 7, 7)}};
+  EXPECT_THROW(j.add_proofs(bad), JournalError);
+  EXPECT_FALSE(j.proof(a, 3).has_value()) << "a failed batch stored part of itself";
+}
+
 TEST(Journal, AcknowledgedJobsSurviveSigkill) {
   TempDir dir("zkfarm-journal");
   const std::string db = dir / "journal.sqlite";

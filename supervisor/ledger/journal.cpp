@@ -372,24 +372,32 @@ uint64_t Journal::add_job(const Job& job) {
 }
 
 CompleteResult Journal::complete(uint64_t job, uint32_t index, const ProofRecord& rec) {
-  bool added = false;
-  const std::string& proof = rec.proof;
-  const std::string& public_json = rec.public_json;
-  const int64_t proved_ms = rec.proved_ms, synth_ms = rec.synth_ms, prove_ms = rec.prove_ms;
+  const ProofToStore one{job, index, rec};
+  if (add_proofs({&one, 1}).front() == ProofStored::kStored) return {ProofStored::kStored, false, {}};
+  return {ProofStored::kDuplicate, false, "a proof was already journaled"};
+}
+
+std::vector<ProofStored> Journal::add_proofs(std::span<const ProofToStore> proofs) {
+  std::vector<ProofStored> out;
   transact("add_proof", [&](const std::string& where) {
+    out.clear();  // a retried transaction starts over
     Stmt s(db_, sql::journal::insert_proof, where);
-    s.bind(1, int64_t(job)).bind(2, int64_t(index)).blob(3, proof).bind(4, proved_ms).bind(5, synth_ms);
-    s.bind(6, prove_ms);
-    s.step();
-    added = db_.changes() == 1;
-    if (added && !public_json.empty()) {  // a partition of inputs: its public signals came with its witness
-      Stmt u(db_, sql::journal::set_public_json, where);
-      u.bind(1, public_json).bind(2, int64_t(job)).bind(3, int64_t(index));
-      u.step();
+    for (const ProofToStore& p : proofs) {
+      const ProofRecord& rec = p.record;
+      s.bind(1, int64_t(p.job)).bind(2, int64_t(p.index)).blob(3, rec.proof).bind(4, rec.proved_ms);
+      s.bind(5, rec.synth_ms).bind(6, rec.prove_ms);
+      s.step();
+      s.reset();
+      const bool added = db_.changes() == 1;
+      out.push_back(added ? ProofStored::kStored : ProofStored::kDuplicate);
+      if (added && !rec.public_json.empty()) {  // a partition of inputs: its public signals came with its witness
+        Stmt u(db_, sql::journal::set_public_json, where);
+        u.bind(1, rec.public_json).bind(2, int64_t(p.job)).bind(3, int64_t(p.index));
+        u.step();
+      }
     }
   });
-  if (added) return {ProofStored::kStored, false, {}};
-  return {ProofStored::kDuplicate, false, "a proof was already journaled"};
+  return out;
 }
 
 void Journal::put_circuit(const CircuitRecord& c) {

@@ -77,6 +77,7 @@ class Journal : public Ledger {
   /// its files are written). Throws JournalError (also when the partition
   /// does not exist); then nothing changed.
   CompleteResult complete(uint64_t job, uint32_t index, const ProofRecord& proof) override;
+  std::vector<ProofStored> add_proofs(std::span<const ProofToStore> proofs) override;
   /// Adds or replaces a registered circuit (by name), counted in the
   /// acknowledged mark like add_job. Throws JournalError.
   void put_circuit(const CircuitRecord& c) override;

@@ -19,7 +19,44 @@ JournalLane::JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log,
     : cfg_(cfg), log_(std::move(log)), ledger_(ledger), inbox_(inbox), metrics_(metrics), hooks_(std::move(hooks)) {}
 
 void JournalLane::write(std::function<void()> write) {
+  std::lock_guard lock(batch_mutex_);
+  open_batch_.reset();  // proofs after this write go after it
   thread_.post([this, write = std::move(write)] { run_write(write); });
+}
+
+void JournalLane::post(std::function<void()> task) {
+  std::lock_guard lock(batch_mutex_);
+  open_batch_.reset();  // a read after a proof sees it
+  thread_.post(std::move(task));
+}
+
+void JournalLane::add_proof(uint64_t job, uint32_t index, ProofRecord rec) {
+  std::lock_guard lock(batch_mutex_);
+  if (open_batch_ && !open_batch_->taken) {
+    open_batch_->proofs.push_back({job, index, std::move(rec)});
+    return;
+  }
+  auto batch = std::make_shared<ProofBatch>();
+  batch->proofs.push_back({job, index, std::move(rec)});
+  open_batch_ = batch;
+  // Run (and retried) on the journal thread; the batch is closed when it first runs.
+  thread_.post([this, batch] {
+    run_write([this, batch] {
+      std::vector<ProofToStore> proofs;
+      {
+        std::lock_guard lock(batch_mutex_);
+        batch->taken = true;
+        proofs = batch->proofs;
+      }
+      const std::vector<ProofStored> stored = ledger_.add_proofs(proofs);
+      for (size_t i = 0; i < stored.size(); ++i) {
+        if (stored[i] != ProofStored::kDuplicate) continue;
+        inbox_.post([this, job = proofs[i].job, index = proofs[i].index] {
+          log_->warn("job {} partition {}: a proof was already journaled; keeping that one", job, index);
+        });
+      }
+    });
+  });
 }
 
 // On the journal thread.

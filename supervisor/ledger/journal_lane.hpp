@@ -17,6 +17,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "supervisor/background.hpp"
@@ -44,10 +45,18 @@ class JournalLane {
 
   /// Runs `task` on the journal thread, in order with every write (reads,
   /// a shared queue's calls). It must not throw.
-  void post(std::function<void()> task) { thread_.post(std::move(task)); }
+  void post(std::function<void()> task);
   /// Runs the ledger write `write` on the journal thread, in order; retried
   /// as described above while it fails for storage.
   void write(std::function<void()> write);
+
+  /// Journals the verified proof of partition `index` of `job` (Ledger::
+  /// add_proof) as a write in order. Proofs that arrive while the journal
+  /// thread is still busy join one batch, stored in one transaction
+  /// (Ledger::add_proofs: one fsync for all); any other write closes the
+  /// batch, so the order of writes is kept. A second proof of a partition is
+  /// refused by the ledger and logged; the first is kept.
+  void add_proof(uint64_t job, uint32_t index, ProofRecord rec);
 
   /// Why intake is closed ("" when open): a journal or state-dir fault.
   const std::string& intake_fault() const { return intake_fault_; }
@@ -74,6 +83,17 @@ class JournalLane {
   void run_write(const std::function<void()>& write);  ///< on the journal thread
   void on_fault(const std::string& why);
   void on_recovered();
+  /// Proofs journaled together (add_proof): filled on the loop until the
+  /// journal thread takes them.
+  struct ProofBatch {
+    std::vector<ProofToStore> proofs;
+    bool taken = false;  ///< the journal thread started on it: no more join
+  };
+  /// Guards open_batch_ and every batch's fields, and keeps what is posted
+  /// in the order it was asked for: writes come from the loop and from the
+  /// delivery thread.
+  std::mutex batch_mutex_;
+  std::shared_ptr<ProofBatch> open_batch_;  ///< the batch proofs may still join
 
   const Config& cfg_;
   std::shared_ptr<spdlog::logger> log_;

@@ -241,12 +241,7 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
   // anything; a second proof of the same partition (re-proved after a crash)
   // is refused. A journal fault keeps the write for later and goes on: the
   // proof is verified, so publishing it before it is journaled is safe.
-  journal_.write([this, ref, rec] {
-    if (ledger_.add_proof(ref.job, ref.index, rec) == ProofStored::kDuplicate)
-      inbox_.post([this, ref] {
-        log_->warn("job {} partition {}: a proof was already journaled; keeping that one", ref.job, ref.index);
-      });
-  });
+  journal_.add_proof(ref.job, ref.index, std::move(rec));
   free_slot(p->slot);
   log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
              ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
