@@ -214,6 +214,8 @@ class FakeSupervisor {
 };
 
 // One test's world: temp dir, socket endpoint, fake supervisor, arena for the chain circuit.
+constexpr milliseconds kTimeout{5000};
+
 struct Farm {
   TempDir dir;
   std::string endpoint = "ipc://" + (dir / "workers.sock");
@@ -235,6 +237,35 @@ struct Farm {
     return a;
   }
 
+  /// The chain fixture's witnesses 0..n-1 into slots 0..n-1 (job 5) by
+  /// worker synth-0, after READY from synth-0 and gpu-0.
+  void synthesize_chain(uint32_t n) {
+    ASSERT_TRUE(sup.expect("synth-0", proto::kReady, kTimeout));
+    ASSERT_TRUE(sup.expect("gpu-0", proto::kReady, kTimeout));
+    for (uint32_t k = 0; k < n; ++k) {
+      sup.send("synth-0", work(proto::kSynth, 5, k, k, test::shared_fixture("chain." + std::to_string(k) + ".wtns")));
+      auto done = sup.expect("synth-0", proto::kSynthDone, kTimeout);
+      ASSERT_TRUE(done && proto::get_bool(*done, "ok"));
+    }
+  }
+  /// An ABORT of job `job`'s partition k in slot k (generation 7).
+  void abort(uint64_t job, uint32_t k) {
+    proto::Message m = proto::make(proto::kAbort);
+    m["job"] = job;
+    m["partition"] = k;
+    m["slot"] = k;
+    m["generation"] = 7;
+    sup.send("gpu-0", m);
+  }
+  /// A PROVE_DONE's proof verifies against the key and the public signals in its slot.
+  void expect_verifies(const proto::Message& done) {
+    const uint32_t k = proto::get_u32(done, "partition");
+    const U256* w = reinterpret_cast<const U256*>(arena.arena.at(k * slot_bytes, slot_bytes));
+    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(key), decode_proof(proto::get_bin(done, "proof")),
+                                        {w + 1, key.n_public});
+    EXPECT_TRUE(v) << "partition " << k << ": " << v.reason;
+  }
+
   proto::Message work(const char* type, uint64_t job, uint32_t partition, uint32_t slot, const std::string& wtns) {
     proto::Message m = proto::make(type);
     m["job"] = job;
@@ -249,7 +280,6 @@ struct Farm {
   }
 };
 
-constexpr milliseconds kTimeout{5000};
 
 TEST(WorkerChannel, SynthThenProveVerifiesWithSnarkjs) {
   Farm f;
@@ -435,13 +465,8 @@ TEST(WorkerChannel, GpuWorkerQueuesByPriorityAndAbortWithdrawsAWaitingOne) {
   Farm f;
   Child synth(f.synth_args("synth-0"));
   Child gpu(f.gpu_args("gpu-0"), "slow_ms:300");
-  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
-  ASSERT_TRUE(f.sup.expect("gpu-0", proto::kReady, kTimeout));
-  for (uint32_t k = 0; k < 4; ++k) {
-    f.sup.send("synth-0", f.work(proto::kSynth, 5, k, k, test::shared_fixture("chain." + std::to_string(k) + ".wtns")));
-    auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
-    ASSERT_TRUE(done && proto::get_bool(*done, "ok"));
-  }
+  f.synthesize_chain(4);
+  if (HasFatalFailure()) return;
   auto prove = [&](uint32_t k, int priority) {
     proto::Message m = f.work(proto::kProve, 5, k, k, "");
     m["priority"] = priority;
@@ -451,12 +476,7 @@ TEST(WorkerChannel, GpuWorkerQueuesByPriorityAndAbortWithdrawsAWaitingOne) {
   prove(1, 1);
   prove(2, 3);  // critical: next after partition 0, before 1
   prove(3, 1);
-  proto::Message abort = proto::make(proto::kAbort);
-  abort["job"] = 5;
-  abort["partition"] = 3;
-  abort["slot"] = 3;
-  abort["generation"] = 7;
-  f.sup.send("gpu-0", abort);
+  f.abort(5, 3);
 
   std::vector<proto::Message> got = f.sup.gather("gpu-0", proto::kProveDone, 4, milliseconds(30000));
   std::vector<uint32_t> started, proved, refused;
@@ -468,12 +488,7 @@ TEST(WorkerChannel, GpuWorkerQueuesByPriorityAndAbortWithdrawsAWaitingOne) {
       EXPECT_EQ(proto::get_str(m, "error"), "aborted before it started");
       continue;
     }
-    // Each proof verifies against the key and that partition's public signals.
-    const uint32_t k = proto::get_u32(m, "partition");
-    const U256* w = reinterpret_cast<const U256*>(f.arena.arena.at(k * f.slot_bytes, f.slot_bytes));
-    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(f.key), decode_proof(proto::get_bin(m, "proof")),
-                                        {w + 1, f.key.n_public});
-    EXPECT_TRUE(v) << "partition " << k << ": " << v.reason;
+    f.expect_verifies(m);  // against the key and that partition's public signals
   }
   EXPECT_EQ(refused, std::vector<uint32_t>({3}));
   EXPECT_EQ(started, std::vector<uint32_t>({0, 2, 1}));
@@ -493,24 +508,14 @@ TEST(WorkerChannel, GpuWorkerLanesComputeSeveralProvesAtOnce) {
   Farm f;
   Child synth(f.synth_args("synth-0"));
   Child gpu(f.gpu_args("gpu-0", {"--lanes", "3"}), "slow_ms:500");
-  ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
-  ASSERT_TRUE(f.sup.expect("gpu-0", proto::kReady, kTimeout));
-  for (uint32_t k = 0; k < 4; ++k) {
-    f.sup.send("synth-0", f.work(proto::kSynth, 5, k, k, test::shared_fixture("chain." + std::to_string(k) + ".wtns")));
-    auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
-    ASSERT_TRUE(done && proto::get_bool(*done, "ok"));
-  }
+  f.synthesize_chain(4);
+  if (HasFatalFailure()) return;
   // The key loads alone first: one PROVE, answered, then four together.
   f.sup.send("gpu-0", f.work(proto::kProve, 5, 0, 0, ""));
   auto first = f.sup.expect("gpu-0", proto::kProveDone, milliseconds(30000));
   ASSERT_TRUE(first && proto::get_bool(*first, "ok"));
   for (uint32_t k = 0; k < 4; ++k) f.sup.send("gpu-0", f.work(proto::kProve, 6, k, k, ""));
-  proto::Message abort = proto::make(proto::kAbort);
-  abort["job"] = 6;
-  abort["partition"] = 1;
-  abort["slot"] = 1;
-  abort["generation"] = 7;
-  f.sup.send("gpu-0", abort);
+  f.abort(6, 1);
 
   std::vector<proto::Message> got = f.sup.gather("gpu-0", proto::kProveDone, 4, milliseconds(60000));
   std::vector<uint32_t> started_before_any_answer, proved, refused;
@@ -526,10 +531,7 @@ TEST(WorkerChannel, GpuWorkerLanesComputeSeveralProvesAtOnce) {
       continue;
     }
     proved.push_back(k);
-    const U256* w = reinterpret_cast<const U256*>(f.arena.arena.at(k * f.slot_bytes, f.slot_bytes));
-    const VerifyResult v = verify_proof(VerifyingKey::from_zkey(f.key), decode_proof(proto::get_bin(m, "proof")),
-                                        {w + 1, f.key.n_public});
-    EXPECT_TRUE(v) << "partition " << k << ": " << v.reason;
+    f.expect_verifies(m);
   }
   EXPECT_EQ(started_before_any_answer, std::vector<uint32_t>({0, 1, 2}));
   EXPECT_EQ(refused, std::vector<uint32_t>({1}));
