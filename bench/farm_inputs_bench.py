@@ -55,7 +55,7 @@ def one(a, workers, inputs, gen_src, out_root):
     log = open(os.path.join(work, "zkfarmd.out"), "w")
     config = os.path.join(work, "zkfarmd.toml")
     with open(config, "w") as f:  # issue 32: the witness graph (auto) or the generator
-        f.write(f'witness_engine = "{a.witness_engine}"\n')
+        f.write(f'witness_engine = "{a.witness_engine}"\ngpu_lanes = {a.lanes}\ngpu_queue_depth = {max(2, 2 * a.lanes)}\n')
     proc = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
                              "--synth-workers", str(workers), "--arena-mib", str(a.arena_mib), "--config", config],
                             stdout=log, stderr=subprocess.STDOUT)
@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--witness-engine", default="auto", choices=["auto", "graph", "generator"],
                     help="zkfarmd's witness_engine: the circuit's witness graph (auto, graph) or its generator")
+    ap.add_argument("--lanes", type=int, default=1, help="gpu_lanes: prove steps at once for small keys (issue 36)")
     ap.add_argument("--fed", action="store_true",
                     help="also the baseline: the same key fed ready witnesses (NAME.K.wtns in --dir) instead of inputs")
     a = ap.parse_args()
@@ -135,7 +136,7 @@ def main():
             print(f"{w} synthesis workers, witnesses given: {f['rate']:.2f}/s, GPU worker busy {100 * f['busy']:.0f} %; "
                   f"inputs/witnesses {r['rate'] / f['rate']:.2f}", flush=True)
     base = rows[0]["rate"] / rows[0]["workers"]
-    print(f"\n{a.circuit} ({a.kind} generator, {a.backend} backend, {a.partitions} inputs a run)")
+    print(f"\n{a.circuit} ({a.kind} generator, {a.backend} backend, {a.partitions} inputs a run, gpu_lanes {a.lanes})")
     print(f"{'workers':>7}  {'inputs/s':>8}  {'vs linear':>9}  {'GPU busy':>8}  {'witness ms':>10}")
     for r in rows:
         print(f"{r['workers']:>7}  {r['rate']:>8.2f}  {r['rate'] / (base * r['workers']):>9.2f}  "
