@@ -32,8 +32,10 @@ import statistics
 import struct
 import subprocess
 import tempfile
+import socket
 import threading
 import time
+import urllib.request
 from datetime import datetime
 
 LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] .*job (\d+) partition (\d+): proved by (\S+) and verified "
@@ -58,6 +60,27 @@ def n_vars_of(zkey):
     raise SystemExit(f"{zkey}: no header section")
 
 
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def scrape(port, names):
+    """The values of the named counters on zkfarmd's /metrics (0 when absent)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = dict.fromkeys(names, 0.0)
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in out:
+            out[parts[0]] = float(parts[1])
+    return out
+
+
+LOOP_METRICS = ("zkfarm_loop_busy_seconds_total", "zkfarm_verify_proofs_total", "zkfarm_verify_batches_total")
+
+
 def sampler(stop, samples):
     if not shutil.which("nvidia-smi"):
         return
@@ -79,7 +102,7 @@ def sampler(stop, samples):
 def run_key(a, log, work, out_root):
     prefix = os.path.join(work, f"tk{log}")
     subprocess.run([os.path.join(a.bin, "zkfarm-testkey"), "--constraints", str((1 << log) - 64), "--public", "2",
-                    "--witnesses", str(a.per_job - 1), "--seed", str(log), "--out", prefix], check=True, stdout=subprocess.DEVNULL)
+                    "--witnesses", str(a.per_job - 1), "--curve", a.curve, "--seed", str(log), "--out", prefix], check=True, stdout=subprocess.DEVNULL)
     zkey = prefix + ".zkey"
     wtns = [prefix + ".wtns"] + [f"{prefix}.{k}.wtns" for k in range(1, a.per_job)]
     out = os.path.join(out_root, str(log))
@@ -91,9 +114,11 @@ def run_key(a, log, work, out_root):
     # Submits are checked (copied, hashed, validated) submit_checks at a time;
     # the clients below submit all jobs at once, as a busy farm's clients do.
     cfg = os.path.join(work, f"zkfarmd{log}.toml")
+    port = free_port()
     with open(cfg, "w") as f:
         f.write(f"submit_checks = {a.submit_checks}\nsubmit_copies = {a.submit_copies}\n"
-                f"gpu_lanes = {a.lanes}\nverify_threads = {a.verify_threads}\n")
+                f"gpu_lanes = {a.lanes}\nverify_threads = {a.verify_threads}\n"
+                f'http_address = "127.0.0.1:{port}"\n')
     daemon = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
                                "--synth-workers", str(a.synth_workers), "--arena-mib", str(a.arena_mib),
                                "--gpu-queue-depth", str(a.depth), "--config", cfg],
@@ -110,6 +135,7 @@ def run_key(a, log, work, out_root):
         subprocess.run(ctl + ["wait", job, "--quiet"], check=True, stdout=subprocess.DEVNULL)
         warm_s = time.time() - t0
 
+        before = scrape(port, LOOP_METRICS)
         stop, util = threading.Event(), []
         th = threading.Thread(target=sampler, args=(stop, util), daemon=True)
         th.start()
@@ -135,6 +161,7 @@ def run_key(a, log, work, out_root):
             subprocess.run(ctl + ["wait", job, "--quiet", "--timeout", "3600"], check=True, stdout=subprocess.DEVNULL)
         wall = time.time() - t0
         stop.set()
+        after = scrape(port, LOOP_METRICS)
         restart = None
         if a.restart:
             # A GPU worker SIGKILLed and replaced: its first proof against a steady one.
@@ -176,7 +203,7 @@ def run_key(a, log, work, out_root):
     rate = n / wall
     busy = sum(compute) / 1000.0 / wall
     nv = n_vars_of(zkey)
-    print(f"\n== domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x {a.per_job} witnesses), "
+    print(f"\n== {a.curve}, domain 2^{log}, backend {a.backend}: {n} partitions ({a.jobs} jobs x {a.per_job} witnesses), "
           f"{a.synth_workers} synthesis workers, gpu_queue_depth {a.depth}, gpu_lanes {a.lanes}, "
           f"{os.cpu_count()} cores ==")
     print(f"warm-up (key resident): {warm_s:.2f} s; first job accepted {min(accepted_at):.2f} s, all {a.jobs} "
@@ -198,6 +225,10 @@ def run_key(a, log, work, out_root):
               f"({len(util)} samples)")
     else:
         print("   NVML: no nvidia-smi here")
+    d = {k: after[k] - before[k] for k in LOOP_METRICS}
+    print(f"supervisor loop thread busy: {100 * d['zkfarm_loop_busy_seconds_total'] / wall:.1f}% of the wall time; "
+          f"proofs verified {d['zkfarm_verify_proofs_total']:.0f} in {d['zkfarm_verify_batches_total']:.0f} batches "
+          f"(mean {d['zkfarm_verify_proofs_total'] / max(1, d['zkfarm_verify_batches_total']):.1f})")
     print(f"{'stage (ms)':<34} {'median':>8} {'mean':>8} {'max':>8}")
     for name, k in (("witness load (synthesis worker)", 1), ("queued at the GPU worker", 2),
                     ("compute: synthesis + prove step", 3)):
@@ -229,6 +260,7 @@ def main():
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--log", type=int, action="append")
     ap.add_argument("--jobs", type=int, default=10)
+    ap.add_argument("--curve", default="bn128", choices=["bn128", "bls12381"], help="the test key's curve")
     ap.add_argument("--per-job", type=int, default=10, help="distinct witnesses a job (≥ 2)")
     ap.add_argument("--synth-workers", type=int, default=4)
     ap.add_argument("--arena-mib", type=int, default=4096)

@@ -6,11 +6,12 @@
 # prints partitions/s, the GPU worker's busy share, the stages and the
 # timeline for each). Then the same for a large key (LARGE, default 22;
 # 0 skips it): lanes must not slow it down (a large key's step runs alone).
-#   bench/small-proofs.sh [--backend cuda|cpu] [--log N] [--lanes N] [--large N] [--jobs N]
+#   bench/small-proofs.sh [--backend cuda|cpu] [--curve bn128|bls12381] [--log N] [--lanes N]
+#                         [--large N] [--jobs N] [--synth-workers N]
 # On the H200 machine: ZKFARM_BIN=.gpu/bin LD_LIBRARY_PATH=.gpu/lib bench/small-proofs.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-backend=cuda log=15 lanes=4 large=22 jobs=10 per_job=100 synth=8 out=${OUT:-$root/build/small-proofs}
+backend=cuda log=15 lanes=4 large=22 jobs=10 per_job=100 synth=8 curve=bn128 out=${OUT:-$root/build/small-proofs}
 while [ $# -gt 0 ]; do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -18,13 +19,14 @@ while [ $# -gt 0 ]; do
     --lanes) lanes=$2; shift 2 ;;
     --large) large=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --curve) curve=$2; shift 2 ;;
     --synth-workers) synth=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "small-proofs: unknown option $1" >&2; exit 2 ;;
   esac
 done
 bench() { python3 "$root/bench/farm_gpu_bench.py" --bin "${ZKFARM_BIN:-$root/build/bin}" --backend "$backend" \
-  --no-restart --synth-workers "$synth" "$@"; }
+  --no-restart --synth-workers "$synth" --curve "$curve" "$@"; }
 for l in 1 "$lanes"; do
   bench --log "$log" --jobs "$jobs" --per-job "$per_job" --depth $((2 * l)) --lanes "$l" --out "$out/lanes$l"
 done

@@ -363,6 +363,7 @@ int Supervisor::run() {
     for (const auto& [id, w] : workers_->all())
       if (w.output && w.output->fd() >= 0) items.push_back({nullptr, w.output->fd(), ZMQ_POLLIN, 0});
     zmq::poll(items.data(), items.size(), std::chrono::milliseconds(50));
+    const auto pass_start = std::chrono::steady_clock::now();
     handle_signals();
     inbox_.run();  // what the journal and delivery threads finished
     pump_worker_output();
@@ -385,6 +386,7 @@ int Supervisor::run() {
     lifecycle_->notify_progress(steady_ms());
     if (lifecycle_->stopping() && lifecycle_->advance_stop(steady_ms())) break;
     update_snapshot();
+    metrics_.loop_busy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
   }
   std::filesystem::remove(cfg_.state_dir + "/children");
   // What a shared queue's host still holds (a drain that timed out) goes

@@ -44,6 +44,9 @@ struct Metrics {
   std::map<std::string, uint64_t> jobs_finished;  ///< by final state: done, failed, cancelled
   uint64_t device_faults = 0;      ///< proofs from a GPU backend that did not verify
   uint64_t proofs_rejected = 0;    ///< proofs that did not verify, any backend
+  /// Seconds the loop thread spent on its work (each pass from poll's return
+  /// to the next poll; monotonic clock): its busy share is the rate.
+  double loop_busy_s = 0;
   uint64_t partitions_requeued_intact = 0;  ///< back to the GPU queue from their slot after a GPU worker died (no new synthesis)
   uint64_t release_timeouts = 0;   ///< release waits that ended in release_timeout
   uint64_t journal_write_errors = 0;  ///< journal writes that failed (each retry that fails counts)

@@ -87,6 +87,9 @@ std::string Supervisor::render_metrics() const {
                  double(metrics_.proofs_rejected));
   out += counter("zkfarm_device_faults_total", "Proofs from a GPU backend that did not verify.",
                  double(metrics_.device_faults));
+  out += counter("zkfarm_loop_busy_seconds_total",
+                 "Seconds the supervisor's loop thread spent working (not waiting in poll); its rate is the loop's busy share.",
+                 metrics_.loop_busy_s);
   const ProofChecks::Counts checked = pipeline_->checks().counts();
   out += counter("zkfarm_verify_proofs_total", "Proofs verified by the proof checks (good or bad).",
                  double(checked.proofs));
