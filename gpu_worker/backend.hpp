@@ -16,6 +16,11 @@
 
 namespace zkfarm::gpu {
 
+/// The largest domain (2^N) whose prove steps share the device with others
+/// (gpu_worker/lane_gate.hpp); a larger key's steps run alone, and a GPU
+/// backend keeps one workspace for them.
+inline constexpr uint32_t kMaxSharedLogDomain = 18;
+
 /// A proof over any curve of Curves (ProofOf<C> for the curve proved).
 using AnyProof = Curves::Variant<ProofOf>;
 

@@ -20,7 +20,7 @@ namespace zkfarm::gpu {
 class LaneGate {
  public:
   /// Keys of domain 2^max_shared_log or less share the device when `lanes` > 1.
-  static constexpr uint32_t kMaxSharedLog = 18;
+  static constexpr uint32_t kMaxSharedLog = kMaxSharedLogDomain;
 
   LaneGate(ProveBackend& backend, size_t lanes, uint32_t max_shared_log = kMaxSharedLog)
       : backend_(backend), lanes_(lanes), max_shared_log_(max_shared_log) {}

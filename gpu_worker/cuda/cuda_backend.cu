@@ -313,7 +313,7 @@ class CudaBackend final : public ProveBackend {
         },
         [this](const Zkey& key) { return ResidentKey::estimate(key, tables_for(key)); }, budget_,
         "of device memory resident keys may take (gpu_key_memory_percent)", ContentChecks::alongside_prepare);
-    workspaces_.take();  // the first lane's, made now: a device that cannot make it fails at start
+    large_ = std::make_unique<Workspace>();  // made now: a device that cannot make one fails at start
   }
 
   ~CudaBackend() override {
@@ -399,6 +399,21 @@ class CudaBackend final : public ProveBackend {
   template <class C>
   ProofOf<C> prove_on(const Zkey& key, const U256* witness, const U256& r, const U256& s,
                       const std::atomic<bool>* cancel) {
+    // A large key's step always uses the first workspace (one at a time), so
+    // that only one set of buffers grows to a large partition's size; small
+    // keys' steps share the pool.
+    if (key.log_domain > kMaxSharedLogDomain) {
+      std::lock_guard lock(large_mutex_);
+      return prove_in<C>(*large_, key, witness, r, s, cancel);
+    }
+    auto ws = workspaces_.take();
+    return prove_in<C>(*ws, key, witness, r, s, cancel);
+  }
+
+  template <class C>
+  ProofOf<C> prove_in(Workspace& workspace, const Zkey& key, const U256* witness, const U256& r, const U256& s,
+                      const std::atomic<bool>* cancel) {
+    Workspace* ws = &workspace;
     std::unique_ptr<ResidentKey> once;  // a key that did not come from load()
     const ResidentKeyOf<C>* dk = nullptr;
     {
@@ -415,7 +430,6 @@ class CudaBackend final : public ProveBackend {
     auto check_cancel = [&] {
       if (cancel && cancel->load()) throw Cancelled();
     };
-    auto ws = workspaces_.take();
     DeviceBuffer &abc_ = ws->abc, &witness_ = ws->witness;
     const Stream &copy = ws->copy, &compute = ws->compute, &h_prep = ws->h_prep;
     const size_t n = key.domain_size, nv = key.n_vars;
@@ -478,7 +492,9 @@ class CudaBackend final : public ProveBackend {
   std::unique_ptr<KeyCache<ResidentKey>> keys_;
   mutable std::mutex keys_mutex_;  // keys_'s list (load() alone changes what it holds)
   std::vector<void*> pinned_;
-  WorkspacePool<Workspace> workspaces_{[] { return std::make_unique<Workspace>(); }};
+  WorkspacePool<Workspace> workspaces_{[] { return std::make_unique<Workspace>(); }};  // small keys' steps
+  std::mutex large_mutex_;
+  std::unique_ptr<Workspace> large_;  // large keys' steps (and every step of a one-lane worker's large keys)
 };
 
 }  // namespace
