@@ -47,6 +47,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 
 fixtures=${ZKFARM_FIXTURES:-$root/tests/fixtures/shared}
 export ZKFARM_SHARED_FIXTURES=$fixtures  # the GPU tests read chain and tiny from there
+export ZKFARM_SOURCE_DIR=$root           # …and the edge-case keys (tests/fixtures) from this checkout
 echo "== kernels against the CPU (zkfarm_gpu_tests)"
 mkdir -p "$out"
 if ! "$bin/zkfarm_gpu_tests" >"$out/gpu_tests.log" 2>&1; then

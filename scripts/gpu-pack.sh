@@ -7,7 +7,9 @@
 # DIR/bin: the release binaries (CUDA backend built: nvcc must be here);
 # DIR/lib: the shared libraries they use beyond glibc and libstdc++;
 # DIR/fixtures: the circom/snarkjs fixtures (tests/fixtures/shared).
-# On the GPU machine: ZKFARM_BIN=DIR/bin LD_LIBRARY_PATH=DIR/lib.
+# On the GPU machine: ZKFARM_BIN=DIR/bin LD_LIBRARY_PATH=DIR/lib; for DIR/bin/zkfarm_gpu_tests
+# also ZKFARM_SHARED_FIXTURES=DIR/fixtures and ZKFARM_SOURCE_DIR=the checkout there
+# (the edge-case fixtures, tests/fixtures/*.zkey, are read from it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/.gpu}

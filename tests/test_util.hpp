@@ -45,7 +45,13 @@ inline std::string shared_fixture(const std::string& name) {
   const char* env = std::getenv("ZKFARM_SHARED_FIXTURES");
   return std::string(env && *env ? env : ZKFARM_SHARED_FIXTURES) + "/" + name;
 }
-inline std::string repo_path(const std::string& rel) { return std::string(ZKFARM_SOURCE_DIR) + "/" + rel; }
+/// A file of this checkout: under $ZKFARM_SOURCE_DIR when set (a packed test
+/// binary on a machine where the checkout sits elsewhere: scripts/gpu-pack.sh),
+/// else under the path the build was configured with.
+inline std::string repo_path(const std::string& rel) {
+  const char* env = std::getenv("ZKFARM_SOURCE_DIR");
+  return std::string(env && *env ? env : ZKFARM_SOURCE_DIR) + "/" + rel;
+}
 
 inline U256 dec(const std::string& s) {
   auto v = parse_decimal(s);
