@@ -1,10 +1,6 @@
 #include "groth16/verify.hpp"
 
-#include <sys/random.h>
-
 #include <array>
-#include <cerrno>
-#include <system_error>
 
 #include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
@@ -178,21 +174,15 @@ VerifyResult precheck(const ProofOf<C>& proof, std::span<const U256> public_sign
 
 const VerifyResult kPairingFails{VerifyFault::kPairing, "the pairing check failed"};
 
-// A batch's weight ρ: uniform in [1, 2¹²⁸), from getrandom (the kernel's
-// CSPRNG), drawn after the proofs are fixed.
+// A batch's weight ρ: uniform in [1, 2¹²⁸), drawn after the proofs are
+// fixed: the low 128 bits of random_scalar_of (getrandom; r > 2²⁵², so the
+// bias of taking them is below 2⁻¹²⁴).
+template <class C>
 U256 random_weight() {
   for (;;) {
-    uint64_t w[2];
-    size_t got = 0;
-    while (got < sizeof w) {
-      const ssize_t k = getrandom(reinterpret_cast<uint8_t*>(w) + got, sizeof w - got, 0);
-      if (k < 0) {
-        if (errno == EINTR) continue;
-        throw std::system_error(errno, std::generic_category(), "getrandom");
-      }
-      got += size_t(k);
-    }
-    if (w[0] | w[1]) return U256{w[0], w[1], 0, 0};
+    U256 x = random_scalar_of<C>();
+    x[2] = x[3] = 0;
+    if (x[0] | x[1]) return x;
   }
 }
 
@@ -210,7 +200,7 @@ bool VerifyingKeyOf<C>::batch_holds(std::span<const BatchItemOf<C>> items, std::
   std::vector<G2PreparedOf<C>> b(n);
   for (size_t k = 0; k < n; ++k) {
     const BatchItemOf<C>& item = items[idx[k]];
-    const U256 rho = random_weight();
+    const U256 rho = random_weight<C>();
     const Fr w = Fr::from_u256(rho);
     t[0] += w;
     for (size_t i = 0; i < item.public_signals.size(); ++i) t[i + 1] += w * Fr::from_u256(item.public_signals[i]);
@@ -230,31 +220,40 @@ bool VerifyingKeyOf<C>::batch_holds(std::span<const BatchItemOf<C>> items, std::
 }
 
 template <class C>
+bool VerifyingKeyOf<C>::pairing_holds(const ProofOf<C>& proof, std::span<const U256> public_signals) const {
+  const auto vk_x = public_input_point(public_signals);
+  const G2PreparedOf<C> b(proof.b);
+  const auto& p = *prepared_;
+  const PairingTermOf<C> terms[] = {{-proof.a, &b}, {vk_x, &p.gamma}, {proof.c, &p.delta}};
+  return final_exponentiation_of<C>(miller_loop_of<C>(terms) * p.alpha_beta).is_one();
+}
+
+template <class C>
 VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, std::span<const U256> public_signals) {
   if (VerifyResult pre = precheck<C>(proof, public_signals, vk.n_public()); !pre) return pre;
-  const auto vk_x = vk.public_input_point(public_signals);
-  const G2PreparedOf<C> b(proof.b);
-  const auto& p = *vk.prepared_;
-  const PairingTermOf<C> terms[] = {{-proof.a, &b}, {vk_x, &p.gamma}, {proof.c, &p.delta}};
-  const Fq12Of<C> f = miller_loop_of<C>(terms) * p.alpha_beta;
-  if (!final_exponentiation_of<C>(f).is_one()) return kPairingFails;
+  if (!vk.pairing_holds(proof, public_signals)) return kPairingFails;
   return {};
 }
 
 template <class C>
-std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items) {
+std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items,
+                                       size_t* pairings) {
   std::vector<VerifyResult> out(items.size());
   std::vector<size_t> well_formed;
   for (size_t i = 0; i < items.size(); ++i) {
     out[i] = precheck<C>(*items[i].proof, items[i].public_signals, vk.n_public());
     if (out[i]) well_formed.push_back(i);
   }
-  // A failing set is halved until each bad proof stands alone; one proof is
-  // checked as verify_proof checks it (no weight needed).
+  size_t runs = 0;
+  // A failing set is halved until each bad proof stands alone; one proof's
+  // pairing is checked as verify_proof checks it (no weight needed, and its
+  // prechecks already passed above).
   auto check = [&](auto&& self, std::span<const size_t> idx) -> void {
     if (idx.empty()) return;
+    ++runs;
     if (idx.size() == 1) {
-      out[idx[0]] = verify_proof(vk, *items[idx[0]].proof, items[idx[0]].public_signals);
+      const BatchItemOf<C>& item = items[idx[0]];
+      if (!vk.pairing_holds(*item.proof, item.public_signals)) out[idx[0]] = kPairingFails;
       return;
     }
     if (vk.batch_holds(items, idx)) return;  // every one verifies (out[i] already ok)
@@ -263,6 +262,7 @@ std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<co
     self(self, idx.subspan(half));
   };
   check(check, std::span<const size_t>(well_formed));
+  if (pairings) *pairings = runs;
   return out;
 }
 
@@ -270,7 +270,7 @@ std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<co
 #define ZKFARM_VERIFY_INSTANTIATE(C) \
   template class VerifyingKeyOf<C>;  \
   template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>); \
-  template std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf<C>&, std::span<const BatchItemOf<C>>);
+  template std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf<C>&, std::span<const BatchItemOf<C>>, size_t*);
 ZKFARM_FOR_EACH_CURVE(ZKFARM_VERIFY_INSTANTIATE)
 
 }  // namespace zkfarm

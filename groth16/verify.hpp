@@ -56,7 +56,8 @@ struct BatchItemOf {
   std::span<const U256> public_signals;
 };
 template <class C>
-std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items);
+std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items,
+                                       size_t* pairings = nullptr);
 
 /// A Groth16 verification key over C: α (G1), β, γ, δ (G2), IC (nPublic+1
 /// G1 points), all affine with Montgomery coordinates, validated (on their
@@ -99,7 +100,7 @@ class VerifyingKeyOf {
  private:
   struct Prepared;
   friend VerifyResult verify_proof<C>(const VerifyingKeyOf&, const ProofOf<C>&, std::span<const U256>);
-  friend std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf&, std::span<const BatchItemOf<C>>);
+  friend std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf&, std::span<const BatchItemOf<C>>, size_t*);
   /// vk_x = IC_0 + Σ s_i·IC_i (s canonical, size n_public()).
   G1A public_input_point(std::span<const U256> s) const;
   /// t_0·IC_0 + Σ t_i·IC_i (t canonical, size n_public() + 1), in XYZZ.
@@ -107,6 +108,9 @@ class VerifyingKeyOf {
   /// Whether the proofs `idx` of `items` (each well formed, in its subgroups)
   /// pass the batched pairing check together (verify_batch).
   bool batch_holds(std::span<const BatchItemOf<C>> items, std::span<const size_t> idx) const;
+  /// Whether `proof` (well formed, in its subgroups) passes the pairing
+  /// equation with `public_signals`: verify_proof after its prechecks.
+  bool pairing_holds(const ProofOf<C>& proof, std::span<const U256> public_signals) const;
 
   G1A alpha1_;
   G2A beta2_, gamma2_, delta2_;
@@ -145,15 +149,20 @@ VerifyResult verify_proof(const VerifyingKeyOf<C>& vk, const ProofOf<C>& proof, 
 /// checked again, down to single proofs, which get verify_proof's own
 /// verdict: a bad proof is found and refused alone, and the good proofs of a
 /// failing batch still pass (b bad proofs in n cost about 2·b·log₂(n) extra
-/// checks). Never throws for bad proofs (std::bad_alloc, or std::system_error
-/// when getrandom fails, can escape). Thread-safe on one key as verify_proof.
+/// checks). Each proof's form and subgroups are checked once, whatever the
+/// halving. `pairings` (may be null) receives how many pairing checks ran
+/// (batched or single): 1 for a batch that holds. Never throws for bad
+/// proofs (std::bad_alloc, or std::system_error when getrandom fails, can
+/// escape). Thread-safe on one key as verify_proof.
 template <class C>
-std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items);
+std::vector<VerifyResult> verify_batch(const VerifyingKeyOf<C>& vk, std::span<const BatchItemOf<C>> items,
+                                       size_t* pairings);
 
 #define ZKFARM_VERIFY_EXTERN(C)        \
   extern template class VerifyingKeyOf<C>; \
   extern template VerifyResult verify_proof<C>(const VerifyingKeyOf<C>&, const ProofOf<C>&, std::span<const U256>); \
-  extern template std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf<C>&, std::span<const BatchItemOf<C>>);
+  extern template std::vector<VerifyResult> verify_batch<C>(const VerifyingKeyOf<C>&, std::span<const BatchItemOf<C>>, \
+                                                           size_t*);
 ZKFARM_FOR_EACH_CURVE(ZKFARM_VERIFY_EXTERN)
 #undef ZKFARM_VERIFY_EXTERN
 

@@ -56,9 +56,11 @@ void check_curve(const std::string& name) {
   const Proved<C> good = prove_chain<C>(key, name);
   ASSERT_GT(key.n_public, 0u);
 
-  // All good: one batch, every verdict ok.
-  for (const VerifyResult& r : verify_batch<C>(vk, items_of<C>(good.proofs, good.signals)))
+  // All good: one batch, one pairing check (not ten), every verdict ok.
+  size_t pairings = 0;
+  for (const VerifyResult& r : verify_batch<C>(vk, items_of<C>(good.proofs, good.signals), &pairings))
     EXPECT_TRUE(r.ok()) << name << ": " << r.reason;
+  EXPECT_EQ(pairings, 1u) << name << ": the batch of good proofs did not hold";
   EXPECT_TRUE(verify_batch<C>(vk, std::span<const BatchItemOf<C>>{}).empty());
 
   // Planted faults, each at its own place among good proofs: each is refused
@@ -72,7 +74,11 @@ void check_curve(const std::string& name) {
   signals[5][0] = (C::Fr::from_u256(signals[5][0]) + C::Fr::one()).to_u256();  // another statement
   proofs[7].c.y += C::Fq::one();                          // off the curve
   signals[9].pop_back();                                  // the wrong count
-  const auto verdicts = verify_batch<C>(vk, items_of<C>(proofs, signals));
+  const auto verdicts = verify_batch<C>(vk, items_of<C>(proofs, signals), &pairings);
+  // 8 well formed (0-6, 8), 2 bad among them (2, 5): the eight fail, both
+  // fours fail, {0,1} and {6,8} hold, {2,3} and {4,5} fail, then 2, 3, 4
+  // and 5 alone: 11 pairing checks, and only the halves with a bad proof split.
+  EXPECT_EQ(pairings, 11u) << name;
   ASSERT_EQ(verdicts.size(), proofs.size());
   for (size_t i = 0; i < proofs.size(); ++i) {
     const VerifyResult alone = verify_proof<C>(vk, proofs[i], signals[i]);
@@ -96,11 +102,13 @@ void check_curve(const std::string& name) {
   minus.add_affine(-gen.to_affine());
   pair[0].a = plus.to_affine();
   pair[1].a = minus.to_affine();
-  for (const VerifyResult& r : verify_batch<C>(vk, items_of<C>(pair, same)))
+  for (const VerifyResult& r : verify_batch<C>(vk, items_of<C>(pair, same), &pairings))
     EXPECT_EQ(r.fault, VerifyFault::kPairing) << name;
+  EXPECT_EQ(pairings, 3u) << name;  // the pair, then each alone
   // The untouched pair passes.
   std::vector<ProofOf<C>> twice{good.proofs[0], good.proofs[0]};
-  for (const VerifyResult& r : verify_batch<C>(vk, items_of<C>(twice, same))) EXPECT_TRUE(r.ok()) << name;
+  for (const VerifyResult& r : verify_batch<C>(vk, items_of<C>(twice, same), &pairings)) EXPECT_TRUE(r.ok()) << name;
+  EXPECT_EQ(pairings, 1u) << name;
 }
 
 TEST(VerifyBatch, Bn254FindsEachPlantedBadProofAlone) { check_curve<Bn254>("chain"); }

@@ -382,6 +382,7 @@ std::vector<ProofStored> Journal::add_proofs(std::span<const ProofToStore> proof
   transact("add_proof", [&](const std::string& where) {
     out.clear();  // a retried transaction starts over
     Stmt s(db_, sql::journal::insert_proof, where);
+    Stmt u(db_, sql::journal::set_public_json, where);
     for (const ProofToStore& p : proofs) {
       const ProofRecord& rec = p.record;
       s.bind(1, int64_t(p.job)).bind(2, int64_t(p.index)).blob(3, rec.proof).bind(4, rec.proved_ms);
@@ -391,9 +392,9 @@ std::vector<ProofStored> Journal::add_proofs(std::span<const ProofToStore> proof
       const bool added = db_.changes() == 1;
       out.push_back(added ? ProofStored::kStored : ProofStored::kDuplicate);
       if (added && !rec.public_json.empty()) {  // a partition of inputs: its public signals came with its witness
-        Stmt u(db_, sql::journal::set_public_json, where);
         u.bind(1, rec.public_json).bind(2, int64_t(p.job)).bind(3, int64_t(p.index));
         u.step();
+        u.reset();
       }
     }
   });

@@ -19,19 +19,6 @@ size_t ProofVerifier::n_public() const {
   return std::visit([](const auto& vk) { return vk.n_public(); }, vk_);
 }
 
-std::string ProofVerifier::check(std::string_view proof_bytes, std::span<const U256> public_signals) const {
-  try {
-    const VerifyResult r = std::visit(
-        [&]<class C>(const VerifyingKeyOf<C>& vk) {
-          return verify_proof(vk, decode_proof<C>(proof_bytes), public_signals);
-        },
-        vk_);
-    return r.ok() ? std::string() : r.reason;
-  } catch (const MalformedProof& e) {
-    return std::string("malformed proof: ") + e.what();
-  }
-}
-
 std::vector<std::string> ProofVerifier::check_batch(std::span<const std::string_view> proofs,
                                                    std::span<const std::span<const U256>> signals) const {
   std::vector<std::string> out(proofs.size());

@@ -27,17 +27,13 @@ class ProofVerifier {
   CurveId curve() const;
   size_t n_public() const;
 
-  /// "" when `proof_bytes` decode as a proof of the key's curve and verify
-  /// against `public_signals` (canonical, n_public() of them); otherwise why
-  /// not: "malformed proof: …" or verify_proof's reason. Never throws for a
-  /// bad proof. Thread-safe.
-  std::string check(std::string_view proof_bytes, std::span<const U256> public_signals) const;
-
-  /// The verdicts check() would give each (proofs[i] against signals[i]; the
-  /// spans have the same length), found together: the proofs that decode are
-  /// verified in one batch (verify.hpp's verify_batch: a random linear
-  /// combination, halved down to the bad proofs when it fails). Never throws
-  /// for bad proofs. Thread-safe.
+  /// For each i, "" when proofs[i] (groth16/proof_codec.hpp's encoding)
+  /// decodes as a proof of the key's curve and verifies against signals[i]
+  /// (canonical, n_public() of them; the spans have the same length);
+  /// otherwise why not: "malformed proof: …" or verify_proof's reason. The
+  /// proofs that decode are verified in one batch (verify.hpp's
+  /// verify_batch: a random linear combination, halved down to the bad
+  /// proofs when it fails). Never throws for bad proofs. Thread-safe.
   std::vector<std::string> check_batch(std::span<const std::string_view> proofs,
                                        std::span<const std::span<const U256>> signals) const;
 

@@ -18,8 +18,12 @@ std::shared_ptr<const ProofVerifier> VerifyingKeys::get(const std::string& key_i
     std::lock_guard lock(mutex_);
     if (auto it = by_key_.find(key_id); it != by_key_.end()) return it->second;
   }
-  // Read without the lock: other keys' checks go on meanwhile.
-  auto vk = ProofVerifier::from_zkey(Zkey::open(zkey));
+  // Read without the lock: other keys' checks go on meanwhile. Sections 2
+  // and 3 only: the verification key checks its own points (canonical, on
+  // their curves, in their subgroups), so the whole key's content checks
+  // (a read of every byte of a key of tens of GB) would only hold up every
+  // proof waiting behind this one.
+  auto vk = ProofVerifier::from_zkey(Zkey::open(zkey, ZkeyContents::unchecked));
   std::lock_guard lock(mutex_);
   return by_key_.try_emplace(key_id, std::move(vk)).first->second;
 }
