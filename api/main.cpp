@@ -19,7 +19,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 #include "api/farm_link.hpp"
 #include "api/http_server.hpp"
 #include "api/service.hpp"

@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 #include "groth16/errors.hpp"
 #include "gpu_worker/device_fault.hpp"
 #include "gpu_worker/lane_gate.hpp"

@@ -18,7 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/peer.hpp"
 #include "supervisor/status/http_server.hpp"

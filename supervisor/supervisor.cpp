@@ -1,6 +1,6 @@
 #include "supervisor/supervisor.hpp"
 
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -22,7 +22,7 @@
 #include <cstring>
 #include <variant>
 
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 #include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/key_cache.hpp"

@@ -19,7 +19,7 @@
 #include <iostream>
 #include <vector>
 
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
 #include "files/unique_fd.hpp"

@@ -2,7 +2,7 @@
 // Prometheus text format (docs/metrics.md lists every family), rendered on the
 // loop for the HTTP thread's snapshot; and the samples behind them (job ends,
 // NVML's view of the GPUs).
-#include "build_info/build_info.hpp"
+#include "version/build_info.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
