@@ -220,7 +220,7 @@ TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
   expect_error("synth_wrkers = 3\n", "unknown key 'synth_wrkers'");
   expect_error("arena_mib = \"lots\"\n", "arena_mib: expected an integer");
   expect_error("heartbeat_ms = 1\n", "heartbeat_ms: 1 is out of range");
-  expect_error("synth_workers = [\n", ":2: ");  // the line where the parse failed
+  expect_error("synth_workers = [\n", ".toml:1: Error while parsing array");  // FILE:LINE of the fault
   expect_error("gpu_msm_copies = 17\n", "gpu_msm_copies: 17 is out of range");
   Config m;
   EXPECT_EQ(m.gpu_msm_copies, 1u);  // precomputed tables off until they have run on a GPU
