@@ -89,14 +89,16 @@ class ServiceTest(unittest.TestCase):
         self.assertRegex(body, r"^not ready: workers not READY: gpu-0 failed \(")
         self.assertEqual(http_get(port, "/healthz")[0], 200)
         # zkfarm_worker_info: one series per worker, with its pid ("" for none) and binary.
-        metrics = wait_until("metrics with worker_info", lambda: (lambda b: b if "zkfarm_worker_info" in b else None)(
-            http_get(port, "/metrics")[1]))
+        # (The snapshot is rendered every 200 ms: poll until it has the failed worker.)
+        gpu_line = f'zkfarm_worker_info{{worker="gpu-0",kind="gpu",pid="",version="",binary="{bad}"}} 1'
+        metrics = wait_until("the failed gpu-0 in /metrics",
+                             lambda: (lambda b: b if gpu_line in b else None)(http_get(port, "/metrics")[1]))
         synth = re.search(r'zkfarm_worker_info\{worker="synth-0",kind="synth",pid="(\d+)",version="([^"]*)",'
                           r'binary="([^"]+)"\} 1', metrics)
         self.assertIsNotNone(synth, metrics)
         self.assertEqual(int(synth.group(1)), workers["synth-0"]["pid"])
+        self.assertEqual(synth.group(2), farm.status()["version"], "the version the worker said in READY")
         self.assertTrue(synth.group(3).endswith("zkfarm-synth"))
-        self.assertIn(f'zkfarm_worker_info{{worker="gpu-0",kind="gpu",pid="",version="",binary="{bad}"}} 1', metrics)
         self.assertRegex(metrics, r'zkfarm_build_info\{version="[^"]+",commit="[^"]+",cuda="(yes|no)"\} 1')
         farm.stop_and_check(self)
 
