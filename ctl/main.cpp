@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   app.add_option("--api-dir", api_dir, "token, tenant: zkfarm-api's folder (default STATE/api)")->envname("ZKFARM_API_DIR");
   app.add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600 * 1000));
+      ->check(whole_number(1, 3600 * 1000));
 
   SubmitOptions submit_opt;
   auto* submit = app.add_subcommand("submit", "submit a job; prints its id alone on stdout");
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   jobs->add_flag("--json", jobs_json, "the job list as JSON on stdout");
   jobs->add_option("--state", jobs_opt.state, "only jobs in this state")
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
-  jobs->add_option("--limit", jobs_opt.limit, "at most this many jobs (1..1000; default 100)")->check(CLI::Range(1, 1000));
+  jobs->add_option("--limit", jobs_opt.limit, "at most this many jobs (1..1000; default 100)")->check(whole_number(1, 1000));
   jobs->add_option("--before", jobs_opt.before, "only jobs with a smaller id (the cursor a previous page printed)")
       ->check(whole_number(1, UINT64_MAX));
   jobs->add_option("--since", jobs_opt.since,

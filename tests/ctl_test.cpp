@@ -818,6 +818,8 @@ TEST(Ctl, UsageErrorsExit2) {
            {"--state-dir", "/x", "stop", "--now", "--timeout", "5"},
            {"--state-dir", "/x", "tenant", "set", "t", "--max-stored-bytes", "-1"},
            {"--state-dir", "/x", "logs", "-n", "-3"},
+           {"--state-dir", "/x", "--timeout-ms", "0x10", "jobs"},
+           {"--state-dir", "/x", "jobs", "--limit", "1001"},
            {"--state-dir", "/x", "submit", "--zkey", "k"},
            {"--state-dir", "/x", "submit", "--zkey", "k", "--wtns", "w", "--priority", "urgent"},
            {"--state-dir", "/x", "wait"},
