@@ -86,7 +86,7 @@ class OperatorTest(unittest.TestCase):
         seen = wait_until("the release wait in the table",
                           lambda: (lambda t: t if "release wait" in t and "fake:" in t else None)(table(farm.state)),
                           timeout=60)
-        self.assertRegex(seen, r"gpu-0 +gpu +0 +releasing .*rolling: waiting for its memory to be released; "
+        self.assertRegex(seen, r"gpu-0 +gpu +- +releasing .*rolling: waiting for its memory to be released; "
                                r"release wait \S+ (s|ms) of 2m 00s: fake: \d+ ms left")
         self.assertRegex(seen, r"Rolling: +upgrade 1: running, 0 of 1 worker replaced, now gpu-0")
         stdout, stderr = up.communicate(timeout=180)
