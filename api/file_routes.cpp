@@ -35,7 +35,7 @@ json circuit_view(const CircuitRow& c) {
             {"wasm", c.wasm_upload.empty() ? json(nullptr) : json(c.wasm_upload)},
             {"inputs", !c.farm_name.empty()},
             {"created_ms", c.created_ms}};
-  for (const char* k : {"kind", "zkey_sha256", "n_vars", "n_public"})
+  for (const char* k : {"kind", "generator", "zkey_sha256", "n_vars", "n_public"})
     if (info.contains(k)) v[k] = info[k];
   return v;
 }
@@ -133,7 +133,8 @@ Response Service::circuit_create(Call& c, const Request& req) {
     }
     const json fc = reply.value("circuit", json::object());
     info = {{"kind", fc.value("kind", "wasm")}};
-    for (const char* k : {"zkey_sha256", "n_vars", "n_public"})
+    // generator: the SHA-256 of the built witness generator (zkfarmd's circuit object).
+    for (const char* k : {"generator", "zkey_sha256", "n_vars", "n_public"})
       if (fc.contains(k)) info[k] = fc[k];
   }
   row.info_json = info.dump();

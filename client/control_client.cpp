@@ -89,14 +89,22 @@ int64_t ms_left(clock::time_point deadline) {
 
 void Client::connect() {
   const std::string path = control_socket_path(state_dir_);
+  // A folder this user may not search hides whether a zkfarmd runs: that is
+  // said as it is (exit 5), never as "no zkfarmd is running".
+  auto denied = [&](int err) { return err == EACCES || err == EPERM; };
+  const std::string hint = " (zkfarmd's state dir is group-searchable: is this user in its group? docs/security.md)";
   struct stat st{};
   if (stat(state_dir_.c_str(), &st) != 0) {
-    throw NoSupervisor(state_dir_, "state dir " + state_dir_ + ": " + std::strerror(errno));
+    const int err = errno;
+    if (denied(err)) throw AccessDenied(state_dir_, "state dir " + state_dir_ + ": " + std::strerror(err) + hint);
+    throw NoSupervisor(state_dir_, "state dir " + state_dir_ + ": " + std::strerror(err));
   }
   if (!S_ISDIR(st.st_mode)) throw NoSupervisor(state_dir_, state_dir_ + " is not a directory");
   if (stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) throw NoSupervisor(state_dir_, path + " does not exist");
-    throw NoSupervisor(state_dir_, path + ": " + std::strerror(errno));
+    const int err = errno;
+    if (err == ENOENT) throw NoSupervisor(state_dir_, path + " does not exist");
+    if (denied(err)) throw AccessDenied(state_dir_, path + ": " + std::strerror(err) + hint);
+    throw NoSupervisor(state_dir_, path + ": " + std::strerror(err));
   }
   if (!S_ISSOCK(st.st_mode)) throw NoSupervisor(state_dir_, path + " is not a socket");
   sockaddr_un addr{};
@@ -111,9 +119,9 @@ void Client::connect() {
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return;
     const int err = errno;
     disconnect();
-    if (err == EACCES || err == EPERM)
-      throw CtlError(kExitNoSupervisor, "cannot connect to zkfarmd at " + state_dir_ + " (" + path +
-                                            ": permission denied; the socket is mode 0660, is this user in its group?)");
+    if (denied(err))
+      throw AccessDenied(state_dir_, path + ": " + std::strerror(err) +
+                                         " (the socket is mode 0660: is this user in control_group? docs/security.md)");
     if (err == ECONNREFUSED)
       throw NoSupervisor(state_dir_,
                          path + " refuses connections: zkfarmd is not running (a stale socket of a dead instance)");
@@ -149,6 +157,18 @@ void Client::send_all(const std::string& bytes) {
     disconnect();
     throw NoSupervisor(state_dir_, "zkfarmd closed the connection on " + path + " (" + why + "); retry");
   }
+}
+
+int Client::peer_pid() {
+  if (fd_ >= 0) {
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) != 0) disconnect();  // closed while idle: ask the one there now
+  }
+  if (fd_ < 0) connect();
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return 0;
+  return cred.pid;
 }
 
 protocol::Message Client::call(const protocol::Message& request) {

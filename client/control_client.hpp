@@ -36,6 +36,16 @@ class NoSupervisor : public CtlError {
       : CtlError(kExitNoSupervisor, "no zkfarmd is running at " + state_dir + " (" + detail + ")") {}
 };
 
+/// The state dir or its control.sock exists (or may) but this user may not
+/// reach it: a directory it cannot search, a socket it may not write
+/// (EACCES, EPERM). Exit 5; what() names the path and the system's reason,
+/// never "no zkfarmd is running" (one may well be).
+class AccessDenied : public CtlError {
+ public:
+  AccessDenied(const std::string& state_dir, const std::string& detail)
+      : CtlError(kExitAccess, "cannot reach zkfarmd at " + state_dir + ": " + detail) {}
+};
+
 /// The supervisor answered {"ok": false, "error": ...}. Exit 1; what() is the
 /// supervisor's error text.
 class Refused : public CtlError {
@@ -113,6 +123,12 @@ class Client : public Caller {
 
   /// The state dir as shown in messages (absolute).
   const std::string& state_dir() const { return state_dir_; }
+
+  /// The pid of the process at the other end of the connection as the kernel
+  /// gives it (SO_PEERCRED: zkfarmd's pid in this process's pid namespace,
+  /// also when zkfarmd runs in another one; 0 when it cannot be named here).
+  /// Connects first when needed; throws as call() does.
+  int peer_pid();
 
  private:
   /// Checks the socket file exists and is a socket, then connects (waiting

@@ -5,7 +5,8 @@
 // carry these codes. A waiting verb (wait, ready --wait, stop --wait,
 // restart/upgrade --wait, drain --wait) ends with 0 when what it waits for
 // happened, 1 when it failed, 3 when zkfarmd is not there or went away
-// first, 4 when its --timeout passed first.
+// first, 4 when its --timeout passed first. 5 is kept apart from 3 so that
+// a script (or `ready --wait`) never waits for a zkfarmd it may not reach.
 
 namespace zkfarm::client {
 
@@ -16,6 +17,7 @@ enum ExitCode : int {
   kExitUsage = 2,         ///< unknown verb or bad flags (CLI11's message)
   kExitNoSupervisor = 3,  ///< no zkfarmd answers at the state dir, or it went away before the end
   kExitTimeout = 4,       ///< a --timeout passed before what was waited for happened
+  kExitAccess = 5,        ///< this user may not reach zkfarmd: the state dir or control.sock refused it (EACCES, EPERM)
 };
 
 }  // namespace zkfarm::client

@@ -172,12 +172,50 @@ Message circuit_from_api(const Message& c) {
   Message m = c;
   m["zkey"] = "upload " + c.value("zkey", std::string());
   m["source"] = c.value("wasm", Message()).is_string() ? "upload " + c["wasm"].get<std::string>() : std::string("-");
-  m["generator"] = c.value("zkey_sha256", std::string());
+  // The generator's hash, as zkfarmd names it (never the key's: zkey_sha256
+  // stays its own field); "-" for a circuit of witnesses, or one an older
+  // zkfarm-api registered without keeping it.
+  m["generator"] = c.value("generator", Message(nullptr));
   m["added_ms"] = c.value("created_ms", Message());
   return m;
 }
 
 }  // namespace
+
+Message ApiClient::submit(const Message& req, std::vector<std::pair<std::string, std::string>>& names) {
+  Impl& a = *impl_;
+  const int t = timeout_ms_;
+  Message body = Message::object();
+  if (req.contains("circuit")) {
+    body["circuit"] = protocol::get_str(req, "circuit");
+    Message inputs = Message::array();
+    for (const auto& p : req.at("inputs")) {
+      const std::string path = p.get<std::string>();
+      Message in = Message::parse(read_text(path), nullptr, false);
+      if (!in.is_object()) throw CtlError(kExitFailed, path + ": not a JSON object (circom's input.json)");
+      // zkfarm-api writes the K-th input to K.json and says "input K.json" (api/service.cpp tenant_text).
+      names.emplace_back("input " + std::to_string(inputs.size()) + ".json", path);
+      inputs.push_back(std::move(in));
+    }
+    body["inputs"] = inputs;
+  } else {
+    const std::string zkey = protocol::get_str(req, "zkey");
+    body["zkey"] = a.upload(zkey, std::max(t, 600000));
+    names.emplace_back("upload " + body["zkey"].get<std::string>(), zkey);
+    Message wtns = Message::array();
+    for (const auto& p : req.at("wtns")) {
+      wtns.push_back(a.upload(p.get<std::string>(), std::max(t, 600000)));
+      names.emplace_back("upload " + wtns.back().get<std::string>(), p.get<std::string>());
+    }
+    body["witnesses"] = wtns;
+  }
+  body["priority"] = protocol::find_str(req, "priority").value_or("normal");
+  if (auto o = protocol::find_str(req, "out")) body["out"] = *o;
+  if (auto k = protocol::find_str(req, "idempotency_key")) body["idempotency_key"] = *k;
+  Message reply = a.post_json("/v1/jobs", body, std::max(t, 600000));
+  const Message job = reply.value("job", Message::object());
+  return {{"ok", true}, {"job", job.value("id", uint64_t(0))}, {"delivery", "client"}, {"delivery_reason", "api"}};
+}
 
 Message ApiClient::call(const Message& req) {
   const std::string type = protocol::type_of(req);
@@ -214,29 +252,18 @@ Message ApiClient::call(const Message& req) {
   }
   if (type == "status") return {{"ok", true}, {"status", a.get("/v1/farm/status", t)}};
   if (type == "submit") {
-    Message body = Message::object();
-    if (req.contains("circuit")) {
-      body["circuit"] = protocol::get_str(req, "circuit");
-      Message inputs = Message::array();
-      for (const auto& p : req.at("inputs")) {
-        const std::string path = p.get<std::string>();
-        Message in = Message::parse(read_text(path), nullptr, false);
-        if (!in.is_object()) throw CtlError(kExitFailed, path + ": not a JSON object (circom's input.json)");
-        inputs.push_back(std::move(in));
-      }
-      body["inputs"] = inputs;
-    } else {
-      body["zkey"] = a.upload(protocol::get_str(req, "zkey"), std::max(t, 600000));
-      Message wtns = Message::array();
-      for (const auto& p : req.at("wtns")) wtns.push_back(a.upload(p.get<std::string>(), std::max(t, 600000)));
-      body["witnesses"] = wtns;
+    // zkfarm-api names what it was sent, not the caller's files ("input
+    // 0.json", "upload ID"): its refusal is given back with the caller's paths.
+    std::vector<std::pair<std::string, std::string>> names;
+    try {
+      return submit(req, names);
+    } catch (const Refused& e) {
+      std::string text = e.what();
+      for (auto it = names.rbegin(); it != names.rend(); ++it)
+        for (size_t at = text.find(it->first); at != std::string::npos; at = text.find(it->first, at + it->second.size()))
+          text.replace(at, it->first.size(), it->second);
+      throw Refused(text, e.retry_after_ms);
     }
-    body["priority"] = protocol::find_str(req, "priority").value_or("normal");
-    if (auto o = protocol::find_str(req, "out")) body["out"] = *o;
-    if (auto k = protocol::find_str(req, "idempotency_key")) body["idempotency_key"] = *k;
-    Message reply = a.post_json("/v1/jobs", body, std::max(t, 600000));
-    const Message job = reply.value("job", Message::object());
-    return {{"ok", true}, {"job", job.value("id", uint64_t(0))}, {"delivery", "client"}, {"delivery_reason", "api"}};
   }
   if (type == "circuit_add") {
     if (req.contains("c_dir")) throw CtlError(kExitUsage, "circuit add --c is not offered by the API (native code); use --wasm");

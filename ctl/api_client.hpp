@@ -8,6 +8,8 @@
 // the caller, and uploaded: the API's host never sees the caller's paths.
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ctl/client.hpp"
 
@@ -29,6 +31,11 @@ class ApiClient : public Caller {
   void set_timeout_ms(int ms) override { timeout_ms_ = ms; }
 
  private:
+  /// `submit`: reads or uploads the caller's files and posts the job; fills
+  /// `names` with what the API calls each file ("input K.json", "upload ID")
+  /// and the caller's path for it, as it goes.
+  protocol::Message submit(const protocol::Message& req, std::vector<std::pair<std::string, std::string>>& names);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int timeout_ms_;

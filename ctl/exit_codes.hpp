@@ -9,6 +9,7 @@ namespace zkfarm::ctl {
 using client::ExitCode;
 using client::kExitFailed;
 using client::kExitNoSupervisor;
+using client::kExitAccess;
 using client::kExitOk;
 using client::kExitTimeout;
 using client::kExitUsage;
@@ -23,5 +24,6 @@ inline constexpr const char* kExitCodesHelp =
     "  2  usage error: unknown verb or bad flags\n"
     "  3  no zkfarmd at the state dir (socket missing, refused, no reply within --timeout-ms),\n"
     "     or it stopped before what was waited for happened (an accepted job stays in the journal)\n"
-    "  4  a --timeout (stop: --wait-timeout) passed before what was waited for happened";
+    "  4  a --timeout (stop: --wait-timeout) passed before what was waited for happened\n"
+    "  5  this user may not reach zkfarmd: the state dir or control.sock refused it (permission denied)";
 }  // namespace zkfarm::ctl

@@ -8,14 +8,49 @@
 #include <optional>
 
 #include "ctl/api_client.hpp"
+#include "ctl/cli_checks.hpp"
 #include "ctl/client.hpp"
 #include "ctl/exit_codes.hpp"
+#include "ctl/progress.hpp"
+#include "ctl/suggest.hpp"
 #include "ctl/tokens.hpp"
 #include "ctl/verbs.hpp"
 
 namespace {
 
 std::string non_empty(const std::string& s) { return s.empty() ? "must not be empty" : std::string(); }
+
+// The longest timeout an option takes: ten years, far beyond any wait, well
+// inside what a steady_clock deadline can hold.
+constexpr double kMaxSeconds = 10.0 * 365 * 86400;
+
+// The package's state dir (packaging/, docs/install.md): where zkfarmd runs as a service.
+constexpr const char* kDefaultStateDir = "/var/lib/zkfarm";
+
+// The global options that take a value (so that "did you mean" skips it).
+const std::vector<std::string> kValueOptions = {"--state-dir", "--api", "--token-file", "--api-ca", "--api-dir",
+                                                "--timeout-ms"};
+
+// "zkfarmctl: unknown verb 'stauts'; did you mean 'status'?" for a command
+// line whose verb (or sub-verb: circuit, token, tenant) names none; "" when
+// the verbs are fine and CLI11's own message says what is wrong.
+std::string verb_hint(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto verbs_of = [&](const std::vector<std::string>& path) {
+    CLI::App* cur = &app;
+    for (const auto& p : path) cur = cur->get_subcommand(p);
+    std::vector<std::string> names;
+    for (const CLI::App* sub : cur->get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    return names;
+  };
+  const zkfarm::ctl::VerbScan scan = zkfarm::ctl::scan_verbs(args, kValueOptions, verbs_of);
+  if (scan.unknown.empty()) return "";
+  std::string where;
+  for (const auto& p : scan.path) where += p + " ";
+  const std::string best = zkfarm::ctl::closest(scan.unknown, verbs_of(scan.path));
+  return "unknown verb '" + where + scan.unknown + "'" + (best.empty() ? "" : "; did you mean '" + where + best + "'?") +
+         " (zkfarmctl " + where + "--help lists them)";
+}
 
 }  // namespace
 
@@ -28,11 +63,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // global flags may also follow the verb
 
-  std::string state_dir;
+  std::string state_dir = kDefaultStateDir;
   int timeout_ms = 5000;
+  bool quiet = false;
   app.add_option("--state-dir", state_dir, "the supervisor's state dir (holds control.sock); not with --api")
       ->envname("ZKFARM_STATE_DIR")
+      ->capture_default_str()
       ->check(non_empty);
+  app.add_flag("-q,--quiet", quiet, "no progress and no notes on stderr (results and errors stay)");
   // Remote: zkfarm-api over HTTPS (docs/api.md).
   std::string api_url, token_file, api_ca, api_dir;
   app.add_option("--api", api_url, "zkfarm-api's URL (https://HOST:PORT): submit, wait, result, cancel, jobs remotely")
@@ -44,7 +82,7 @@ int main(int argc, char** argv) {
   app.add_option("--api-dir", api_dir, "token, tenant: zkfarm-api's folder (default STATE/api)")->envname("ZKFARM_API_DIR");
   app.add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600 * 1000));
+      ->check(whole_number(1, 3600 * 1000));
 
   SubmitOptions submit_opt;
   auto* submit = app.add_subcommand("submit", "submit a job; prints its id alone on stdout");
@@ -72,14 +110,24 @@ int main(int argc, char** argv) {
 
   WaitOptions wait_opt;
   auto* wait = app.add_subcommand("wait", "wait for a job to finish, showing progress on stderr");
-  wait->add_option("job", wait_opt.job, "job id")->required();
+  wait->add_option("job", wait_opt.job, "job id")->required()->check(whole_number(1, UINT64_MAX));
   wait->add_option("--timeout", wait_opt.timeout_s, "give up after this many seconds (exit 4); default: never")
-      ->check(CLI::NonNegativeNumber);
-  wait->add_flag("-q,--quiet", wait_opt.quiet, "no progress output");
+      ->check(seconds_upto(kMaxSeconds));
 
   bool status_json = false;
-  auto* status = app.add_subcommand("status", "the supervisor, its workers, queue, arena and jobs");
-  status->add_flag("--json", status_json, "the status object as JSON on stdout");
+  std::string status_worker;
+  uint64_t status_lines = 10;
+  auto* status = app.add_subcommand("status", "the supervisor, its workers, queue, arena and jobs; or one worker");
+  status->add_flag("--json", status_json, "the status object (or the worker's) as JSON on stdout");
+  status->add_option("worker", status_worker, "one worker (synth-0, gpu-1): its details and its last log lines");
+  status->add_option("-n,--lines", status_lines, "with a worker: how many of its log lines (default 10)")
+      ->check(whole_number(0, 10000));
+
+  std::optional<uint64_t> logs_lines;
+  bool logs_follow = false;
+  auto* logs = app.add_subcommand("logs", "zkfarmd's log (the file its status names): all of it, or -n N lines");
+  logs->add_option("-n,--lines", logs_lines, "only the last N lines (with -f: default 10)")->check(whole_number(0, 1000000));
+  logs->add_flag("-f,--follow", logs_follow, "then print what is appended, across logrotate, until interrupted");
 
   bool jobs_json = false;
   JobsOptions jobs_opt;
@@ -87,47 +135,56 @@ int main(int argc, char** argv) {
   jobs->add_flag("--json", jobs_json, "the job list as JSON on stdout");
   jobs->add_option("--state", jobs_opt.state, "only jobs in this state")
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
-  jobs->add_option("--limit", jobs_opt.limit, "at most this many jobs (1..1000; default 100)")->check(CLI::Range(1, 1000));
-  jobs->add_option("--before", jobs_opt.before, "only jobs with a smaller id (the cursor a previous page printed)");
+  jobs->add_option("--limit", jobs_opt.limit, "at most this many jobs (1..1000; default 100)")->check(whole_number(1, 1000));
+  jobs->add_option("--before", jobs_opt.before, "only jobs with a smaller id (the cursor a previous page printed)")
+      ->check(whole_number(1, UINT64_MAX));
   jobs->add_option("--since", jobs_opt.since,
                    "only jobs submitted since T: a duration before now (30m, 2h, 7d), a date or time "
                    "(2026-12-01, 2026-12-01T10:00, …Z for UTC) or Unix ms");
 
   uint64_t cancel_job = 0;
   auto* cancel = app.add_subcommand("cancel", "cancel a job (its queued partitions are dropped)");
-  cancel->add_option("job", cancel_job, "job id")->required();
+  cancel->add_option("job", cancel_job, "job id")->required()->check(whole_number(1, UINT64_MAX));
 
   uint64_t result_job = 0;
   std::string result_out;
   auto* result = app.add_subcommand("result", "write a finished job's proofs from zkfarmd's journal into a folder (as you)");
-  result->add_option("job", result_job, "job id")->required();
-  result->add_option("--out", result_out, "folder for OUT/k.proof.json and OUT/k.public.json")->required()->check(non_empty);
+  result->add_option("job", result_job, "job id")->required()->check(whole_number(1, UINT64_MAX));
+  result->add_option("--out", result_out, "folder for OUT/k.proof.json and OUT/k.public.json (default: $PWD/proofs)")
+      ->check(non_empty);
 
-  auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully");
+  auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully, or with --now at once");
   std::optional<uint64_t> stop_timeout;
-  bool stop_wait = false;
+  bool stop_wait = false, stop_now = false;
   WaitLimit stop_limit;
-  stop->add_option("--timeout", stop_timeout, "seconds in-flight partitions may take (default: drain_timeout_ms)");
-  stop->add_flag("--wait", stop_wait, "show the stop's progress and return when zkfarmd has exited (exit 1 if it failed)");
+  auto* stop_timeout_opt =
+      stop->add_option("--timeout", stop_timeout, "seconds in-flight partitions may take (default: drain_timeout_ms)")
+          ->check(whole_number(0, uint64_t(kMaxSeconds)));
+  stop->add_flag("--now", stop_now, "no drain: SIGKILL every worker now (the journal keeps every job)")
+      ->excludes(stop_timeout_opt);
+  stop->add_flag("--wait", stop_wait,
+                 "show the stop's progress and return when zkfarmd's process has exited (exit 1 if it failed)");
   stop->add_option("--wait-timeout", stop_limit.timeout_s, "with --wait: give up after S seconds (exit 4)")
-      ->check(CLI::NonNegativeNumber);
-  stop->add_flag("-q,--quiet", stop_limit.quiet, "with --wait: no progress output");
+      ->check(seconds_upto(kMaxSeconds));
 
   bool drain_wait = false;
   double drain_timeout = -1;
   auto* drain = app.add_subcommand("drain", "start no new partitions (status keeps answering)");
   drain->add_flag("--wait", drain_wait, "return once no partition is in flight");
-  drain->add_option("--timeout", drain_timeout, "with --wait: give up after S seconds (exit 4)")->check(CLI::NonNegativeNumber);
+  drain->add_option("--timeout", drain_timeout, "with --wait: give up after S seconds (exit 4)")
+      ->check(seconds_upto(kMaxSeconds));
   auto* resume = app.add_subcommand("resume", "take partitions again after a drain");
-  auto* kill = app.add_subcommand("kill", "stop at once: SIGKILL every worker (the journal keeps every job)");
+  std::string kill_worker;
+  auto* kill = app.add_subcommand("kill", "SIGKILL one worker (zkfarmd restarts it); `stop --now` stops the farm");
+  kill->add_option("worker", kill_worker,
+                   "the worker (synth-0, gpu-1); without one, the farm stops at once as with `stop --now`");
   std::string restart_target;
   bool rolling_wait = false;
   WaitLimit rolling_limit;
   auto add_rolling_wait = [&](CLI::App* verb) {
     verb->add_flag("--wait", rolling_wait, "show its progress and return when it ends (exit 1 if it failed)");
     verb->add_option("--timeout", rolling_limit.timeout_s, "with --wait: give up after S seconds (exit 4)")
-        ->check(CLI::NonNegativeNumber);
-    verb->add_flag("-q,--quiet", rolling_limit.quiet, "with --wait: no progress output");
+        ->check(seconds_upto(kMaxSeconds));
   };
   auto* restart = app.add_subcommand("restart", "rolling restart, one worker at a time");
   restart->add_option("target", restart_target, "a worker id (synth-0, gpu-1), synth, gpu or all")->required();
@@ -142,8 +199,7 @@ int main(int argc, char** argv) {
   auto* ready = app.add_subcommand("ready", "exit 0 when zkfarmd is ready (intake open, every worker READY), else 1");
   ready->add_flag("--wait", ready_wait, "wait until it is (also while zkfarmd is still starting)");
   ready->add_option("--timeout", ready_limit.timeout_s, "with --wait: give up after S seconds (exit 4)")
-      ->check(CLI::NonNegativeNumber);
-  ready->add_flag("-q,--quiet", ready_limit.quiet, "with --wait: no progress output");
+      ->check(seconds_upto(kMaxSeconds));
 
   auto* circuit = app.add_subcommand("circuit", "circuits in the farm: add, list, remove (docs/witness.md)");
   circuit->require_subcommand(1);
@@ -186,11 +242,13 @@ int main(int argc, char** argv) {
   std::optional<uint64_t> tenant_queued, tenant_stored;
   auto* tenant_set = tenant->add_subcommand("set", "set a tenant's quotas (429 past them)");
   tenant_set->add_option("tenant", tenant_name, "the tenant")->required();
-  tenant_set->add_option("--max-queued-partitions", tenant_queued, "partitions of its live jobs not yet proved");
-  tenant_set->add_option("--max-stored-bytes", tenant_stored, "bytes of its uploads kept");
+  tenant_set->add_option("--max-queued-partitions", tenant_queued, "partitions of its live jobs not yet proved")
+      ->check(whole_number(0, UINT64_MAX));
+  tenant_set->add_option("--max-stored-bytes", tenant_stored, "bytes of its uploads kept")->check(whole_number(0, UINT64_MAX));
 
   try {
     app.parse(argc, argv);
+    set_quiet(quiet);
     const bool local_only_verb = *token || *tenant;
     if (api_url.empty() && state_dir.empty() && !(local_only_verb && !api_dir.empty()))
       throw CLI::RequiredError("--state-dir (or --api URL)");
@@ -200,6 +258,10 @@ int main(int argc, char** argv) {
     if (*circuit_add && circuit_add_opt.wasm.empty() && circuit_add_opt.c_dir.empty())
       throw CLI::ValidationError("circuit add", "--wasm FILE or --c DIR is required");
   } catch (const CLI::ParseError& e) {
+    if (const std::string hint = verb_hint(app, argc, argv); !hint.empty() && e.get_exit_code() != 0) {
+      std::cerr << "zkfarmctl: " << hint << "\n";
+      return kExitUsage;
+    }
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
 
@@ -215,7 +277,8 @@ int main(int argc, char** argv) {
       ApiClient remote(api_url, read_token_file(token_file), api_ca, timeout_ms);
       if (*submit) return run_submit(remote, submit_opt);
       if (*wait) return run_wait(remote, wait_opt);
-      if (*status) return run_status(remote, status_json);
+      // The log is on the farm's host, not here: a worker without its lines.
+      if (*status) return run_status(remote, status_json, status_worker, 0);
       if (*jobs) return run_jobs(remote, jobs_json, jobs_opt);
       if (*cancel) return run_cancel(remote, cancel_job);
       if (*result) return run_result(remote, result_job, result_out);
@@ -232,14 +295,15 @@ int main(int argc, char** argv) {
     Client client(state_dir, timeout_ms);
     if (*submit) return run_submit(client, submit_opt);
     if (*wait) return run_wait(client, wait_opt);
-    if (*status) return run_status(client, status_json);
+    if (*status) return run_status(client, status_json, status_worker, size_t(status_lines));
+    if (*logs) return run_logs(client, logs_lines ? long(*logs_lines) : -1, logs_follow);
     if (*jobs) return run_jobs(client, jobs_json, jobs_opt);
     if (*cancel) return run_cancel(client, cancel_job);
     if (*result) return run_result(client, result_job, result_out);
-    if (*stop) return run_stop(client, stop_timeout, stop_wait, stop_limit);
+    if (*stop) return run_stop(client, stop_timeout, stop_now, stop_wait, stop_limit);
     if (*drain) return run_drain(client, drain_wait, drain_timeout);
     if (*resume) return run_resume(client);
-    if (*kill) return run_kill(client);
+    if (*kill) return run_kill(client, kill_worker);
     if (*restart) return run_restart(client, restart_target, rolling_wait, rolling_limit);
     if (*upgrade) return run_upgrade(client, upgrade_synth, upgrade_gpu, rolling_wait, rolling_limit);
     if (*ready) return run_ready(state_dir, timeout_ms, ready_wait, ready_limit);

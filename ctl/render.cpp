@@ -1,8 +1,11 @@
 #include "ctl/render.hpp"
 
+#include <pwd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <vector>
 
 namespace zkfarm::ctl {
 
@@ -55,8 +58,22 @@ std::string progress_bar(uint64_t done, uint64_t total, int width) {
   std::string out;
   out.reserve(size_t(width) + 48);
   out.append(1, '[').append(filled, '#').append(size_t(width) - filled, '-').append("] ");
-  out.append(std::to_string(done)).append(1, '/').append(std::to_string(total)).append(" partitions");
+  out.append(std::to_string(done)).append(1, '/').append(plural(total, "partition"));
   return out;
+}
+
+std::string plural(uint64_t n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+std::string user_name(const json& uid) {
+  if (!uid.is_number_unsigned() && !(uid.is_number_integer() && uid.get<int64_t>() >= 0)) return "-";
+  const uint64_t id = uid.get<uint64_t>();
+  if (id > uint64_t(uid_t(-1))) return "uid " + std::to_string(id);
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid_t(id), &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_name && *found->pw_name)
+    return found->pw_name;
+  return "uid " + std::to_string(id);
 }
 
 std::string format_mib(const json& bytes) {
@@ -115,7 +132,7 @@ std::string format_jobs(const json& jobs) {
   if (!jobs.is_array() || jobs.empty()) return "no jobs\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
-    rows.push_back({cell(j, "id"), cell(j, "state"), cell(j, "priority"),
+    rows.push_back({cell(j, "id"), user_name(field(j, "owner_uid")), cell(j, "state"), cell(j, "priority"),
                     cell(j, "done") + "/" + cell(j, "partitions"), format_time_ms(field(j, "submitted_ms")),
                     format_time_ms(field(j, "finished_ms")), format_ms_as_s(field(j, "queue_wait_ms")),
                     format_ms_as_s(field(j, "synthesis_ms")), format_ms_as_s(field(j, "proving_ms")),
@@ -123,7 +140,7 @@ std::string format_jobs(const json& jobs) {
   }
   // Timings in seconds: queue wait (submit to first dispatch), synthesis and
   // proving summed over partitions, total (submit to end).
-  return format_table({"ID", "STATE", "PRIORITY", "PROVED", "SUBMITTED", "FINISHED", "WAIT(s)", "SYNTH(s)",
+  return format_table({"ID", "USER", "STATE", "PRIORITY", "PROVED", "SUBMITTED", "FINISHED", "WAIT(s)", "SYNTH(s)",
                        "PROVE(s)", "TOTAL(s)", "OUT", "ERROR"},
                       rows);
 }
@@ -169,7 +186,10 @@ std::string format_rolling(const json& r) {
   if (!r.is_object()) return "-";
   std::string out = cell(r, "what") + " " + cell(r, "id") + ": ";
   const std::string result = cell(r, "result");
-  const std::string progress = cell(r, "replaced") + " of " + cell(r, "total") + " workers replaced";
+  const json& total = field(r, "total");
+  const std::string progress = cell(r, "replaced") + " of " +
+                               (total.is_number_unsigned() ? plural(total.get<uint64_t>(), "worker") : cell(total) + " workers") +
+                               " replaced";
   if (result == "running") {
     out += "running, " + progress;
     if (field(r, "current").is_string()) out += ", now " + cell(r, "current");
@@ -186,6 +206,18 @@ std::string format_rolling(const json& r) {
 }
 
 namespace {
+// A worker's pid, "-" when it runs no process (0 on the wire).
+std::string pid_cell(const json& w) {
+  const json& pid = field(w, "pid");
+  return pid.is_number() && pid.get<double>() <= 0 ? "-" : cell(pid);
+}
+
+// "PATH (4.2 MiB, WAL 0.1 MiB)" for the journal; "-" when there is none here.
+std::string journal_line(const json& j) {
+  if (!j.is_object()) return "-";
+  return cell(j, "path") + " (" + format_mib(field(j, "bytes")) + ", WAL " + format_mib(field(j, "wal_bytes")) + ")";
+}
+
 // The farm's state in words: what happens to a submit and to queued work.
 std::string farm_state(const json& status) {
   const std::string intake = cell(status, "intake");
@@ -202,6 +234,15 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
   std::string out = "zkfarmd " + cell(status, "version") + "  pid " + cell(status, "pid") + "  up " +
                     format_duration(field(status, "uptime_s")) + "  state dir " + cell(status, "state_dir") + "\n";
   auto line = [&](const char* label, const std::string& text) { out += std::string(label) + text + "\n"; };
+  // Where things are. A shared queue has no journal here (Queue: below);
+  // a zkfarmd older than these fields shows none of these lines.
+  if (status.is_object() && status.contains("log_file")) {
+    if (!field(status, "journal").is_null()) line("Journal:     ", journal_line(field(status, "journal")));
+    line("HTTP:        ", field(status, "http_address").is_string() ? "http://" + cell(status, "http_address") + "/"
+                                                                    : std::string("off"));
+    line("Config:      ", cell(status, "config_file"));
+    line("Log:         ", cell(status, "log_file"));
+  }
   line("Farm:        ", farm_state(status));
   const json& ready = field(status, "ready");
   if (ready.is_boolean()) line("Ready:       ", ready.get<bool>() ? "yes" : "no");
@@ -259,11 +300,12 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : workers) {
-      rows.push_back({cell(w, "id"), cell(w, "kind"), cell(w, "pid"), cell(w, "state"),
+      rows.push_back({cell(w, "id"), cell(w, "kind"), pid_cell(w), cell(w, "state"),
                       format_duration(field(w, "uptime_s")), cell(w, "version"), cell(w, "backend"),
-                      cell(w, "restarts"), format_worker_activity(w)});
+                      cell(w, "restarts"), cell(w, "binary"), format_worker_activity(w)});
     }
-    out += format_table({"ID", "KIND", "PID", "STATE", "UP", "VERSION", "BACKEND", "RESTARTS", "DOING"}, rows);
+    out += format_table({"ID", "KIND", "PID", "STATE", "UP", "VERSION", "BACKEND", "RESTARTS", "BINARY", "DOING"},
+                        rows);
   }
 
   // Jobs: the live ones first (as the supervisor lists them), then the most
@@ -299,6 +341,20 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
                         (omitted.is_number_unsigned() ? omitted.get<uint64_t>() : 0);
   if (more > 0)
     out += std::to_string(more) + " more: zkfarmctl jobs [--state S] [--limit N] [--since T]\n";
+  return out;
+}
+
+std::string format_worker(const json& w) {
+  std::string out = cell(w, "id") + " - " + cell(w, "kind") + " worker, " + cell(w, "state") + "\n";
+  auto line = [&](const char* label, const std::string& text) { out += std::string(label) + text + "\n"; };
+  line("      PID: ", pid_cell(w));
+  line("   Binary: ", cell(w, "binary"));
+  std::string build = cell(w, "version") + ", backend " + cell(w, "backend");
+  if (field(w, "device").is_string()) build += ", device " + cell(w, "device");
+  line("  Version: ", build);
+  line("       Up: ", format_duration(field(w, "uptime_s")));
+  line(" Restarts: ", cell(w, "restarts"));
+  line("    Doing: ", format_worker_activity(w));
   return out;
 }
 

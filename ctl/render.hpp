@@ -53,11 +53,26 @@ std::string format_worker_activity(const nlohmann::json& worker);
 std::string format_rolling(const nlohmann::json& rolling);
 
 /// The status object for people: zkfarmd's line (version, pid, uptime,
-/// state dir); the farm's state and intake, readiness, partitions by stage,
+/// state dir); where its journal (size, WAL), HTTP listener, config and log
+/// are; the farm's state and intake, readiness, partitions by stage,
 /// the arena's use, the last rolling operation; the workers table; the
 /// active and most recent jobs (at most `max_live` live and `max_finished`
 /// finished, with a line naming `zkfarmctl jobs` for the rest).
 std::string format_status(const nlohmann::json& status, size_t max_live = 20, size_t max_finished = 5);
+
+/// "1 partition", "3 partitions", "0 partitions": `n` and `noun` (its plural
+/// made with an "s").
+std::string plural(uint64_t n, const std::string& noun);
+
+/// A uid as people read it: the user's name from the passwd database
+/// (getpwuid_r: /etc/passwd, LDAP, …), else "uid N"; "-" when not a number.
+std::string user_name(const nlohmann::json& uid);
+
+/// One worker for people, as `zkfarmctl status WORKER` prints it (the
+/// manner of `systemctl status`): a heading line with its id, kind and
+/// state, then labelled lines: pid ("-" when it runs none), binary,
+/// version, backend and device, uptime, restarts, what it is doing.
+std::string format_worker(const nlohmann::json& worker);
 
 /// JSON for scripts: pretty-printed with a 1-space indent, invalid UTF-8
 /// replaced rather than thrown on.

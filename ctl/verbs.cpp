@@ -1,5 +1,5 @@
-// The one-request verbs of zkfarmctl: submit, status, jobs, cancel, result,
-// resume, kill. The verbs that wait are in waiting.cpp.
+// The one-request verbs of zkfarmctl: submit, status, logs, jobs, cancel,
+// result, resume, kill. The verbs that wait are in waiting.cpp.
 #include "ctl/verbs.hpp"
 
 #include <unistd.h>
@@ -11,8 +11,11 @@
 #include <iostream>
 
 #include "protocol/control_requests.hpp"
+#include "ctl/log_view.hpp"
+#include "ctl/progress.hpp"
 #include "ctl/render.hpp"
 #include "ctl/results.hpp"
+#include "ctl/suggest.hpp"
 #include "files/file_error.hpp"
 #include "files/safe_write.hpp"
 
@@ -68,7 +71,7 @@ int run_submit(Caller& client, const SubmitOptions& opt) {
   Message reply = client.call(protocol::to_message(submit));
   const uint64_t job = protocol::get_u64(reply, "job");
   std::cout << job << "\n";
-  if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client") {
+  if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client" && !quiet()) {
     // Why: a farm of several hosts keeps proofs in its queue; a lone zkfarmd
     // running as another user may not write where the submitter may.
     const std::string reason = protocol::find_str(reply, "delivery_reason").value_or("");
@@ -87,10 +90,62 @@ int run_submit(Caller& client, const SubmitOptions& opt) {
   return kExitOk;
 }
 
-int run_status(Caller& client, bool json) {
+int run_status(Caller& client, bool json, const std::string& worker, size_t log_lines) {
   Message reply = client.call(protocol::make("status"));
   const Message& status = reply_field(reply, "status", Message::value_t::object, "an object");
-  std::cout << (json ? to_json_text(status) + "\n" : format_status(status));
+  if (worker.empty()) {
+    std::cout << (json ? to_json_text(status) + "\n" : format_status(status));
+    return kExitOk;
+  }
+  const Message* found = nullptr;
+  std::vector<std::string> ids;
+  if (auto ws = status.find("workers"); ws != status.end() && ws->is_array()) {
+    for (const auto& w : *ws) {
+      ids.push_back(w.value("id", std::string()));
+      if (ids.back() == worker) found = &w;
+    }
+  }
+  if (!found) {
+    const std::string hint = closest(worker, ids);
+    throw CtlError(kExitFailed, "no worker '" + worker + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                                    " (zkfarmctl status lists them)");
+  }
+  if (json) {
+    std::cout << to_json_text(*found) << "\n";
+    return kExitOk;
+  }
+  std::cout << format_worker(*found);
+  if (log_lines == 0) return kExitOk;
+  // Its last lines in zkfarmd's log, as `systemctl status` shows the journal's.
+  const std::string log = protocol::find_str(status, "log_file").value_or("");
+  if (log.empty()) {
+    std::cout << "\n(this zkfarmd names no log file)\n";
+    return kExitOk;
+  }
+  std::cout << "\n";
+  try {
+    for (const auto& l : last_lines(log, log_lines, worker_lines(worker))) std::cout << l << "\n";
+  } catch (const CtlError& e) {
+    std::cout << "(" << e.what() << ")\n";  // the worker is shown; its log may be another user's
+  }
+  return kExitOk;
+}
+
+int run_logs(Caller& client, long lines, bool follow_it) {
+  Message reply = client.call(protocol::make("status"));
+  const Message& status = reply_field(reply, "status", Message::value_t::object, "an object");
+  const std::string log = protocol::find_str(status, "log_file").value_or("");
+  if (log.empty()) throw CtlError(kExitFailed, "this zkfarmd names no log file in its status (log_file)");
+  // Without -n: all of it, or with -f the last 10 lines first (as tail -f).
+  const size_t n = lines >= 0 ? size_t(lines) : follow_it ? 10 : SIZE_MAX;
+  const uint64_t size = file_size(log);
+  if (!follow_it && lines < 0) {
+    print_all(log, std::cout);
+    return kExitOk;
+  }
+  for (const auto& l : last_lines(log, n)) std::cout << l << "\n";
+  std::cout << std::flush;
+  if (follow_it) follow(log, size, std::cout);
   return kExitOk;
 }
 
@@ -162,9 +217,17 @@ int run_resume(Client& client) {
   return kExitOk;
 }
 
-int run_kill(Client& client) {
-  client.call(protocol::make("kill"));
-  std::cout << "zkfarmd at " << client.state_dir() << " is stopping now (workers killed)\n";
+int run_kill(Client& client, const std::string& worker) {
+  if (worker.empty()) {
+    // The old spelling of `stop --now`, kept so that scripts go on working.
+    note("`kill` without a worker is `stop --now` (kill WORKER kills one worker)");
+    client.call(protocol::make("kill"));
+    std::cout << "zkfarmd at " << client.state_dir() << " is stopping now (workers killed)\n";
+    return kExitOk;
+  }
+  Message reply = client.call(protocol::to_message(protocol::KillWorker{worker}));
+  std::cout << "worker " << worker << " (pid " << cell(reply, "pid")
+            << ") killed; zkfarmd requeues its partitions and restarts it after its backoff\n";
   return kExitOk;
 }
 
@@ -175,8 +238,8 @@ int run_circuit_add(Caller& client, const CircuitAddOptions& opt) {
   if (!opt.wasm.empty()) add.wasm = absolute_path(opt.wasm);
   if (!opt.c_dir.empty()) add.c_dir = absolute_path(opt.c_dir);
   for (const auto& t : opt.test_inputs) add.test_inputs.push_back(absolute_path(t));
-  std::cerr << "zkfarmctl: adding circuit " << opt.name << ": zkfarmd copies the files and builds the witness generator "
-            << "(once per content; a large circuit takes minutes)\n";
+  note("adding circuit " + opt.name + ": zkfarmd copies the files and builds the witness generator "
+       "(once per content; a large circuit takes minutes)");
   client.set_timeout_ms(std::max(client.timeout_ms(), 30 * 60 * 1000 + 60000));
   Message reply = client.call(protocol::to_message(add));
   const Message& c = reply_field(reply, "circuit", Message::value_t::object, "a circuit");
@@ -200,7 +263,7 @@ int run_circuit_list(Caller& client, bool json) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : list)
-    rows.push_back({cell(c, "name"), cell(c, "kind"), c.contains("witness") ? cell(c, "witness") : "-", cell(c, "n_vars"), cell(c, "n_public"), cell(c, "owner_uid"),
+    rows.push_back({cell(c, "name"), cell(c, "kind"), c.contains("witness") ? cell(c, "witness") : "-", cell(c, "n_vars"), cell(c, "n_public"), user_name(c.contains("owner_uid") ? c["owner_uid"] : Message()),
                     format_time_ms(c.contains("added_ms") ? c["added_ms"] : Message()), cell(c, "zkey"),
                     cell(c, "source")});
   std::cout << format_table({"NAME", "KIND", "WITNESS", "SIGNALS", "PUBLIC", "OWNER", "ADDED", "KEY", "GENERATOR FROM"}, rows);
@@ -214,9 +277,10 @@ int run_circuit_remove(Caller& client, const std::string& name) {
 }
 
 int run_result(Caller& client, uint64_t job, const std::string& out) {
-  const std::string dir = absolute_path(out);
+  // No --out: $PWD/proofs, as submit.
+  const std::string dir = out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(out);
   const uint64_t n = write_results(client, job, dir);
-  std::cout << "job " << job << ": " << n << " proofs written to " << dir << "\n";
+  std::cout << "job " << job << ": " << plural(n, "proof") << " written to " << dir << "\n";
   return kExitOk;
 }
 

@@ -54,8 +54,17 @@ int run_submit(Caller& client, const SubmitOptions& opt);
 /// in the journal), 4 timeout.
 int run_wait(Caller& client, const WaitOptions& opt);
 
-/// status: tables for people, or the status object as JSON.
-int run_status(Caller& client, bool json);
+/// status: tables for people, or the status object as JSON. With a
+/// `worker` id: that worker alone (its object with --json) and, for people,
+/// its last `log_lines` lines in zkfarmd's log (the file the reply's
+/// log_file names, read as the caller). An unknown worker: CtlError exit 1
+/// with the closest id.
+int run_status(Caller& client, bool json, const std::string& worker = "", size_t log_lines = 10);
+
+/// `logs [-n N] [-f]`: zkfarmd's log (the status reply's log_file) on
+/// stdout: all of it, or its last `lines` (>= 0); with `follow_it` the last
+/// 10 (or `lines`) and then what is appended, for ever, across logrotate.
+int run_logs(Caller& client, long lines, bool follow_it);
 
 /// `jobs` filters and paging (docs/protocol.md, request "jobs").
 struct JobsOptions {
@@ -74,21 +83,25 @@ int run_jobs(Caller& client, bool json, const JobsOptions& opt);
 /// cancel: drops a job's queued partitions; prints a confirmation.
 int run_cancel(Caller& client, uint64_t job);
 
-/// `stop [--timeout S] [--wait [--wait-timeout S]]`: asks zkfarmd to stop
-/// gracefully (in-flight partitions get `drain_timeout_s` instead of
-/// drain_timeout_ms when given). With wait: shows the stop's progress and
-/// returns when zkfarmd has exited: 0 when it stopped cleanly, 1 when it
-/// reported a failure (GPU memory not released) or died without an answer,
-/// 4 when `limit` passed first.
-int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool wait, const WaitLimit& limit);
+/// `stop [--now] [--timeout S] [--wait [--wait-timeout S]]`: asks zkfarmd to
+/// stop gracefully (in-flight partitions get `drain_timeout_s` instead of
+/// drain_timeout_ms when given), or with `now` at once (every worker
+/// killed, as `kill` without a worker did). With wait: shows the stop's
+/// progress and returns when zkfarmd's process has exited and its state
+/// lock is free (ctl/exit_watch.hpp), so that zkfarmd may start again at
+/// once: 0 when it stopped cleanly, 1 when it reported a failure (GPU memory
+/// not released) or died without an answer, 4 when `limit` passed first.
+int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, bool wait, const WaitLimit& limit);
 
 /// `drain [--wait] [--timeout S]`: no new partitions start; with --wait, polls
 /// status until no partition is in flight (exit 0) or S seconds pass (exit 4).
 int run_drain(Client& client, bool wait, double timeout_s);
 /// `resume`: partitions start again.
 int run_resume(Client& client);
-/// `kill`: immediate stop (SIGKILL to every worker through its pidfd).
-int run_kill(Client& client);
+/// `kill WORKER`: SIGKILL to that worker (zkfarmd requeues what it held and
+/// restarts it as after a crash). Without a worker: the old spelling of
+/// `stop --now` (a note on stderr says so).
+int run_kill(Client& client, const std::string& worker);
 /// `restart WORKER|synth|gpu|all [--wait]` and `upgrade [--synth PATH] [--gpu
 /// PATH] [--wait]`: a rolling replacement, one worker at a time. With wait:
 /// shows its progress and returns when it ends: 0 done, 1 failed (an upgrade
@@ -116,8 +129,9 @@ int run_circuit_list(Caller& client, bool json);
 /// `circuit remove NAME`: forgets it (jobs accepted with it go on).
 int run_circuit_remove(Caller& client, const std::string& name);
 
-/// `result JOB --out DIR`: the job's proofs from zkfarmd's journal, written
-/// into DIR (made absolute) by zkfarmctl with the caller's rights. Exit 0, or
+/// `result JOB [--out DIR]`: the job's proofs from zkfarmd's journal, written
+/// into DIR (made absolute; "" : $PWD/proofs, as submit) by zkfarmctl with
+/// the caller's rights. Exit 0, or
 /// 1 if the job is unknown or not done or a file cannot be written.
 int run_result(Caller& client, uint64_t job, const std::string& out);
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "protocol/control_requests.hpp"
+#include "ctl/exit_watch.hpp"
 #include "ctl/progress.hpp"
 #include "ctl/render.hpp"
 #include "ctl/results.hpp"
@@ -104,7 +105,9 @@ bool is_ready(const Message& st) {
 
 // One line on a stop in progress.
 std::string stop_progress(const Message& st) {
-  std::string line = "stopping: " + cell(st, "in_flight") + " partitions in flight";
+  uint64_t in_flight = 0;
+  if (auto f = st.find("in_flight"); f != st.end() && f->is_number_unsigned()) in_flight = f->get<uint64_t>();
+  std::string line = "stopping: " + plural(in_flight, "partition") + " in flight";
   size_t alive = 0;
   std::string releasing;
   if (auto w = st.find("workers"); w != st.end() && w->is_array()) {
@@ -113,7 +116,16 @@ std::string stop_progress(const Message& st) {
       if (worker.value("state", "") == "releasing") releasing += "; " + worker.value("id", std::string("?")) + " " + format_worker_activity(worker);
     }
   }
-  return line + ", " + std::to_string(alive) + " workers running" + releasing;
+  return line + ", " + plural(alive, "worker") + " running" + releasing;
+}
+
+// Its phase (ProgressLine): the counts and who is releasing, not how long.
+std::string stop_phase(const Message& st) {
+  std::string phase = cell(st, "in_flight");
+  if (auto w = st.find("workers"); w != st.end() && w->is_array())
+    for (const auto& worker : *w)
+      phase += " " + cell(worker, "id") + ":" + (worker.value("pid", 0) > 0 ? "up" : "down") + ":" + cell(worker, "state");
+  return phase;
 }
 
 }  // namespace
@@ -150,9 +162,11 @@ int run_wait(Caller& client, const WaitOptions& opt) {
       total = protocol::get_u64(job, "partitions");
       if (state != "queued" && state != "running" && state != "done" && state != "failed" && state != "cancelled")
         throw ProtocolError("unknown job state \"" + state + "\"");
+      // Off a terminal a line per state, and per count at most every few seconds.
       progress.show(progress.tty() ? progress_bar(done, total) + (state == "running" ? "" : "  (" + state + ")")
                                    : "job " + std::to_string(opt.job) + ": " + std::to_string(done) + "/" +
-                                         std::to_string(total) + " partitions (" + state + ")");
+                                         plural(total, "partition") + " (" + state + ")",
+                    state);
       if (state == "done") {
         progress.end();
         const std::string out = protocol::find_str(job, "out").value_or("-");
@@ -160,12 +174,13 @@ int run_wait(Caller& client, const WaitOptions& opt) {
           // zkfarmd cannot write as the submitter: the submitter's zkfarmctl does.
           auto owner = job.find("owner_uid");
           if (owner != job.end() && owner->is_number_unsigned() && owner->get<uint64_t>() != uint64_t(::getuid())) {
-            std::cout << "job " << opt.job << " done: " << done << " proofs in zkfarmd's journal (uid "
-                      << owner->get<uint64_t>() << " writes them with `zkfarmctl result " << opt.job << " --out DIR`)\n";
+            std::cout << "job " << opt.job << " done: " << plural(done, "proof") << " in zkfarmd's journal ("
+                      << user_name(owner->get<uint64_t>()) << " writes them with `zkfarmctl result " << opt.job
+                      << " --out DIR`)\n";
             return kExitOk;
           }
           if (out.empty() || out == "-") {  // submitted without an output folder (zkfarm-api's clients may)
-            std::cout << "job " << opt.job << " done: " << done << " proofs kept by the farm (`zkfarmctl result "
+            std::cout << "job " << opt.job << " done: " << plural(done, "proof") << " kept by the farm (`zkfarmctl result "
                       << opt.job << " --out DIR` writes them)\n";
             return kExitOk;
           }
@@ -173,10 +188,10 @@ int run_wait(Caller& client, const WaitOptions& opt) {
           // A shared queue restarting is ridden through within what is left
           // of --timeout (at least a minute; ten when waiting for ever).
           const uint64_t n = write_results(client, opt.job, out, std::max<int64_t>(deadline.left_ms(600000), 60000));
-          std::cout << "job " << opt.job << " done: " << n << " proofs written to " << out << "\n";
+          std::cout << "job " << opt.job << " done: " << plural(n, "proof") << " written to " << out << "\n";
           return kExitOk;
         }
-        std::cout << "job " << opt.job << " done: " << done << " proofs in " << out << "\n";
+        std::cout << "job " << opt.job << " done: " << plural(done, "proof") << " in " << out << "\n";
         return kExitOk;
       }
       if (state == "failed") {
@@ -187,19 +202,19 @@ int run_wait(Caller& client, const WaitOptions& opt) {
       }
       if (state == "cancelled") {
         progress.end();
-        std::cerr << "zkfarmctl: job " << opt.job << " was cancelled (" << done << "/" << total << " partitions proved)\n";
+        std::cerr << "zkfarmctl: job " << opt.job << " was cancelled (" << done << "/" << plural(total, "partition") << " proved)\n";
         return kExitFailed;
       }
       if (protocol::find_str(reply, "supervisor").value_or("") == "exiting") {
         progress.end();
         std::cerr << "zkfarmctl: zkfarmd stopped before job " << opt.job << " ended (" << state << ", " << done << "/"
-                  << total << " partitions proved); the job is kept in the journal and goes on when zkfarmd starts again\n";
+                  << plural(total, "partition") << " proved); the job is kept in the journal and goes on when zkfarmd starts again\n";
         return kExitNoSupervisor;
       }
       if (deadline.passed()) {
         progress.end();
         std::cerr << "zkfarmctl: job " << opt.job << " not finished after " << opt.timeout_s << " s (" << state << ", "
-                  << done << "/" << total << " partitions)\n";
+                  << done << "/" << plural(total, "partition") << ")\n";
         return kExitTimeout;
       }
       // An unchanged answer that came at once: a zkfarmd that does not hold
@@ -212,63 +227,93 @@ int run_wait(Caller& client, const WaitOptions& opt) {
   } catch (const NoSupervisor& e) {
     progress.end();
     if (!contact) throw;
-    std::cerr << "zkfarmctl: zkfarmd went away before job " << opt.job << " ended (" << done << "/" << total
-              << " partitions proved); an accepted job is kept in the journal and goes on when zkfarmd starts again ("
+    std::cerr << "zkfarmctl: zkfarmd went away before job " << opt.job << " ended (" << done << "/"
+              << plural(total, "partition") << " proved); an accepted job is kept in the journal and goes on when zkfarmd starts again ("
               << e.what() << ")\n";
     return kExitNoSupervisor;
   }
 }
 
-int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool wait, const WaitLimit& limit) {
-  protocol::Stop stop{.timeout_s = drain_timeout_s};
+int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, bool wait, const WaitLimit& limit) {
+  protocol::Stop stop{.timeout_s = drain_timeout_s, .now = now};
+  const std::string dir = client.state_dir();
   if (!wait) {
     client.call(protocol::to_message(stop));
-    std::cout << "zkfarmd at " << client.state_dir() << " is stopping"
-              << (drain_timeout_s ? " (in-flight partitions get " + std::to_string(*drain_timeout_s) + " s)" : "")
-              << "; `zkfarmctl stop --wait` waits for the end\n";
+    if (now)
+      std::cout << "zkfarmd at " << dir << " is stopping now (workers killed; the journal keeps every job)\n";
+    else
+      std::cout << "zkfarmd at " << dir << " is stopping"
+                << (drain_timeout_s ? " (in-flight partitions get " + plural(*drain_timeout_s, "second") + ")" : "")
+                << "; `zkfarmctl stop --wait` waits for the end\n";
     return kExitOk;
   }
+  // The watch on zkfarmd's process and state lock is set up now, while it
+  // surely runs (ctl/exit_watch.hpp), on the process that answers here.
+  const Message before = object_field(client.call(protocol::make("status")), "status");
+  ExitWatch watch(client.peer_pid(), dir);
+  if (auto p = before.find("pid"); p != before.end() && p->is_number_integer()) watch.answered_by(p->get<int>());
   stop.wait = true;  // the reply comes as zkfarmd exits, with its exit code
   const Message req = protocol::to_message(stop);
   const Deadline deadline(limit.timeout_s);
   ProgressLine progress(limit.quiet);
-  const std::string dir = client.state_dir();
   auto show = [&] {
     try {
-      progress.show(stop_progress(status_of(dir, 2000)));
+      const Message st = status_of(dir, 2000);
+      progress.show(stop_progress(st), stop_phase(st));
     } catch (const CtlError&) {  // exiting: no status any more
     }
+  };
+  // After the reply (or the connection's end): the process itself must be
+  // gone and its state lock free before a new zkfarmd may start here.
+  auto await_exit = [&]() -> int {
+    if (!watch.how().empty()) progress.show("zkfarmd has answered; waiting for its process to exit (" + watch.how() + ")");
+    const ExitWatch::Result r = watch.wait(deadline.wait_ms());
+    progress.end();
+    if (r == ExitWatch::Result::kTimeout) {
+      std::cerr << "zkfarmctl: zkfarmd at " << dir << " answered that it stopped but its process is still there after "
+                << deadline.seconds() << " s\n";
+      return kExitTimeout;
+    }
+    if (r == ExitWatch::Result::kUnwatchable)
+      note("cannot watch zkfarmd's process end (" + watch.why_not() + "); it may still be closing for a moment");
+    return kExitOk;
   };
   std::optional<Message> reply;
   try {
     reply = client.call_waiting(req, deadline.wait_ms(), show, 500);
   } catch (const NoSupervisor& e) {
-    progress.end();
     if (std::string(e.what()).find("closed the connection") == std::string::npos) throw;
+    const int waited = await_exit();
     std::cerr << "zkfarmctl: zkfarmd at " << dir << " ended without reporting how its stop went (killed?); see its log\n";
-    return kExitFailed;
+    return waited == kExitTimeout ? kExitTimeout : kExitFailed;
+  } catch (const Refused&) {
+    // It stopped, badly (GPU memory not released): still gone before the verdict.
+    if (await_exit() == kExitTimeout) return kExitTimeout;
+    throw;
   }
-  progress.end();
   if (!reply) {
+    progress.end();
     std::cerr << "zkfarmctl: zkfarmd at " << dir << " is still stopping after " << deadline.seconds() << " s\n";
     return kExitTimeout;
   }
-  std::cout << "zkfarmd at " << dir << " stopped (pid " << reply->value("pid", 0)
-            << ", exit code 0): every worker reaped, its memory released\n";
+  if (const int waited = await_exit(); waited != kExitOk) return waited;
+  std::cout << "zkfarmd at " << dir << " stopped (pid " << reply->value("pid", 0) << ", exit code 0)"
+            << (now ? ": workers killed" : ": every worker reaped") << ", its memory released\n";
   return kExitOk;
 }
 
 int run_drain(Client& client, bool wait, double timeout_s) {
   Message reply = client.call(protocol::make("drain"));
-  std::cerr << "zkfarmd at " << client.state_dir() << " is draining: " << reply.value("in_flight", 0)
-            << " partitions in flight\n";
+  if (!quiet())
+    std::cerr << "zkfarmd at " << client.state_dir() << " is draining: "
+              << plural(reply.value("in_flight", uint64_t(0)), "partition") << " in flight\n";
   if (!wait) return kExitOk;
   const Deadline deadline(timeout_s);
   ProgressLine progress;
   for (;;) {
     const Message st = object_field(client.call(protocol::make("status")), "status");
     const uint64_t n = protocol::get_u64(st, "in_flight");
-    progress.show("in flight: " + std::to_string(n));
+    progress.show("in flight: " + plural(n, "partition"), "draining");
     if (n == 0) {
       progress.end();
       std::cout << "drained: no partition in flight\n";
@@ -276,7 +321,7 @@ int run_drain(Client& client, bool wait, double timeout_s) {
     }
     if (deadline.passed()) {
       progress.end();
-      std::cerr << "zkfarmctl: still " << n << " partitions in flight after " << timeout_s << " s\n";
+      std::cerr << "zkfarmctl: still " << plural(n, "partition") << " in flight after " << timeout_s << " s\n";
       return kExitTimeout;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -296,15 +341,21 @@ int follow_rolling(Client& client, uint64_t id, const std::string& what, const W
       if (r != st.end() && r->is_object() && r->value("id", uint64_t(0)) == id) {
         const std::string result = r->value("result", "");
         std::string line = format_rolling(*r);
+        // The phase: the operation's line and the current worker's step and
+        // state, not the countdowns and elapsed times its activity shows.
+        std::string phase = line;
         if (auto cur = r->find("current"); cur != r->end() && cur->is_string()) {
           if (auto ws = st.find("workers"); ws != st.end() && ws->is_array())
             for (const auto& w : *ws)
-              if (w.value("id", "") == cur->get<std::string>()) line += ": " + format_worker_activity(w);
+              if (w.value("id", "") == cur->get<std::string>()) {
+                line += ": " + format_worker_activity(w);
+                phase += " " + cell(w, "state") + " " + cell(w, "rolling_step");
+              }
         }
-        progress.show(line);
+        progress.show(line, phase);
         if (result == "done") {
           progress.end();
-          std::cout << what << " " << id << " done: " << r->value("replaced", 0) << " workers replaced\n";
+          std::cout << what << " " << id << " done: " << plural(r->value("replaced", uint64_t(0)), "worker") << " replaced\n";
           return kExitOk;
         }
         if (result == "failed") {
@@ -331,11 +382,11 @@ int started_rolling(Client& client, const Message& reply, const std::string& wha
   const size_t n = reply.value("workers", Message::array()).size();
   const uint64_t id = reply.value("rolling_id", uint64_t(0));
   if (!wait || id == 0) {
-    std::cout << "rolling " << what << " of " << n << " workers started; `zkfarmctl " << what
+    std::cout << "rolling " << what << " of " << plural(n, "worker") << " started; `zkfarmctl " << what
               << " … --wait` follows it to its end, `zkfarmctl status` shows it\n";
     return kExitOk;
   }
-  std::cerr << "rolling " << what << " " << id << " of " << n << " workers started\n";
+  if (!quiet()) std::cerr << "rolling " << what << " " << id << " of " << plural(n, "worker") << " started\n";
   return follow_rolling(client, id, what, limit);
 }
 

@@ -123,6 +123,7 @@ Message to_message(const Stop& s) {
   Message m = make("stop");
   if (s.timeout_s) m["timeout_s"] = *s.timeout_s;
   if (s.wait) m["wait"] = true;
+  if (s.now) m["now"] = true;
   return m;
 }
 
@@ -130,8 +131,17 @@ Stop decode_stop(const Message& req) {
   Stop s;
   s.timeout_s = find_u64(req, "timeout_s");
   s.wait = req.contains("wait") && get_bool(req, "wait");
+  s.now = req.contains("now") && get_bool(req, "now");
   return s;
 }
+
+Message to_message(const KillWorker& k) {
+  Message m = make("kill_worker");
+  m["worker"] = k.worker;
+  return m;
+}
+
+KillWorker decode_kill_worker(const Message& req) { return KillWorker{get_str(req, "worker")}; }
 
 Message to_message(const Rolling& r) {
   Message m = make(r.upgrade ? "upgrade" : "restart");

@@ -76,13 +76,25 @@ Message to_message(const Cancel& c);
 Cancel decode_cancel(const Message& req);
 
 /// `stop`: a graceful stop; the drain ends after `timeout_s` when given, and
-/// with `wait` the reply comes as zkfarmd exits.
+/// with `wait` the reply comes as zkfarmd exits. With `now`, no drain: every
+/// worker is killed at once (what `kill` without a worker did).
 struct Stop {
   std::optional<uint64_t> timeout_s;
   bool wait = false;
+  bool now = false;
 };
 Message to_message(const Stop& s);
 Stop decode_stop(const Message& req);
+
+/// `kill_worker`: SIGKILL to the one worker `worker` (an id: synth-0, gpu-1);
+/// the worker table then restarts it as after a crash. A request type of its
+/// own, so that a zkfarmd that does not know it refuses it instead of
+/// reading it as `kill` (the whole farm).
+struct KillWorker {
+  std::string worker;
+};
+Message to_message(const KillWorker& k);
+KillWorker decode_kill_worker(const Message& req);
 
 /// `restart` (workers named by `target`: an id, synth, gpu or all) or
 /// `upgrade` (new worker binaries, `synth` and/or `gpu`), one worker at a time.

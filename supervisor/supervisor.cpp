@@ -77,10 +77,13 @@ std::string machine_id() {
   return name;
 }
 
+// The SQLite journal's file (one owner of the name: opened here, shown by status).
+std::string journal_path(const Config& cfg) { return cfg.state_dir + "/journal.sqlite"; }
+
 // The ledger: the PostgreSQL queue named by queue_url (several hosts), else
 // the SQLite journal under the state dir (ledger.hpp).
 std::unique_ptr<Ledger> open_ledger(const Config& cfg) {
-  if (cfg.queue_url.empty()) return std::make_unique<Journal>(cfg.state_dir + "/journal.sqlite");
+  if (cfg.queue_url.empty()) return std::make_unique<Journal>(journal_path(cfg));
   PgOptions o;
   o.url = cfg.queue_url;
   o.host_id = cfg.host_id;
@@ -288,6 +291,14 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                            Role role) { delivery_->start_result(identity, req, peer, role); },
           .status = [this](std::optional<uint32_t> owner) { return status(owner); },
           .cancel = [this](uint64_t id, uint32_t by_uid) { pipeline_->cancel_job(id, by_uid); },
+          .kill_worker =
+              [this](const std::string& id) {
+                const Worker* w = workers_->find(id);
+                const int64_t pid = w ? w->pid : 0;
+                const std::string why_not = workers_->kill_one(id, "zkfarmctl kill " + id);
+                return why_not.empty() ? json{{"ok", true}, {"worker", id}, {"pid", pid}}
+                                       : json{{"ok", false}, {"error", why_not}};
+              },
           .warn = [this](const std::string& line) { warn_limited(line); }});
   if (!circuits_->all().empty()) log_->info("journal: {} circuits registered", circuits_->all().size());
   housekeeping(true);
@@ -540,6 +551,19 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
                    {"control_sheds", control_ ? control_->sheds() : 0}};
   v.cluster = cluster_ ? cluster_->status() : nlohmann::json(nullptr);
   v.status_finished_jobs = cfg_.status_finished_jobs;
+  if (cfg_.queue_url.empty()) {
+    // Two stat(2)s a status: what the journal and its WAL take on disk now.
+    const std::string path = journal_path(cfg_);
+    auto bytes = [](const std::string& p) {
+      struct stat st {};
+      return ::stat(p.c_str(), &st) == 0 ? json(uint64_t(st.st_size)) : json(nullptr);
+    };
+    v.journal = {{"path", path}, {"bytes", bytes(path)}, {"wal_bytes", bytes(path + "-wal")}};
+  }
+  v.http_address = cfg_.http_address;
+  // main.cpp's file sink (STATE/zkfarmd.log); the config file is not known
+  // here until Config names it.
+  v.log_file = cfg_.state_dir + "/zkfarmd.log";
   return status_json(v, only_owner);
 }
 

@@ -4,6 +4,7 @@
 // supervisor (exit 3), refusals (exit 1) and garbage replies (exit 1, no crash).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <pty.h>
 #include <signal.h>
 #include <poll.h>
@@ -25,7 +26,11 @@
 #include <sstream>
 #include <thread>
 
+#include "ctl/exit_watch.hpp"
+#include "ctl/log_view.hpp"
+#include "ctl/progress.hpp"
 #include "ctl/render.hpp"
+#include "ctl/suggest.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/stream_frame.hpp"
 
@@ -351,6 +356,12 @@ Message full_status() {
   done["total_ms"] = 4250;
   s["jobs"].push_back(done);
   s["job_counts"] = {{"running", 1}, {"done", 1}};
+  s["jobs"][0]["owner_uid"] = 0;
+  s["workers"][0]["binary"] = "/usr/bin/zkfarm-synth";
+  s["journal"] = {{"path", "/var/lib/zkfarm/journal.sqlite"}, {"bytes", 2 * 1048576}, {"wal_bytes", 524288}};
+  s["http_address"] = nullptr;
+  s["config_file"] = "/etc/zkfarm/zkfarmd.toml";
+  s["log_file"] = "/var/lib/zkfarm/zkfarmd.log";
   return s;
 }
 
@@ -362,13 +373,18 @@ TEST(Ctl, StatusTableShowsIntakeUptimeActivityRollingAndUnits) {
   for (const char* s : {"up 2h 03m", "draining: submits accepted and queued; no new partition starts", "Ready:       no",
                         "12 queued, 1 synthesizing, 1 waiting for a GPU worker, 1 proving (3 in flight)",
                         "4.7 MiB used of 1024.0 MiB (0.5 %)", "upgrade 3: FAILED", "(1 of 4 workers replaced)",
+                        "BINARY", "/usr/bin/zkfarm-synth", "Journal:     /var/lib/zkfarm/journal.sqlite (2.0 MiB, WAL 0.5 MiB)",
+                        "HTTP:        off", "Config:      /etc/zkfarm/zkfarmd.toml", "Log:         /var/lib/zkfarm/zkfarmd.log",
                         "new binary /opt/x died", "job 7 part 3 (+1 queued)", "1m 05s",
                         "release wait 1.2 s of 2m 00s: GPU 0 still lists pid 99", "WAIT(s)", "TOTAL(s)", "1.50",
                         "4.25", "(1 done, 1 running)"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " not in:\n" << r.out;
   }
-  // The live job before the finished one.
+  // The live job before the finished one; its owner by name.
   EXPECT_LT(r.out.find("\n7 "), r.out.find("\n6 ")) << r.out;
+  EXPECT_NE(r.out.find("\n7   root "), std::string::npos) << r.out;
+  // gpu-0 runs no process: "-", not 0.
+  EXPECT_NE(r.out.find("gpu-0    gpu    -  "), std::string::npos) << r.out;
 }
 
 TEST(Ctl, StatusTableIsBoundedAndNamesJobsForTheRest) {
@@ -446,8 +462,11 @@ TEST(Ctl, WaitExits0WhenDone) {
   CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"wait", "7", "--timeout", "10"}, dir.path);
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "job 7 done: 3 proofs in /data/out\n");
-  EXPECT_EQ(r.err, "job 7: 0/3 partitions (running)\njob 7: 1/3 partitions (running)\n"
-                   "job 7: 2/3 partitions (running)\njob 7: 3/3 partitions (done)\n");
+  // Off a terminal: the first line, a line per state change, counts within a
+  // state at most every few seconds (ProgressLine), and always the last.
+  EXPECT_EQ(r.err.rfind("job 7: 0/3 partitions (running)\n", 0), 0u) << r.err;
+  const std::string last = "job 7: 3/3 partitions (done)\n";
+  EXPECT_EQ(r.err.substr(r.err.size() - std::min(r.err.size(), last.size())), last) << r.err;
   auto reqs = sup.requests();
   ASSERT_EQ(reqs.size(), 4u);
   EXPECT_EQ(reqs[0]["t"], "job");
@@ -632,7 +651,7 @@ TEST(Ctl, StopWaitReportsHowZkfarmdExited) {
   mode = 2;
   r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait", "--wait-timeout", "1"}, dir.path);
   EXPECT_EQ(r.rc, 4) << r.err;
-  EXPECT_NE(r.err.find("stopping: 3 partitions in flight, 1 workers running; gpu-0 release wait"), std::string::npos)
+  EXPECT_NE(r.err.find("stopping: 3 partitions in flight, 1 worker running; gpu-0 release wait"), std::string::npos)
       << r.err;  // progress from status meanwhile
   EXPECT_NE(r.err.find("still stopping after 1 s"), std::string::npos) << r.err;
 }
@@ -791,7 +810,16 @@ TEST(Ctl, UsageErrorsExit2) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--state-dir", "/x", "frobnicate"},
            {"--state-dir", "/x"},
-           {"status"},  // no --state-dir
+           {"--state-dir", "/x", "stop", "--timeout", "-5"},  // CLI11 alone would wrap it to 2^64 - 5
+           {"--state-dir", "/x", "cancel", "-1"},
+           {"--state-dir", "/x", "cancel", "0x10"},
+           {"--state-dir", "/x", "wait", "1", "--timeout", "inf"},
+           {"--state-dir", "/x", "stop", "--wait", "--wait-timeout", "-1"},
+           {"--state-dir", "/x", "stop", "--now", "--timeout", "5"},
+           {"--state-dir", "/x", "tenant", "set", "t", "--max-stored-bytes", "-1"},
+           {"--state-dir", "/x", "logs", "-n", "-3"},
+           {"--state-dir", "/x", "--timeout-ms", "0x10", "jobs"},
+           {"--state-dir", "/x", "jobs", "--limit", "1001"},
            {"--state-dir", "/x", "submit", "--zkey", "k"},
            {"--state-dir", "/x", "submit", "--zkey", "k", "--wtns", "w", "--priority", "urgent"},
            {"--state-dir", "/x", "wait"},
@@ -825,6 +853,290 @@ TEST(Ctl, Renderers) {
   for (const Message& s : {Message::object(), Message(5), Message{{"workers", 3}, {"arena", "x"}, {"jobs", {1, 2}}}}) {
     EXPECT_NO_THROW(ctl::format_status(s));
   }
+}
+
+TEST(Ctl, StopNowAndKillAWorkerSendTheirRequests) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message& q) {
+    if (q["t"] == "kill_worker") return std::vector<std::string>{ok_reply({{"worker", q["worker"]}, {"pid", 77}})};
+    return std::vector<std::string>{ok_reply()};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--now"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("is stopping now (workers killed"), std::string::npos) << r.out;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"kill", "gpu-0"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "worker gpu-0 (pid 77) killed; zkfarmd requeues its partitions and restarts it after its backoff\n");
+  // The old spelling: the whole farm, with a note; -q silences the note.
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"kill"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("`kill` without a worker is `stop --now`"), std::string::npos) << r.err;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"-q", "kill"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto reqs = sup.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_EQ(reqs[0]["t"], "stop");
+  EXPECT_EQ(reqs[0]["now"], true);
+  EXPECT_FALSE(reqs[0].contains("wait"));
+  EXPECT_EQ(reqs[1]["t"], "kill_worker");
+  EXPECT_EQ(reqs[1]["worker"], "gpu-0");
+  EXPECT_EQ(reqs[2]["t"], "kill");
+  EXPECT_FALSE(reqs[2].contains("worker"));  // never "kill" with a target: an older zkfarmd would kill the farm
+}
+
+TEST(Ctl, AMistypedVerbGetsADidYouMean) {
+  CtlTempDir dir;
+  CtlRun r = run_ctl({"--state-dir", "/x", "--timeout-ms", "100", "stauts"}, dir.path);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("unknown verb 'stauts'; did you mean 'status'?"), std::string::npos) << r.err;
+  r = run_ctl({"--state-dir", "/x", "circuit", "lsit"}, dir.path);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("unknown verb 'circuit lsit'; did you mean 'circuit list'?"), std::string::npos) << r.err;
+  r = run_ctl({"--state-dir", "/x", "frobnicate"}, dir.path);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("unknown verb 'frobnicate'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+
+  const std::vector<std::string> verbs = {"submit", "status", "stop", "jobs", "logs", "ready", "result", "resume"};
+  EXPECT_EQ(ctl::closest("stauts", verbs), "status");
+  EXPECT_EQ(ctl::closest("STOP", verbs), "stop");
+  EXPECT_EQ(ctl::closest("sumbit", verbs), "submit");
+  EXPECT_EQ(ctl::closest("log", verbs), "logs");
+  EXPECT_EQ(ctl::closest("xyz", verbs), "");
+  EXPECT_EQ(ctl::closest("re", verbs), "");  // ready, result, resume: no one answer
+  auto verbs_of = [](const std::vector<std::string>& path) {
+    if (path.empty()) return std::vector<std::string>{"circuit", "status"};
+    if (path[0] == "circuit") return std::vector<std::string>{"add", "list"};
+    return std::vector<std::string>{};
+  };
+  auto scan = ctl::scan_verbs({"--state-dir", "circuit", "circuit", "lst"}, {"--state-dir"}, verbs_of);
+  EXPECT_EQ(scan.path, std::vector<std::string>{"circuit"});
+  EXPECT_EQ(scan.unknown, "lst");
+  scan = ctl::scan_verbs({"status", "gpu-0", "-n", "5"}, {"--state-dir"}, verbs_of);
+  EXPECT_EQ(scan.unknown, "");  // a leaf's own arguments are not verbs
+}
+
+/// A clock the test moves by hand.
+struct ProgressLineClock {
+  ctl::ProgressLine::Clock::time_point now{};
+};
+
+// Off a terminal a line is printed when its phase changes, else at most
+// every kOffTtyEvery (a countdown in the text does not print a line a poll);
+// the last text held back comes out at the end.
+TEST(Ctl, ProgressOffATerminalIsThrottledByPhase) {
+  std::ostringstream out;
+  auto t = ProgressLineClock();
+  {
+    ctl::ProgressLine p(false, false, out, [&] { return t.now; });
+    p.show("restart in 900 ms", "exited");
+    t.now += std::chrono::milliseconds(100);
+    p.show("restart in 800 ms", "exited");
+    t.now += std::chrono::milliseconds(100);
+    p.show("restart in 700 ms", "exited");
+    t.now += ctl::ProgressLine::kOffTtyEvery;
+    p.show("restart in 100 ms", "exited");
+    p.show("starting", "starting");
+    p.show("ready 1", "ready");
+    p.show("ready 2", "ready");
+  }
+  EXPECT_EQ(out.str(), "restart in 900 ms\nrestart in 100 ms\nstarting\nready 1\nready 2\n");
+  std::ostringstream tty;
+  {
+    ctl::ProgressLine p(false, true, tty, [&] { return t.now; });
+    p.show("a");
+    p.show("b");
+  }
+  EXPECT_EQ(tty.str(), "\ra\033[K\rb\033[K\n");
+  std::ostringstream none;
+  {
+    ctl::ProgressLine p(true, false, none, [&] { return t.now; });
+    p.show("a");
+  }
+  EXPECT_EQ(none.str(), "");
+}
+
+TEST(Ctl, PluralsAndUserNames) {
+  EXPECT_EQ(ctl::plural(1, "partition"), "1 partition");
+  EXPECT_EQ(ctl::plural(0, "partition"), "0 partitions");
+  EXPECT_EQ(ctl::plural(2, "proof"), "2 proofs");
+  EXPECT_EQ(ctl::progress_bar(1, 1, 2), "[##] 1/1 partition");
+  EXPECT_EQ(ctl::user_name(Message(0)), "root");
+  EXPECT_EQ(ctl::user_name(Message(4000000000u)), "uid 4000000000");
+  EXPECT_EQ(ctl::user_name(Message("x")), "-");
+}
+
+TEST(Ctl, ResultDefaultsToProofsInTheCurrentFolder) {
+  CtlTempDir dir;
+  FakeSupervisor sup(dir.path, [](const Message&) {
+    Message results = Message::array({{{"partition", 0}, {"proof", "p0"}, {"public", "x0"}}});
+    return std::vector<std::string>{ok_reply({{"job", 5}, {"partitions", 1}, {"results", results}, {"next", nullptr}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"result", "5"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 5: 1 proof written to " + (dir.path / "proofs").string() + "\n");
+  EXPECT_EQ(slurp(dir.path / "proofs" / "0.proof.json"), "p0");
+}
+
+TEST(Ctl, StatusOfOneWorkerShowsItAndItsLastLogLines) {
+  CtlTempDir dir;
+  const fs::path log = dir.path / "zkfarmd.log";
+  {
+    std::ofstream f(log);
+    f << "[10:00:00] [zkfarmd] [info] worker gpu-0: started pid 99 (/usr/bin/zkfarm-gpu)\n";
+    for (int k = 0; k < 30; ++k) f << "[10:00:01] [zkfarmd] [info] [synth-0] line " << k << "\n";
+    f << "[10:00:02] [zkfarmd] [info] [gpu-0] proving\n";
+    f << "[10:00:03] [zkfarmd] [error] worker gpu-0: missed its heartbeats; sending SIGKILL to pid 99";  // no newline yet
+  }
+  Message st = full_status();
+  st["log_file"] = log.string();
+  FakeSupervisor sup(dir.path, [&](const Message&) { return std::vector<std::string>{ok_reply({{"status", st}})}; });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"status", "gpu-0", "-n", "2"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("gpu-0 - gpu worker, releasing\n      PID: -\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("release wait 1.2 s of 2m 00s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n[10:00:02] [zkfarmd] [info] [gpu-0] proving\n[10:00:03] [zkfarmd] [error] worker gpu-0: missed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("started pid 99"), std::string::npos) << r.out;  // only the last 2
+  EXPECT_EQ(r.out.find("synth-0"), std::string::npos) << r.out;
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"status", "gpu-0", "--json"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(Message::parse(r.out)["id"], "gpu-0");
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"status", "gpu-1"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no worker 'gpu-1'; did you mean 'gpu-0'?"), std::string::npos) << r.err;
+  // logs: all of it, or the last N lines.
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"logs"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, slurp(log));
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"logs", "-n", "1"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "[10:00:03] [zkfarmd] [error] worker gpu-0: missed its heartbeats; sending SIGKILL to pid 99\n");
+  // A log this zkfarmctl cannot open: the path and the system's reason.
+  st["log_file"] = (dir.path / "missing.log").string();
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"logs"}, dir.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("missing.log"), std::string::npos) << r.err;
+}
+
+TEST(Ctl, LastLinesReadsBackwardsAcrossChunks) {
+  CtlTempDir dir;
+  const fs::path f = dir.path / "log";
+  std::string text;
+  for (int k = 0; k < 20000; ++k) text += "line " + std::to_string(k) + (k % 7 == 0 ? " [w] " : "") + "\n";
+  std::ofstream(f) << text;
+  auto last = ctl::last_lines(f.string(), 3);
+  EXPECT_EQ(last, (std::vector<std::string>{"line 19997", "line 19998", "line 19999 [w] "}));
+  auto kept = ctl::last_lines(f.string(), 2, [](std::string_view l) { return l.find("[w]") != std::string_view::npos; });
+  EXPECT_EQ(kept, (std::vector<std::string>{"line 19992 [w] ", "line 19999 [w] "}));
+  auto all = ctl::last_lines(f.string(), SIZE_MAX);
+  ASSERT_EQ(all.size(), 20000u);
+  EXPECT_EQ(all.front(), "line 0 [w] ");
+  EXPECT_EQ(all[12345], "line 12345");
+}
+
+// logs -f survives logrotate: what the renamed file still got, then the new
+// file from its start; and a file truncated in place is read again.
+TEST(Ctl, LogsFollowSurvivesRotation) {
+  CtlTempDir dir;
+  const fs::path log = dir.path / "zkfarmd.log";
+  std::ofstream(log) << "old 1\n";
+  Message st = sample_status();
+  st["log_file"] = log.string();
+  FakeSupervisor sup(dir.path, [&](const Message&) { return std::vector<std::string>{ok_reply({{"status", st}})}; });
+  const fs::path out = dir.path / "out";
+  const std::string bin = ZKFARM_CTL_BIN, sd = dir.path.string(), out_s = out.string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int o = open(out_s.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    execl(bin.c_str(), bin.c_str(), "--state-dir", sd.c_str(), "logs", "-f", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // A hang guard only: each step waits for what zkfarmctl prints.
+  auto wait_for = [&](const std::string& want) {
+    for (int i = 0; i < 2000 && slurp(out).find(want) == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return slurp(out);
+  };
+  EXPECT_NE(wait_for("old 1\n").find("old 1\n"), std::string::npos);
+  { std::ofstream(log, std::ios::app) << "old 2\n"; }
+  fs::rename(log, dir.path / "zkfarmd.log.1");
+  { std::ofstream(dir.path / "zkfarmd.log.1", std::ios::app) << "old 3\n"; }  // written before the reopen
+  { std::ofstream(log) << "new 1\n"; }
+  std::string seen = wait_for("new 1\n");
+  { std::ofstream(log, std::ios::trunc) << "n\n"; }  // copytruncate
+  seen = wait_for("new 1\nn\n");
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(seen, "old 1\nold 2\nold 3\nnew 1\nn\n");
+}
+
+/// A process that holds STATE/zkfarmd.lock as zkfarmd does (flock, exclusive)
+/// until it is killed.
+pid_t lock_holder(const fs::path& state) {
+  const std::string lock = (state / "zkfarmd.lock").string();
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(lock.c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(1);
+    (void)!write(ready[1], "r", 1);
+    for (;;) pause();
+  }
+  char c;
+  (void)!read(ready[0], &c, 1);
+  close(ready[0]);
+  close(ready[1]);
+  return pid;
+}
+
+TEST(Ctl, ExitWatchWaitsForTheProcessAndItsLock) {
+  CtlTempDir dir;
+  // Both ways: the pidfd and the lock.
+  pid_t pid = lock_holder(dir.path);
+  ASSERT_GT(pid, 0);
+  {
+    ctl::ExitWatch watch(pid, dir.path.string());
+    EXPECT_EQ(watch.how(), "process and state lock");
+    EXPECT_EQ(watch.wait(50), ctl::ExitWatch::Result::kTimeout);
+    kill(pid, SIGKILL);
+    EXPECT_EQ(watch.wait(-1), ctl::ExitWatch::Result::kGone);  // a zombie has exited, its lock is free
+  }
+  waitpid(pid, nullptr, 0);
+  // The lock alone (zkfarmd in another pid namespace).
+  pid = lock_holder(dir.path);
+  {
+    ctl::ExitWatch watch(0, dir.path.string());
+    EXPECT_EQ(watch.how(), "state lock");
+    EXPECT_EQ(watch.wait(50), ctl::ExitWatch::Result::kTimeout);
+    kill(pid, SIGKILL);
+    EXPECT_EQ(watch.wait(-1), ctl::ExitWatch::Result::kGone);
+  }
+  waitpid(pid, nullptr, 0);
+  // The process alone; and a peer that is not the zkfarmd that answered is dropped.
+  fs::remove(dir.path / "zkfarmd.lock");
+  pid = fork();
+  if (pid == 0) {
+    for (;;) pause();
+  }
+  {
+    ctl::ExitWatch watch(pid, dir.path.string());
+    EXPECT_EQ(watch.how(), "process");
+    watch.answered_by(pid);
+    EXPECT_EQ(watch.how(), "process");
+    EXPECT_EQ(watch.wait(50), ctl::ExitWatch::Result::kTimeout);
+    watch.answered_by(pid + 1);
+    EXPECT_EQ(watch.how(), "");
+    EXPECT_EQ(watch.wait(-1), ctl::ExitWatch::Result::kUnwatchable);
+    EXPECT_NE(watch.why_not().find("not the zkfarmd that answered"), std::string::npos) << watch.why_not();
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
 }
 
 }  // namespace

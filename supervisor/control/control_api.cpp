@@ -17,8 +17,8 @@ namespace {
 
 // Requests that change the farm for everyone: an admin's only.
 bool admin_only(const std::string& type) {
-  return type == "stop" || type == "drain" || type == "resume" || type == "kill" || type == "restart" ||
-         type == "upgrade";
+  return type == "stop" || type == "drain" || type == "resume" || type == "kill" || type == "kill_worker" ||
+         type == "restart" || type == "upgrade";
 }
 
 // A long-polled `job` is held at most this long, and at most this many
@@ -138,8 +138,12 @@ json ControlApi::handle(const std::string& identity, const json& req, const Peer
   }
   if (type == "stop") {
     const protocol::Stop stop = protocol::decode_stop(req);
-    lifecycle_.begin_stop("zkfarmctl stop");
-    if (stop.timeout_s) lifecycle_.set_drain_timeout_s(*stop.timeout_s);
+    if (stop.now) {
+      lifecycle_.stop_now("zkfarmctl stop --now");
+    } else {
+      lifecycle_.begin_stop("zkfarmctl stop");
+      if (stop.timeout_s) lifecycle_.set_drain_timeout_s(*stop.timeout_s);
+    }
     // With wait, the reply comes as zkfarmd exits, with its exit code.
     if (stop.wait && held_.size() < kMaxHeldReplies) {
       held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
@@ -147,6 +151,7 @@ json ControlApi::handle(const std::string& identity, const json& req, const Peer
     }
     return {{"ok", true}, {"pid", getpid()}};
   }
+  if (type == "kill_worker") return hooks_.kill_worker(protocol::decode_kill_worker(req).worker);
   if (type == "circuit_list") return circuits_.list(peer, role);
   if (type == "circuit_remove") return circuits_.remove(protocol::decode_circuit_remove(req), peer, role);
   if (type == "restart" || type == "upgrade") return lifecycle_.roll(protocol::decode_rolling(req));

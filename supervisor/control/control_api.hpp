@@ -5,8 +5,9 @@
 // `job`, `stop --wait`); it checks each request against who sent it (peer.hpp,
 // docs/security.md) and turns it into a call on the component that owns what
 // the request is about: the lifecycle (stop, drain, resume, kill, restart,
-// upgrade), the circuit registry, intake (submit), delivery (result), the
-// pipeline (cancel). Everything runs on the loop's thread.
+// upgrade), the worker table (kill_worker), the circuit registry, intake
+// (submit), delivery (result), the pipeline (cancel). Everything runs on the
+// loop's thread.
 #include <spdlog/logger.h>
 
 #include <functional>
@@ -40,6 +41,9 @@ class ControlApi {
     std::function<nlohmann::json(std::optional<uint32_t> owner)> status;
     /// Cancels job `id` (live, visible to the caller): slots freed, journaled, aborted in the workers.
     std::function<void(uint64_t id, uint32_t by_uid)> cancel;
+    /// `kill_worker`: SIGKILL to one worker by id; the reply object (ok:false
+    /// naming the worker when there is none or it runs no process).
+    std::function<nlohmann::json(const std::string& worker)> kill_worker;
     /// A warning a client can cause at will (rate-limited by the loop).
     std::function<void(const std::string& line)> warn;
   };

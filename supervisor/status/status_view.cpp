@@ -56,6 +56,12 @@ json status_json(const FarmView& v, std::optional<uint32_t> only_owner) {
                      {"synthesized", jobs.count(PartState::kSynthesized)},
                      {"proving", jobs.count(PartState::kProving)}};
   s["rolling"] = v.rolling;
+  // Where things are (docs/protocol.md): null when there is none.
+  auto path_or_null = [](const std::string& p) { return p.empty() ? json(nullptr) : json(p); };
+  s["journal"] = v.journal;
+  s["http_address"] = path_or_null(v.http_address);
+  s["config_file"] = path_or_null(v.config_file);
+  s["log_file"] = path_or_null(v.log_file);
   s["workers"] = json::array();
   const int64_t now = v.now_ms;
   for (const auto& [id, w] : v.workers.all()) {

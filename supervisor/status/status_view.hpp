@@ -36,6 +36,11 @@ struct FarmView {
   nlohmann::json arena, connections;
   nlohmann::json cluster;         ///< a shared queue's hosts and counts (null: one host)
   size_t status_finished_jobs = 50;  ///< finished jobs listed (newest first)
+  /// Where the farm keeps things, for operators: the journal (path, bytes,
+  /// wal_bytes; null on a shared queue), the HTTP listener ("" off), the
+  /// config file ("" none) and the log file ("" none).
+  nlohmann::json journal;
+  std::string http_address, config_file, log_file;
 };
 
 /// The status object (docs/protocol.md). With `only_owner`, the job lists and

@@ -272,6 +272,17 @@ void WorkerTable::kill_all(const std::string& why) {
   }
 }
 
+std::string WorkerTable::kill_one(const std::string& id, const std::string& why) {
+  Worker* w = find(id);
+  if (!w) return "no worker '" + id + "'";
+  if (w->pid <= 0) return "worker " + id + " runs no process (" + std::string(worker_state_name(w->state)) + ")";
+  log_->warn("worker {}: SIGKILL to pid {} ({})", id, w->pid, why);
+  signal_worker(*w, SIGKILL);
+  w->kill_sent = true;
+  w->kill_reason = "operator";
+  return "";
+}
+
 void WorkerTable::record_children() {
   std::vector<ChildRecord> records;
   for (const auto& [id, w] : workers_) {

@@ -86,6 +86,11 @@ class WorkerTable {
   void ask_to_stop(Worker& w, const std::function<void(const Worker&)>& send_shutdown, int64_t now);
   /// SIGKILL to every running worker.
   void kill_all(const std::string& why);
+  /// `zkfarmctl kill WORKER`: SIGKILL to that worker's process; once reaped
+  /// it is restarted as after a crash (its backoff, flapping; restarts
+  /// metric reason "operator"). "" when sent, else why not (no such worker,
+  /// no process running).
+  std::string kill_one(const std::string& id, const std::string& why);
   /// Records the running workers' pids and start times (STATE/children).
   void record_children();
   /// Kills workers a SIGKILLed predecessor left (STATE/children: pid and start time must match).

@@ -277,6 +277,38 @@ class ApiTest(unittest.TestCase):
         p = subprocess.run([*base, "stop"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
 
+    def test_zkfarmctl_api_circuit_shows_the_generator_and_submit_names_the_callers_input(self):
+        # Issue 35 (11): `circuit add|list` over the API showed the key's
+        # SHA-256 as the generator's, and a refused submit named "input 1.json"
+        # instead of the caller's file.
+        base = [os.path.join(BIN, "zkfarmctl"), "--api", self.api.url, "--token-file", self.tok_a_file, "--api-ca", CA]
+        p = subprocess.run([*base, "circuit", "add", "pos2", "--zkey", f"{WORK}/poseidon3.zkey", "--wasm",
+                            f"{WORK}/poseidon3_js/poseidon3.wasm"], capture_output=True, text=True, timeout=1200)
+        self.assertEqual(p.returncode, 0, p.stderr + self.api.output())
+        # zkfarmd's own record (its circuit list, read here as an admin) is the truth.
+        farm_side = [c for c in json.loads(ctl(self.farm.state, "circuit", "list", "--json")[1])
+                     if c["name"] == "alice.pos2"]
+        self.assertEqual(len(farm_side), 1)
+        generator, zkey_sha = farm_side[0]["generator"], farm_side[0]["zkey_sha256"]
+        self.assertNotEqual(generator, zkey_sha)
+        self.assertIn("generator " + generator[:16] + ",", p.stdout)
+        self.assertNotIn(zkey_sha[:16], p.stdout)
+        p = subprocess.run([*base, "circuit", "list", "--json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        listed = [c for c in json.loads(p.stdout) if c["name"] == "pos2"]
+        self.assertEqual(listed[0]["generator"], generator)
+        self.assertEqual(listed[0]["zkey_sha256"], zkey_sha)
+        bad = os.path.join(self.farm.dir, "short-input.json")
+        with open(bad, "w") as f:
+            json.dump({"in": [1, 2]}, f)
+        p = subprocess.run([*base, "submit", "--circuit", "pos2", "--input", f"{WORK}/in0.json", bad, "--out",
+                            os.path.join(self.farm.dir, "never")], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn(bad + ": signal in has 2 values, the circuit's has 3", p.stderr)
+        self.assertNotIn("input 1.json", p.stderr)
+        p = subprocess.run([*base, "circuit", "remove", "pos2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     # -- authentication and authorization ----------------------------------
 
     def test_401_without_or_with_a_bad_or_revoked_token_and_403_for_a_role(self):
