@@ -228,7 +228,7 @@ fi
 
 step "the unit keeps what docs/operations.md documents"
 for line in Type=notify NotifyAccess=main KillMode=mixed TimeoutStopSec=780 TimeoutStartSec=180 Restart=on-failure \
-            'RestartPreventExitStatus=2 78' \
+            'RestartPreventExitStatus=78' \
             WatchdogSec=30 LimitMEMLOCK=infinity StateDirectory=zkfarm User=zkfarm Group=zkfarm \
             NoNewPrivileges=yes ProtectSystem=strict ProtectHome=read-only PrivateTmp=yes DevicePolicy=closed \
             'CapabilityBoundingSet=' 'SystemCallFilter=@system-service' UMask=0077; do
