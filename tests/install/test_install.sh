@@ -171,7 +171,8 @@ cmp -s "$prefix/etc/init.d/zkfarmd" "$tmp/init.mine" && ok "init.d/zkfarmd kept"
 cmp -s "$prefix/etc/logrotate.d/zkfarmd" "$tmp/logrotate.mine" && ok "logrotate.d/zkfarmd kept" || fail "an existing logrotate.d/zkfarmd was replaced"
 grep -q "Keeping: $prefix/etc/init.d/zkfarmd" "$tmp/install-prefix2.log" && ok "the install says so" || fail "no 'Keeping' message for init.d/zkfarmd"
 # Nothing else was dropped into init.d or logrotate.d (both read every file there).
-[ "$(ls "$prefix/etc/init.d" "$prefix/etc/logrotate.d" | grep -c zkfarmd)" -eq 2 ] || fail "extra files in init.d or logrotate.d: $(ls "$prefix/etc/init.d" "$prefix/etc/logrotate.d")"
+read_dirs=("$prefix/etc/init.d"/* "$prefix/etc/logrotate.d"/*)
+[ "${#read_dirs[@]}" -eq 2 ] || fail "extra files in init.d or logrotate.d: ${read_dirs[*]}"
 # The same files unchanged are installed again (an upgrade of an untouched install).
 rm "$prefix/etc/init.d/zkfarmd"
 cmake --install "$build" --prefix "$prefix" >/dev/null 2>&1 || die "third cmake --install failed"
@@ -403,7 +404,7 @@ version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 [ -n "$version" ] && [ "$(field Version)" = "$version" ] && ok "Version $version, the project's (CMakeLists.txt)" ||
   fail "Version $(field Version) is not the project's ($version): update debian/changelog with the project's version"
 maintainer=$(field Maintainer)
-case $maintainer in *@example.* | *'<'zkfarm@* | '') fail "Maintainer is a placeholder: $maintainer" ;; *) ok "Maintainer: $maintainer" ;; esac
+case $maintainer in *@example.* | *"<zkfarm@"* | '') fail "Maintainer is a placeholder: $maintainer" ;; *) ok "Maintainer: $maintainer" ;; esac
 description=$(field Description)
 [[ $description == *BLS12-381* && $description == *BN254* ]] && ok "Description names both curves" || fail "Description does not name BN254 and BLS12-381"
 depends=$(field Depends)
