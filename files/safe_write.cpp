@@ -77,7 +77,11 @@ UniqueFd create_dir_safe(const std::string& path, mode_t mode, LinksOnTheWay lin
     const std::string so_far = path.substr(0, end);
 
     if (::mkdirat(cur.get(), comp.c_str(), mode) == 0) {
-      ::fchmodat(cur.get(), comp.c_str(), mode, 0);  // exactly `mode`, whatever the umask (zkfarmd's is 077)
+      // Exactly `mode`, whatever the umask (zkfarmd's is 077), through a
+      // descriptor: fchmodat would follow a link swapped in meanwhile.
+      UniqueFd made(::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!made) throw_errno(so_far, "open the folder just created", errno);
+      if (::fchmod(made.get(), mode) != 0) throw_errno(so_far, "set the folder's mode", errno);
     } else if (errno != EEXIST) {
       throw_errno(so_far, "create the folder", errno);
     }
