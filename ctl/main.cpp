@@ -13,6 +13,7 @@
 #include "ctl/exit_codes.hpp"
 #include "ctl/progress.hpp"
 #include "ctl/suggest.hpp"
+#include "version/build_info.hpp"
 #include "ctl/tokens.hpp"
 #include "ctl/verbs.hpp"
 
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"zkfarmctl: submit jobs to a zkfarmd Groth16 proving farm and watch it"};
   app.footer(kExitCodesHelp);
-  app.set_version_flag("--version", "zkfarmctl 0.1.0");
+  app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarmctl"));
   app.require_subcommand(1);
   app.fallthrough();  // global flags may also follow the verb
 

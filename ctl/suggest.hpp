@@ -1,17 +1,15 @@
 #pragma once
-// "Did you mean": the verb closest to a mistyped one, as git and systemctl
-// suggest.
+// "Did you mean" for zkfarmctl's command line: which word of it names no
+// verb (the suggestion itself is cli/suggest.hpp's, shared with zkfarmd).
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "cli/suggest.hpp"
+
 namespace zkfarm::ctl {
 
-/// The candidate closest to `word` by edit distance (insertions, deletions,
-/// substitutions and swaps of neighbours, case ignored) when it is close
-/// enough to be a slip: at most 1 edit for words of up to 4 letters, 2 for
-/// longer ones, or `word` is a prefix of exactly one candidate. "" when none is.
-std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+using cli::closest;
 
 /// The verb path a command line names and the first word that names no verb
 /// there: walks `argv` past global options (those in `takes_value` consume

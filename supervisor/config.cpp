@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 #include <vector>
 
+#include "cli/suggest.hpp"
 #include "supervisor/control/peer.hpp"
 
 namespace zkfarm::supervisor {
@@ -53,35 +54,7 @@ void read_bool(const toml::table& t, const std::string& file, const char* key, b
   out = *node->value<bool>();
 }
 
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
-
-std::string closest_word(const std::string& word, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& k : known) {
-    const size_t d = edit_distance(word, k);
-    if (d < best_d) best_d = d, best = k;
-  }
-  // At most a third of the word wrong (and at least one edit allowed): a
-  // typo, not another word.
-  return best_d <= std::max<size_t>(1, word.size() / 3) ? best : std::string();
-}
 
 namespace {
 
@@ -153,7 +126,7 @@ void Config::load_toml(const std::string& path) {
   for (auto&& [k, v] : t) {
     const std::string key(k.str());
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    const std::string near = closest_word(key, known);
+    const std::string near = cli::closest(key, known);
     throw ConfigError(where(path, v, ("unknown key '" + key + "'").c_str()) +
                       (near.empty() ? "" : "; did you mean '" + near + "'?") + " (docs/configuration.md lists the keys)");
   }

@@ -20,6 +20,7 @@ inline constexpr const char* kDefaultAdminGroup = "zkfarm-admin";
 
 struct Config {
   std::string state_dir;               ///< everything of the instance lives here
+  std::string config_file;             ///< the TOML file it was read from (--config; "" for none): status shows it
   unsigned synth_workers = 0;          ///< 0: cores − 1, at least 1
   unsigned synth_threads = 1;          ///< threads per synthesis worker
   std::string gpu_devices = "auto";    ///< "auto", "none" or a list "0,1"
@@ -112,11 +113,6 @@ struct Config {
   /// state_dir when relative.
   std::string log_path() const;
 };
-
-/// The word of `known` closest to `word` by edit distance (Levenshtein), if
-/// it is within a third of `word`'s length (at least one edit): the "did you
-/// mean" of an unknown key; "" when nothing is that close.
-std::string closest_word(const std::string& word, const std::vector<std::string>& known);
 
 /// Whether a libpq connection string (URI or keyword form) carries a
 /// password: such a URL may not come from the command line (every local user

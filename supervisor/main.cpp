@@ -166,7 +166,10 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (!config_file.empty()) cfg.load_toml(config_file);
+    if (!config_file.empty()) {
+      cfg.load_toml(config_file);
+      cfg.config_file = std::filesystem::absolute(config_file).lexically_normal().string();
+    }
     if (synth_workers) cfg.synth_workers = *synth_workers;
     if (synth_threads) cfg.synth_threads = *synth_threads;
     if (gpu_threads) cfg.gpu_threads = *gpu_threads;

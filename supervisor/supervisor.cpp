@@ -561,9 +561,8 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
     v.journal = {{"path", path}, {"bytes", bytes(path)}, {"wal_bytes", bytes(path + "-wal")}};
   }
   v.http_address = cfg_.http_address;
-  // main.cpp's file sink (STATE/zkfarmd.log); the config file is not known
-  // here until Config names it.
-  v.log_file = cfg_.state_dir + "/zkfarmd.log";
+  v.log_file = cfg_.log_path();  // "" (null in the reply) when log_file turns the file off
+  v.config_file = cfg_.config_file;
   return status_json(v, only_owner);
 }
 
