@@ -6,7 +6,7 @@
 #   docker exec zkfarm zkfarmctl status
 #
 # Two stages. "build" compiles the farm on Debian 12 and makes the Debian
-# package with cpack; the runtime stage installs that same package on
+# package from debian/ (dpkg-buildpackage, as docs/install.md says); the runtime stage installs that same package on
 # debian:12-slim, so the image runs exactly what the .deb ships (/usr/bin,
 # the zkfarm user, /etc/zkfarm/zkfarmd.toml).
 #
@@ -27,21 +27,21 @@ ARG RUNTIME_IMAGE=debian:12-slim
 FROM ${BUILD_IMAGE} AS build
 ARG ZKFARM_CUDA_ARCHS=90
 ENV DEBIAN_FRONTEND=noninteractive
-# The build packages of scripts/setup.sh (without the test and fuzz tools),
-# plus file(1) and dpkg-dev (in build-essential), which cpack's DEB generator
-# uses to find the shared libraries the package depends on.
+# The package's Build-Depends (debian/control: the libraries, cmake,
+# debhelper, help2man, bash-completion), installed by apt from that file.
+WORKDIR /src/zkfarm
+COPY debian/control debian/changelog debian/
 RUN apt-get update \
- && apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config file \
-      cppzmq-dev libzmq3-dev libboost-dev libspdlog-dev nlohmann-json3-dev \
-      libtomlplusplus-dev libcli11-dev libsqlite3-dev libsystemd-dev libssl-dev \
+ && apt-get install -y --no-install-recommends build-essential \
+ && apt-get build-dep -y ./ \
  && rm -rf /var/lib/apt/lists/*
-WORKDIR /src
 COPY . .
+# debian/rules builds in /build as configured here (CUDA architectures
+# included) and puts the package in the parent folder, /src.
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DZKFARM_TESTS=OFF \
       -DZKFARM_CUDA_ARCHS="${ZKFARM_CUDA_ARCHS}" \
- && cmake --build /build -j"$(nproc)" \
- && cd /build && cpack -G DEB -B /pkg \
+ && ZKFARM_BUILD_DIR=/build DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -us -uc \
+ && mkdir /pkg && mv /src/zkfarm_*.deb /pkg/ \
  && ls -l /pkg/zkfarm_*.deb
 
 FROM ${RUNTIME_IMAGE}
@@ -54,7 +54,8 @@ RUN groupadd --system --gid 10001 zkfarm \
  && useradd --system --uid 10001 --gid zkfarm --home-dir /var/lib/zkfarm --no-create-home \
       --shell /usr/sbin/nologin --comment "zkfarm proving farm" zkfarm
 COPY --from=build /pkg/zkfarm_*.deb /tmp/
-# apt resolves the package's Depends (the runtime libraries, adduser) from Debian.
+# apt resolves the package's Depends (the runtime libraries, adduser) from
+# Debian. (The zkfarm-dbgsym package of debug symbols stays in the build stage.)
 RUN apt-get update \
  && apt-get install -y --no-install-recommends /tmp/zkfarm_*.deb \
  && rm -rf /var/lib/apt/lists/* /tmp/zkfarm_*.deb \
@@ -75,11 +76,14 @@ EXPOSE 17100
 # up to 780 s with the defaults): give docker stop that long (--stop-timeout
 # 780 or docker stop -t 780). zkfarmd reaps its own workers and works as PID 1.
 STOPSIGNAL SIGTERM
-# Healthy = ready: intake open and every worker READY (what /readyz says), over
-# the control socket (no HTTP client in the image). A drained farm reads as
-# unhealthy until "zkfarmctl resume".
+# Healthy = alive: the supervisor's event loop answers on the control socket
+# (what /healthz says; no HTTP client in the image), also while it drains or
+# stops. Not "ready": Docker (a restart policy, Swarm) restarts an unhealthy
+# container, and a farm drained for maintenance must not be restarted in the
+# middle of it. Readiness stays "zkfarmctl ready" and /readyz. Docker reads
+# exit 1 as unhealthy (2 is reserved): every failure of zkfarmctl becomes 1.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=120s --retries=3 \
-  CMD ["zkfarmctl", "--state-dir", "/var/lib/zkfarm", "--timeout-ms", "5000", "ready"]
+  CMD zkfarmctl --state-dir /var/lib/zkfarm --timeout-ms 5000 status --json >/dev/null || exit 1
 ENTRYPOINT ["zkfarmd", "--state-dir", "/var/lib/zkfarm"]
 # The package's configuration, with HTTP on every address of the container
 # (probes and scrapes come from outside it; publish the port with -p).

@@ -19,6 +19,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "version/build_info.hpp"
 #include "api/farm_link.hpp"
 #include "api/http_server.hpp"
 #include "api/service.hpp"
@@ -52,7 +53,7 @@ int64_t wall_ms() {
 int main(int argc, char** argv) {
   using namespace zkfarm::api;
   CLI::App app{"zkfarm-api: an authenticated HTTPS API in front of zkfarmd (docs/api.md)"};
-  app.set_version_flag("--version", "zkfarm-api 0.1.0");
+  app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarm-api"));
   app.set_config("--config", "", "a TOML file of these options (key = value, names without the dashes)");
   std::string state_dir, api_dir, listen = "127.0.0.1:8443", cert, key;
   bool allow_plain = false;

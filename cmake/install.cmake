@@ -1,31 +1,45 @@
-# Install rules and the Debian package (docs/install.md). Included at the end of
-# the top-level CMakeLists.txt.
+# Install rules (docs/install.md). Included at the end of the top-level
+# CMakeLists.txt. The Debian package is built from debian/ (dpkg-buildpackage),
+# whose rules run this same install with prefix /usr.
 #
 #   cmake --install build --prefix /usr/local      # or DESTDIR=/tmp/root cmake --install build
-#   cpack -G DEB --config build/CPackConfig.cmake   # zkfarm_VERSION_ARCH.deb, installs to /usr
 #
-# What goes where (PREFIX = the install prefix, /usr for the package):
-#   PREFIX/bin/                 zkfarmd, zkfarmctl, zkfarm-synth, zkfarm-gpu, zkfarm-prove,
-#                               zkfarm-testkey (the workers beside zkfarmd: supervisor/config.cpp)
-#   systemd unit folder         zkfarmd.service: /lib/systemd/system for PREFIX /usr (Debian 12's
-#                               systemdsystemunitdir), PREFIX/lib/systemd/system otherwise
-#                               (/usr/local/lib/systemd/system is on systemd's search path)
-#   /etc/init.d/zkfarmd         the LSB script
-#   /etc/zkfarm/zkfarmd.toml    the example configuration (an existing one is kept)
-#   /etc/logrotate.d/zkfarmd    logrotate for /var/lib/zkfarm/zkfarmd.log
-#   PREFIX/share/doc/zkfarm/    README.md, docs/*.md, LICENSE, NOTICE, copyright
-# The /etc files go to /etc whatever the prefix (ZKFARM_ETC_DIR): init.d and
-# logrotate.d are read only there, and the unit, the LSB script and the docs
-# all name /etc/zkfarm/zkfarmd.toml. DESTDIR applies to them as to the rest.
+# What goes where (PREFIX = the install prefix, SYSCONF = its configuration folder):
+#   PREFIX/bin/                 zkfarmd, zkfarmctl, zkfarm-api, zkfarm-synth, zkfarm-gpu,
+#                               zkfarm-prove, zkfarm-testkey (the workers beside zkfarmd:
+#                               supervisor/config.cpp)
+#   systemd unit folder         zkfarmd.service, zkfarm-api.service: /lib/systemd/system for
+#                               PREFIX /usr (Debian 12's systemdsystemunitdir),
+#                               PREFIX/lib/systemd/system otherwise (/usr/local/lib/systemd/system
+#                               is on systemd's search path)
+#   SYSCONF/init.d/zkfarmd      the LSB script
+#   SYSCONF/zkfarm/zkfarmd.toml the example configuration
+#   SYSCONF/logrotate.d/zkfarmd logrotate for /var/lib/zkfarm/zkfarmd.log
+#   PREFIX/share/doc/zkfarm/    README.md, docs/*.md, LICENSE, NOTICE
+#   PREFIX/share/zkfarm/        the witness generator hosts and the field headers
+# SYSCONF is GNUInstallDirs' CMAKE_INSTALL_SYSCONFDIR ("etc") resolved with the
+# prefix in force at install time, as GNUInstallDirs resolves it: /etc for
+# PREFIX /usr (or /), PREFIX/etc for every other prefix, so that
+# "cmake --install --prefix P" writes nothing outside P (issue 35). An absolute
+# value is taken as it is: -DCMAKE_INSTALL_SYSCONFDIR=/etc makes a /usr/local
+# install use the host's /etc (init.d and logrotate.d are read only there).
+# DESTDIR applies to every path.
 #
-# The unit's ExecStart and the LSB script's DAEMON are filled in when
-# installing, from the prefix in force then, so "cmake --install --prefix /usr"
-# of a tree configured for /usr/local still writes /usr/bin/zkfarmd into them.
+# Files under SYSCONF are the administrator's once there: an existing
+# zkfarmd.toml, init.d/zkfarmd or logrotate.d/zkfarmd that differs from this
+# build's is never replaced (a stale init script of an older install would
+# otherwise silently change, or a changed one be lost). The new
+# configuration lands beside it as zkfarmd.toml.new; the new init script and
+# logrotate file are not installed (a second file in init.d or logrotate.d
+# would be read too) and the message names the copy in the build folder.
+#
+# The unit's ExecStart and --config, and the LSB script's DAEMON and CONFIG, are
+# filled in when installing, from the prefix in force then, so
+# "cmake --install --prefix /usr" of a tree configured for /usr/local still
+# writes /usr/bin/zkfarmd and /etc/zkfarm/zkfarmd.toml into them.
 
 include(GNUInstallDirs)
 
-set(ZKFARM_ETC_DIR "/etc" CACHE PATH
-    "Absolute folder for init.d/, logrotate.d/ and zkfarm/zkfarmd.toml (DESTDIR applies)")
 set(ZKFARM_SYSTEMD_UNIT_DIR "" CACHE PATH
     "Absolute systemd system unit folder; empty: /lib/systemd/system for prefix /usr, PREFIX/lib/systemd/system otherwise")
 
@@ -35,7 +49,6 @@ install(TARGETS zkfarmd zkfarmctl zkfarm-api zkfarm-synth zkfarm-gpu zkfarm-prov
 file(GLOB ZKFARM_DOC_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${ZKFARM_DOC_FILES} ${PROJECT_SOURCE_DIR}/docs/api_example.py
               ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE
-              ${PROJECT_SOURCE_DIR}/packaging/deb/copyright
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The witness generator hosts, compiled into each circuit's generator when
@@ -57,9 +70,6 @@ install(FILES ${PROJECT_SOURCE_DIR}/groth16/field.hpp ${PROJECT_SOURCE_DIR}/grot
               ${PROJECT_SOURCE_DIR}/groth16/hd.hpp
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zkfarm/groth16)
 
-install(FILES ${PROJECT_SOURCE_DIR}/scripts/init/zkfarmd.logrotate
-        DESTINATION ${ZKFARM_ETC_DIR}/logrotate.d RENAME zkfarmd)
-
 # Configure-time values for the install-time code below (install(CODE) blocks
 # run in order, in one scope).
 install(CODE "
@@ -67,7 +77,13 @@ set(_zkfarm_src \"${PROJECT_SOURCE_DIR}\")
 set(_zkfarm_gen \"${PROJECT_BINARY_DIR}/zkfarm-install\")
 set(_zkfarm_bindir \"${CMAKE_INSTALL_BINDIR}\")
 set(_zkfarm_docdir \"${CMAKE_INSTALL_DOCDIR}\")
-set(_zkfarm_etc \"${ZKFARM_ETC_DIR}\")
+# CMAKE_INSTALL_SYSCONFDIR as configured, unless the install script is run
+# with its own (cmake -DCMAKE_INSTALL_SYSCONFDIR=/etc -P cmake_install.cmake).
+if(DEFINED CMAKE_INSTALL_SYSCONFDIR)
+  set(_zkfarm_sysconfdir \"\${CMAKE_INSTALL_SYSCONFDIR}\")
+else()
+  set(_zkfarm_sysconfdir \"${CMAKE_INSTALL_SYSCONFDIR}\")
+endif()
 set(_zkfarm_unitdir \"${ZKFARM_SYSTEMD_UNIT_DIR}\")
 ")
 install(CODE [[
@@ -76,75 +92,59 @@ install(CODE [[
              OUTPUT_VARIABLE ZKFARM_BINDIR)
   cmake_path(ABSOLUTE_PATH _zkfarm_docdir BASE_DIRECTORY "${CMAKE_INSTALL_PREFIX}" NORMALIZE
              OUTPUT_VARIABLE ZKFARM_DOCDIR)
+  string(REGEX REPLACE "/$" "" _zkfarm_prefix "${CMAKE_INSTALL_PREFIX}")
+  # SYSCONF: GNUInstallDirs' rule for CMAKE_INSTALL_FULL_SYSCONFDIR, applied
+  # to the prefix in force now.
+  if(IS_ABSOLUTE "${_zkfarm_sysconfdir}")
+    set(ZKFARM_SYSCONFDIR "${_zkfarm_sysconfdir}")
+  elseif(_zkfarm_prefix STREQUAL "/usr" OR _zkfarm_prefix STREQUAL "")
+    set(ZKFARM_SYSCONFDIR "/${_zkfarm_sysconfdir}")
+  else()
+    set(ZKFARM_SYSCONFDIR "${_zkfarm_prefix}/${_zkfarm_sysconfdir}")
+  endif()
+  cmake_path(NORMAL_PATH ZKFARM_SYSCONFDIR)
+  string(REGEX REPLACE "(.)/$" "\\1" ZKFARM_SYSCONFDIR "${ZKFARM_SYSCONFDIR}")
   string(REGEX REPLACE "/$" "" ZKFARM_BINDIR "${ZKFARM_BINDIR}")
   string(REGEX REPLACE "/$" "" ZKFARM_DOCDIR "${ZKFARM_DOCDIR}")
   if(_zkfarm_unitdir)
     set(_unitdir "${_zkfarm_unitdir}")
-  elseif(CMAKE_INSTALL_PREFIX STREQUAL "/usr" OR CMAKE_INSTALL_PREFIX STREQUAL "/usr/")
+  elseif(_zkfarm_prefix STREQUAL "/usr")
     set(_unitdir "/lib/systemd/system")
   else()
-    cmake_path(APPEND CMAKE_INSTALL_PREFIX "lib/systemd/system" OUTPUT_VARIABLE _unitdir)
+    set(_unitdir "${_zkfarm_prefix}/lib/systemd/system")
   endif()
   configure_file("${_zkfarm_src}/scripts/init/zkfarmd.service.in" "${_zkfarm_gen}/zkfarmd.service" @ONLY)
   configure_file("${_zkfarm_src}/scripts/init/zkfarm-api.service.in" "${_zkfarm_gen}/zkfarm-api.service" @ONLY)
   configure_file("${_zkfarm_src}/scripts/init/zkfarmd.sysv.in" "${_zkfarm_gen}/zkfarmd" @ONLY)
+  file(COPY_FILE "${_zkfarm_src}/scripts/init/zkfarmd.logrotate" "${_zkfarm_gen}/zkfarmd.logrotate" ONLY_IF_DIFFERENT)
   file(INSTALL DESTINATION "${_unitdir}" TYPE FILE FILES "${_zkfarm_gen}/zkfarmd.service" "${_zkfarm_gen}/zkfarm-api.service")
-  file(INSTALL DESTINATION "${_zkfarm_etc}/init.d" TYPE PROGRAM FILES "${_zkfarm_gen}/zkfarmd")
 
-  # The example configuration: never over an operator's own file (as dpkg does
-  # with a changed conffile, the new one lands beside it as .new).
-  set(_conf "$ENV{DESTDIR}${_zkfarm_etc}/zkfarm/zkfarmd.toml")
-  set(_conf_name zkfarmd.toml)
-  if(EXISTS "${_conf}")
-    file(READ "${_conf}" _old)
-    file(READ "${_zkfarm_src}/scripts/init/zkfarmd.toml" _new)
-    if(NOT _old STREQUAL _new)
-      message(STATUS "Keeping: ${_conf} (yours); the example is installed as ${_conf}.new")
-      set(_conf_name zkfarmd.toml.new)
+  # zkfarm_install_conffile(DIR NAME FROM TYPE NEW_NAME): FROM as DIR/NAME,
+  # unless DIR/NAME exists (a file, a link, anything) with other contents:
+  # then it is kept, and FROM goes to DIR/NEW_NAME (none: not installed).
+  function(zkfarm_install_conffile dir name from type new_name)
+    set(_path "$ENV{DESTDIR}${dir}/${name}")
+    if(EXISTS "${_path}" OR IS_SYMLINK "${_path}")
+      file(SHA256 "${from}" _new)
+      if(IS_SYMLINK "${_path}" OR IS_DIRECTORY "${_path}")
+        set(_old "")
+      else()
+        file(SHA256 "${_path}" _old)
+      endif()
+      if(NOT _old STREQUAL _new)
+        if(new_name)
+          message(STATUS "Keeping: ${_path} (yours); this build's is installed as $ENV{DESTDIR}${dir}/${new_name}")
+          file(INSTALL DESTINATION "${dir}" TYPE ${type} RENAME ${new_name} FILES "${from}")
+        else()
+          message(STATUS "Keeping: ${_path} (yours); this build's is not installed (it is ${from})")
+        endif()
+        return()
+      endif()
     endif()
-  endif()
-  file(INSTALL DESTINATION "${_zkfarm_etc}/zkfarm" TYPE FILE RENAME ${_conf_name}
-       FILES "${_zkfarm_src}/scripts/init/zkfarmd.toml")
+    file(INSTALL DESTINATION "${dir}" TYPE ${type} RENAME ${name} FILES "${from}")
+  endfunction()
+  zkfarm_install_conffile("${ZKFARM_SYSCONFDIR}/init.d" zkfarmd "${_zkfarm_gen}/zkfarmd" PROGRAM "")
+  zkfarm_install_conffile("${ZKFARM_SYSCONFDIR}/logrotate.d" zkfarmd "${_zkfarm_gen}/zkfarmd.logrotate" FILE "")
+  zkfarm_install_conffile("${ZKFARM_SYSCONFDIR}/zkfarm" zkfarmd.toml "${_zkfarm_src}/scripts/init/zkfarmd.toml" FILE
+                          zkfarmd.toml.new)
 ]])
-
-# ---- The Debian package: cpack -G DEB (or cmake --build build --target package).
-set(CPACK_GENERATOR DEB)
-set(CPACK_PACKAGE_NAME zkfarm)
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_VENDOR "the zkfarm authors")
-set(ZKFARM_DEB_MAINTAINER "the zkfarm authors <zkfarm@example.org>" CACHE STRING
-    "Maintainer field of the Debian package")
-set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${ZKFARM_DEB_MAINTAINER}")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Groth16 proving farm: supervisor, workers and operator tool")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "zkfarm proves Groth16 (BN254, snarkjs formats) on CPUs and NVIDIA GPUs. zkfarmd
-supervises synthesis and GPU worker processes, journals every accepted job
-in SQLite and serves health and Prometheus metrics over HTTP; zkfarmctl
-submits jobs and operates the farm. Also zkfarm-prove (one-shot prover) and
-zkfarm-testkey (insecure test keys).
-.
-The package creates the system user zkfarm and /var/lib/zkfarm, and installs
-a hardened systemd unit and an LSB init script; it starts nothing.")
-set(CPACK_DEBIAN_PACKAGE_SECTION misc)
-set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # zkfarm_VERSION_ARCH.deb
-# Run the install with DESTDIR and PREFIX /usr, so that the paths filled in
-# above, the unit folder and /etc come out as on a real install.
-set(CPACK_SET_DESTDIR ON)
-set(CPACK_INSTALL_PREFIX /usr)
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-# Runtime libraries through dpkg-shlibdeps (dpkg-dev); adduser for postinst.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
-# The compilers and headers a witness generator is built with (circuit add,
-# zkfarm-prove fullprove): without them zkfarm proves witnesses only.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "logrotate, g++, nasm, wabt, libgmp-dev, nlohmann-json3-dev")
-set(CPACK_STRIP_FILES ON)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${PROJECT_SOURCE_DIR}/packaging/deb/conffiles
-    ${PROJECT_SOURCE_DIR}/packaging/deb/postinst
-    ${PROJECT_SOURCE_DIR}/packaging/deb/prerm
-    ${PROJECT_SOURCE_DIR}/packaging/deb/postrm)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
-set(CPACK_SOURCE_GENERATOR TGZ)
-set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/node_modules/" "/\\\\.gpu/" "/\\\\.whl/")
-include(CPack)

@@ -81,6 +81,22 @@ std::string not_ready_reason(const Message& st) {
   return "";
 }
 
+// The workers failed for good, with their reasons ("" when none): they stay
+// failed until `zkfarmctl restart WORKER`, so waiting for READY is pointless.
+std::string failed_workers(const Message& st) {
+  std::string out;
+  if (auto w = st.find("workers"); w != st.end() && w->is_array()) {
+    for (const auto& worker : *w) {
+      if (!worker.is_object() || worker.value("state", "") != "failed") continue;
+      const std::string id = worker.value("id", std::string("?"));
+      const std::string reason = worker.value("failed_reason", std::string());
+      out += (out.empty() ? "" : "; ") + id + " failed" + (reason.empty() ? "" : ": " + reason) +
+             " (`zkfarmctl restart " + id + "` once fixed)";
+    }
+  }
+  return out;
+}
+
 bool is_ready(const Message& st) {
   auto r = st.find("ready");
   if (r != st.end() && r->is_boolean()) return r->get<bool>();
@@ -404,8 +420,10 @@ int run_ready(const std::string& state_dir, int timeout_ms, bool wait, const Wai
         return kExitOk;
       }
       why = not_ready_reason(st);
-      if (!wait) {
-        std::cerr << "zkfarmctl: not ready: " << why << "\n";
+      const std::string failed = failed_workers(st);
+      if (!wait || !failed.empty()) {
+        progress.end();
+        std::cerr << "zkfarmctl: not ready: " << (failed.empty() ? why : failed) << "\n";
         return kExitFailed;
       }
     } catch (const NoSupervisor& e) {

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "version/build_info.hpp"
 #include "groth16/errors.hpp"
 #include "gpu_worker/device_fault.hpp"
 #include "gpu_worker/lane_gate.hpp"
@@ -30,8 +31,6 @@ namespace {
 using namespace zkfarm;
 namespace proto = zkfarm::protocol;
 namespace kit = zkfarm::worker_kit;
-
-constexpr const char* kVersion = "0.1.0";
 
 // The proof of `req`'s witness with `key` (loaded), encoded.
 proto::WorkResult prove_with(const proto::Prove& req, const shm::Arena& arena, gpu::ProveBackend& backend,
@@ -96,7 +95,7 @@ int main(int argc, char** argv) {
                  "prove steps run at once for keys of domain 2^18 or less already loaded (1-8); others run alone")
       ->capture_default_str()
       ->check(CLI::Range(1u, 8u));
-  app.set_version_flag("--version", std::string("zkfarm-gpu ") + kVersion);
+  app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarm-gpu"));
   if (auto code = kit::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   // Load every kernel with the context, before READY: lazy loading (CUDA's
   // default) would add its cost to the first proof of every new worker.
@@ -120,7 +119,7 @@ int main(int argc, char** argv) {
     // Pinned once for the worker's life (each slot's copy then runs at the
     // bus's rate), and unpinned before the arena is unmapped.
     gpu::HostPin pin(*backend, arena.mapping(), arena.mapping_bytes(), "zkfarm-gpu");
-    proto::WorkerOptions opt = kit::worker_options(flags, "gpu", kVersion, backend->name());
+    proto::WorkerOptions opt = kit::worker_options(flags, "gpu", zkfarm::build_info::version(), backend->name());
     opt.max_queued = proto::kMaxQueuedWork;  // gpu_queue_depth: the supervisor sends the next while one computes
     opt.lanes = lanes;
     gpu::LaneGate gate(*backend, lanes);

@@ -26,8 +26,10 @@ packages=(
   # libfaketime: the wall-clock jump test (tests/farm/test_faults.py).
   faketime
   # The install checks (tests/install): systemd-analyze verify/security on the
-  # installed unit; file, which CPack's dpkg-shlibdeps step needs for the .deb.
-  systemd file
+  # installed unit; the Debian package's build (debian/control's
+  # Build-Depends: debhelper, help2man for the man pages, bash-completion for
+  # dh_bash-completion, dpkg-dev) and lintian, which checks it.
+  systemd file debhelper dpkg-dev help2man bash-completion lintian
   # The monitoring checks (tests/monitoring): promtool, from Prometheus.
   prometheus
   # Witness generators built from circom circuits (docs/witness.md): nasm and

@@ -1,43 +1,123 @@
 #include "supervisor/config.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <set>
 #include <thread>
 #include <toml++/toml.h>
+#include <vector>
+
+#include "supervisor/control/peer.hpp"
 
 namespace zkfarm::supervisor {
 
 namespace {
 
+// "FILE:LINE: KEY" of a key's value, as compilers name a fault's place.
+std::string where(const std::string& file, const toml::node& node, const char* key) {
+  const auto line = node.source().begin.line;
+  return file + (line ? ":" + std::to_string(line) : std::string()) + ": " + key;
+}
+
 template <class T>
 void read_uint(const toml::table& t, const std::string& file, const char* key, T& out, uint64_t lo, uint64_t hi) {
-  auto node = t[key];
+  const toml::node* node = t.get(key);
   if (!node) return;
-  auto v = node.value<int64_t>();
-  if (!v || !node.is_integer()) throw ConfigError(file + ": " + key + ": expected an integer");
+  auto v = node->value<int64_t>();
+  if (!v || !node->is_integer()) throw ConfigError(where(file, *node, key) + ": expected an integer");
   if (*v < int64_t(lo) || uint64_t(*v) > hi) {
-    throw ConfigError(file + ": " + key + ": " + std::to_string(*v) + " is out of range [" + std::to_string(lo) +
-                      ", " + std::to_string(hi) + "]");
+    throw ConfigError(where(file, *node, key) + ": " + std::to_string(*v) + " is out of range [" +
+                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   out = T(*v);
 }
 
 void read_str(const toml::table& t, const std::string& file, const char* key, std::string& out) {
-  auto node = t[key];
+  const toml::node* node = t.get(key);
   if (!node) return;
-  if (!node.is_string()) throw ConfigError(file + ": " + key + ": expected a string");
-  out = *node.value<std::string>();
+  if (!node->is_string()) throw ConfigError(where(file, *node, key) + ": expected a string");
+  out = *node->value<std::string>();
 }
 
 void read_bool(const toml::table& t, const std::string& file, const char* key, bool& out) {
-  auto node = t[key];
+  const toml::node* node = t.get(key);
   if (!node) return;
-  if (!node.is_boolean()) throw ConfigError(file + ": " + key + ": expected true or false");
-  out = *node.value<bool>();
+  if (!node->is_boolean()) throw ConfigError(where(file, *node, key) + ": expected true or false");
+  out = *node->value<bool>();
+}
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string closest_word(const std::string& word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& k : known) {
+    const size_t d = edit_distance(word, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  // At most a third of the word wrong (and at least one edit allowed): a
+  // typo, not another word.
+  return best_d <= std::max<size_t>(1, word.size() / 3) ? best : std::string();
+}
+
+namespace {
+
+// The file's text, or a ConfigError with the errno: toml++ reports a missing
+// file only as "File could not be opened for reading".
+std::string read_config_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw ConfigError(path + ": cannot read the configuration file: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw ConfigError(path + ": not a regular file");
+  }
+  if (st.st_size > (1 << 20)) {
+    ::close(fd);
+    throw ConfigError(path + ": larger than 1 MiB, not a zkfarmd configuration");
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw ConfigError(path + ": cannot read the configuration file: " + std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > (1 << 20)) {
+      ::close(fd);
+      throw ConfigError(path + ": larger than 1 MiB, not a zkfarmd configuration");
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 }  // namespace
@@ -51,18 +131,18 @@ bool pg_url_has_password(const std::string& url) {
 
 void Config::load_toml(const std::string& path) {
   toml::table t;
+  const std::string text = read_config_file(path);
   try {
-    t = toml::parse_file(path);
+    t = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
-    throw ConfigError(path + ": " + std::string(e.description()) + " (line " +
-                      std::to_string(e.source().begin.line) + ")");
+    throw ConfigError(path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
   }
-  static const std::set<std::string> known = {
+  static const std::vector<std::string> known = {
       "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent",
       "gpu_msm_copies", "gpu_queue_depth", "gpu_lanes", "verify_threads", "arena_mib",
       "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
-      "http_address", "log_level", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
+      "http_address", "log_level", "log_file", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
       "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
       "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_copies", "submit_queue", "submit_timeout_ms",
       "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "witness_cpu_s", "sandbox_user", "witness_engine", "witness_graph_max_nodes",
@@ -71,7 +151,11 @@ void Config::load_toml(const std::string& path) {
       "generator_build_timeout_ms", "generator_build_jobs", "generator_builds", "queue_url", "host_id", "shared_dir",
       "lease_seconds", "claim_poll_ms"};
   for (auto&& [k, v] : t) {
-    if (!known.count(std::string(k.str()))) throw ConfigError(path + ": unknown key '" + std::string(k.str()) + "'");
+    const std::string key(k.str());
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string near = closest_word(key, known);
+    throw ConfigError(where(path, v, ("unknown key '" + key + "'").c_str()) +
+                      (near.empty() ? "" : "; did you mean '" + near + "'?") + " (docs/configuration.md lists the keys)");
   }
   read_uint(t, path, "synth_workers", synth_workers, 0, 1024);
   read_uint(t, path, "synth_threads", synth_threads, 1, 1024);
@@ -95,6 +179,7 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "restart_backoff_max_ms", restart_backoff_max_ms, 1, 86400000);
   read_str(t, path, "http_address", http_address);
   read_str(t, path, "log_level", log_level);
+  read_str(t, path, "log_file", log_file);
   read_uint(t, path, "retention_hours", retention_hours, 0, 24 * 365 * 10);
   read_uint(t, path, "flap_max_crashes", flap_max_crashes, 0, 1000);
   read_uint(t, path, "flap_window_ms", flap_window_ms, 1000, 86400000);
@@ -180,6 +265,30 @@ void Config::finalize(const std::string& self_dir) {
     throw ConfigError("upgrade_dir: '" + upgrade_dir + "' is not an absolute path");
   static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
   if (!levels.count(log_level)) throw ConfigError("log_level: '" + log_level + "' is not one of trace, debug, info, warn, error");
+}
+
+std::string Config::log_path() const {
+  if (log_file.empty()) return "";
+  if (log_file[0] == '/') return log_file;
+  return (std::filesystem::path(state_dir) / log_file).lexically_normal().string();
+}
+
+void Config::check_host() const {
+  const auto need_group = [](const char* key, const std::string& name) {
+    if (!name.empty() && !group_id(name))
+      throw ConfigError(std::string(key) + ": no group named '" + name + "' on this host (getent group " + name + ")");
+  };
+  need_group("control_group", control_group);
+  if (admin_group != kDefaultAdminGroup) need_group("admin_group", admin_group);
+  need_group("critical_group", critical_group);
+  for (const auto& [key, path] : {std::pair{"synth_binary", synth_binary}, std::pair{"gpu_binary", gpu_binary}}) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      throw ConfigError(std::string(key) + ": " + path + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
+      throw ConfigError(std::string(key) + ": " + path + " is not an executable file");
+  }
+  if (!log_file.empty() && log_file.find('\0') != std::string::npos) throw ConfigError("log_file: holds a NUL byte");
 }
 
 }  // namespace zkfarm::supervisor

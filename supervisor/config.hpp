@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "supervisor/ledger/lease.hpp"
 
@@ -13,6 +14,9 @@ class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// The operators' group the Debian package creates (docs/operations.md).
+inline constexpr const char* kDefaultAdminGroup = "zkfarm-admin";
 
 struct Config {
   std::string state_dir;               ///< everything of the instance lives here
@@ -42,10 +46,17 @@ struct Config {
   std::string http_address;            ///< "HOST:PORT" for GET /status; empty: off
   unsigned retention_hours = 168;      ///< finished jobs stay in the journal this long
   std::string log_level = "info";      ///< trace, debug, info, warn, error
+  /// The log file: relative paths under the state dir; "" turns it off (the
+  /// journal, or stderr, keeps the only copy). Mode 0640, group admin_group.
+  std::string log_file = "zkfarmd.log";
   // Faults and trust (docs/security.md).
   unsigned max_attempts = 3;           ///< a partition whose worker died this many times fails (poison partition)
   std::string control_group;           ///< group of control.sock (mode 0660); empty: zkfarmd's own group
-  std::string admin_group;             ///< members may stop, upgrade, restart, kill, cancel others' jobs; empty: root and zkfarmd's user only
+  /// Members may stop, upgrade, restart, kill, cancel others' jobs and read
+  /// the log; empty: root and zkfarmd's user only. The default group is the
+  /// package's operators group; while it does not exist nobody is an admin by
+  /// group (a group named in the file must exist: --check-config).
+  std::string admin_group = kDefaultAdminGroup;
   std::string critical_group;          ///< members may submit with priority critical (besides admins); empty: admins only
   std::string upgrade_dir;             ///< `upgrade` takes binaries only from inside this folder; empty: upgrades refused
   unsigned control_max_connections = 256;  ///< open connections on control.sock; beyond, the socket is closed until some go
@@ -84,13 +95,28 @@ struct Config {
   unsigned lease_seconds = kDefaultLeaseSeconds;  ///< a claim's lease; renewed every third of it while the host works
   unsigned claim_poll_ms = 2000;       ///< an idle host asks the queue this often (NOTIFY wakes it sooner)
 
-  /// Reads a TOML file over the defaults. Throws ConfigError naming the file, the
-  /// key and the fault (unknown key, wrong type, out of range, parse error).
+  /// Reads a TOML file over the defaults. Throws ConfigError naming the file,
+  /// the line, the key and the fault: a file that cannot be read (with its
+  /// errno), a parse error, an unknown key (with the closest known key, "did
+  /// you mean"), a wrong type, a value out of range.
   void load_toml(const std::string& path);
   /// Checks cross-key constraints and fills derived defaults (worker counts,
   /// binary paths from `self_dir`). Throws ConfigError.
   void finalize(const std::string& self_dir);
+  /// What a finalized configuration names on this host and can be checked
+  /// without starting: the groups (control_group, a non-default admin_group,
+  /// critical_group) exist, the worker binaries are executable files. Throws
+  /// ConfigError naming the key. `zkfarmd --check-config` and the start run it.
+  void check_host() const;
+  /// The log file's absolute path ("" when log_file is ""): log_file, under
+  /// state_dir when relative.
+  std::string log_path() const;
 };
+
+/// The word of `known` closest to `word` by edit distance (Levenshtein), if
+/// it is within a third of `word`'s length (at least one edit): the "did you
+/// mean" of an unknown key; "" when nothing is that close.
+std::string closest_word(const std::string& word, const std::vector<std::string>& known);
 
 /// Whether a libpq connection string (URI or keyword form) carries a
 /// password: such a URL may not come from the command line (every local user

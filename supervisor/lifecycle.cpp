@@ -256,20 +256,40 @@ json Lifecycle::roll(const protocol::Rolling& req) {
 void Lifecycle::notify(const std::string& state) { sd_notify(0, state.c_str()); }
 
 void Lifecycle::notify_progress(int64_t now) {
-  if (!notified_ready_ && !stopping_) {
-    if (workers_.size() > 0 && workers_.ready() == workers_.size()) {
-      notified_ready_ = true;
+  // Workers failed for good (flapping, an exit code that says a restart
+  // cannot help, a release timeout): they stay failed until `zkfarmctl
+  // restart`, so the start is settled once every other worker is READY.
+  std::string failed;
+  size_t n_failed = 0;
+  for (const auto& [id, w] : workers_.all()) {
+    if (w.state != WorkerState::kFailed) continue;
+    ++n_failed;
+    if (failed.size() < 400) failed += (failed.empty() ? "" : "; ") + id + ": " + w.failed_reason.substr(0, 160);
+  }
+  const size_t ready = workers_.ready();
+  if (!notified_ready_ && !stopping_ && workers_.size() > 0 && ready + n_failed == workers_.size()) {
+    // READY=1 also when some failed: the farm serves with the workers it has
+    // and systemd's start does not hang for TimeoutStartSec on one broken
+    // worker (a restart of zkfarmd cannot fix a worker's environment);
+    // STATUS, `zkfarmctl ready`, /readyz and the alert rules say degraded.
+    notified_ready_ = true;
+    if (n_failed == 0) {
       notify("READY=1\nSTATUS=all " + std::to_string(workers_.size()) + " workers ready");
       log_->info("all {} workers READY", workers_.size());
+    } else {
+      notify("READY=1\nSTATUS=degraded: " + std::to_string(n_failed) + " of " + std::to_string(workers_.size()) +
+             " workers failed: " + failed);
+      log_->error("started degraded: {} of {} workers failed ({}); the others serve; `zkfarmctl restart WORKER` "
+                  "once the cause is fixed", n_failed, workers_.size(), failed);
     }
   }
   if (watchdog_usec_ && now >= next_watchdog_ms_) {
     notify("WATCHDOG=1");
     next_watchdog_ms_ = now + int64_t(watchdog_usec_ / 2000);
   }
-  const size_t ready = workers_.ready();
-  std::string line = std::string(run_state()) + ": " +
-                     std::to_string(ready) + "/" + std::to_string(workers_.size()) + " workers ready, " +
+  std::string line = std::string(run_state()) + (n_failed ? " (degraded)" : "") + ": " + std::to_string(ready) + "/" +
+                     std::to_string(workers_.size()) + " workers ready" +
+                     (n_failed ? ", " + std::to_string(n_failed) + " failed" : std::string()) + ", " +
                      std::to_string(in_flight()) + " partitions in flight, " +
                      std::to_string(jobs_.count(PartState::kQueued)) + " queued";
   if (line != last_status_line_) {

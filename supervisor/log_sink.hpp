@@ -1,53 +1,55 @@
 #pragma once
 // zkfarmd's log file as an spdlog sink that can be reopened: logrotate moves
-// STATE/zkfarmd.log aside and sends SIGHUP (or SIGUSR1, nginx's habit); the
-// loop then calls reopen() and new lines go to a new file of the old name.
-#include <spdlog/details/file_helper.h>
+// the file (STATE/zkfarmd.log unless log_file says otherwise) aside and sends
+// SIGHUP (or SIGUSR1, nginx's habit); the loop then calls reopen() and new
+// lines go to a new file of the old name.
 #include <spdlog/sinks/base_sink.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
+#include <sys/types.h>
 
 namespace zkfarm::supervisor {
 
 /// An append-only file sink whose file can be reopened by name. Thread-safe
 /// (spdlog's base_sink holds the mutex around sink_it_ and flush_).
+///
+/// The file is opened with O_NOFOLLOW (a link planted at the log's name is
+/// refused, never written through) and created with mode 0640; with `group`
+/// it is given to that group (the operators' admin_group: they read the log
+/// without root), as root or as a member of the group; otherwise it keeps
+/// zkfarmd's own group. An existing file keeps its mode and owner.
 class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   /// Opens (creates, appends to) `path`. Throws spdlog::spdlog_ex naming the
-  /// file when it cannot be opened.
-  explicit ReopenableFileSink(std::string path) : path_(std::move(path)) { file_.open(path_, false); }
+  /// file and the errno when it cannot be opened (or is a link).
+  explicit ReopenableFileSink(std::string path, std::optional<gid_t> group = std::nullopt);
+  ~ReopenableFileSink() override;
   ReopenableFileSink(const ReopenableFileSink&) = delete;
   ReopenableFileSink& operator=(const ReopenableFileSink&) = delete;
 
   /// Closes the file and opens `path` again (a new file if it was moved away).
   /// Throws spdlog::spdlog_ex when it cannot be opened; the sink then keeps
   /// no file until the next successful reopen (lines go to the other sinks).
-  void reopen() {
-    std::lock_guard<std::mutex> lock(this->mutex_);
-    file_.close();
-    open_ = false;
-    file_.open(path_, false);
-    open_ = true;
-  }
+  void reopen();
 
   const std::string& path() const { return path_; }
+  /// Why the file could not be given to `group` at its last creation ("" when
+  /// it was, or when it already existed): logged once by the caller.
+  const std::string& group_error() const { return group_error_; }
 
  protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t formatted;
-    if (!open_) return;
-    this->formatter_->format(msg, formatted);
-    file_.write(formatted);  // a full disk throws; spdlog's error handler reports it on stderr
-  }
-  void flush_() override {
-    if (open_) file_.flush();
-  }
+  void sink_it_(const spdlog::details::log_msg& msg) override;
+  void flush_() override {}  // every line is one write(2): nothing is buffered here
 
  private:
+  void open_file();
+
   std::string path_;
-  spdlog::details::file_helper file_;
-  bool open_ = true;
+  std::optional<gid_t> group_;
+  int fd_ = -1;
+  std::string group_error_;
 };
 
 }  // namespace zkfarm::supervisor

@@ -1,13 +1,16 @@
 // zkfarmd: the supervisor of a zkfarm instance. Runs in the foreground (init
-// systems and containers supervise it; it never daemonizes), logs to stderr and
-// to STATE/zkfarmd.log.
+// systems and containers supervise it; it never daemonizes), logs to stderr
+// (with journald priorities under systemd) and to log_file (STATE/zkfarmd.log).
 //   zkfarmd --state-dir DIR [--config FILE] [flags overriding the config]
-// Exit codes: 0 stopped cleanly; 1 could not start (another instance holds the
-// state dir, bad config, no arena); 2 usage.
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+//   zkfarmd --check-config --state-dir DIR [--config FILE] [flags]
+// Exit codes (docs/operations.md): 0 stopped cleanly (or --check-config found
+// the configuration valid); 1 could not start or failed (another instance
+// holds the state dir, no arena, an address in use); 78 (EX_CONFIG) the
+// configuration is wrong: the file, a flag, a value, a group or binary it
+// names. The unit's RestartPreventExitStatus=78: restarting cannot fix it.
 #include <spdlog/spdlog.h>
 #include <signal.h>
+#include <sysexits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,9 +18,12 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
+#include "version/build_info.hpp"
 #include "supervisor/config.hpp"
+#include "supervisor/control/peer.hpp"
 #include "supervisor/status/http_server.hpp"
 #include "supervisor/log_sink.hpp"
+#include "supervisor/stderr_sink.hpp"
 #include "supervisor/signals.hpp"
 #include "supervisor/state_lock.hpp"
 #include "supervisor/supervisor.hpp"
@@ -78,6 +84,22 @@ void raise_descriptor_limit() {
   }
 }
 
+// --check-config's report: what the configuration resolves to, one key a
+// line in the file's own syntax, so it can be pasted back into a file.
+void print_resolved(const zkfarm::supervisor::Config& c, const std::string& file) {
+  std::printf("zkfarmd: the configuration is valid (%s)\n", file.empty() ? "defaults and flags" : file.c_str());
+  std::printf("state_dir = \"%s\"\nlog_file = \"%s\"\nlog_level = \"%s\"\n", c.state_dir.c_str(),
+              c.log_path().c_str(), c.log_level.c_str());
+  std::printf("synth_workers = %u\nsynth_threads = %u\nbackend = \"%s\"\ngpu_devices = \"%s\"\n", c.synth_workers,
+              c.synth_threads, c.backend.c_str(), c.gpu_devices.c_str());
+  std::printf("arena_mib = %llu\nhttp_address = \"%s\"\n", static_cast<unsigned long long>(c.arena_mib),
+              c.http_address.c_str());
+  std::printf("synth_binary = \"%s\"\ngpu_binary = \"%s\"\n", c.synth_binary.c_str(), c.gpu_binary.c_str());
+  std::printf("control_group = \"%s\"\nadmin_group = \"%s\"%s\n", c.control_group.c_str(), c.admin_group.c_str(),
+              zkfarm::supervisor::group_id(c.admin_group) ? "" : "  # no such group here: admins are root and zkfarmd's user");
+  std::printf("queue_url = \"%s\"\n", c.queue_url.empty() ? "" : "(set)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,35 +115,54 @@ int main(int argc, char** argv) {
   ::umask(077);
   raise_descriptor_limit();
   CLI::App app{"zkfarmd: supervisor of a zkfarm Groth16 proving farm (runs in the foreground)"};
+  app.get_formatter()->column_width(34);
+  const Config defaults;
   Config cfg;
   std::string config_file;
-  app.add_option("--state-dir", cfg.state_dir, "state dir: lock, sockets, logs (required)")->required();
+  bool check_config = false;
+  app.add_option("--state-dir", cfg.state_dir, "state dir: lock, sockets, journal, log (required)")->required();
   app.add_option("--config", config_file, "TOML configuration file (docs/configuration.md)");
+  app.add_flag("--check-config", check_config,
+               "check the configuration (file and flags), print what it resolves to, and exit: 0 valid, 78 not");
   // Flags override the file: parse into optionals and apply after loading it.
+  // The ranges are the file's (config.cpp): a negative number is refused, not wrapped.
   std::optional<unsigned> synth_workers, synth_threads, gpu_threads, gpu_queue_depth;
   std::optional<uint64_t> arena_mib;
-  std::optional<std::string> backend, gpu_devices, http_address, synth_binary, gpu_binary, log_level;
-  app.add_option("--synth-workers", synth_workers, "synthesis workers (default: cores - 1)");
-  app.add_option("--synth-threads", synth_threads, "threads per synthesis worker");
-  app.add_option("--gpu-threads", gpu_threads, "CPU-backend threads per GPU worker (0: all)");
-  app.add_option("--arena-mib", arena_mib, "arena size (the memory budget), MiB");
+  std::optional<std::string> backend, gpu_devices, http_address, synth_binary, gpu_binary, log_level, log_file;
+  app.add_option("--synth-workers", synth_workers, "synthesis workers; 0: cores - 1")
+      ->check(CLI::Range(0u, 1024u))->default_str("0");
+  app.add_option("--synth-threads", synth_threads, "threads per synthesis worker")
+      ->check(CLI::Range(1u, 1024u))->default_str(std::to_string(defaults.synth_threads));
+  app.add_option("--gpu-threads", gpu_threads, "CPU-backend threads per GPU worker; 0: all cores")
+      ->check(CLI::Range(0u, 1024u))->default_str(std::to_string(defaults.gpu_threads));
+  app.add_option("--arena-mib", arena_mib, "arena size (the memory budget), MiB")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30))->default_str(std::to_string(defaults.arena_mib));
   app.add_option("--gpu-queue-depth", gpu_queue_depth, "partitions a GPU worker holds at once (1 computing, the rest queued)")
-      ->check(CLI::Range(1u, 32u));
-  app.add_option("--backend", backend, "auto, cpu or cuda");
-  app.add_option("--gpu-devices", gpu_devices, "auto, none, or a list like 0,1");
-  app.add_option("--http", http_address, "HOST:PORT for GET /status, /metrics, /healthz, /readyz (default: off)");
-  app.add_option("--synth-binary", synth_binary, "path of zkfarm-synth");
-  app.add_option("--gpu-binary", gpu_binary, "path of zkfarm-gpu");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+      ->check(CLI::Range(1u, 32u))->default_str(std::to_string(defaults.gpu_queue_depth));
+  app.add_option("--backend", backend, "prover backend of the GPU workers")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))->default_str(defaults.backend);
+  app.add_option("--gpu-devices", gpu_devices, "auto, none, or a list like 0,1")->default_str(defaults.gpu_devices);
+  app.add_option("--http", http_address, "HOST:PORT for GET /status, /metrics, /healthz, /readyz; empty: off")
+      ->default_str("off");
+  app.add_option("--synth-binary", synth_binary, "path of zkfarm-synth")->default_str("zkfarm-synth beside zkfarmd");
+  app.add_option("--gpu-binary", gpu_binary, "path of zkfarm-gpu")->default_str("zkfarm-gpu beside zkfarmd");
+  app.add_option("--log-level", log_level, "log level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->default_str(defaults.log_level);
+  app.add_option("--log-file", log_file, "log file, relative to the state dir; \"\": none (journal or stderr only)")
+      ->default_str(defaults.log_file);
   std::optional<std::string> queue_url, host_id, shared_dir;
-  app.add_option("--queue", queue_url, "a PostgreSQL queue shared with other hosts (postgresql://…; docs/cluster.md)");
-  app.add_option("--host-id", host_id, "this host's name in the shared queue (default: hostname:state dir)");
+  app.add_option("--queue", queue_url, "a PostgreSQL queue shared with other hosts (postgresql://…; docs/cluster.md)")
+      ->default_str("none: SQLite journal in the state dir");
+  app.add_option("--host-id", host_id, "this host's name in the shared queue")->default_str("hostname:state dir");
   app.add_option("--shared-dir", shared_dir, "with --queue: a folder every host mounts");
-  app.set_version_flag("--version", "zkfarmd 0.1.0");
+  app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarmd"));
+  app.footer("Exit codes: 0 stopped cleanly (--check-config: valid); 1 could not start or failed; "
+             "78 configuration error (file, flag, value).\nDocs: docs/operations.md, docs/configuration.md.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    // --help and --version exit 0; a wrong flag is a configuration error.
+    return app.exit(e) == 0 ? 0 : EX_CONFIG;
   }
 
   try {
@@ -137,6 +178,7 @@ int main(int argc, char** argv) {
     if (synth_binary) cfg.synth_binary = *synth_binary;
     if (gpu_binary) cfg.gpu_binary = *gpu_binary;
     if (log_level) cfg.log_level = *log_level;
+    if (log_file) cfg.log_file = *log_file;
     if (queue_url && pg_url_has_password(*queue_url))
       throw ConfigError("--queue: the URL holds a password, which every local user reads in the process list; "
                         "keep it in ~/.pgpass (or PGPASSFILE), or in queue_url of a config file of mode 0600");
@@ -145,18 +187,29 @@ int main(int argc, char** argv) {
     if (shared_dir) cfg.shared_dir = *shared_dir;
     cfg.state_dir = std::filesystem::absolute(cfg.state_dir).lexically_normal().string();
     cfg.finalize(self_dir());
+    cfg.check_host();
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "zkfarmd: %s\n", e.what());
-    return 1;
+    return EX_CONFIG;
+  }
+  if (check_config) {
+    print_resolved(cfg, config_file);
+    return 0;
   }
 
   try {
     StateLock lock(cfg.state_dir);
-    auto stderr_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    auto file_sink = std::make_shared<ReopenableFileSink>(cfg.state_dir + "/zkfarmd.log");  // SIGHUP reopens it
-    auto log = std::make_shared<spdlog::logger>("zkfarmd", spdlog::sinks_init_list{stderr_sink, file_sink});
+    std::vector<spdlog::sink_ptr> sinks{make_stderr_sink()};
+    std::shared_ptr<ReopenableFileSink> file_sink;
+    if (!cfg.log_path().empty()) {
+      // SIGHUP reopens it; the operators (admin_group) read it.
+      file_sink = std::make_shared<ReopenableFileSink>(cfg.log_path(), group_id(cfg.admin_group));
+      sinks.push_back(file_sink);
+    }
+    auto log = std::make_shared<spdlog::logger>("zkfarmd", sinks.begin(), sinks.end());
     log->set_level(spdlog::level::from_str(cfg.log_level));
     log->flush_on(spdlog::level::info);
+    if (file_sink && !file_sink->group_error().empty()) log->warn("{}", file_sink->group_error());
     auto http = bind_http(cfg, log);
     Supervisor sup(cfg, log);
     // The HTTP thread reads the supervisor: it stops before sup goes, also
@@ -170,12 +223,16 @@ int main(int argc, char** argv) {
       http->start({.status = [s] { return s->status_snapshot(); },
                    .metrics = [s] { return s->metrics_snapshot(); },
                    .healthy = [s] { return s->healthy(); },
-                   .ready = [s] { return s->ready(); }});
+                   .ready = [s] { return s->ready(); },
+                   .not_ready_reason = [s] { return s->ready_reason(); }});
       log->info("HTTP on http://{}/ (status, metrics, healthz, readyz): at most {} connections, {} ms per request, "
                 "status {}", http->address(), http->max_connections(), cfg.http_request_timeout_ms,
                 cfg.http_status_detail ? "in full" : "as counts");
     }
     return sup.run();
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "zkfarmd: %s\n", e.what());
+    return EX_CONFIG;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zkfarmd: %s\n", e.what());
     return 1;

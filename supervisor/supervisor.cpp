@@ -1,5 +1,7 @@
 #include "supervisor/supervisor.hpp"
 
+#include "version/build_info.hpp"
+
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -85,7 +87,7 @@ std::unique_ptr<Ledger> open_ledger(const Config& cfg) {
   PgOptions o;
   o.url = cfg.queue_url;
   o.host_id = cfg.host_id;
-  o.version = kZkfarmVersion;
+  o.version = build_info::version();
   std::string devices;
   for (const auto& d : gpu_devices(cfg)) devices += (devices.empty() ? "" : ",") + (d.empty() ? "cpu" : "gpu " + d);
   o.devices = devices;
@@ -300,7 +302,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
           .warn = [this](const std::string& line) { warn_limited(line); }});
   if (!circuits_->all().empty()) log_->info("journal: {} circuits registered", circuits_->all().size());
   housekeeping(true);
-  log_->info("zkfarmd {} pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", kZkfarmVersion,
+  log_->info("{}: pid {} state dir {}: arena {}:{} ({} MiB), {} synthesis and {} GPU workers", build_info::version_line("zkfarmd"),
              getpid(), cfg_.state_dir, arena_.kind(), arena_.name(), cfg_.arena_mib, cfg_.synth_workers, n);
 }
 
@@ -483,12 +485,29 @@ void Supervisor::reap_children() {
   }
 }
 
+std::string Supervisor::not_ready_reason() const {
+  if (lifecycle_->stopping()) return "stopping";
+  if (lifecycle_->draining()) return "drained (`zkfarmctl resume` takes partitions again)";
+  if (auto fault = intake_fault(); !fault.empty()) return "refusing jobs: " + fault;
+  if (workers_->ready() == workers_->size()) return "";
+  std::string why;
+  for (const auto& [id, w] : workers_->all()) {
+    if (w.state == WorkerState::kIdle || w.state == WorkerState::kBusy) continue;
+    if (why.size() > 400) {
+      why += ", …";
+      break;
+    }
+    why += (why.empty() ? "" : ", ") + id + " " + worker_state_name(w.state) +
+           (w.state == WorkerState::kFailed && !w.failed_reason.empty() ? " (" + w.failed_reason.substr(0, 160) + ")"
+                                                                         : std::string());
+  }
+  return "workers not READY: " + why;
+}
+
 void Supervisor::update_snapshot() {
   // /readyz: intake open (no drain, no stop, no journal fault) and every worker READY.
-  bool all_ready = !lifecycle_->stopping() && !lifecycle_->draining() && intake_fault().empty();
-  all_ready &= workers_->ready() == workers_->size();
   const int64_t now = steady_ms();
-  published_.mark_loop(now, all_ready);
+  published_.mark_loop(now, not_ready_reason());
   // Only the HTTP thread reads the rendered texts: render them when it exists,
   // at most every 200 ms (the status lists every journaled job).
   if (cfg_.http_address.empty() || !published_.render_due(now)) return;
@@ -508,7 +527,7 @@ std::string Supervisor::intake_fault() const {
 
 json Supervisor::status(std::optional<uint32_t> only_owner) const {
   FarmView v{jobs_, *workers_};
-  v.version = kZkfarmVersion;
+  v.version = build_info::version();
   v.state_dir = cfg_.state_dir;
   v.pid = ::getpid();
   v.stopping = lifecycle_->stopping();

@@ -58,9 +58,6 @@
 
 namespace zkfarm::supervisor {
 
-/// zkfarmd's version (status, READY checks, --version).
-inline constexpr const char* kZkfarmVersion = "0.1.0";
-
 class Supervisor {
  public:
   /// Sets up the instance: creates the arena, an anonymous memfd (removing a
@@ -88,6 +85,8 @@ class Supervisor {
   bool healthy() const;
   /// Ready: intake open and every worker READY. Thread-safe.
   bool ready() const { return published_.ready(); }
+  /// Why not ready ("" when ready), as the loop last saw it. Thread-safe.
+  std::string ready_reason() const { return published_.not_ready_reason(); }
 
  private:
   void handle_signals();
@@ -110,6 +109,9 @@ class Supervisor {
   void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
   void update_snapshot();
+  /// Why the farm is not ready, in words ("" when ready: intake open and every
+  /// worker READY): GET /readyz's 503 body.
+  std::string not_ready_reason() const;
   /// Why submits are refused now ("" when intake is open to them): a shared
   /// queue out of reach, else a journal or state-dir fault (journal_lane.hpp).
   std::string intake_fault() const;

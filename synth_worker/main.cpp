@@ -22,6 +22,7 @@
 #include <cstring>
 #include <variant>
 
+#include "version/build_info.hpp"
 #include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/key_cache.hpp"
@@ -39,8 +40,6 @@ namespace {
 using namespace zkfarm;
 namespace proto = zkfarm::protocol;
 namespace kit = zkfarm::worker_kit;
-
-constexpr const char* kVersion = "0.1.0";
 
 // The witness of a partition of circom inputs by the circuit's generator
 // (with its limits and sandbox user), in a process of its own, into a memfd:
@@ -139,11 +138,11 @@ int main(int argc, char** argv) {
   flags.id = "synth-0";
   flags.threads = 1;
   kit::add_worker_flags(app, flags, "threads (unused: a witness is read and checked on one)");
-  app.set_version_flag("--version", std::string("zkfarm-synth ") + kVersion);
+  app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarm-synth"));
   if (auto code = kit::parse_worker_flags(app, argc, argv, flags, "zkfarm-synth")) return *code;
 
   return kit::run_worker("zkfarm-synth", [&] {
-    proto::WorkerOptions opt = kit::worker_options(flags, "synth", kVersion, "cpu");
+    proto::WorkerOptions opt = kit::worker_options(flags, "synth", zkfarm::build_info::version(), "cpu");
     shm::Arena arena = shm::Arena::attach(flags.arena);
     KeyCache<std::monostate> keys(4);
     proto::SynthHandler handler = [&](const proto::Synth& req) { return synth(req, arena, keys); };

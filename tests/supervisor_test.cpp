@@ -220,13 +220,85 @@ TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
   expect_error("synth_wrkers = 3\n", "unknown key 'synth_wrkers'");
   expect_error("arena_mib = \"lots\"\n", "arena_mib: expected an integer");
   expect_error("heartbeat_ms = 1\n", "heartbeat_ms: 1 is out of range");
-  expect_error("synth_workers = [\n", "line");
+  expect_error("synth_workers = [\n", ".toml:1: Error while parsing array");  // FILE:LINE of the fault
   expect_error("gpu_msm_copies = 17\n", "gpu_msm_copies: 17 is out of range");
   Config m;
   EXPECT_EQ(m.gpu_msm_copies, 1u);  // precomputed tables off until they have run on a GPU
   m.load_toml(write_temp("gpu_msm_copies = 0\n"));
   EXPECT_EQ(m.gpu_msm_copies, 0u);
   std::filesystem::remove(path);
+}
+
+TEST(Config, ErrorsNameTheLineAndSuggestTheKeyMeant) {
+  auto error_of = [](const std::string& text) -> std::string {
+    Config d;
+    try {
+      d.load_toml(write_temp(text));
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  // The fault's line, as FILE:LINE: KEY.
+  EXPECT_NE(error_of("# comment\nsynth_workers = 2\narena_mib = -5\n").find(".toml:3: arena_mib: -5 is out of range"),
+            std::string::npos);
+  // A typo gets the key meant; another word gets none.
+  const std::string typo = error_of("\nlog_levle = \"debug\"\n");
+  EXPECT_NE(typo.find(":2: unknown key 'log_levle'; did you mean 'log_level'?"), std::string::npos) << typo;
+  const std::string other = error_of("colour = \"blue\"\n");
+  EXPECT_NE(other.find("unknown key 'colour'"), std::string::npos) << other;
+  EXPECT_EQ(other.find("did you mean"), std::string::npos) << other;
+  EXPECT_EQ(closest_word("gpu_lane", {"gpu_lanes", "gpu_threads"}), "gpu_lanes");
+  EXPECT_EQ(closest_word("x", {"gpu_lanes"}), "");
+  // A missing file: its errno, not the TOML library's "could not be opened".
+  Config m;
+  try {
+    m.load_toml("/nonexistent/zkfarmd.toml");
+    FAIL() << "a missing file was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/zkfarmd.toml: cannot read the configuration file: No such file"),
+              std::string::npos)
+        << e.what();
+  }
+  // A folder is no configuration.
+  EXPECT_THROW(m.load_toml(std::filesystem::temp_directory_path().string()), ConfigError);
+}
+
+TEST(Config, LogFileIsUnderTheStateDirOrOff) {
+  Config c;
+  c.state_dir = "/var/lib/zkfarm";
+  EXPECT_EQ(c.log_path(), "/var/lib/zkfarm/zkfarmd.log");
+  c.load_toml(write_temp("log_file = \"logs/farm.log\"\n"));
+  EXPECT_EQ(c.log_path(), "/var/lib/zkfarm/logs/farm.log");
+  c.load_toml(write_temp("log_file = \"/var/log/zkfarm.log\"\n"));
+  EXPECT_EQ(c.log_path(), "/var/log/zkfarm.log");
+  c.load_toml(write_temp("log_file = \"\"\n"));
+  EXPECT_EQ(c.log_path(), "");
+}
+
+TEST(Config, CheckHostNamesAMissingGroupOrBinary) {
+  Config c;
+  c.state_dir = "/tmp";
+  c.finalize("/bin");  // binaries default beside "zkfarmd": /bin/zkfarm-synth does not exist
+  try {
+    c.check_host();
+    FAIL() << "a missing binary passed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("synth_binary: /bin/zkfarm-synth: No such file"), std::string::npos) << e.what();
+  }
+  c.synth_binary = c.gpu_binary = "/bin/sh";
+  c.check_host();  // the default admin group may be absent: nobody is admin by group then
+  c.admin_group = "zkfarm-no-such-group";
+  try {
+    c.check_host();
+    FAIL() << "a missing admin_group passed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("admin_group: no group named 'zkfarm-no-such-group'"), std::string::npos)
+        << e.what();
+  }
+  c.admin_group = "";
+  c.gpu_binary = "/etc/passwd";  // a file, not executable
+  EXPECT_THROW(c.check_host(), ConfigError);
 }
 
 TEST(Config, AQueuePasswordIsTakenOnlyFromAFileOthersCannotRead) {

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <vector>
 
+#include "version/build_info.hpp"
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
 #include "files/unique_fd.hpp"
@@ -176,7 +177,7 @@ void add_prover_flags(CLI::App& app, Options& opt) {
   app.add_option("--test-blinding", opt.blinding,
                  "TESTS ONLY, breaks zero knowledge: fixed blinding scalars R,S (decimal) so that two backends' "
                  "proofs can be compared byte for byte");
-  app.set_version_flag("--version", "zkfarm-prove 0.1.0");
+  app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarm-prove"));
 }
 
 template <class F>
@@ -243,7 +244,7 @@ int main(int argc, char** argv) {
     zkfarm::tools::WitnessOptions wo;
     std::string generator, input, out;
     zkfarm::tools::add_witness_flags(app, wo);
-    app.set_version_flag("--version", "zkfarm-prove 0.1.0");
+    app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarm-prove"));
     app.add_option("GENERATOR", generator, "circuit.wasm, a circom --c folder, or a built generator")->required();
     app.add_option("INPUT.json", input, "the circuit's input signals")->required();
     app.add_option("WITNESS.wtns", out, "the witness to write")->required();

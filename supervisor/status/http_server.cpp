@@ -52,7 +52,9 @@ Response Router::respond(const Request& req) {
     }
     if (path == "/readyz") {
       if (!content_.ready) return plain(503, "no readiness check\n");
-      return content_.ready() ? plain(200, "ready\n") : plain(503, "not ready\n");
+      if (content_.ready()) return plain(200, "ready\n");
+      std::string why = content_.not_ready_reason ? content_.not_ready_reason() : std::string();
+      return plain(503, why.empty() ? "not ready\n" : "not ready: " + why + "\n");
     }
     if (path == "/metrics") {
       std::string m = content_.metrics ? content_.metrics() : std::string();

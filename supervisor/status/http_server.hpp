@@ -39,6 +39,7 @@ struct Content {
   std::function<std::string()> metrics;  ///< Prometheus text format 0.0.4; empty: not rendered yet
   std::function<bool()> healthy;         ///< GET /healthz: 200 when true, else 503
   std::function<bool()> ready;           ///< GET /readyz: 200 when true, else 503
+  std::function<std::string()> not_ready_reason;  ///< optional: the 503's reason ("not ready: REASON")
 };
 
 /// One request line and what keep-alive needs, as the Router sees it.

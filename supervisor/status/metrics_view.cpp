@@ -2,18 +2,10 @@
 // Prometheus text format (docs/metrics.md lists every family), rendered on the
 // loop for the HTTP thread's snapshot; and the samples behind them (job ends,
 // NVML's view of the GPUs).
+#include "version/build_info.hpp"
 #include "supervisor/supervisor.hpp"
 
 namespace zkfarm::supervisor {
-
-namespace {
-// Whether this build has the CUDA backend (CMake's ZKFARM_HAVE_CUDA), for zkfarm_build_info.
-#ifdef ZKFARM_CUDA_BUILT
-constexpr bool kCudaBuilt = true;
-#else
-constexpr bool kCudaBuilt = false;
-#endif
-}  // namespace
 
 void Supervisor::count_job_end(const Job& job) {
   ++metrics_.jobs_finished[job_state_name(job.state)];
@@ -41,9 +33,10 @@ std::string Supervisor::render_metrics() const {
     return out;
   };
   std::string out;
-  out += render_family("zkfarm_build_info", "gauge", "zkfarmd's version and whether its CUDA backend was built (value 1).",
-                       {{"version=\"" + std::string(kZkfarmVersion) + "\",cuda=\"" +
-                             (kCudaBuilt ? "yes" : "no") + "\"",
+  out += render_family("zkfarm_build_info", "gauge",
+                       "zkfarmd's version, commit and whether its CUDA backend was built (value 1).",
+                       {{"version=\"" + escape_label(build_info::version()) + "\",commit=\"" +
+                             escape_label(build_info::commit()) + "\",cuda=\"" + (build_info::cuda() ? "yes" : "no") + "\"",
                          1}});
   out += render_process_metrics(double(published_.started_wall_ms()) / 1000.0);
   out += gauge("zkfarm_ready", "1 while intake is open and every worker is READY (as /readyz).", published_.ready() ? 1 : 0);
@@ -112,14 +105,21 @@ std::string Supervisor::render_metrics() const {
     for (WorkerState st : {WorkerState::kStarting, WorkerState::kIdle, WorkerState::kBusy, WorkerState::kStopping,
                            WorkerState::kReleasing, WorkerState::kExited, WorkerState::kFailed})
       states[{worker_kind_name(k), worker_state_name(st)}] = 0;
-  std::vector<Sample> release;
+  std::vector<Sample> release, info;
   for (const auto& [id, w] : workers_->all()) {
     ++states[{worker_kind_name(w.kind), worker_state_name(w.state)}];
+    // pid "" while no process runs; version "" until its READY.
+    info.push_back({"worker=\"" + escape_label(id) + "\",kind=\"" + worker_kind_name(w.kind) + "\",pid=\"" +
+                        (w.pid > 0 ? std::to_string(w.pid) : std::string()) + "\",version=\"" + escape_label(w.version) +
+                        "\",binary=\"" + escape_label(w.binary) + "\"",
+                    1});
     if (w.kind == WorkerKind::kGpu)
       release.push_back({"worker=\"" + escape_label(id) + "\"",
                          w.release_wait ? double(w.release_wait->elapsed().count()) / 1000.0 : 0.0});
   }
   out += render_family("zkfarm_workers", "gauge", "Workers by kind and state.", labelled2("kind", "state", states));
+  out += render_family("zkfarm_worker_info", "gauge",
+                       "One series per worker (value 1): its process id, the version it said in READY, its binary.", info);
   out += render_family("zkfarm_worker_restarts_total", "counter",
                        "Workers replaced after a crash or a kill, by kind and reason.",
                        labelled2("kind", "reason", metrics_.restarts));

@@ -26,10 +26,16 @@ class PublishedView {
     last_render_ms_ = now_ms;
     return true;
   }
-  /// The loop ran at `now_ms`; `ready`: intake open and every worker READY.
-  void mark_loop(int64_t now_ms, bool ready) {
+  /// The loop ran at `now_ms`; `not_ready_reason`: "" when ready (intake
+  /// open and every worker READY), else why not, in words (GET /readyz's body).
+  void mark_loop(int64_t now_ms, const std::string& not_ready_reason) {
     loop_ms_ = now_ms;
-    ready_ = ready;
+    if (not_ready_reason != last_reason_) {  // the loop's copy: the lock only on a change
+      last_reason_ = not_ready_reason;
+      std::lock_guard<std::mutex> lock(mutex_);
+      reason_ = not_ready_reason;
+    }
+    ready_ = not_ready_reason.empty();
   }
   /// The loop's latest renderings (status JSON, Prometheus text 0.0.4).
   void publish(std::string status, std::string metrics) {
@@ -48,12 +54,18 @@ class PublishedView {
   /// The loop ran within the last `stall_ms` of `now_ms`.
   bool healthy(int64_t now_ms, int64_t stall_ms = 5000) const { return now_ms - loop_ms_.load() < stall_ms; }
   bool ready() const { return ready_.load(); }
+  /// Why the farm is not ready ("" when it is).
+  std::string not_ready_reason() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return reason_;
+  }
 
  private:
   const int64_t started_wall_ms_ = wall_ms(), started_steady_ms_ = steady_ms();
   int64_t last_render_ms_ = 0;  ///< loop only
   mutable std::mutex mutex_;
-  std::string status_, metrics_;
+  std::string status_, metrics_, reason_;
+  std::string last_reason_;  ///< loop only
   std::atomic<int64_t> loop_ms_{0};
   std::atomic<bool> ready_{false};
 };

@@ -140,9 +140,10 @@ def read_alerts(src):
             m = re.match(r"^\s+severity:\s*(\S+)", line)
             if m:
                 cur["severity"] = m.group(1)
-            m = re.match(r"^\s+(summary|description|runbook):", line)
+            m = re.match(r"^\s+(summary|description|runbook|runbook_url):\s*(.*)", line)
             if m:
                 cur["annotations"].add(m.group(1))
+                cur.setdefault("values", {})[m.group(1)] = m.group(2).strip().strip('"')
         i += 1
     return rules
 
@@ -189,9 +190,15 @@ def static(src, out_rules):
                 fail(f"alert {r['alert']}: no {what}")
         if r["severity"] not in (None, "critical", "warning", "info"):
             fail(f"alert {r['alert']}: severity {r['severity']}")
-        for a in ("summary", "description", "runbook"):
+        for a in ("summary", "description", "runbook", "runbook_url"):
             if a not in r["annotations"]:
                 fail(f"alert {r['alert']}: no {a} annotation")
+        # runbook_url: the runbook hint as an absolute URL (Alertmanager and
+        # Grafana link it), under the one base the file's header names.
+        vals = r.get("values", {})
+        url, hint = vals.get("runbook_url", ""), vals.get("runbook", "")
+        if not re.match(r"^https://[^/\s]+/\S*$", url) or not url.endswith("/" + hint):
+            fail(f"alert {r['alert']}: runbook_url {url!r} is not an absolute URL ending in its runbook {hint!r}")
     dash, dexprs = dashboard_exprs(src)
     ds_vars = [v for v in dash["templating"]["list"] if v.get("type") == "datasource" and v.get("query") == "prometheus"]
     if not ds_vars:
