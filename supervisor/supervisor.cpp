@@ -561,9 +561,9 @@ json Supervisor::status(std::optional<uint32_t> only_owner) const {
     v.journal = {{"path", path}, {"bytes", bytes(path)}, {"wal_bytes", bytes(path + "-wal")}};
   }
   v.http_address = cfg_.http_address;
-  // main.cpp's file sink (STATE/zkfarmd.log); the config file is not known
-  // here until Config names it.
-  v.log_file = cfg_.state_dir + "/zkfarmd.log";
+  // The file main.cpp's sink writes ("" when log_file is ""); the config
+  // file is not known here until Config names it.
+  v.log_file = cfg_.log_path();
   return status_json(v, only_owner);
 }
 
