@@ -167,6 +167,15 @@ ApiClient::~ApiClient() = default;
 
 namespace {
 
+// A refusal of zkfarm-api with the caller's paths where it names what it was
+// sent ("input 1.json", "upload ID": `names` maps each to the caller's path).
+std::string with_callers_names(std::string text, const std::vector<std::pair<std::string, std::string>>& names) {
+  for (auto it = names.rbegin(); it != names.rend(); ++it)
+    for (size_t at = text.find(it->first); at != std::string::npos; at = text.find(it->first, at + it->second.size()))
+      text.replace(at, it->first.size(), it->second);
+  return text;
+}
+
 // The API's circuit object in the shape `circuit add|list` print.
 Message circuit_from_api(const Message& c) {
   Message m = c;
@@ -258,19 +267,23 @@ Message ApiClient::call(const Message& req) {
     try {
       return submit(req, names);
     } catch (const Refused& e) {
-      std::string text = e.what();
-      for (auto it = names.rbegin(); it != names.rend(); ++it)
-        for (size_t at = text.find(it->first); at != std::string::npos; at = text.find(it->first, at + it->second.size()))
-          text.replace(at, it->first.size(), it->second);
-      throw Refused(text, e.retry_after_ms);
+      throw Refused(with_callers_names(e.what(), names), e.retry_after_ms);
     }
   }
   if (type == "circuit_add") {
     if (req.contains("c_dir")) throw CtlError(kExitUsage, "circuit add --c is not offered by the API (native code); use --wasm");
     Message body = {{"name", protocol::get_str(req, "name")}};
-    body["zkey"] = a.upload(protocol::get_str(req, "zkey"), std::max(t, 600000));
-    body["wasm"] = a.upload(protocol::get_str(req, "wasm"), std::max(t, 600000));
-    Message reply = a.post_json("/v1/circuits", body, std::max(t, 40 * 60 * 1000));
+    const std::string zkey = protocol::get_str(req, "zkey"), wasm = protocol::get_str(req, "wasm");
+    body["zkey"] = a.upload(zkey, std::max(t, 600000));
+    body["wasm"] = a.upload(wasm, std::max(t, 600000));
+    const std::vector<std::pair<std::string, std::string>> names = {
+        {"upload " + body["zkey"].get<std::string>(), zkey}, {"upload " + body["wasm"].get<std::string>(), wasm}};
+    Message reply;
+    try {
+      reply = a.post_json("/v1/circuits", body, std::max(t, 40 * 60 * 1000));
+    } catch (const Refused& e) {
+      throw Refused(with_callers_names(e.what(), names), e.retry_after_ms);
+    }
     return {{"ok", true}, {"circuit", circuit_from_api(reply.value("circuit", Message::object()))}};
   }
   if (type == "circuit_list") {

@@ -286,9 +286,12 @@ int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, 
     const int waited = await_exit();
     std::cerr << "zkfarmctl: zkfarmd at " << dir << " ended without reporting how its stop went (killed?); see its log\n";
     return waited == kExitTimeout ? kExitTimeout : kExitFailed;
-  } catch (const Refused&) {
-    // It stopped, badly (GPU memory not released): still gone before the verdict.
-    if (await_exit() == kExitTimeout) return kExitTimeout;
+  } catch (const Refused& e) {
+    // It stopped, badly (GPU memory not released: the held reply's error,
+    // supervisor/control/control_api.cpp answer_held): still gone before the
+    // verdict. Any other refusal (permission denied) stopped nothing: at once.
+    if (std::string(e.what()).rfind("zkfarmd stopped with exit code", 0) == 0 && await_exit() == kExitTimeout)
+      return kExitTimeout;
     throw;
   }
   if (!reply) {

@@ -625,13 +625,16 @@ TEST(Ctl, ResultAsksAgainWhileTheRefusalIsTransient) {
   EXPECT_FALSE(fs::exists(dir.path / "out6"));
 }
 
+pid_t lock_holder(const fs::path& state);
+
 TEST(Ctl, StopWaitReportsHowZkfarmdExited) {
   CtlTempDir dir;
-  std::atomic<int> mode{0};  // 0: clean exit, 1: exit 1, 2: never answers
+  std::atomic<int> mode{0};  // 0: clean exit, 1: exit 1, 2: never answers, 3: refused
   FakeSupervisor sup(dir.path, [&](const Message& q) {
     if (q["t"] == "status") return std::vector<std::string>{ok_reply({{"status", full_status()}})};
     EXPECT_EQ(q["wait"], true);
     if (mode == 0) return std::vector<std::string>{ok_reply({{"exit_code", 0}, {"pid", 4321}})};
+    if (mode == 3) return std::vector<std::string>{error_reply("permission denied: 'stop' is for root, …")};
     if (mode == 1) {
       Message m = protocol::make("reply");
       m["ok"] = false;
@@ -648,6 +651,16 @@ TEST(Ctl, StopWaitReportsHowZkfarmdExited) {
   r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait"}, dir.path);
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("not released within release_timeout"), std::string::npos) << r.err;
+  // A refusal that stopped nothing (not an admin) ends at once: it does not
+  // wait for the process (here a held state lock) that is not stopping.
+  mode = 3;
+  const pid_t holder = lock_holder(dir.path);
+  r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait"}, dir.path);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("permission denied"), std::string::npos) << r.err;
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  fs::remove(dir.path / "zkfarmd.lock");
   mode = 2;
   r = run_ctl(base_args(dir) + std::vector<std::string>{"stop", "--wait", "--wait-timeout", "1"}, dir.path);
   EXPECT_EQ(r.rc, 4) << r.err;
