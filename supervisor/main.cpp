@@ -214,6 +214,8 @@ int main(int argc, char** argv) {
     log->flush_on(spdlog::level::info);
     if (file_sink && !file_sink->group_error().empty()) log->warn("{}", file_sink->group_error());
     auto http = bind_http(cfg, log);
+    // Status shows the address bound (port 0 in the file: the port chosen).
+    if (http) cfg.http_address = http->address();
     Supervisor sup(cfg, log);
     // The HTTP thread reads the supervisor: it stops before sup goes, also
     // when run() throws.

@@ -39,7 +39,7 @@ Metrics::Metrics() {
     jobs_refused[refused_reason_name(r)] = 0;
   for (const char* s : {"done", "failed", "cancelled"}) jobs_finished[s] = 0;
   for (const char* kind : {"synth", "gpu"})
-    for (const char* reason : {"crash", "heartbeat", "no_ready", "stop_timeout", "no_respawn"})
+    for (const char* reason : {"crash", "heartbeat", "no_ready", "stop_timeout", "no_respawn", "operator"})
       restarts[{kind, reason}] = 0;
   for (const char* what : {"restart", "upgrade"})
     for (const char* result : {"done", "failed"}) rolling[{what, result}] = 0;
