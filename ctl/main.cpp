@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "ctl/api_client.hpp"
-#include "ctl/cli_checks.hpp"
+#include "cli/numbers.hpp"
 #include "ctl/client.hpp"
 #include "ctl/exit_codes.hpp"
 #include "ctl/progress.hpp"
@@ -57,6 +57,8 @@ std::string verb_hint(CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace zkfarm::ctl;
+  using zkfarm::cli::seconds_upto;
+  using zkfarm::cli::whole_number;
 
   CLI::App app{"zkfarmctl: submit jobs to a zkfarmd Groth16 proving farm and watch it"};
   app.footer(kExitCodesHelp);

@@ -261,7 +261,14 @@ void Config::check_host() const {
     if (!S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
       throw ConfigError(std::string(key) + ": " + path + " is not an executable file");
   }
-  if (!log_file.empty() && log_file.find('\0') != std::string::npos) throw ConfigError("log_file: holds a NUL byte");
+  if (!log_file.empty()) {
+    if (log_file.find('\0') != std::string::npos) throw ConfigError("log_file: holds a NUL byte");
+    // The state dir is made at start; any other folder must be there.
+    const auto dir = std::filesystem::path(log_path()).parent_path();
+    struct stat st {};
+    if (dir != std::filesystem::path(state_dir) && (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+      throw ConfigError("log_file: " + log_path() + ": its folder " + dir.string() + " does not exist");
+  }
 }
 
 }  // namespace zkfarm::supervisor

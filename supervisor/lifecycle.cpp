@@ -257,30 +257,44 @@ void Lifecycle::notify(const std::string& state) { sd_notify(0, state.c_str()); 
 
 void Lifecycle::notify_progress(int64_t now) {
   // Workers failed for good (flapping, an exit code that says a restart
-  // cannot help, a release timeout): they stay failed until `zkfarmctl
-  // restart`, so the start is settled once every other worker is READY.
-  std::string failed;
+  // cannot help, a release timeout) stay failed until `zkfarmctl restart`;
+  // a worker that hangs before READY, or crashes slower than flapping
+  // counts, may never settle: the start is settled once every other worker
+  // is READY, or once a worker has had its full ready_timeout_ms (+ 5 s for
+  // its spawn and the kill) and still is not.
+  if (first_progress_ms_ < 0) first_progress_ms_ = now;
+  std::string failed, waiting;
   size_t n_failed = 0;
   for (const auto& [id, w] : workers_.all()) {
-    if (w.state != WorkerState::kFailed) continue;
-    ++n_failed;
-    if (failed.size() < 400) failed += (failed.empty() ? "" : "; ") + id + ": " + w.failed_reason.substr(0, 160);
+    if (w.state == WorkerState::kFailed) {
+      ++n_failed;
+      if (failed.size() < 400) failed += (failed.empty() ? "" : "; ") + id + ": " + w.failed_reason.substr(0, 160);
+    } else if (w.state != WorkerState::kIdle && w.state != WorkerState::kBusy && waiting.size() < 200) {
+      waiting += (waiting.empty() ? "" : ", ") + id + " " + worker_state_name(w.state);
+    }
   }
   const size_t ready = workers_.ready();
-  if (!notified_ready_ && !stopping_ && workers_.size() > 0 && ready + n_failed == workers_.size()) {
-    // READY=1 also when some failed: the farm serves with the workers it has
-    // and systemd's start does not hang for TimeoutStartSec on one broken
-    // worker (a restart of zkfarmd cannot fix a worker's environment);
-    // STATUS, `zkfarmctl ready`, /readyz and the alert rules say degraded.
+  const bool settled = ready + n_failed == workers_.size();
+  const bool settle_time_passed = now - first_progress_ms_ >= int64_t(cfg_.ready_timeout_ms) + 5000;
+  if (!notified_ready_ && !stopping_ && workers_.size() > 0 && (settled || settle_time_passed)) {
+    // READY=1 also when some failed or are not READY in time: the farm serves
+    // with the workers it has and systemd's start does not hang for
+    // TimeoutStartSec on one broken worker (a restart of zkfarmd cannot fix a
+    // worker's environment); STATUS, `zkfarmctl ready`, /readyz and the
+    // alert rules say degraded.
     notified_ready_ = true;
-    if (n_failed == 0) {
+    if (ready == workers_.size()) {
       notify("READY=1\nSTATUS=all " + std::to_string(workers_.size()) + " workers ready");
       log_->info("all {} workers READY", workers_.size());
     } else {
-      notify("READY=1\nSTATUS=degraded: " + std::to_string(n_failed) + " of " + std::to_string(workers_.size()) +
-             " workers failed: " + failed);
-      log_->error("started degraded: {} of {} workers failed ({}); the others serve; `zkfarmctl restart WORKER` "
-                  "once the cause is fixed", n_failed, workers_.size(), failed);
+      std::string why;
+      if (n_failed) why = std::to_string(n_failed) + " of " + std::to_string(workers_.size()) + " workers failed: " + failed;
+      if (!waiting.empty())
+        why += (why.empty() ? "" : "; ") + std::string("not READY after ") +
+               std::to_string((now - first_progress_ms_) / 1000) + " s: " + waiting;
+      notify("READY=1\nSTATUS=degraded: " + why);
+      log_->error("started degraded: {}; the other workers serve; `zkfarmctl restart WORKER` once the cause is fixed",
+                  why);
     }
   }
   if (watchdog_usec_ && now >= next_watchdog_ms_) {

@@ -94,8 +94,10 @@ class Lifecycle {
 
   /// sd_notify(3) `state` (a no-op unless started by systemd).
   void notify(const std::string& state);
-  /// READY=1 once every worker is READY, the watchdog's ping, and a STATUS
-  /// line whenever it changes.
+  /// READY=1 once every worker is READY, or failed for good, or the start's
+  /// settle time (ready_timeout_ms + 5 s) has passed (then STATUS says
+  /// degraded and which workers are not READY); the watchdog's ping; a
+  /// STATUS line whenever it changes.
   void notify_progress(int64_t now);
 
  private:
@@ -124,6 +126,7 @@ class Lifecycle {
   RollingOp rolling_op_;
   uint64_t watchdog_usec_ = 0;
   int64_t next_watchdog_ms_ = 0;
+  int64_t first_progress_ms_ = -1;  ///< the loop's first notify_progress: the start's settle deadline counts from it
   std::string last_status_line_;
 };
 

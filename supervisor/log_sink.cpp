@@ -41,10 +41,16 @@ void ReopenableFileSink::open_file() {
   ::fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);
   group_error_.clear();
   if (created) {
-    // The umask (077) took the group's read bit: set the mode explicitly.
-    ::fchmod(fd, 0640);
-    if (group_ && ::fchown(fd, uid_t(-1), *group_) != 0)
-      group_error_ = std::string("cannot give the log file ") + path_ + " to the admin group: " + std::strerror(errno);
+    // The group first, then the mode: the file is never readable by
+    // zkfarmd's own group (the submitters' control_group by default), not even
+    // for a moment; without an admin group it stays 0600 (the umask's).
+    if (group_) {
+      if (::fchown(fd, uid_t(-1), *group_) == 0)
+        ::fchmod(fd, 0640);
+      else
+        group_error_ = std::string("cannot give the log file ") + path_ +
+                       " to the admin group (it stays 0600, for zkfarmd's user only): " + std::strerror(errno);
+    }
   }
   fd_ = fd;
 }

@@ -16,10 +16,11 @@ namespace zkfarm::supervisor {
 /// (spdlog's base_sink holds the mutex around sink_it_ and flush_).
 ///
 /// The file is opened with O_NOFOLLOW (a link planted at the log's name is
-/// refused, never written through) and created with mode 0640; with `group`
-/// it is given to that group (the operators' admin_group: they read the log
-/// without root), as root or as a member of the group; otherwise it keeps
-/// zkfarmd's own group. An existing file keeps its mode and owner.
+/// refused, never written through) and O_NONBLOCK (a FIFO cannot hang it).
+/// A file it creates is given to `group` (the operators' admin_group: they
+/// read the log without root) and then made 0640, when zkfarmd may (root, or
+/// a member of the group); otherwise, or without `group`, it stays 0600.
+/// An existing file keeps its mode and owner.
 class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   /// Opens (creates, appends to) `path`. Throws spdlog::spdlog_ex naming the

@@ -19,6 +19,7 @@
 #include <filesystem>
 
 #include "version/build_info.hpp"
+#include "cli/numbers.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/peer.hpp"
 #include "supervisor/status/http_server.hpp"
@@ -84,6 +85,17 @@ void raise_descriptor_limit() {
   }
 }
 
+// Why zkfarmd cannot start, on stderr; returns `code`. Under systemd every
+// line is at error priority, so `journalctl -p err` shows why the unit failed
+// (the logger does not exist yet, or has failed with it).
+int fatal(int code, const std::string& why) {
+  const char* prio = zkfarm::supervisor::stderr_is_journal() ? "<3>" : "";
+  std::string text = std::string(prio) + "zkfarmd: ";
+  for (char c : why) text += c == '\n' ? std::string("\n") + prio : std::string(1, c);
+  std::fprintf(stderr, "%s\n", text.c_str());
+  return code;
+}
+
 // --check-config's report: what the configuration resolves to, one key a
 // line in the file's own syntax, so it can be pasted back into a file.
 void print_resolved(const zkfarm::supervisor::Config& c, const std::string& file) {
@@ -130,15 +142,15 @@ int main(int argc, char** argv) {
   std::optional<uint64_t> arena_mib;
   std::optional<std::string> backend, gpu_devices, http_address, synth_binary, gpu_binary, log_level, log_file;
   app.add_option("--synth-workers", synth_workers, "synthesis workers; 0: cores - 1")
-      ->check(CLI::Range(0u, 1024u))->default_str("0");
+      ->check(zkfarm::cli::whole_number(0, 1024))->default_str("0");
   app.add_option("--synth-threads", synth_threads, "threads per synthesis worker")
-      ->check(CLI::Range(1u, 1024u))->default_str(std::to_string(defaults.synth_threads));
+      ->check(zkfarm::cli::whole_number(1, 1024))->default_str(std::to_string(defaults.synth_threads));
   app.add_option("--gpu-threads", gpu_threads, "CPU-backend threads per GPU worker; 0: all cores")
-      ->check(CLI::Range(0u, 1024u))->default_str(std::to_string(defaults.gpu_threads));
+      ->check(zkfarm::cli::whole_number(0, 1024))->default_str(std::to_string(defaults.gpu_threads));
   app.add_option("--arena-mib", arena_mib, "arena size (the memory budget), MiB")
-      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30))->default_str(std::to_string(defaults.arena_mib));
+      ->check(zkfarm::cli::whole_number(1, uint64_t(1) << 30))->default_str(std::to_string(defaults.arena_mib));
   app.add_option("--gpu-queue-depth", gpu_queue_depth, "partitions a GPU worker holds at once (1 computing, the rest queued)")
-      ->check(CLI::Range(1u, 32u))->default_str(std::to_string(defaults.gpu_queue_depth));
+      ->check(zkfarm::cli::whole_number(1, 32))->default_str(std::to_string(defaults.gpu_queue_depth));
   app.add_option("--backend", backend, "prover backend of the GPU workers")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))->default_str(defaults.backend);
   app.add_option("--gpu-devices", gpu_devices, "auto, none, or a list like 0,1")->default_str(defaults.gpu_devices);
@@ -162,7 +174,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; a wrong flag is a configuration error.
-    return app.exit(e) == 0 ? 0 : EX_CONFIG;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return fatal(EX_CONFIG, std::string(e.what()) + " (zkfarmd --help lists the options)");
   }
 
   try {
@@ -192,8 +205,7 @@ int main(int argc, char** argv) {
     cfg.finalize(self_dir());
     cfg.check_host();
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "zkfarmd: %s\n", e.what());
-    return EX_CONFIG;
+    return fatal(EX_CONFIG, e.what());
   }
   if (check_config) {
     print_resolved(cfg, config_file);
@@ -236,10 +248,8 @@ int main(int argc, char** argv) {
     }
     return sup.run();
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "zkfarmd: %s\n", e.what());
-    return EX_CONFIG;
+    return fatal(EX_CONFIG, e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "zkfarmd: %s\n", e.what());
-    return 1;
+    return fatal(1, e.what());
   }
 }

@@ -454,6 +454,7 @@ void Supervisor::reopen_logs(const char* why) {
     try {
       file->reopen();
       log_->info("SIG{}: reopened {}", why, file->path());
+      if (!file->group_error().empty()) log_->warn("{}", file->group_error());
     } catch (const std::exception& e) {
       log_->error("SIG{}: cannot reopen the log file: {}", why, e.what());
     }
@@ -497,9 +498,12 @@ std::string Supervisor::not_ready_reason() const {
       why += ", …";
       break;
     }
+    // The failure's text (a worker's last line may name a user's file) only
+    // where /status shows details too: http_status_detail.
     why += (why.empty() ? "" : ", ") + id + " " + worker_state_name(w.state) +
-           (w.state == WorkerState::kFailed && !w.failed_reason.empty() ? " (" + w.failed_reason.substr(0, 160) + ")"
-                                                                         : std::string());
+           (cfg_.http_status_detail && w.state == WorkerState::kFailed && !w.failed_reason.empty()
+                ? " (" + w.failed_reason.substr(0, 160) + ")"
+                : std::string());
   }
   return "workers not READY: " + why;
 }

@@ -295,6 +295,16 @@ TEST(Config, CheckHostNamesAMissingGroupOrBinary) {
         << e.what();
   }
   c.admin_group = "";
+  c.log_file = "/nonexistent-zkfarm-dir/zkfarmd.log";  // a folder that is not there: a config fault, not a start's
+  try {
+    c.check_host();
+    FAIL() << "a log file in a missing folder passed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("its folder /nonexistent-zkfarm-dir does not exist"), std::string::npos)
+        << e.what();
+  }
+  c.log_file = "zkfarmd.log";
+  c.check_host();
   c.gpu_binary = "/etc/passwd";  // a file, not executable
   EXPECT_THROW(c.check_host(), ConfigError);
 }

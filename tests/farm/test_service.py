@@ -86,7 +86,7 @@ class ServiceTest(unittest.TestCase):
         # GET /readyz: 503 with the reason; the liveness check is unaffected.
         code, body = http_get(port, "/readyz")
         self.assertEqual(code, 503)
-        self.assertRegex(body, r"^not ready: workers not READY: gpu-0 failed \(")
+        self.assertEqual(body, "not ready: workers not READY: gpu-0 failed\n")  # no detail: http_status_detail is off
         self.assertEqual(http_get(port, "/healthz")[0], 200)
         # zkfarm_worker_info: one series per worker, with its pid ("" for none) and binary.
         # (The snapshot is rendered every 200 ms: poll until it has the failed worker.)
@@ -100,6 +100,26 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(synth.group(2), farm.status()["version"], "the version the worker said in READY")
         self.assertTrue(synth.group(3).endswith("zkfarm-synth"))
         self.assertRegex(metrics, r'zkfarm_build_info\{version="[^"]+",commit="[^"]+",cuda="(yes|no)"\} 1')
+        farm.stop_and_check(self)
+
+    def test_a_worker_that_never_says_ready_does_not_hold_the_start_past_its_ready_timeout(self):
+        # It hangs before READY: killed every ready_timeout_ms and started
+        # again, never "failed" (too slow to count as flapping).
+        hang = script(os.path.join(self.tmp, "gpu-hangs"), "exec sleep 600")
+        path, sock = self.notify_socket()
+        cfg = write_config(os.path.join(self.tmp, "zkfarmd.toml"), ready_timeout_ms=1000, stop_timeout_ms=1000)
+        farm = self.farm("--synth-workers", "1", "--gpu-binary", hang, "--config", cfg, env={"NOTIFY_SOCKET": path},
+                         wait=False)
+        sock.settimeout(60)
+        ready = None
+        while ready is None:
+            msg = sock.recv(4096).decode()
+            if "READY=1" in msg:
+                ready = msg
+        self.assertRegex(ready, r"STATUS=degraded: not READY after \d+ s: gpu-0 (starting|exited)")
+        workers = {w["id"]: w for w in farm.status()["workers"]}
+        self.assertEqual(workers["synth-0"]["state"], "idle")
+        self.assertNotEqual(workers["gpu-0"]["state"], "failed")
         farm.stop_and_check(self)
 
     def test_journald_gets_priorities_and_log_file_off_writes_no_file(self):
@@ -145,6 +165,12 @@ class ServiceTest(unittest.TestCase):
         self.assertEqual(stat.S_IMODE(st.st_mode), 0o640)
         self.assertEqual(st.st_gid, grp.getgrnam(group).gr_gid)
         farm.stop_and_check(self)
+        # Without an admin group the file is zkfarmd's alone: its own group
+        # is the submitters' (control_group by default).
+        cfg2 = write_config(os.path.join(self.tmp, "none.toml"), admin_group="")
+        other = self.farm("--synth-workers", "1", "--config", cfg2)
+        self.assertEqual(stat.S_IMODE(os.lstat(os.path.join(other.state, "zkfarmd.log")).st_mode), 0o600)
+        other.stop_and_check(self)
         # A link planted at the log's name: zkfarmd refuses to start (exit 1) and the target is untouched.
         target = os.path.join(self.tmp, "victim")
         with open(target, "w") as f:

@@ -1,5 +1,6 @@
 #pragma once
-// CLI11 validators for zkfarmctl's numbers. CLI11 2.1 reads an unsigned
+// CLI11 validators for the programs' numbers (zkfarmctl's and zkfarmd's
+// flags). CLI11 2.1 reads an unsigned
 // option with strtoull, base 0: "-5" wraps to 18446744073709551611, "010"
 // is eight, "0x10" sixteen. These take plain decimal only, within bounds,
 // and say which bounds when they refuse.
@@ -10,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace zkfarm::ctl {
+namespace zkfarm::cli {
 
 /// A whole number in decimal digits (no sign, no prefix), from `min` to `max`.
 inline CLI::Validator whole_number(uint64_t min, uint64_t max) {
@@ -41,4 +42,4 @@ inline CLI::Validator seconds_upto(double max) {
       "SECONDS", "seconds_upto");
 }
 
-}  // namespace zkfarm::ctl
+}  // namespace zkfarm::cli
