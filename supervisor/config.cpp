@@ -1,6 +1,5 @@
 #include "supervisor/config.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,8 @@
 #include <vector>
 
 #include "cli/suggest.hpp"
+#include "files/file_error.hpp"
+#include "files/input_file.hpp"
 #include "supervisor/control/peer.hpp"
 
 namespace zkfarm::supervisor {
@@ -59,38 +60,28 @@ void read_bool(const toml::table& t, const std::string& file, const char* key, b
 namespace {
 
 // The file's text, or a ConfigError with the errno: toml++ reports a missing
-// file only as "File could not be opened for reading".
+// file only as "File could not be opened for reading". Opened as every
+// outside file is (files/input_file.hpp: a regular file only, never blocking
+// on a FIFO), and read up to 1 MiB.
 std::string read_config_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw ConfigError(path + ": cannot read the configuration file: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw ConfigError(path + ": not a regular file");
+  files::UniqueFd fd;
+  try {
+    fd = files::open_regular_file(path);
+  } catch (const files::FileError& e) {
+    throw ConfigError(e.code() ? path + ": cannot read the configuration file: " + std::strerror(e.code())
+                               : std::string(e.what()));
   }
-  if (st.st_size > (1 << 20)) {
-    ::close(fd);
-    throw ConfigError(path + ": larger than 1 MiB, not a zkfarmd configuration");
-  }
+  constexpr size_t kMax = 1 << 20;
   std::string text;
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      throw ConfigError(path + ": cannot read the configuration file: " + std::strerror(e));
-    }
-    if (n == 0) break;
+    if (n < 0) throw ConfigError(path + ": cannot read the configuration file: " + std::strerror(errno));
+    if (n == 0) return text;
     text.append(buf, size_t(n));
-    if (text.size() > (1 << 20)) {
-      ::close(fd);
-      throw ConfigError(path + ": larger than 1 MiB, not a zkfarmd configuration");
-    }
+    if (text.size() > kMax) throw ConfigError(path + ": larger than 1 MiB, not a zkfarmd configuration");
   }
-  ::close(fd);
-  return text;
 }
 
 }  // namespace

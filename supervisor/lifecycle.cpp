@@ -263,17 +263,8 @@ void Lifecycle::notify_progress(int64_t now) {
   // is READY, or once a worker has had its full ready_timeout_ms (+ 5 s for
   // its spawn and the kill) and still is not.
   if (first_progress_ms_ < 0) first_progress_ms_ = now;
-  std::string failed, waiting;
-  size_t n_failed = 0;
-  for (const auto& [id, w] : workers_.all()) {
-    if (w.state == WorkerState::kFailed) {
-      ++n_failed;
-      if (failed.size() < 400) failed += (failed.empty() ? "" : "; ") + id + ": " + w.failed_reason.substr(0, 160);
-    } else if (w.state != WorkerState::kIdle && w.state != WorkerState::kBusy && waiting.size() < 200) {
-      waiting += (waiting.empty() ? "" : ", ") + id + " " + worker_state_name(w.state);
-    }
-  }
-  const size_t ready = workers_.ready();
+  // Counts every pass (the STATUS line); the lists only once, for READY=1.
+  const size_t ready = workers_.ready(), n_failed = workers_.failed();
   const bool settled = ready + n_failed == workers_.size();
   const bool settle_time_passed = now - first_progress_ms_ >= int64_t(cfg_.ready_timeout_ms) + 5000;
   if (!notified_ready_ && !stopping_ && workers_.size() > 0 && (settled || settle_time_passed)) {
@@ -287,6 +278,14 @@ void Lifecycle::notify_progress(int64_t now) {
       notify("READY=1\nSTATUS=all " + std::to_string(workers_.size()) + " workers ready");
       log_->info("all {} workers READY", workers_.size());
     } else {
+      std::string failed, waiting;
+      for (const auto& [id, w] : workers_.all()) {
+        if (w.state == WorkerState::kFailed) {
+          if (failed.size() < 400) failed += (failed.empty() ? "" : "; ") + id + ": " + w.failed_reason.substr(0, 160);
+        } else if (w.state != WorkerState::kIdle && w.state != WorkerState::kBusy && waiting.size() < 200) {
+          waiting += (waiting.empty() ? "" : ", ") + id + " " + worker_state_name(w.state);
+        }
+      }
       std::string why;
       if (n_failed) why = std::to_string(n_failed) + " of " + std::to_string(workers_.size()) + " workers failed: " + failed;
       if (!waiting.empty())

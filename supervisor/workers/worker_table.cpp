@@ -52,6 +52,12 @@ size_t WorkerTable::ready() const {
   return n;
 }
 
+size_t WorkerTable::failed() const {
+  size_t n = 0;
+  for (const auto& [id, w] : workers_) n += w.state == WorkerState::kFailed;
+  return n;
+}
+
 void WorkerTable::start(Worker& w, int64_t now) {
   try {
     if (w.kind == WorkerKind::kGpu) release_.baseline(w.device);

@@ -53,6 +53,8 @@ class WorkerTable {
   size_t size() const { return workers_.size(); }
   /// Workers that said READY and are not stopping (idle or busy).
   size_t ready() const;
+  /// Workers failed for good (not restarted until `zkfarmctl restart`).
+  size_t failed() const;
 
   /// Spawns `w`'s binary (children.hpp spawn_worker). When it cannot be
   /// started, `w` is exited with a restart due after its backoff (doubled,
