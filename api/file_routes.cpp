@@ -13,15 +13,13 @@
 #include "protocol/control_requests.hpp"
 #include "api/call.hpp"
 #include "api/service.hpp"
+#include "supervisor/clock.hpp"
 
 namespace zkfarm::api {
 
 namespace {
 
-int64_t wall_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
+using supervisor::wall_ms;
 
 json upload_view(const UploadRow& u) {
   return {{"id", u.id}, {"bytes", u.bytes}, {"sha256", u.sha256}, {"created_ms", u.created_ms}};

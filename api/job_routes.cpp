@@ -13,18 +13,16 @@
 #include "protocol/control_requests.hpp"
 #include "api/call.hpp"
 #include "api/service.hpp"
+#include "supervisor/clock.hpp"
 
 namespace zkfarm::api {
 
 
 namespace {
 
-namespace fs = std::filesystem;
+using supervisor::wall_ms;
 
-int64_t wall_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
+namespace fs = std::filesystem;
 
 bool terminal_state(const std::string& s) { return s == "done" || s == "failed" || s == "cancelled"; }
 

@@ -23,9 +23,12 @@
 #include "api/farm_link.hpp"
 #include "api/http_server.hpp"
 #include "api/service.hpp"
+#include "supervisor/clock.hpp"
 #include "api/store.hpp"
 
 namespace {
+
+using zkfarm::supervisor::wall_ms;
 
 // Makes `dir` (0700) or checks the one there: a directory, ours, not open to
 // group or others (it holds tokens' hashes and tenants' files).
@@ -41,11 +44,6 @@ void own_dir(const std::string& dir) {
     std::snprintf(mode, sizeof mode, "%03o", unsigned(st.st_mode & 0777));
     throw std::runtime_error(dir + ": open to group or others (mode " + mode + "); chmod 700");
   }
-}
-
-int64_t wall_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace

@@ -6,13 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/strand.hpp>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
 #include "http/address.hpp"
 #include "http/server_impl.hpp"
-#include "http/session.hpp"
 
 namespace zkfarm::http::core {
 
@@ -129,22 +129,14 @@ void Server::Impl::on_readable() {
     const auto remote = sock.remote_endpoint(ec);
     const std::string peer = ec ? std::string("?") : remote.address().to_string();
     const std::string peer_text = ec ? std::string("unknown peer") : endpoint_text(remote);
-    std::shared_ptr<Conn> conn;
-    if (tls)
-      conn = std::make_shared<Session<ssl::stream<beast::tcp_stream>>>(
-          *this, ssl::stream<beast::tcp_stream>(beast::tcp_stream(std::move(sock)), *tls));
-    else
-      conn = std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(sock)));
+    std::shared_ptr<Conn> conn = tls ? tls_session(*this, std::move(sock)) : plain_session(*this, std::move(sock));
     conn->peer = peer;
     conn->peer_text = peer_text;
     if (!take_slot(*conn)) {
       ++n_refused;
       continue;  // the session closes its socket as it goes
     }
-    if (tls)
-      static_cast<Session<ssl::stream<beast::tcp_stream>>&>(*conn).start();
-    else
-      static_cast<Session<beast::tcp_stream>&>(*conn).start();
+    conn->start();
   }
   accept();
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ struct Server::Impl {
   /// order, and how to drop it.
   struct Conn {
     virtual ~Conn() = default;
+    /// Starts the connection's first read (TLS: its handshake); once, after take_slot.
+    virtual void start() = 0;
     /// Resets the connection now and gives its slot back (I/O thread; only
     /// with one I/O thread, which is the case when eviction is on).
     virtual void abort() = 0;
@@ -92,5 +95,13 @@ struct Server::Impl {
   void on_flush();
   void unlist(Conn& c);
 };
+
+/// A connection's session over `sock`, not started: session.hpp's template
+/// for a plain stream (session_plain.cpp) or a TLS stream over `srv.tls`
+/// (session_tls.cpp). Each is instantiated in its own translation unit: the
+/// TLS one is the costliest code of the project to compile, and apart the two
+/// compile side by side.
+std::shared_ptr<Server::Impl::Conn> plain_session(Server::Impl& srv, boost::asio::ip::tcp::socket sock);
+std::shared_ptr<Server::Impl::Conn> tls_session(Server::Impl& srv, boost::asio::ip::tcp::socket sock);
 
 }  // namespace zkfarm::http::core

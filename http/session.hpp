@@ -3,7 +3,8 @@
 // Handler admit it, read its body (none, JSON in memory, or an upload
 // streamed to a file), hand the request over, write the answer; again for
 // the next request on a kept-alive connection. Every wait has a deadline
-// (server.hpp says which); included by server.cpp only.
+// (server.hpp says which); included by session_plain.cpp and session_tls.cpp
+// only, each instantiating it for one stream type.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -44,7 +45,7 @@ class Session : public Server::Impl::Conn, public std::enable_shared_from_this<S
     srv_.release(*this);
   }
 
-  void start() {
+  void start() override {
     lowest(stream_).expires_after(std::chrono::milliseconds(srv_.opts.header_timeout_ms));
     if constexpr (kTls) {
       stream_.async_handshake(boost::asio::ssl::stream_base::server,

@@ -14,6 +14,7 @@
 #   --parallel N run N targets at once (default 1); cores used = N x jobs
 #   --build-dir DIR   build dir (default build-fuzz)
 #   --no-build   use the targets already in the build dir (a prebuilt build-fuzz)
+#   --build-only build the targets and stop (scripts/test.sh builds them beside the release suite)
 #   --list       print the targets and exit
 #   -- ARGS      extra libFuzzer flags for every run (e.g. -- -max_len=1000000)
 #
@@ -35,6 +36,7 @@ merge=0
 jobs=1
 parallel=1
 do_build=1
+build_only=0
 list=0
 extra=()
 positional=()
@@ -49,8 +51,9 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$(realpath -m "$2"); shift ;;
     --build-dir=*) build=$(realpath -m "${1#*=}") ;;
     --no-build) do_build=0 ;;
+    --build-only) build_only=1 ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     --) shift; extra=("$@"); break ;;
     -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) positional+=("$1") ;;
@@ -79,6 +82,7 @@ if [ "$do_build" = 1 ]; then
   # Only the fuzz targets and the libraries they link, not the whole project.
   cmake --build "$build" -j"$(nproc)" --target zkfarm_fuzz
 fi
+[ "$build_only" = 1 ] && exit 0
 [ -d "$build/fuzz" ] || { echo "fuzz.sh: no targets in $build/fuzz (build first, without --no-build)" >&2; exit 2; }
 
 mapfile -t available < <(find "$build/fuzz" -maxdepth 1 -type f -name '*_fuzz' -perm -u+x -printf '%f\n' | sort)

@@ -17,13 +17,15 @@ if [ -e "$out" ] && [ ! -f "$out/.zkfarm-gpu-pack" ]; then
   echo "gpu-pack: $out exists and is not an earlier pack; refusing to replace it" >&2; exit 2
 fi
 build=${ZKFARM_GPU_BUILD:-$root/build}
-configure=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_CUDA=ON)
+# -U: the CUDA architectures' default list (a test build has PTX only).
+configure=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_CUDA=ON -UZKFARM_CUDA_ARCHS)
 case $configure in
   *"zkfarm: CUDA backend ON"*) ;;
   *) echo "gpu-pack: the build has no CUDA backend (nvcc not found, or -DZKFARM_CUDA=OFF)" >&2; exit 2 ;;
 esac
 cmake --build "$build" -j"$(nproc)" --target zkfarm-prove zkfarm-gpu zkfarm-synth zkfarmd zkfarmctl \
   zkfarm-testkey zkfarm_gpu_tests zkfarm-bench-gpu
+cmake -DSRC="$root" -DDIR="$build/bin" -P "$root/version/stamp.cmake"  # their --version's commit
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/fixtures"
 touch "$out/.zkfarm-gpu-pack"

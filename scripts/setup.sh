@@ -7,6 +7,9 @@
 #                               the farm's programs only (zkfarmd, its workers,
 #                               zkfarmctl, zkfarm-prove): no tests, no CUDA kernels
 #                               (the main job runs on the CPU; a few minutes less)
+#   ZKFARM_BUILD=none scripts/setup.sh
+#                               packages, users and npm only; no build (scripts/test.sh
+#                               configures and times its builds itself)
 # Needs root (or sudo) for apt-get. Environment: BUILD_DIR (default build),
 # ZKFARM_SKIP_APT=1 to skip the package step.
 set -euo pipefail
@@ -98,12 +101,18 @@ if [ ! -f "$stamp" ] || ! cmp -s "$root/package-lock.json" "$stamp"; then
   cp "$root/package-lock.json" "$stamp"
 fi
 
+if [ "${ZKFARM_BUILD:-all}" = none ]; then
+  echo "setup: done (no build)"
+  exit 0
+fi
 echo "setup: building into $build"
 # The options are given every time: CMake keeps them in its cache, so a farm-only
 # build must not leave the next full build without its tests or CUDA backend.
 if [ "${ZKFARM_BUILD:-all}" = farm ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_TESTS=OFF -DZKFARM_CUDA=OFF >/dev/null
   cmake --build "$build" -j"$(nproc)" --target zkfarmd zkfarm-synth zkfarm-gpu zkfarmctl zkfarm-prove
+  # Their --version's commit (a full build's target zkfarm_commit_stamp does this).
+  cmake -DSRC="$root" -DDIR="$build/bin" -P "$root/version/stamp.cmake"
 else
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DZKFARM_TESTS=ON -DZKFARM_CUDA=ON >/dev/null
   cmake --build "$build" -j"$(nproc)"

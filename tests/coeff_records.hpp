@@ -158,4 +158,13 @@ inline void write_with_records(const std::string& base, const std::vector<CoeffR
   if (!o) throw std::runtime_error("test: cannot write " + path);
 }
 
+/// True when two builds of one constraint matrix (SparseRowsOf, either
+/// matrix) hold the same row starts, signals and coefficient bytes.
+template <class Rows>
+bool same_rows(const Rows& x, const Rows& y) {
+  return x.start == y.start && x.signal.size() == y.signal.size() &&
+         std::equal(x.signal.begin(), x.signal.end(), y.signal.begin()) && x.coef.size() == y.coef.size() &&
+         (x.coef.empty() || std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(x.coef[0])) == 0);
+}
+
 }  // namespace zkfarm::test

@@ -15,6 +15,7 @@
 #include "groth16/prover.hpp"
 #include "gpu_worker/cuda/dcurve.cuh"
 #include "gpu_worker/cuda/synth_steps.cuh"
+#include "coeff_records.hpp"
 #include "random_inputs.hpp"
 #include "test_util.hpp"
 
@@ -112,10 +113,7 @@ TEST(ConstraintMatrix, SynthesisMatchesTheRecordsOnRandomWitnesses) {
   }
 }
 
-bool same_rows(const SparseRows& x, const SparseRows& y) {
-  return x.start == y.start && x.signal == y.signal &&
-         std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(Fr)) == 0 && x.coef.size() == y.coef.size();
-}
+using test::same_rows;
 
 // The parallel path (records in constraint order within each matrix) and the
 // counting sort build the same arrays; a key whose records come in reverse

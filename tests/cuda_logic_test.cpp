@@ -600,11 +600,7 @@ ConstraintMatrix emulate_matrix_build(const Zkey& key) {
   return m;
 }
 
-bool same_rows(const SparseRows& x, const SparseRows& y) {
-  return x.start == y.start && x.signal.size() == y.signal.size() &&
-         std::equal(x.signal.begin(), x.signal.end(), y.signal.begin()) && x.coef.size() == y.coef.size() &&
-         (x.coef.empty() || std::memcmp(x.coef.data(), y.coef.data(), x.coef.size() * sizeof(Fr)) == 0);
-}
+using test::same_rows;
 
 // a, b, c from the matrix by the device's synthesis step, as plain bytes.
 std::vector<Fr> emulate_synthesis(const ConstraintMatrix& m, const std::vector<U256>& w) {

@@ -108,14 +108,14 @@ class CurveVectors : public ::testing::Test {
   }
 };
 
-using Curves = ::testing::Types<Bn254, bls12_381::Curve>;
+using TestedCurves = ::testing::Types<Bn254, bls12_381::Curve>;
 struct CurveName {
   template <class C>
   static std::string GetName(int) {
     return C::kName;  // snarkjs's: bn128, bls12381
   }
 };
-TYPED_TEST_SUITE(CurveVectors, Curves, CurveName);
+TYPED_TEST_SUITE(CurveVectors, TestedCurves, CurveName);
 
 TYPED_TEST(CurveVectors, FqAndFrMatchPython) {
   TestFixture::template check_field<typename TestFixture::Fq>("fq");

@@ -13,7 +13,7 @@ namespace zkfarm::supervisor {
 
 namespace {
 
-constexpr char kMagic[8] = {'Z', 'K', 'F', 'A', 'C', 'K', '0', '1'};
+constexpr char kMarkMagic[8] = {'Z', 'K', 'F', 'A', 'C', 'K', '0', '1'};
 constexpr size_t kSlotBytes = 32;
 
 uint64_t fnv1a64(const uint8_t* p, size_t n) {
@@ -37,7 +37,7 @@ uint64_t get_le64(const uint8_t* p) {
 
 // The slot's number when its magic and checksum hold.
 std::optional<uint64_t> slot_seq(const uint8_t* s) {
-  if (std::memcmp(s, kMagic, sizeof kMagic) != 0) return std::nullopt;
+  if (std::memcmp(s, kMarkMagic, sizeof kMarkMagic) != 0) return std::nullopt;
   if (get_le64(s + 16) != fnv1a64(s, 16)) return std::nullopt;
   return get_le64(s + 8);
 }
@@ -85,7 +85,7 @@ AckedMark::AckedMark(const std::string& path) : path_(path) {
 
 std::string AckedMark::write(uint64_t seq) {
   uint8_t s[kSlotBytes] = {};
-  std::memcpy(s, kMagic, sizeof kMagic);
+  std::memcpy(s, kMarkMagic, sizeof kMarkMagic);
   put_le64(s + 8, seq);
   put_le64(s + 16, fnv1a64(s, 16));
   const off_t at = off_t((seq % 2) * kSlotBytes);

@@ -13,7 +13,7 @@ namespace zkfarm::supervisor {
 namespace {
 
 // Offsets and constants of https://www.sqlite.org/fileformat2.html#walformat.
-constexpr uint32_t kMagic = 0x377f0682;  // | 1: checksums over big-endian words
+constexpr uint32_t kWalMagic = 0x377f0682;  // | 1: checksums over big-endian words
 constexpr uint32_t kFormatVersion = 3007000;
 constexpr uint64_t kHeaderBytes = 32;
 constexpr uint64_t kFrameHeaderBytes = 24;
@@ -82,7 +82,7 @@ class File {
 // empty when it passes.
 std::string header_fault(const uint8_t* h) {
   const uint32_t magic = be32(h);
-  if ((magic & ~1u) != kMagic) return "its magic number is not an SQLite WAL's";
+  if ((magic & ~1u) != kWalMagic) return "its magic number is not an SQLite WAL's";
   if (be32(h + 4) != kFormatVersion) return "its format version is not 3007000";
   const uint32_t page = be32(h + 8);
   if (page < 512 || page > 65536 || (page & (page - 1)) != 0) return "its page size is not a power of two in 512..65536";

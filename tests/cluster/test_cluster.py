@@ -193,7 +193,9 @@ class ClusterTest(unittest.TestCase):
         refused = ctl(h0.state, "submit", "--zkey", os.path.join(FIX, "chain.zkey"), "--out",
                       os.path.join(self.root, "refused"), "--wtns", os.path.join(FIX, "chain.0.wtns"), check=False)
         self.assertNotEqual(refused.returncode, 0)
-        time.sleep(2)
+        # The outage lasts until h2, still proving, has met it too.
+        wait_for("h2 to report the queue unreachable", lambda: not self.hosts[2].status()["cluster"]["reachable"],
+                 timeout=60)
         self.pg._start()
         wait_for("h0 to reach the queue again", lambda: h0.status()["cluster"]["reachable"], timeout=120)
 
@@ -234,7 +236,7 @@ class ClusterTest(unittest.TestCase):
         # Frozen (as if cut off): no renewals; its workers go on computing.
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
-            time.sleep(LEASE_S + 2)
+            # b takes a's partitions over once their leases (LEASE_S) expire unrenewed.
             b = Host(self.root, "b", self.url, self.shared)
             self.hosts.append(b)
             ctl(b.state, "wait", str(job), "--timeout", "300", timeout=400)

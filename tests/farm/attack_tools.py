@@ -16,7 +16,8 @@ import tempfile
 import time
 import unittest
 
-from test_farm import BIN, FIX, Farm, chain_wtns, ctl, snarkjs_verify
+# wait_until: test_farm.py's, for the modules that take it from here.
+from test_farm import BIN, FIX, Farm, chain_wtns, ctl, snarkjs_verify, wait_until  # noqa: F401
 from test_journal import become_subreaper
 
 EVE = "zkfarm-test-eve"           # the unprivileged attacker
@@ -82,17 +83,6 @@ def ctl_as(user, state, *args, timeout=120):
     """zkfarmctl run as `user`; returns (exit code, stdout, stderr)."""
     p = run_as(user, [os.path.join(BIN, "zkfarmctl"), "--state-dir", state, *args], timeout=timeout)
     return p.returncode, p.stdout, p.stderr
-
-
-def wait_until(what, fn, timeout=60, step=0.05):
-    """fn()'s first true value, polled every `step` s; AssertionError naming `what` after `timeout` s."""
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def write_config(path, **keys):

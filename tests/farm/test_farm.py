@@ -37,6 +37,22 @@ def snarkjs_verify(triples):
     return p.returncode == 0 and p.stdout.count("OK ") == len(triples), p.stdout + p.stderr
 
 
+def wait_until(what, fn, timeout=60, step=0.05):
+    """fn()'s first true value, polled every `step` s; AssertionError naming `what` after `timeout` s."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def in_flight(farm):
+    """True once a worker of `farm` holds a partition (its state is busy)."""
+    return any(w["state"] == "busy" for w in farm.status()["workers"])
+
+
 def pid_alive(pid):
     """True while /proc has the pid: running, or a zombie nobody reaped."""
     return os.path.exists(f"/proc/{pid}")
@@ -264,7 +280,7 @@ class FarmTest(unittest.TestCase):
         farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:500"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(5)])
         self.assertEqual(code, 0, err)
-        time.sleep(0.1)
+        wait_until("the partition in flight", lambda: in_flight(farm))  # stop finishes it
         ctl(farm.state, "stop")
         code, _, err, _ = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(6)])
         self.assertEqual(code, 1)
@@ -277,7 +293,7 @@ class FarmTest(unittest.TestCase):
         farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:300"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(3)])
         self.assertEqual(code, 0, err)
-        time.sleep(0.2)  # synthesis in flight
+        wait_until("synthesis in flight", lambda: in_flight(farm))
         st = farm.status()
         pids = [w["pid"] for w in st["workers"]]
         farm.proc.send_signal(signal.SIGTERM)

@@ -171,8 +171,12 @@ class ClockTest(FaultCase):
                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "ZKFARM_FAULT": "slow_ms:100",
                # In the ASan build the preloaded libfaketime comes before ASan's runtime.
                "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
-        farm = self.farm("--synth-workers", "1", env=env)
-        t0 = time.monotonic()
+        # Heartbeats every 200 ms, a worker silent for 2 s killed: a deadline
+        # still on the wall clock fires within 2 s of a jump, so each
+        # jump is watched for three timeouts (not the defaults' 30 s).
+        timeout_s = 2.0
+        farm = self.farm("--synth-workers", "1", env=env,
+                         config={"heartbeat_ms": 200, "heartbeat_timeout_ms": int(timeout_s * 1000)})
         code, job_a, err, out_a = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(10)])
         self.assertEqual(code, 0, err)
         jobs = [(job_a, out_a, 10)]
@@ -184,11 +188,12 @@ class ClockTest(FaultCase):
             jobs.append((job, out, 1))
             skew = self.job(farm, job)["submitted_ms"] / 1000 - time.time()
             self.assertAlmostEqual(skew, seconds, delta=120, msg="zkfarmd's wall clock did not jump")
-            while time.monotonic() - t0 < (15 if seconds < 0 else 30):
+            watched = time.monotonic()
+            while time.monotonic() - watched < 3 * timeout_s:
                 st = farm.status()
                 self.assertTrue(all(w["restarts"] == 0 and w["state"] in ("idle", "busy") for w in st["workers"]),
                                 json.dumps(st["workers"]) + farm.output()[-3000:])
-                time.sleep(0.5)
+                time.sleep(0.1)
         for job, out, n in jobs:
             self.assertEqual(self.wait_job(farm, job)[0], 0, farm.output())
             verify_dir(self, out, n)

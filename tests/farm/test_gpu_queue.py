@@ -114,8 +114,8 @@ class GpuQueueTest(unittest.TestCase):
         farm = self.farm("--synth-workers", "2", "--config", cfg, env={"ZKFARM_FAULT": "slow_ms:1500"})
         code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(9)])
         self.assertEqual(code, 0, err)
+        # Held by the worker, each lane in its 1.5 s slowed compute: killed now.
         self.wait_for("the GPU worker to hold 3 or more partitions", lambda: self.gpu(farm)["held"] >= 3)
-        time.sleep(0.5)  # into the slowed computes of the first lanes
         os.kill(self.gpu(farm)["pid"], signal.SIGKILL)
         self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "240", check=False)[0], 0, farm.output())
         per_partition, _ = journal_counts(farm.state)

@@ -19,7 +19,7 @@ import time
 import unittest
 import urllib.request
 
-from test_farm import BIN, FIX, Farm, chain_wtns, ctl, pid_alive, snarkjs_verify
+from test_farm import BIN, FIX, Farm, chain_wtns, ctl, pid_alive, snarkjs_verify, wait_until
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -113,8 +113,14 @@ class JournalTest(unittest.TestCase):
             code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in ks])
             self.assertEqual(code, 0, err)
             jobs.append((job, out, ks))
+        def proved(f):
+            return sum(j["done"] for j in json.loads(ctl(f.state, "jobs", "--json", "--limit", "1000")[1]))
+
         for _ in range(5):
-            time.sleep(rng.uniform(0.3, 1.5))
+            # Killed after 3 to 8 more partitions are proved (or at once when
+            # all 90 are): at a different point of the pipeline each time.
+            target = min(90, proved(farm) + rng.randint(3, 8))
+            wait_until(f"{target} partitions proved", lambda: proved(farm) >= target, timeout=300)
             st = farm.status()
             workers = [w["pid"] for w in st["workers"] if w["pid"]]
             farm.proc.send_signal(signal.SIGKILL)
@@ -210,10 +216,12 @@ class JournalTest(unittest.TestCase):
             code, job, err, _ = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in ks])
             self.assertEqual(code, 0, err)
             self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "60", check=False)[0], 0)
-        time.sleep(0.5)  # the metrics text is rendered at most every 200 ms
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-            self.assertIn("text/plain", r.headers["Content-Type"])
-            m = parse_prometheus(r.read().decode())
+        def metrics():  # rendered at most every 200 ms: polled until it shows the 5 partitions
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                self.assertIn("text/plain", r.headers["Content-Type"])
+                m = parse_prometheus(r.read().decode())
+            return m if m.get(("zkfarm_partitions_proved_total", "")) == 5 else None
+        m = wait_until("/metrics to count the 5 partitions", metrics, timeout=30)
         self.assertEqual(m[("zkfarm_partitions_proved_total", "")], 5)
         self.assertEqual(m[("zkfarm_jobs_accepted_total", "")], 2)
         self.assertEqual(m[("zkfarm_proving_seconds_count", "")], 5)

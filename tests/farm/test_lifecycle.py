@@ -19,7 +19,7 @@ import tempfile
 import time
 import unittest
 
-from test_farm import BIN, FIX, Farm, chain_wtns, ctl, pid_alive, snarkjs_verify
+from test_farm import BIN, FIX, Farm, chain_wtns, ctl, in_flight, pid_alive, snarkjs_verify, wait_until
 from test_journal import become_subreaper, journal_counts, reap_until_gone
 
 
@@ -67,23 +67,33 @@ class LifecycleTest(unittest.TestCase):
                                    for k in range(n)])
         self.assertTrue(ok, text)
 
-    def test_random_worker_killed_every_second_each_partition_proved_once(self):
+    def test_random_worker_killed_again_once_replaced_each_partition_proved_once(self):
         cfg = write_config(self.tmp, flap_max_crashes=1000, restart_backoff_ms=100, restart_backoff_max_ms=400)
         farm = self.farm("--synth-workers", "1", "--config", cfg, env={"ZKFARM_FAULT": "slow_ms:150"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k % 10) for k in range(20)])
         self.assertEqual(code, 0, err)
         rng = random.Random(7)
         kills = 0
+
+        def job_state():
+            return {str(j["id"]): j for j in farm.status()["jobs"]}[job]
+
+        # A random worker killed; the next kill once it is replaced (a new pid,
+        # READY) and one more partition is proved, until the job is done.
         deadline = time.time() + 180
-        while time.time() < deadline:
-            jobs = {str(j["id"]): j for j in farm.status()["jobs"]}
-            if jobs[job]["state"] == "done":
-                break
-            pids = [w["pid"] for w in farm.status()["workers"] if w["pid"]]
-            if pids:
-                os.kill(rng.choice(pids), signal.SIGKILL)
-                kills += 1
-            time.sleep(1.0)
+        while time.time() < deadline and job_state()["state"] != "done":
+            workers = [w for w in farm.status()["workers"] if w["pid"]]
+            if not workers:
+                continue
+            victim = rng.choice(workers)
+            done_before = job_state()["done"]
+            os.kill(victim["pid"], signal.SIGKILL)
+            kills += 1
+            wait_until(f"{victim['id']} replaced and one more partition proved", lambda: (
+                job_state()["state"] == "done" or
+                (job_state()["done"] > done_before and any(
+                    w["id"] == victim["id"] and w["pid"] not in (0, victim["pid"]) and w["state"] in ("idle", "busy")
+                    for w in farm.status()["workers"]))), timeout=120)
             while True:  # reap nothing of ours by accident: only orphans could come here
                 try:
                     if os.waitpid(-1, os.WNOHANG)[0] == 0:
@@ -178,7 +188,7 @@ class LifecycleTest(unittest.TestCase):
         self.assertIn("writable by its group or by others", err)
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in range(10)])
         self.assertEqual(code, 0, err)
-        time.sleep(0.3)
+        wait_until("the job's partitions in flight", lambda: in_flight(farm))  # the upgrade comes mid-job
         ctl(farm.state, "upgrade", "--synth", new_synth, "--gpu", new_gpu)
         self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "120", check=False)[0], 0, farm.output())
         self.verify_job(out, 10)
@@ -237,7 +247,7 @@ class LifecycleTest(unittest.TestCase):
         farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:200"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in range(6)])
         self.assertEqual(code, 0, err)
-        time.sleep(0.3)
+        wait_until("the job's partitions in flight", lambda: in_flight(farm))  # the drain waits for them
         code, stdout, err = ctl(farm.state, "drain", "--wait", "--timeout", "30", check=False)
         self.assertEqual(code, 0, err)
         st = farm.status()
@@ -245,9 +255,14 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(st["in_flight"], 0)
         done_at_drain = {str(j["id"]): j for j in st["jobs"]}[job]["done"]
         self.assertLess(done_at_drain, 6, "the drain left partitions queued")
-        time.sleep(1.0)
-        self.assertEqual({str(j["id"]): j for j in farm.status()["jobs"]}[job]["done"], done_at_drain,
-                         "nothing starts while drained")
+        # An absence, watched for a while: five partitions' worth of time
+        # (200 ms each), and nothing may start in it.
+        watched = time.monotonic()
+        while time.monotonic() - watched < 1.0:
+            st = farm.status()
+            self.assertEqual((st["in_flight"], {str(j["id"]): j for j in st["jobs"]}[job]["done"]), (0, done_at_drain),
+                             "nothing starts while drained")
+            time.sleep(0.05)
         ctl(farm.state, "resume")
         self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "60", check=False)[0], 0)
         self.verify_job(out, 6)

@@ -230,8 +230,10 @@ class OperatorTest(unittest.TestCase):
         code, job1, err, _ = farm.submit(os.path.join(FIX, "tiny.zkey"), [os.path.join(FIX, "tiny.0.wtns")])
         self.assertEqual(code, 0, err)
         self.assertEqual(ctl(farm.state, "wait", job1, "--timeout", "60", check=False)[0], 0)
-        time.sleep(1.2)
-        mark = int(time.time() * 1000)
+        # A mark just after job1 was submitted (Unix ms): job2, submitted after
+        # job1 is done, is later still.
+        jobs = {str(j["id"]): j for j in json.loads(ctl(farm.state, "jobs", "--json")[1])}
+        mark = jobs[job1]["submitted_ms"] + 1
         code, job2, err, _ = farm.submit(os.path.join(FIX, "tiny.zkey"), [os.path.join(FIX, "tiny.1.wtns")])
         self.assertEqual(ctl(farm.state, "wait", job2, "--timeout", "60", check=False)[0], 0)
         ids = lambda *a: [str(j["id"]) for j in json.loads(ctl(farm.state, "jobs", "--json", *a)[1])]

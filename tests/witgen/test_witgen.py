@@ -16,6 +16,7 @@ circuit's wasm through wasm2c, its circom --c folder):
 Run by ctest (tests/witgen/CMakeLists.txt) with ZKFARM_BIN, ZKFARM_SOURCE_DIR
 and ZKFARM_SHARED_FIXTURES in the environment.
 """
+import fcntl
 import hashlib
 import json
 import os
@@ -40,55 +41,90 @@ NODE = os.path.join(SRC, "node_modules")
 P = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 WORK = None  # the module's folder: compiled circuits, keys, inputs
 XDG = None   # zkfarm-prove's cache folder (XDG_CACHE_HOME)
-# ZKFARM_WITGEN_TEST_CACHE (set by CMake): circom's outputs and zkfarm-prove's
-# built generators kept across runs of this module (the release and the
-# sanitizer run of scripts/test.sh), in a folder named by the hash of
-# everything they are made from (witgen/, groth16/'s field headers, the test
-# circuits, circom2's version): any change there starts afresh.
+# ZKFARM_WITGEN_TEST_CACHE (set by CMake): what this module's classes (each a
+# process of its own under ctest) and both suites of scripts/test.sh share,
+# each in a folder named by the hash of what it is made from, made once under
+# a lock and only read afterwards:
+#   circom-HASH/NAME  circom's outputs (circom2's and snarkjs's pinned
+#                     versions, the test circuits);
+#   work-HASH         the module's folder as setUpModule leaves it: those
+#                     outputs, the test keys (zkfarm-testkey: testkey/ and
+#                     groth16/), the inputs (this file);
+#   xdg-HASH          zkfarm-prove's built generators (witgen/, groth16/'s
+#                     field headers: what a generator is built from).
+# A folder whose sources changed is made afresh and the old one removed.
 SHARED = os.environ.get("ZKFARM_WITGEN_TEST_CACHE")
 
 
-def shared_folder():
-    if not SHARED:
-        return None
+def source_hash(*paths):
+    """The first 16 hex digits of SHA-256 over the files (and the files of the folders) named, in order."""
     h = hashlib.sha256()
-    with open(os.path.join(NODE, "circom2", "package.json"), "rb") as f:
-        h.update(f.read())
-    for folder in (os.path.join(SRC, "witgen"), CIRCUITS):
-        for name in sorted(os.listdir(folder)):
-            with open(os.path.join(folder, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
-    for name in ("field.hpp", "mont_mul_x86.hpp", "bn254.hpp", "bls12_381.hpp"):
-        with open(os.path.join(SRC, "groth16", name), "rb") as f:
-            h.update(f.read())
-    key = h.hexdigest()[:16]
-    os.makedirs(SHARED, exist_ok=True)
-    for old in os.listdir(SHARED):  # only the current sources' outputs are kept
-        if old != key:
+    for path in paths:
+        names = sorted(os.listdir(path)) if os.path.isdir(path) else [""]
+        for name in names:
+            full = os.path.join(path, name) if name else path
+            if os.path.isfile(full):
+                with open(full, "rb") as f:
+                    h.update(full[len(SRC):].encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
+class SharedLock:
+    """An exclusive flock on SHARED/.lock: one process makes a shared folder while the others wait."""
+
+    def __enter__(self):
+        os.makedirs(SHARED, exist_ok=True)
+        self.f = open(os.path.join(SHARED, ".lock"), "a")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
+
+
+def shared_folder(kind, key, make=None):
+    """SHARED/KIND-KEY, made by make(folder) if missing (into a temporary
+    folder, renamed when whole); other KIND-* folders are removed. Call under SharedLock."""
+    path = os.path.join(SHARED, f"{kind}-{key}")
+    for old in os.listdir(SHARED):
+        if old.startswith(kind + "-") and old != os.path.basename(path):
             shutil.rmtree(os.path.join(SHARED, old), ignore_errors=True)
-    return os.path.join(SHARED, key)
+    if not os.path.isdir(path):
+        tmp = path + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        if make:
+            make(tmp)
+        os.rename(tmp, path)
+    return path
 
 
-def compile_circuit(name, flags, shared):
-    """circom2 NAME.circom FLAGS -o WORK, or its outputs from the shared folder."""
-    keep = os.path.join(shared, "circom", name) if shared else None
+def compile_circuit(name, flags, into, circom_cache):
+    """circom2 NAME.circom FLAGS -o INTO, or its outputs from circom_cache/NAME."""
+    keep = os.path.join(circom_cache, name) if circom_cache else None
     if keep and os.path.isdir(keep):
-        for entry in os.listdir(keep):
-            src = os.path.join(keep, entry)
-            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(WORK, entry))
+        copy_into(keep, into)
         return
     # circom2 (WASI) reads includes only below its working directory.
     run(["node", os.path.join(NODE, "circom2", "cli.js"), os.path.join("tests", "witgen", "circuits", name + ".circom"),
-         *flags, "-o", WORK, "-l", "node_modules"], cwd=SRC)
+         *flags, "-o", into, "-l", "node_modules"], cwd=SRC)
     if keep:
         tmp = keep + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         for entry in (f"{name}.r1cs", f"{name}_js", f"{name}_cpp"):
-            if os.path.exists(os.path.join(WORK, entry)):
-                src = os.path.join(WORK, entry)
-                (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(tmp, entry))
+            if os.path.exists(os.path.join(into, entry)):
+                copy_into(os.path.join(into, entry), os.path.join(tmp, entry))
         os.rename(tmp, keep)
+
+
+def copy_into(src, dst):
+    """src (a file, or a folder's entries) copied to dst."""
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+    else:
+        shutil.copy(src, dst)
 
 
 def run(cmd, check=True, timeout=600, **kw):
@@ -122,20 +158,43 @@ def write_json(name, obj):
 
 
 def setUpModule():
-    global WORK
+    global WORK, XDG
     become_subreaper()
-    global XDG
     WORK = tempfile.mkdtemp(prefix="zkfarm-witgen-")
     os.chmod(WORK, 0o755)
-    shared = shared_folder()
-    XDG = os.path.join(shared, "xdg") if shared else os.path.join(WORK, "cache")
+    if not SHARED:
+        XDG = os.path.join(WORK, "cache")
+        make_work(WORK, None)
+        return
+    with SharedLock():
+        circom_cache = shared_folder("circom", source_hash(os.path.join(SRC, "package-lock.json"), CIRCUITS))
+        made = WORK
+
+        def make(folder):
+            global WORK
+            WORK = folder  # the helpers (circ, write_json, snarkjs) work in WORK
+            try:
+                make_work(folder, circom_cache)
+            finally:
+                WORK = made
+
+        template = shared_folder("work", source_hash(os.path.join(SRC, "package-lock.json"), CIRCUITS, __file__,
+                                                     os.path.join(SRC, "testkey"), os.path.join(SRC, "groth16")), make)
+        XDG = shared_folder("xdg", source_hash(*[os.path.join(SRC, "groth16", n) for n in
+                                                 ("field.hpp", "mont_mul_x86.hpp", "bn254.hpp", "bls12_381.hpp")],
+                                               os.path.join(SRC, "witgen")))
+    copy_into(template, WORK)
+
+
+def make_work(folder, circom_cache):
+    """The module's circuits (circom2), test keys (zkfarm-testkey) and inputs, in `folder` (WORK)."""
     for name in ("poseidon3", "merkle8", "merkle8_root", "sha256_440", "checks"):
-        compile_circuit(name, ["--r1cs", "--wasm", "--c"], shared)
+        compile_circuit(name, ["--r1cs", "--wasm", "--c"], folder, circom_cache)
         if name != "merkle8_root":
-            run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", circ(name, "r1cs"), "--out", os.path.join(WORK, name),
+            run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", circ(name, "r1cs"), "--out", os.path.join(folder, name),
                  "--seed", "7"])
     for name in ("gadgets", "index"):  # witness-graph circuits (issue 32): no key needed
-        compile_circuit(name, ["--wasm", "--c"], shared)
+        compile_circuit(name, ["--wasm", "--c"], folder, circom_cache)
     for k, inp in enumerate(GADGET_INPUTS):
         write_json(f"gadgets.{k}.json", {n: str(v) for n, v in inp.items()})
     for sel in range(4):
@@ -149,9 +208,9 @@ def setUpModule():
         inp = {"leaf": str(rng.randrange(P)), "pathElements": [str(rng.randrange(P)) for _ in range(8)],
                "pathIndices": [rng.randint(0, 1) for _ in range(8)]}
         root_in = write_json(f"merkle8_root.{k}.json", inp)
-        snarkjs("wtns", "calculate", circ("merkle8_root", "wasm"), root_in, f"{WORK}/root.wtns")
-        snarkjs("wtns", "export", "json", f"{WORK}/root.wtns", f"{WORK}/root.json")
-        with open(f"{WORK}/root.json") as f:
+        snarkjs("wtns", "calculate", circ("merkle8_root", "wasm"), root_in, f"{folder}/root.wtns")
+        snarkjs("wtns", "export", "json", f"{folder}/root.wtns", f"{folder}/root.json")
+        with open(f"{folder}/root.json") as f:
             inp["root"] = json.load(f)[1]  # the output: witness value 1
         write_json(f"merkle8.{k}.json", inp)
     write_json("checks.0.json", {"a": 3, "b": [1, 2], "loop": 0})
