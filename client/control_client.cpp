@@ -64,7 +64,8 @@ protocol::Message parse_reply(std::string_view frame) {
     int64_t retry = 0;
     if (auto r = m.find("retry_after_ms"); r != m.end() && r->is_number_unsigned())
       retry = int64_t(std::min<uint64_t>(r->get<uint64_t>(), 60000));  // a hint, never a reason to sleep long
-    throw Refused(err->get<std::string>(), retry);
+    const auto busy = m.find("busy");
+    throw Refused(err->get<std::string>(), retry, busy != m.end() && busy->is_boolean() && busy->get<bool>());
   }
   return m;
 }

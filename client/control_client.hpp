@@ -53,9 +53,12 @@ class Refused : public CtlError {
   /// `retry_after_ms` > 0: the refusal is transient (zkfarmd's journal or
   /// shared queue cannot be reached now, or zkfarm-api answered 503) and the
   /// same request may be sent again after that many milliseconds.
-  explicit Refused(const std::string& error, int64_t retry_after_ms = 0)
-      : CtlError(kExitFailed, error), retry_after_ms(retry_after_ms) {}
+  explicit Refused(const std::string& error, int64_t retry_after_ms = 0, bool busy = false)
+      : CtlError(busy ? kExitBusy : kExitFailed, error), retry_after_ms(retry_after_ms), busy(busy) {}
   int64_t retry_after_ms;
+  /// zkfarmd said "busy": its queue for this request is full; the same
+  /// request may be sent again (exit kExitBusy when it is not).
+  bool busy;
 };
 
 /// The reply frame is not a valid reply (not MessagePack, not a map, no

@@ -18,6 +18,10 @@ enum ExitCode : int {
   kExitNoSupervisor = 3,  ///< no zkfarmd answers at the state dir, or it went away before the end
   kExitTimeout = 4,       ///< a --timeout passed before what was waited for happened
   kExitAccess = 5,        ///< this user may not reach zkfarmd: the state dir or control.sock refused it (EACCES, EPERM)
+  /// zkfarmd is busy (its submit or build queue is full): nothing is wrong
+  /// with the request, retry later. sysexits' EX_TEMPFAIL. zkfarmctl retried
+  /// with backoff for --busy-timeout before giving up with it.
+  kExitBusy = 75,
 };
 
 }  // namespace zkfarm::client

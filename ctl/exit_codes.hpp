@@ -10,6 +10,7 @@ using client::ExitCode;
 using client::kExitFailed;
 using client::kExitNoSupervisor;
 using client::kExitAccess;
+using client::kExitBusy;
 using client::kExitOk;
 using client::kExitTimeout;
 using client::kExitUsage;
@@ -25,5 +26,7 @@ inline constexpr const char* kExitCodesHelp =
     "  3  no zkfarmd at the state dir (socket missing, refused, no reply within --timeout-ms),\n"
     "     or it stopped before what was waited for happened (an accepted job stays in the journal)\n"
     "  4  a --timeout (stop: --wait-timeout) passed before what was waited for happened\n"
-    "  5  this user may not reach zkfarmd: the state dir or control.sock refused it (permission denied)";
+    "  5  this user may not reach zkfarmd: the state dir or control.sock refused it (permission denied)\n"
+    "  75 zkfarmd is busy (its submit queue is full): nothing is wrong with the request; submit retried it\n"
+    "     with backoff for --busy-timeout (default 60 s) first. Retry later (sysexits' EX_TEMPFAIL)";
 }  // namespace zkfarm::ctl

@@ -107,6 +107,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"low", "normal", "high", "critical"}));
   submit->add_option("--out", submit_opt.out, "folder for the proofs (default: $PWD/proofs)")->check(non_empty);
+  submit->add_option("--busy-timeout", submit_opt.busy_timeout_s,
+                     "retry a submit zkfarmd refuses as busy for this many seconds, with backoff (default 60; "
+                     "then exit 75)")
+      ->check(CLI::Range(0.0, 86400.0));
   submit->add_option("--idempotency-key", submit_opt.idempotency_key,
                      "with --api: a retried submit with the same key returns the same job")
       ->check(non_empty);

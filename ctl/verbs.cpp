@@ -4,11 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <random>
+#include <thread>
 
 #include "protocol/control_requests.hpp"
 #include "ctl/log_view.hpp"
@@ -68,7 +71,27 @@ int run_submit(Caller& client, const SubmitOptions& opt) {
   // The supervisor checks the key and every witness before it answers: a large
   // key takes a while, so the reply gets at least 10 minutes.
   client.set_timeout_ms(std::max(client.timeout_ms(), 600000));
-  Message reply = client.call(protocol::to_message(submit));
+  // "Busy" is not "bad": the same submit again after a backoff (0.2 s,
+  // doubling to 2 s, with jitter), for --busy-timeout, before exit 75.
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(int64_t(std::clamp(opt.busy_timeout_s, 0.0, 86400.0) * 1000));
+  int64_t backoff_ms = 200;
+  std::minstd_rand jitter{std::random_device{}()};
+  Message reply;
+  for (;;) {
+    try {
+      reply = client.call(protocol::to_message(submit));
+      break;
+    } catch (const Refused& e) {
+      if (!e.busy) throw;
+      const int64_t pause = std::max<int64_t>(e.retry_after_ms, backoff_ms) + int64_t(jitter() % 100);
+      if (std::chrono::steady_clock::now() + std::chrono::milliseconds(pause) > give_up)
+        throw CtlError(kExitBusy, std::string(e.what()) + " (retried for " + std::to_string(int64_t(opt.busy_timeout_s)) +
+                                      " s; exit 75: retry later)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
+    }
+  }
   const uint64_t job = protocol::get_u64(reply, "job");
   std::cout << job << "\n";
   if (protocol::find_str(reply, "delivery").value_or("zkfarmd") == "client" && !quiet()) {

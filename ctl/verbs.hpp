@@ -23,6 +23,7 @@ struct SubmitOptions {
   std::string priority = "normal";  ///< low, normal, high or critical
   std::string out;                ///< proof folder; empty: $PWD/proofs
   std::string idempotency_key;    ///< --api only: the same key returns the same job
+  double busy_timeout_s = 60;     ///< how long a "busy" refusal is retried (backoff 0.2 s .. 2 s); then exit 75
 };
 
 /// How long a waiting verb waits: `timeout_s` < 0 means for ever.

@@ -29,7 +29,11 @@ using Clock = std::chrono::steady_clock;
 class Deadline {
  public:
   explicit Deadline(double timeout_s) : bounded_(timeout_s >= 0), timeout_s_(timeout_s) {
-    if (bounded_) at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+    // Clamped to 10^9 s (32 years): a larger double would overflow the clock's
+    // 64-bit nanoseconds (undefined behaviour); NaN is < 0 nowhere and unbounded here.
+    if (bounded_)
+      at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(std::min(timeout_s, 1e9)));
   }
   bool passed() const { return bounded_ && Clock::now() >= at_; }
   /// Milliseconds left, at most `cap`; `cap` when unbounded.

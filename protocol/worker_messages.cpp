@@ -66,7 +66,11 @@ Synth synth_body(const Message& msg, const WorkRef& ref) {
     in.witness_memory_mib = u64_or(msg, "witness_memory_mib", in.witness_memory_mib);
     in.witness_cpu_s = u64_or(msg, "witness_cpu_s", in.witness_cpu_s);
     in.sandbox_user = str_or(msg, "sandbox_user", in.sandbox_user);
+    in.sandbox_uid_base = u64_or(msg, "sandbox_uid_base", in.sandbox_uid_base);
+    in.sandbox_uid_count = u64_or(msg, "sandbox_uid_count", in.sandbox_uid_count);
     in.witness_engine = str_or(msg, "witness_engine", in.witness_engine);
+    in.statement = str_or(msg, "statement", in.statement);
+    in.graph_sha256 = str_or(msg, "graph_sha256", in.graph_sha256);
     s.witness = std::move(in);
   } else {
     s.witness = WitnessFile{get_str(msg, "wtns")};
@@ -151,7 +155,11 @@ std::string encode(const Synth& s) {
     m["witness_memory_mib"] = in->witness_memory_mib;
     m["witness_cpu_s"] = in->witness_cpu_s;
     m["sandbox_user"] = in->sandbox_user;
+    m["sandbox_uid_base"] = in->sandbox_uid_base;
+    m["sandbox_uid_count"] = in->sandbox_uid_count;
     m["witness_engine"] = in->witness_engine;
+    if (!in->statement.empty()) m["statement"] = in->statement;
+    if (!in->graph_sha256.empty()) m["graph_sha256"] = in->graph_sha256;
   } else {
     m["wtns"] = std::get<WitnessFile>(s.witness).path;
   }

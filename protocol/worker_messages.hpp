@@ -77,7 +77,18 @@ struct CircuitInput {
   uint64_t witness_memory_mib = 0;             ///< "witness_memory_mib": its RLIMIT_DATA (MiB); 0: unbounded
   uint64_t witness_cpu_s = 600;                ///< "witness_cpu_s": its RLIMIT_CPU (s); 0: unbounded
   std::string sandbox_user = "zkfarm-sandbox";  ///< "sandbox_user": who circuit code runs as, under root
+  uint64_t sandbox_uid_base = 0x70000000;       ///< "sandbox_uid_base": the uid pool (witgen/sandbox_uids.hpp)
+  uint64_t sandbox_uid_count = 1024;            ///< "sandbox_uid_count": 0: every run as sandbox_user
   std::string witness_engine = "auto";         ///< "witness_engine": auto, graph or generator (checked by the worker)
+  /// "statement": the circuit's input signals with their witness positions
+  /// (witgen::signal_shapes_json, from the journal's circuit record); the
+  /// witness's public inputs are checked against the input with it
+  /// (witgen/statement_check.hpp). "" : not known (a circuit removed since).
+  std::string statement;
+  /// "graph_sha256": the SHA-256 of the circuit's witness graph as built
+  /// and checked at `circuit add`; a graph file of another hash is not used
+  /// (the generator makes the witness, and the worker says so). "" : no graph recorded.
+  std::string graph_sha256;
   bool operator==(const CircuitInput&) const = default;
 };
 

@@ -109,7 +109,7 @@ void Config::load_toml(const std::string& path) {
       "http_address", "log_level", "log_file", "retention_hours", "flap_max_crashes", "flap_window_ms", "release_timeout_ms",
       "max_attempts", "control_group", "admin_group", "control_max_connections", "http_max_connections",
       "http_request_timeout_ms", "http_status_detail", "submit_checks", "submit_copies", "submit_queue", "submit_timeout_ms",
-      "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "witness_cpu_s", "sandbox_user", "witness_engine", "witness_graph_max_nodes",
+      "status_finished_jobs", "witness_timeout_ms", "witness_memory_mib", "witness_cpu_s", "sandbox_user", "sandbox_uid_base", "sandbox_uid_count", "witness_engine", "witness_graph_max_nodes",
       "circuit_build_memory_mib", "circuit_build_cpu_s", "circuit_wasm_max_mib", "input_max_bytes", "input_max_signals",
       "input_max_values", "job_input_max_bytes", "critical_group", "upgrade_dir",
       "generator_build_timeout_ms", "generator_build_jobs", "generator_builds", "queue_url", "host_id", "shared_dir",
@@ -166,6 +166,8 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "witness_memory_mib", witness_memory_mib, 0, uint64_t(1) << 30);
   read_uint(t, path, "witness_cpu_s", witness_cpu_s, 0, 86400);
   read_str(t, path, "sandbox_user", sandbox_user);
+  read_uint(t, path, "sandbox_uid_base", sandbox_uid_base, 1, 0xfffffffdull);
+  read_uint(t, path, "sandbox_uid_count", sandbox_uid_count, 0, 1u << 20);
   read_str(t, path, "witness_engine", witness_engine);
   if (witness_engine != "auto" && witness_engine != "graph" && witness_engine != "generator")
     throw ConfigError(path + ": witness_engine = \"" + witness_engine + "\": auto, graph or generator");

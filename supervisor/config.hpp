@@ -79,6 +79,11 @@ struct Config {
   std::string witness_engine = "auto";
   uint64_t witness_graph_max_nodes = 67108864;  ///< 2^26: a witness graph's nodes at most (its build is refused past it)
   std::string sandbox_user = "zkfarm-sandbox";  ///< as root: circuit code is built and run as this user (witgen/sandbox.hpp)
+  /// As root: each build and each generator run takes a uid of its own from
+  /// sandbox_uid_base .. + sandbox_uid_count - 1 (witgen/sandbox_uids.hpp);
+  /// count 0: every one as sandbox_user.
+  uint64_t sandbox_uid_base = 0x70000000;
+  uint64_t sandbox_uid_count = 1024;
   uint64_t circuit_build_memory_mib = 2048; ///< each compiler of a generator build (RLIMIT_DATA), MiB
   uint64_t circuit_build_cpu_s = 600;       ///< each compiler of a generator build (RLIMIT_CPU), s
   uint64_t circuit_wasm_max_mib = 64;       ///< largest circuit.wasm `circuit add` takes, MiB

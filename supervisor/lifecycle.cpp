@@ -41,7 +41,11 @@ void Lifecycle::begin_stop(const std::string& reason) {
              cfg_.drain_timeout_ms);
 }
 
-void Lifecycle::set_drain_timeout_s(uint64_t seconds) { drain_deadline_ms_ = steady_ms() + int64_t(seconds) * 1000; }
+void Lifecycle::set_drain_timeout_s(uint64_t seconds) {
+  // Clamped, never wrapped: 2^64 - 1 s once became a deadline in the past
+  // (int64 overflow) and the stop killed partitions in flight.
+  drain_deadline_ms_ = steady_ms() + int64_t(std::min<uint64_t>(seconds, kMaxDrainSeconds)) * 1000;
+}
 
 void Lifecycle::stop_now(const std::string& why) {
   begin_stop(why);

@@ -65,6 +65,8 @@ class Lifecycle {
   void begin_stop(const std::string& reason);
   /// `zkfarmctl stop --timeout S`: the drain ends S seconds from now.
   void set_drain_timeout_s(uint64_t seconds);
+  /// The longest drain a client may ask for (100 years): larger values are clamped to it.
+  static constexpr uint64_t kMaxDrainSeconds = 100ull * 365 * 86400;
   /// A second SIGTERM/SIGINT during a stop, or `zkfarmctl kill`: no more
   /// draining; every worker is killed.
   void stop_now(const std::string& why);

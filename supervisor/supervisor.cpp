@@ -158,6 +158,9 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       log_(std::move(log)),
       ledger_(open_ledger(cfg_)),
       arena_([&] {
+        if (const std::string notice = ledger_->take_acknowledgement_notice(); !notice.empty()) log_->warn("{}", notice);
+        if (const std::string fault = ledger_->acknowledgement_fault(); !fault.empty())
+          log_->error("{}: acknowledged submits are refused until the mark takes a write", fault);
         // Versions before the memfd arena made a named segment, which outlived
         // a SIGKILLed instance. We hold the state lock, so one of this name is
         // a dead instance's.
@@ -239,7 +242,10 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { worker_link_->send(w, frame); },
                       .publish = [this](const Job& job, uint32_t index) { delivery_->publish(job, index); },
                       .store_shared = [this](const PartRef& ref, ProofRecord rec) { cluster_->store_proof(ref, std::move(rec)); },
-                      .job_ended = [this](const Job& job) { count_job_end(job); }});
+                      .job_ended = [this](const Job& job) { count_job_end(job); },
+                      .circuit_of = [this](const std::string& generator) -> const CircuitRecord* {
+                        return circuits_ ? circuits_->by_generator(generator) : nullptr;
+                      }});
   if (ledger_->shared()) {
     bool created = false;
     const std::string queue_id = ledger_->queue_id(&created);

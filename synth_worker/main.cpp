@@ -31,6 +31,7 @@
 #include "shm/arena.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/graph_file.hpp"
+#include "witgen/statement_check.hpp"
 #include "witgen/witness_engine.hpp"
 #include "worker_kit/work_request.hpp"
 #include "worker_kit/worker_main.hpp"
@@ -57,7 +58,7 @@ Wtns generate(const proto::CircuitInput& req, const Zkey& key) {
   opt.timeout = std::chrono::milliseconds(req.witness_timeout_ms);
   opt.memory_bytes = req.witness_memory_mib << 20;
   try {  // circuit code never runs as root (docs/witness.md, "Circuit code is confined")
-    opt.sandbox = witgen::make_sandbox(req.sandbox_user, req.witness_cpu_s);
+    opt.sandbox = witgen::make_sandbox(req.sandbox_user, req.witness_cpu_s, witgen::sandbox_pool(req.sandbox_uid_base, req.sandbox_uid_count));
   } catch (const witgen::SandboxError& e) {
     throw InputError(name + ": " + e.what());
   }
@@ -102,10 +103,37 @@ bool graph_into_slot(const proto::CircuitInput& req, const Zkey& key, U256* slot
   files::UniqueFd in(::open(req.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) throw InputError(name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
   try {
-    return witgen::graph_witness_into(req.generator, in.get(), engine, graph_curve(key), key.n_vars,
-                                      reinterpret_cast<uint8_t*>(slot));
+    std::string refused;
+    const bool used = witgen::graph_witness_into(req.generator, in.get(), engine, graph_curve(key), key.n_vars,
+                                                 reinterpret_cast<uint8_t*>(slot), req.graph_sha256, &refused);
+    // zkfarmd logs a worker's stderr: a graph refused for its digest is said, and the generator runs.
+    if (!refused.empty())
+      std::fprintf(stderr, "zkfarm-synth: %s: not using the circuit's witness graph (%s); its generator makes the "
+                   "witness\n", name.c_str(), refused.c_str());
+    return used;
   } catch (const witgen::GenerateError& e) {
     throw InputError(name + ": " + e.what());
+  }
+}
+
+// The scalar field's modulus of the key's curve, little-endian bytes.
+std::vector<uint8_t> scalar_prime_le(const Zkey& key) {
+  const uint64_t* r = curve_primes(key.curve).r;
+  std::vector<uint8_t> le(32);
+  for (size_t i = 0; i < 32; ++i) le[i] = uint8_t(r[i / 8] >> (8 * (i % 8)));
+  return le;
+}
+
+// A partition of inputs: the witness in its slot must state the input's
+// public values, whatever made it (witgen/statement_check.hpp).
+void check_statement(const proto::CircuitInput& req, const Zkey& key, const U256* slot) {
+  files::UniqueFd in(::open(req.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in) throw InputError(req.input_name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
+  try {
+    witgen::check_statement_fd(in.get(), req.statement, scalar_prime_le(key), key.n_public,
+                               reinterpret_cast<const uint8_t*>(slot), key.n_vars);
+  } catch (const std::exception& e) {
+    throw InputError(req.input_name + ": " + e.what());
   }
 }
 
@@ -116,11 +144,16 @@ proto::WorkResult synth(const proto::Synth& req, const shm::Arena& arena, KeyCac
     const auto* input = std::get_if<proto::CircuitInput>(&req.witness);
     // A circuit's witness graph writes the witness straight into the slot:
     // canonical values of the key's count by construction, nothing to copy or check.
-    if (input && graph_into_slot(*input, key, kit::request_witness(req.span, arena, key))) return proto::WorkResult{};
+    U256* slot = kit::request_witness(req.span, arena, key);
+    if (input && graph_into_slot(*input, key, slot)) {
+      check_statement(*input, key, slot);
+      return proto::WorkResult{};
+    }
     Wtns wtns = input ? generate(*input, key) : Wtns::open(std::get<proto::WitnessFile>(req.witness).path);
     check_witness_matches(key, wtns);
     if (proto::abort_flag().load()) throw Cancelled();
-    std::memcpy(kit::request_witness(req.span, arena, key), wtns.values.data(), witness_bytes(key));
+    std::memcpy(slot, wtns.values.data(), witness_bytes(key));
+    if (input) check_statement(*input, key, slot);
     return proto::WorkResult{};
   });
 }

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@ namespace {
 using namespace journal_test;
 using test::read_file;
 using test::TempDir;
+namespace fs = std::filesystem;
 
 // Frame i (1-based) of a WAL with this page size starts here.
 uint64_t frame_offset(uint64_t i, uint32_t page) { return 32 + (i - 1) * (24 + uint64_t(page)); }
@@ -246,6 +248,129 @@ TEST(AckedMark, SlotsSurviveATornWriteAndAMissingJournalIsRefused) {
   } catch (const JournalError& e) {
     EXPECT_NE(std::string(e.what()).find("is missing or empty"), std::string::npos) << e.what();
   }
+}
+
+// Issue 45: the mark itself attacked or lost. (a) Deleted while zkfarmd
+// runs: made anew at the next acknowledged write, and said. (b, c) Deleted, or
+// both slots overwritten with random bytes, then a kill and a cut WAL tail:
+// the open refuses (nothing proves no acknowledged job is missing) with the
+// way out, which then works once.
+TEST(AckedMark, DeletedWhileRunningItIsMadeAnewAndSaid) {
+  TempDir dir("zkfarm-mark");
+  const std::string db = dir / "journal.sqlite";
+  Journal j(db);
+  for (int i = 1; i <= 3; ++i) j.add_job(make_job(i, 1));
+  ASSERT_EQ(::unlink((db + "-acked").c_str()), 0);
+  j.add_job(make_job(4, 1));
+  EXPECT_EQ(read_acked_mark(db + "-acked").seq, std::optional<uint64_t>(4));
+  EXPECT_EQ(j.acknowledgement_fault(), "");
+  const std::string notice = j.take_acknowledgement_notice();
+  EXPECT_NE(notice.find("removed or replaced while zkfarmd ran; made anew"), std::string::npos) << notice;
+  EXPECT_EQ(j.take_acknowledgement_notice(), "");  // said once
+}
+
+TEST(AckedMark, AMissingOrRandomMarkAndACutWalAreRefusedWithTheWayOut) {
+  for (const bool random : {false, true}) {
+    SCOPED_TRACE(random ? "both slots random" : "mark deleted");
+    TempDir dir("zkfarm-mark");
+    const std::string db = dir / "journal.sqlite", wal = db + "-wal", mark = db + "-acked";
+    killed_after_jobs(db, 5);
+    if (random) {
+      std::mt19937_64 rng(7);
+      std::string junk(64, '\0');
+      for (auto& c : junk) c = char(rng());
+      write_file(mark, junk);
+    } else {
+      ASSERT_EQ(::unlink(mark.c_str()), 0);
+    }
+    const WalReport full = check_wal(wal);
+    ASSERT_EQ(::truncate(wal.c_str(), off_t(full.file_bytes - (24 + full.page_size) / 2)), 0);  // job 5's tail cut
+    try {
+      Journal j(db);
+      FAIL() << "the journal opened without acknowledged job 5 and nothing said";
+    } catch (const JournalError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(random ? "the acknowledged mark is damaged" : "the acknowledged mark is missing"),
+                std::string::npos) << m;
+      EXPECT_NE(m.find(random ? "mv " + mark + " " + mark + ".lost" : "touch " + mark + ".lost"), std::string::npos)
+          << m;
+    }
+    EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM jobs"), "4");  // what SQLite alone would have started with
+    // The way out: the operator sets the mark aside; the journal opens once with what it holds.
+    if (random) ASSERT_EQ(::rename(mark.c_str(), (mark + ".lost").c_str()), 0);
+    else write_file(mark + ".lost", "");
+    {
+      Journal j(db);
+      EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, 2, 3, 4}));
+      EXPECT_NE(j.take_acknowledgement_notice().find("the operator set it aside"), std::string::npos);
+      EXPECT_EQ(read_acked_mark(mark).seq, std::optional<uint64_t>(4));  // a new mark, at once
+      EXPECT_FALSE(fs::exists(mark + ".lost"));  // used once: kept under another name
+    }
+    // A later loss of the mark is not accepted by the same file.
+    ASSERT_EQ(::unlink(mark.c_str()), 0);
+    EXPECT_THROW(Journal{db}, JournalError);
+  }
+}
+
+TEST(AckedMark, AJournalThatNeverAcknowledgedAnythingOpensWithoutAMark) {
+  TempDir dir("zkfarm-mark");
+  const std::string db = dir / "journal.sqlite";
+  { Journal j(db); }
+  ASSERT_FALSE(fs::exists(db + "-acked"));
+  Journal j(db);
+  EXPECT_EQ(j.add_job(make_job(1, 1)), 1u);
+  EXPECT_EQ(read_acked_mark(db + "-acked").seq, std::optional<uint64_t>(1));
+}
+
+// (c) A mark that cannot be written: no submit is acknowledged that it would
+// not cover. The write fails (rolled back) as a storage fault, the probe
+// stays false while it cannot be written, and all works again once it can.
+TEST(AckedMark, AMarkThatCannotBeWrittenFailsTheAcknowledgedWrite) {
+  TempDir dir("zkfarm-mark");
+  const std::string db = dir / "journal.sqlite", mark = db + "-acked";
+  Journal j(db);
+  j.add_job(make_job(1, 1));
+  ASSERT_EQ(::unlink(mark.c_str()), 0);
+  ASSERT_EQ(::mkdir(mark.c_str(), 0700), 0);  // something that is not the mark at its name
+  try {
+    j.add_job(make_job(2, 1));
+    FAIL() << "a job was acknowledged that the mark does not cover";
+  } catch (const JournalError& e) {
+    EXPECT_TRUE(e.storage_fault()) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1}));  // rolled back
+  EXPECT_FALSE(j.writable());
+  EXPECT_NE(j.acknowledgement_fault(), "");
+  ASSERT_EQ(::rmdir(mark.c_str()), 0);
+  EXPECT_TRUE(j.writable());
+  EXPECT_EQ(j.acknowledgement_fault(), "");
+  const uint64_t id = j.add_job(make_job(3, 1));
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, id}));
+  EXPECT_EQ(read_acked_mark(mark).seq, std::optional<uint64_t>(2));
+}
+
+TEST(AckedMark, EveryRefusalOfTheMarkSaysTheWayOut) {
+  TempDir dir("zkfarm-mark");
+  const std::string path = dir / "journal.sqlite-acked";
+  auto said = [&] {
+    try {
+      read_acked_mark(path);
+    } catch (const JournalError& e) {
+      return std::string(e.what());
+    }
+    return std::string("nothing");
+  };
+  ASSERT_EQ(::symlink("/etc/passwd", path.c_str()), 0);
+  EXPECT_NE(said().find("a symbolic link"), std::string::npos) << said();
+  EXPECT_NE(said().find("mv " + path + " " + path + ".lost"), std::string::npos) << said();
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_NE(said().find("(a FIFO)"), std::string::npos) << said();
+  EXPECT_NE(said().find(".lost"), std::string::npos) << said();
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+  EXPECT_NE(said().find("(a folder)"), std::string::npos) << said();
 }
 
 TEST(WalCheck, LeftoversOfAnOlderGenerationOpen) {

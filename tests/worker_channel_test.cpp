@@ -43,8 +43,8 @@ using Clock = std::chrono::steady_clock;
 
 using test::read_file;
 
-struct TempDir : test::TempDir {
-  TempDir() : test::TempDir("zkfarm-wc") {}
+struct ChannelDir : test::TempDir {
+  ChannelDir() : test::TempDir("zkfarm-wc") {}
 };
 
 // A spawned worker process. Whatever way the test ends, the destructor kills
@@ -217,7 +217,7 @@ class FakeSupervisor {
 constexpr milliseconds kTimeout{5000};
 
 struct Farm {
-  TempDir dir;
+  ChannelDir dir;
   std::string endpoint = "ipc://" + (dir / "workers.sock");
   FakeSupervisor sup{endpoint};
   Zkey key = Zkey::open(test::shared_fixture("chain.zkey"));

@@ -45,7 +45,7 @@ std::vector<std::string> native_source_files(const std::vector<std::string>& nam
 
 /// The version of the generator hosts: part of every source hash, so a
 /// zkfarm whose hosts changed builds its generators anew.
-inline constexpr const char* kHostVersion = "zkfarm-witgen-5";
+inline constexpr const char* kHostVersion = "zkfarm-witgen-6";
 
 /// SHA-256 (hex) over kHostVersion, the kind, and each file's name, size and
 /// SHA-256 in name order: the generator's identity.

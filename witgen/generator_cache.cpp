@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "witgen/graph_build.hpp"
+#include "witgen/sandbox_uids.hpp"
 #include "witgen/source_index.hpp"
 
 namespace zkfarm::witgen {
@@ -49,12 +50,15 @@ void take_product(const fs::path& from, const fs::path& to, const std::string& n
     throw BuildError(dst_path + ": cannot finish the built generator: " + std::strerror(errno));
 }
 
-// A wasm build as the sandbox user (opt.sandbox.drop_uid): in
-// TMP/zkfarm-build-XXXXXX (root's, 0711) the sources are copied into src/
-// (root's, readable) and the compilers write only into out/ (the sandbox
-// user's); the product is then copied into `dest` (zkfarmd's). The sandbox
-// user can reach neither the state dir nor the cache.
-void build_as_sandbox_user(const GeneratorSources& src, const fs::path& dest, const BuildOptions& opt) {
+// A wasm build as a sandbox uid of its own (opt.sandbox.drop_uid; a uid
+// leased from the pool for this build alone, sandbox_uids.hpp): in
+// TMP/zkfarm-build-XXXXXX, a folder of that uid's, 0700 (no other local user
+// and no other build can list or read it at any moment), the sources are
+// copied into src/ and the compilers write into out/; the product is then
+// copied into `dest` (zkfarmd's). The uid can reach neither the state dir nor
+// the cache. When the build ends, every process of the uid is killed (what
+// it left running, setsid or not) before the folder is removed.
+void build_as_sandbox_user(const GeneratorSources& src, const fs::path& dest, const BuildOptions& given) {
   std::string tmpl = (fs::temp_directory_path() / "zkfarm-build-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw BuildError(tmpl + ": cannot create: " + std::strerror(errno));
   const fs::path work = tmpl;
@@ -65,25 +69,36 @@ void build_as_sandbox_user(const GeneratorSources& src, const fs::path& dest, co
       fs::remove_all(p, ec);  // removes links, never follows them
     }
   } remove{work};
+  BuildOptions opt = given;
+  UidLease lease;  // destroyed before `remove`: the uid's processes die first
+  try {
+    lease = lease_sandbox_uid(opt.sandbox, opt.timeout);
+  } catch (const SandboxError& e) {
+    throw BuildError(e.what());
+  }
+  const uid_t uid = opt.sandbox.uid;
+  const gid_t gid = opt.sandbox.gid;
   const fs::path sdir = work / "src", out = work / "out";
-  if (::chmod(work.c_str(), 0711) != 0 || ::mkdir(sdir.c_str(), 0755) != 0 || ::chmod(sdir.c_str(), 0755) != 0 ||
-      ::mkdir(out.c_str(), 0700) != 0 || ::mkdir((out / "build").c_str(), 0700) != 0 ||
-      ::chown(out.c_str(), opt.sandbox.uid, opt.sandbox.gid) != 0 ||
-      ::chown((out / "build").c_str(), opt.sandbox.uid, opt.sandbox.gid) != 0)
+  auto own = [&](const fs::path& p, mode_t mode) {
+    return ::chown(p.c_str(), uid, gid) == 0 && ::chmod(p.c_str(), mode) == 0;
+  };
+  // mkdtemp made it 0700 and root's: given to the uid before anything of the submitter's is in it.
+  if (!own(work, 0700) || ::mkdir(sdir.c_str(), 0700) != 0 || !own(sdir, 0700) || ::mkdir(out.c_str(), 0700) != 0 ||
+      !own(out, 0700) || ::mkdir((out / "build").c_str(), 0700) != 0 || !own(out / "build", 0700))
     throw BuildError(work.string() + ": cannot prepare the build folder: " + std::strerror(errno));
   GeneratorSources copy = src;
   copy.dir = sdir.string();
   for (const auto& f : src.files) {
     std::error_code ec;
     fs::copy_file(fs::path(src.dir) / f, sdir / f, ec);
-    if (ec || ::chmod((sdir / f).c_str(), 0644) != 0)
-      throw BuildError(f + ": cannot copy into the build folder: " + ec.message());
+    if (ec || !own(sdir / f, 0400))
+      throw BuildError(f + ": cannot copy into the build folder: " + (ec ? ec.message() : std::strerror(errno)));
   }
   build_generator(copy, out.string(), opt);
   std::error_code ec;
   fs::create_directories(dest, ec);
   if (ec) throw BuildError(dest.string() + ": cannot create: " + ec.message());
-  take_product(out, dest, "generator", opt.sandbox.uid);
+  take_product(out, dest, "generator", uid);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #pragma once
+#include <sys/prctl.h>
 // The one command line of every witness generator zkfarm builds (a circom
 // `--c` circuit with native_main.cpp, a circom `--wasm` circuit through
 // wasm2c with wasm_host.cpp). Header-only: compiled into each generator.
@@ -69,6 +70,9 @@ inline constexpr size_t kMaxInputBytes = size_t(256) << 20;
 }
 
 inline int generator_main(int argc, char** argv, CircuitBackend& c) {
+  // Not dumpable: no core, and /proc/PID/mem and ptrace stay out of reach of
+  // any other process of its uid (the kernel's ptrace access check).
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const bool info = argc >= 2 && std::strcmp(argv[1], "--info") == 0;
   const bool with_inputs = argc == 3 && std::strcmp(argv[2], "--inputs") == 0;
   if (info && (argc == 2 || with_inputs)) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "witgen/sandbox_uids.hpp"
 #include "witgen/subprocess.hpp"
 
 namespace zkfarm::witgen {
@@ -30,25 +31,38 @@ std::string explain(const RunResult& r, std::chrono::milliseconds timeout) {
   return "the generator failed (" + r.how() + ")" + with;
 }
 
-// Fills spec's program, limits and sandbox for `exe`; returns the descriptor
-// it is executed from when the uid is dropped (kept open by the caller).
-files::UniqueFd confine(const std::string& exe, const GenerateOptions& opt, RunSpec& spec) {
+// What a confined run holds until it ends: the generator's descriptor and
+// the uid leased for this run alone (given back, its processes killed, after it).
+struct Confinement {
+  files::UniqueFd exe;
+  UidLease uid;
+};
+
+// Fills spec's program, limits and sandbox for `exe`. When the uid is
+// dropped, the generator runs as a uid of its own (sandbox_uids.hpp),
+// executed from a descriptor opened here.
+Confinement confine(const std::string& exe, const GenerateOptions& opt, RunSpec& spec) {
   spec.memory_bytes = opt.memory_bytes;
   spec.sandbox = opt.sandbox;
-  files::UniqueFd fd;
-  if (!opt.sandbox.enabled || !opt.sandbox.drop_uid) return fd;
+  Confinement c;
+  if (!opt.sandbox.enabled || !opt.sandbox.drop_uid) return c;
   struct stat st{};
   if (::stat((exe + ".dat").c_str(), &st) == 0) {  // native: see GenerateOptions::sandbox
     spec.sandbox.drop_uid = false;
-    return fd;
+    return c;
   }
-  fd.reset(::open(exe.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+  c.exe.reset(::open(exe.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!c.exe || ::fstat(c.exe.get(), &st) != 0 || !S_ISREG(st.st_mode))
     throw GenerateError(exe + ": cannot open the generator: " + std::strerror(errno), false);
   // Built before generators were run as the sandbox user (mode 0700): zkfarmd's own file.
-  if ((st.st_mode & 0005) != 0005 && st.st_uid == ::geteuid()) ::fchmod(fd.get(), 0755);
-  spec.exec_fd = fd.get();
-  return fd;
+  if ((st.st_mode & 0005) != 0005 && st.st_uid == ::geteuid()) ::fchmod(c.exe.get(), 0755);
+  spec.exec_fd = c.exe.get();
+  try {
+    c.uid = lease_sandbox_uid(spec.sandbox, opt.timeout);
+  } catch (const SandboxError& e) {
+    throw GenerateError(e.what(), false);
+  }
+  return c;
 }
 
 }  // namespace
@@ -60,7 +74,7 @@ GeneratorInfo generator_info(const std::string& exe, const GenerateOptions& opt,
   if (inputs == InfoInputs::kList) spec.argv.push_back("--inputs");
   spec.timeout = timeout;
   spec.cancel = opt.cancel;
-  files::UniqueFd keep = confine(exe, opt, spec);
+  Confinement keep = confine(exe, opt, spec);
   RunResult r = run(spec);
   if (!r.ok()) throw GenerateError(exe + " --info: " + explain(r, timeout), false);
   try {
@@ -99,7 +113,7 @@ files::UniqueFd generate_witness(const std::string& exe, int input_fd, const Gen
   spec.stdin_fd = input_fd;
   spec.fd3 = out.get();
   spec.timeout = opt.timeout;
-  files::UniqueFd keep = confine(exe, opt, spec);
+  Confinement keep = confine(exe, opt, spec);
   spec.file_bytes = 44 + uint64_t(info.n8) * (uint64_t(info.witness_size) + 1);
   spec.cancel = opt.cancel;
   RunResult r = run(spec);

@@ -193,7 +193,10 @@ void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) 
   }
 }
 
-Graph read_graph_file(const std::string& path, uint64_t max_nodes) {
+namespace {
+
+// The file's bytes, its trailing digest checked.
+std::vector<uint8_t> read_checked(const std::string& path, uint64_t max_nodes) {
   const files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
   const int fd = file.get();
@@ -216,6 +219,22 @@ Graph read_graph_file(const std::string& path, uint64_t max_nodes) {
   const std::string digest = h.hex_digest();
   if (std::memcmp(digest.data(), buf.data() + body, 64) != 0)
     throw GraphError(path + ": its SHA-256 does not match its content (corrupted)");
+  return buf;
+}
+
+}  // namespace
+
+std::string graph_file_sha256(const std::string& path) {
+  const std::vector<uint8_t> buf = read_checked(path, uint64_t(1) << 40);
+  return std::string(buf.end() - 64, buf.end());
+}
+
+Graph read_graph_file(const std::string& path, uint64_t max_nodes, const std::string& expected_sha256) {
+  const std::vector<uint8_t> buf = read_checked(path, max_nodes);
+  const size_t body = buf.size() - 64;
+  if (!expected_sha256.empty() && std::string(buf.end() - 64, buf.end()) != expected_sha256)
+    throw GraphError(path + ": its SHA-256 is not the one recorded when the circuit was added (the file was "
+                     "replaced or rewritten since)");
   try {
     return parse_graph(buf.data(), body, max_nodes);
   } catch (const GraphError& e) {

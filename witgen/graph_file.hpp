@@ -58,8 +58,15 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes);
 void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw);
 
 /// Reads a file write_graph_file wrote (opened without following a link),
-/// checks its SHA-256 and parses it. Throws GraphError naming the file.
-Graph read_graph_file(const std::string& path, uint64_t max_nodes);
+/// checks its SHA-256 and parses it. With `expected_sha256` (64 hex digits)
+/// the file's digest must also be that one: the graph recorded when the
+/// circuit was built and checked, not a file rewritten since with a digest
+/// of its own. Throws GraphError naming the file.
+Graph read_graph_file(const std::string& path, uint64_t max_nodes, const std::string& expected_sha256 = {});
+
+/// The SHA-256 (64 hex digits) a graph file carries, checked against its
+/// content (not parsed). Throws GraphError naming the file.
+std::string graph_file_sha256(const std::string& path);
 
 /// The scalar field's prime of a graph curve (kCurveBn254, kCurveBls12381) as
 /// 4 little-endian limbs, and as the 32 little-endian bytes a .wtns header and

@@ -70,7 +70,22 @@ struct Nat {
   }
 };
 
-std::string shorten(const std::string& v) { return v.size() <= 80 ? v : v.substr(0, 77) + "..."; }
+// A name or value for a message: control characters as \u00XX (a NUL cut
+// the message where it passed through a C string), at most 80 bytes.
+std::string shorten(const std::string& v) {
+  std::string out;
+  for (unsigned char c : v) {
+    if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return out.size() <= 80 ? out : out.substr(0, 77) + "...";
+}
 
 // Digits of `s` in `base` into a Nat, or nullopt if any character is not a digit of it.
 std::optional<Nat> digits(std::string_view s, uint32_t base, size_t max_bits) {
@@ -358,7 +373,9 @@ std::string signal_shapes_json(const std::vector<SignalShape>& shapes) {
   char hex[17];
   for (const auto& s : shapes) {
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(s.hash));
-    list.push_back({{"hash", hex}, {"size", s.size}});
+    json e = {{"hash", hex}, {"size", s.size}};
+    if (s.at) e["at"] = s.at;
+    list.push_back(std::move(e));
   }
   return list.dump();
 }
@@ -375,6 +392,7 @@ std::vector<SignalShape> signal_shapes_from_json(std::string_view text) {
     if (used != hex.size() || hex.size() != 16) throw std::runtime_error("an input's hash is not 16 hex digits");
     s.size = e.at("size").get<uint32_t>();
     if (s.size == 0) throw std::runtime_error("an input of no values");
+    if (e.contains("at")) s.at = e.at("at").get<uint32_t>();
     out.push_back(s);
   }
   return out;

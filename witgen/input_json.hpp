@@ -81,6 +81,11 @@ struct InputSummary {
 struct SignalShape {
   uint64_t hash = 0;
   uint32_t size = 0;
+  /// The witness index of its first value (the rest follow), as the
+  /// generator's own signal map says (its input hash map's signal id, through
+  /// the witness-to-signal list for native code); 0 when not known (a
+  /// generator built before it said so). JSON "at".
+  uint32_t at = 0;
 };
 
 /// Checks the signals an input file sets against the circuit's inputs:

@@ -47,6 +47,21 @@ class NativeCircuit final : public CircuitBackend {
     return uint32_t(e->signalsize);
   }
 
+  // The witness index of signal `id` when the `size` signals from it are
+  // consecutive witness values too (getWitness reads signal
+  // witness2SignalList[i]); 0 otherwise (no position is then claimed).
+  uint32_t witness_index(u64 id, u64 size) {
+    const u64* list = circuit()->witness2SignalList;
+    const uint32_t n = witness_size();
+    for (uint32_t w = 0; w < n; ++w) {
+      if (list[w] != id) continue;
+      for (u64 k = 1; k < size; ++k)
+        if (w + k >= n || list[w + k] != id + k) return 0;
+      return w;
+    }
+    return 0;
+  }
+
   // The used entries of the input hash map (the ones entry() can stop at:
   // signalid 0 marks a free slot). Their sizes must add up to the circuit's
   // input count, or the map is not what this host reads it as: nullopt.
@@ -57,7 +72,7 @@ class NativeCircuit final : public CircuitBackend {
     for (uint i = 0; i < n; ++i) {
       const HashSignalInfo& e = circuit()->InputHashMap[i];
       if (e.signalid == 0) continue;
-      out.push_back({uint64_t(e.hash), uint32_t(e.signalsize)});
+      out.push_back({uint64_t(e.hash), uint32_t(e.signalsize), witness_index(e.signalid, e.signalsize)});
       total += e.signalsize;
     }
     if (total != input_count()) return std::nullopt;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -77,7 +78,25 @@ const Program& program() {
 const std::vector<unsigned char>& seccomp_program() { return program().bpf; }
 std::string seccomp_status() { return program().status; }
 
-Sandbox make_sandbox(const std::string& user, uint64_t cpu_seconds) {
+SandboxPool sandbox_pool(uint64_t base, uint64_t count) {
+  SandboxPool p;
+  if (base > 0xfffffffdull || count > 0xfffffffdull)
+    throw SandboxError("sandbox_uid_base " + std::to_string(base) + " and sandbox_uid_count " + std::to_string(count) +
+                       ": the pool must lie within 1 .. 4294967293");
+  p.base = uint32_t(base);
+  p.count = uint32_t(count);
+  return p;
+}
+
+std::vector<std::string> sandbox_environment(const std::string& work) {
+  const char* path = std::getenv("PATH");
+  std::vector<std::string> env{std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin"),
+                               "LC_ALL=C", "HOME=" + (work.empty() ? std::string("/nonexistent") : work)};
+  if (!work.empty()) env.push_back("TMPDIR=" + work);
+  return env;
+}
+
+Sandbox make_sandbox(const std::string& user, uint64_t cpu_seconds, const SandboxPool& pool) {
   Sandbox sb;
   sb.enabled = true;
   sb.cpu_seconds = cpu_seconds;
@@ -101,6 +120,16 @@ Sandbox make_sandbox(const std::string& user, uint64_t cpu_seconds) {
   sb.drop_uid = true;
   sb.uid = out->pw_uid;
   sb.gid = out->pw_gid;
+  if (pool.count > 0) {
+    if (pool.base == 0 || uint64_t(pool.base) + pool.count > 0xfffffffeull)
+      throw SandboxError("sandbox_uid_base " + std::to_string(pool.base) + " and sandbox_uid_count " +
+                         std::to_string(pool.count) + ": the pool must lie within 1 .. 4294967293");
+    if (pool.lock_dir.empty() || pool.lock_dir[0] != '/')
+      throw SandboxError("the sandbox uids' lock folder must be an absolute path");
+    sb.pool_base = pool.base;
+    sb.pool_count = pool.count;
+    sb.pool_lock_dir = pool.lock_dir;
+  }
   return sb;
 }
 

@@ -82,8 +82,12 @@ RunResult run(const RunSpec& spec) {
   std::vector<char*> argv;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // Circuit code gets a fixed, minimal environment, never the caller's.
+  const std::vector<std::string> env =
+      !spec.env.empty() ? spec.env
+                        : spec.sandbox.enabled ? sandbox_environment(spec.cwd) : std::vector<std::string>{};
   std::vector<char*> envp;
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const pid_t parent = ::getpid();
   const auto start = Clock::now();
@@ -159,8 +163,8 @@ RunResult run(const RunSpec& spec) {
     // moments, so the exec is retried for up to a second (as Go's os/exec does).
     for (int attempt = 0; attempt < 50; ++attempt) {
       if (exec_fd >= 0)  // a file opened by the parent: the sandbox user need not reach its path
-        ::syscall(SYS_execveat, exec_fd, "", argv.data(), spec.env.empty() ? environ : envp.data(), AT_EMPTY_PATH);
-      else if (spec.env.empty()) ::execvp(argv[0], argv.data());
+        ::syscall(SYS_execveat, exec_fd, "", argv.data(), env.empty() ? environ : envp.data(), AT_EMPTY_PATH);
+      else if (env.empty()) ::execvp(argv[0], argv.data());
       else ::execvpe(argv[0], argv.data(), envp.data());
       if (errno != ETXTBSY) break;
       struct timespec pause{0, 20 * 1000 * 1000};

@@ -24,7 +24,7 @@ namespace zkfarm::witgen {
 struct RunSpec {
   std::vector<std::string> argv;          ///< argv[0] is the program (a path; PATH is searched when it has no '/')
   std::string cwd;                        ///< "" : the caller's
-  std::vector<std::string> env;           ///< "K=V" entries; empty: the caller's environment
+  std::vector<std::string> env;           ///< "K=V" entries; empty: the caller's, or sandbox_environment(cwd) when sandboxed
   int stdin_fd = -1;                      ///< -1: /dev/null
   int fd3 = -1;                           ///< given to the child as descriptor 3 (-1: none)
   std::chrono::milliseconds timeout{0};   ///< 0: none

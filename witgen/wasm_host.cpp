@@ -25,7 +25,10 @@ namespace {
 
 std::string message_of(Z_circuit_instance_t* m) {
   std::string s;
-  for (u32 c = Z_circuitZ_getMessageChar(m); c != 0; c = Z_circuitZ_getMessageChar(m)) s.push_back(char(c));
+  for (u32 c = Z_circuitZ_getMessageChar(m); c != 0; c = Z_circuitZ_getMessageChar(m)) {
+    if (s.size() >= (1u << 20)) zkfarm::witgen::fail(3, "the circuit's message is longer than 1 MiB");
+    s.push_back(char(c));
+  }
   return s;
 }
 
@@ -59,6 +62,7 @@ void Z_runtimeZ_writeBufferMessage(struct Z_runtime_instance_t* rt) {
 // log() of a field value: the shared memory holds it, most significant word last.
 void Z_runtimeZ_showSharedRWMemory(struct Z_runtime_instance_t* rt) {
   const u32 n32 = Z_circuitZ_getFieldNumLen32(rt->module);
+  if (n32 == 0 || n32 > 64) zkfarm::witgen::fail(3, "the wasm's field has " + std::to_string(n32) + " words");
   std::vector<uint8_t> le(size_t(n32) * 4);
   for (u32 j = 0; j < n32; ++j) {
     const u32 w = Z_circuitZ_readSharedRWMemory(rt->module, j);
@@ -79,26 +83,31 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
     Z_circuit_init_module();
     runtime_.module = &module_;
     guarded([&] { Z_circuit_instantiate(&module_, &runtime_); });
-    if (Z_circuitZ_getVersion(&module_) != 2)
-      zkfarm::witgen::fail(4, "this wasm was made by circom " + std::to_string(Z_circuitZ_getVersion(&module_)) +
+    const u32 version = guarded([&] { return Z_circuitZ_getVersion(&module_); });
+    if (version != 2)
+      zkfarm::witgen::fail(4, "this wasm was made by circom " + std::to_string(version) +
                                   ".x; zkfarm runs circom 2 circuits");
-    n32_ = Z_circuitZ_getFieldNumLen32(&module_);
+    n32_ = guarded([&] { return Z_circuitZ_getFieldNumLen32(&module_); });
+    // A field element of more than 64 words is no circom prime: refused
+    // before any buffer is sized by it.
+    if (n32_ == 0 || n32_ > 64) zkfarm::witgen::fail(4, "the wasm's field has " + std::to_string(n32_) + " words");
     guarded([&] { Z_circuitZ_init(&module_, 0); });
   }
 
   const char* kind() const override { return "wasm"; }
 
   std::vector<uint8_t> prime() override {
-    Z_circuitZ_getRawPrime(&module_);
+    guarded([&] { Z_circuitZ_getRawPrime(&module_); });
     return shared();
   }
-  uint32_t witness_size() override { return Z_circuitZ_getWitnessSize(&module_); }
-  uint32_t input_count() override { return Z_circuitZ_getInputSize(&module_); }
+  uint32_t witness_size() override { return guarded([&] { return Z_circuitZ_getWitnessSize(&module_); }); }
+  uint32_t input_count() override { return guarded([&] { return Z_circuitZ_getInputSize(&module_); }); }
 
   std::optional<uint32_t> signal_size(uint64_t hash) override {
     // Not an input: negative (circom_runtime's check) or 0 (what circom 2.1's
     // wasm answers for a name it does not know; no input has zero values).
-    const int32_t n = int32_t(Z_circuitZ_getInputSignalSize(&module_, u32(hash >> 32), u32(hash)));
+    const int32_t n =
+        int32_t(guarded([&] { return Z_circuitZ_getInputSignalSize(&module_, u32(hash >> 32), u32(hash)); }));
     if (n <= 0) return std::nullopt;
     return uint32_t(n);
   }
@@ -161,7 +170,7 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
       u32 w = 0;
       for (int b = 0; b < 4; ++b)
         if (j * 4 + b < le.size()) w |= u32(le[j * 4 + b]) << (8 * b);
-      Z_circuitZ_writeSharedRWMemory(&module_, j, w);
+      guarded([&] { Z_circuitZ_writeSharedRWMemory(&module_, j, w); });
     }
     guarded([&] { Z_circuitZ_setInputSignal(&module_, u32(hash >> 32), u32(hash), index); });
   }
@@ -170,7 +179,7 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
   void run_without_inputs() override {}
 
   void witness(uint32_t i, uint8_t* le) override {
-    Z_circuitZ_getWitness(&module_, i);
+    guarded([&] { Z_circuitZ_getWitness(&module_, i); });
     const std::vector<uint8_t> v = shared();
     std::memcpy(le, v.data(), v.size());
   }
@@ -187,7 +196,10 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
       for (const auto& seen : out)
         if (seen.hash == h) return std::nullopt;
       if (signal_size(h) != std::optional<uint32_t>(size)) return std::nullopt;
-      out.push_back({h, size});
+      // The slot's signal id: main's inputs lie in the witness's prefix (one,
+      // outputs, inputs), which circom's simplification never removes, so the
+      // id is the witness index.
+      out.push_back({h, size, u32_at(start + i * 16 + 8)});
     }
     return out;
   }
@@ -195,19 +207,24 @@ class WasmCircuit final : public zkfarm::witgen::CircuitBackend {
   std::vector<uint8_t> shared() {
     std::vector<uint8_t> le(size_t(n32_) * 4);
     for (u32 j = 0; j < n32_; ++j) {
-      const u32 w = Z_circuitZ_readSharedRWMemory(&module_, j);
+      const u32 w = guarded([&] { return Z_circuitZ_readSharedRWMemory(&module_, j); });
       for (int b = 0; b < 4; ++b) le[j * 4 + b] = uint8_t(w >> (8 * b));
     }
     return le;
   }
-  // A trap of the wasm code (out-of-bounds access, unreachable, stack
-  // exhaustion) ends the run as a failure of the circuit.
+  // Every call from here into the module: a trap of the wasm code
+  // (out-of-bounds access, unreachable, stack exhaustion) longjmps to the
+  // setjmp of the call it happened in, which must still be running, so each
+  // call sets its own (a trap outside one jumped into a frame that had
+  // returned: undefined behaviour, seen as a 100 % CPU spin). It ends the run
+  // as a failure of the circuit. The imports the module calls back run inside
+  // the guarded call that made them and call the module unguarded.
   template <class F>
-  void guarded(F&& f) {
+  auto guarded(F&& f) -> decltype(f()) {
     if (wasm_rt_impl_try() != 0)  // setjmp: only in a comparison (C11 7.13.1.1)
       zkfarm::witgen::fail(3, "the circuit's wasm code trapped (out of bounds, unreachable or its stack exhausted)" +
                                   (runtime_.error.empty() ? std::string() : ": " + runtime_.error));
-    f();
+    return f();
   }
 
   Z_circuit_instance_t module_{};

@@ -69,14 +69,15 @@ std::string witness_engine_line(const std::string& generator_exe, const std::str
   return st.present ? "graph" : kind + " (" + st.reason + ")";
 }
 
-std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path) {
+std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256) {
   static std::mutex m;
   static std::map<std::string, std::shared_ptr<const graph::Evaluator>> loaded;
   std::lock_guard<std::mutex> lock(m);
-  if (auto it = loaded.find(path); it != loaded.end()) return it->second;
-  auto ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask));
+  const std::string key = path + "\n" + expected_sha256;
+  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  auto ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
   if (loaded.size() >= 16) loaded.erase(loaded.begin());  // a worker serves few circuits at once
-  loaded.emplace(path, ev);
+  loaded.emplace(key, ev);
   return ev;
 }
 
@@ -91,7 +92,7 @@ files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count
 }
 
 bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engine, uint32_t curve,
-                        uint32_t witness_size, uint8_t* out) {
+                        uint32_t witness_size, uint8_t* out, const std::string& graph_sha256, std::string* refused) {
   if (engine == WitnessEngine::kGenerator) return false;
   const GraphState st = graph_state(exe);
   if (!st.present) {
@@ -100,9 +101,10 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
   }
   std::shared_ptr<const graph::Evaluator> ev;
   try {
-    ev = load_graph(st.path);
+    ev = load_graph(st.path, graph_sha256);
   } catch (const graph::GraphError& e) {
     if (engine == WitnessEngine::kGraph) throw GenerateError(e.what(), false);
+    if (refused) *refused = e.what();
     return false;
   }
   const graph::Graph& g = ev->graph();

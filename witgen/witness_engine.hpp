@@ -37,10 +37,11 @@ GraphState graph_state(const std::string& generator_exe);
 std::string witness_engine_line(const std::string& generator_exe, const std::string& kind);
 
 /// The evaluator of the graph file `path`, read, checked and planned once
-/// per process (kept by path; a file that changed under the same path is
-/// not noticed: the cache folder is zkfarm's own and written once). Throws
-/// graph::GraphError.
-std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path);
+/// per process (kept by path and expected digest; a file that changed under
+/// the same path after its load is not noticed: the cache folder is zkfarm's
+/// own and written once). With `expected_sha256`, a file of another digest
+/// is refused (graph::read_graph_file). Throws graph::GraphError.
+std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256 = {});
 
 /// The witness of the input in `input_fd` (read from its start, at most
 /// kMaxInputBytes) as a .wtns in a memfd. With the graph when `engine`
@@ -58,8 +59,12 @@ files::UniqueFd make_witness(const std::string& exe, int input_fd, const Generat
 /// (make_witness with kGenerator), which says why in circom's words. Throws
 /// GenerateError (input_fault) for an input of the wrong shape, and for
 /// engine kGraph when the circuit has no usable graph.
+/// `graph_sha256`: the digest recorded for the circuit's graph at `circuit
+/// add` ("" : none recorded, any valid graph file is used); a graph file of
+/// another digest is not used, and `*refused` (when given) says why.
 bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engine, uint32_t curve,
-                        uint32_t witness_size, uint8_t* out);
+                        uint32_t witness_size, uint8_t* out, const std::string& graph_sha256 = {},
+                        std::string* refused = nullptr);
 
 /// The .wtns of `values` (count × 32 bytes, canonical little-endian) of the
 /// curve's scalar field, in a memfd.

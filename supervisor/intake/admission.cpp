@@ -29,6 +29,8 @@ Admission::Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Int
 
 void Admission::refuse(const std::string& identity, const std::string& why, RefusedReason reason) {
   ++metrics_.jobs_refused[refused_reason_name(reason)];
+  if (reason == RefusedReason::kBusy)  // not the request's fault: zkfarmctl retries it (exit 75 if it gives up)
+    return hooks_.reply(identity, {{"ok", false}, {"error", why}, {"busy", true}, {"retry_after_ms", 200}});
   hooks_.reply(identity, {{"ok", false}, {"error", why}});
 }
 
@@ -91,18 +93,24 @@ void Admission::accept_checked(const std::string& identity, SubmitCheck c) {
   const std::string checked = fmt::format("key {:.0f} ms, witnesses {:.1f} MB in {:.0f} ms", c.key_ms,
                                           double(c.witness_bytes) / 1e6, c.witness_ms);
   journal_.post([this, identity, pending, vk = c.vk, token = c.token, checked] {
-    std::string error;
+    std::string error, mark;
     bool storage = false;
     try {
       pending->id = ledger_.add_job(*pending);
-      if (const std::string mark = ledger_.acknowledgement_fault(); !mark.empty())
-        log_->warn("job {}: journaled, but {} (the start's check that no acknowledged job was lost is one job "
-                   "behind until a later mark is written)", pending->id, mark);
+      if (const std::string notice = ledger_.take_acknowledgement_notice(); !notice.empty())
+        log_->warn("job {}: {}", pending->id, notice);
+      mark = ledger_.acknowledgement_fault();
     } catch (const JournalError& e) {
       error = e.what();
       storage = e.storage_fault();
     }
-    inbox_.post([this, identity, pending, vk, token, checked, error, storage] {
+    inbox_.post([this, identity, pending, vk, token, checked, error, storage, mark] {
+      // The mark took its probe before the commit but not the new number
+      // after it (a fault in between): no more submits until it works again.
+      if (error.empty() && !mark.empty() && journal_.intake_fault().empty()) {
+        journal_.close_intake("acknowledged mark write failed: " + mark, steady_ms());
+        log_->error("job {}: journaled, but {}; intake is closed until the mark takes a write", pending->id, mark);
+      }
       finish_accept(identity, pending, vk, token, checked, error, storage);
     });
   });

@@ -44,6 +44,12 @@ std::string CircuitRegistry::generator_path(const std::string& hash) const {
   return cfg_.state_dir + "/circuits/" + hash + "/generator";
 }
 
+const CircuitRecord* CircuitRegistry::by_generator(const std::string& exe) const {
+  for (const auto& [name, c] : circuits_)
+    if (generator_path(c.generator) == exe) return &c;
+  return nullptr;
+}
+
 void CircuitRegistry::replace_all(std::vector<CircuitRecord> circuits) {
   circuits_.clear();
   for (auto& c : circuits) circuits_.emplace(c.name, std::move(c));
@@ -76,8 +82,9 @@ void CircuitRegistry::start_add(const std::string& identity, const protocol::Cir
                     "submitter; retry when it has finished");
   witgen::Sandbox build_sandbox, run_sandbox;
   try {
-    build_sandbox = witgen::make_sandbox(cfg_.sandbox_user, cfg_.circuit_build_cpu_s);
-    run_sandbox = witgen::make_sandbox(cfg_.sandbox_user, cfg_.witness_cpu_s);
+    const auto pool = witgen::sandbox_pool(cfg_.sandbox_uid_base, cfg_.sandbox_uid_count);
+    build_sandbox = witgen::make_sandbox(cfg_.sandbox_user, cfg_.circuit_build_cpu_s, pool);
+    run_sandbox = witgen::make_sandbox(cfg_.sandbox_user, cfg_.witness_cpu_s, pool);
   } catch (const witgen::SandboxError& e) {
     log_->error("circuit {}: {}", name, e.what());
     return refuse(e.what());
@@ -96,7 +103,11 @@ void CircuitRegistry::start_add(const std::string& identity, const protocol::Cir
   bc.info_run.memory_bytes = cfg_.witness_memory_mib << 20;
   bc.info_run.sandbox = run_sandbox;
   auto build = build_pool_.run([req, peer, ctx, bc] { return build_circuit(req, peer, ctx, bc); });
-  if (!build) return refuse("zkfarmd is busy: too many circuits are being built; retry later");
+  if (!build)
+    return hooks_.reply(identity, {{"ok", false},
+                                   {"error", "zkfarmd is busy: too many circuits are being built; retry later"},
+                                   {"busy", true},
+                                   {"retry_after_ms", 1000}});
   building_.insert(name);
   log_->info("circuit {}: uid {} adds it ({} generator); building", name, peer.uid, native ? "native" : "wasm");
   pending_builds_.push_back({identity, std::move(*build), name, peer.uid, submitter});

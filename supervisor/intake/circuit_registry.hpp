@@ -54,6 +54,9 @@ class CircuitRegistry {
   /// shared queue's sync): replaces the table.
   void replace_all(std::vector<CircuitRecord> circuits);
   const std::map<std::string, CircuitRecord>& all() const { return circuits_; }
+  /// A circuit whose built generator is `exe` (generator_path of its
+  /// record's hash), nullptr when none: a job's circuit by its generator.
+  const CircuitRecord* by_generator(const std::string& exe) const;
   /// A circuit as a submit of inputs needs it; nullopt when there is none by that name.
   std::optional<CircuitForSubmit> for_submit(const std::string& name) const;
   /// STATE/circuits/HASH/generator.

@@ -26,6 +26,7 @@
 #include "supervisor/intake/submission.hpp"
 #include "witgen/generator_cache.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/graph_file.hpp"
 #include "witgen/witness_engine.hpp"
 
 namespace zkfarm::supervisor {
@@ -188,6 +189,15 @@ CircuitBuild build_circuit(const protocol::CircuitAdd& req, const Peer& peer, co
                        c.zkey_source + " was made for " + std::to_string(c.n_vars) +
                        " (nVars): they are not of one circuit");
     if (info.inputs) c.inputs = witgen::signal_shapes_json(*info.inputs);
+    // The graph as built and checked now: its digest in the journal's record,
+    // so a graph file rewritten later (digest and all) is not used.
+    if (const witgen::GraphState g = witgen::graph_state(exe); g.present && bc.shared_dir.empty()) {
+      try {
+        c.graph_sha256 = witgen::graph::graph_file_sha256(g.path);
+      } catch (const witgen::graph::GraphError& e) {
+        throw InputError(std::string("the circuit's witness graph cannot be read: ") + e.what());
+      }
+    }
     if (!bc.shared_dir.empty()) {
       // Every host of the queue fetches this build to run jobs of the
       // circuit (claim_prep.cpp), checking it by these hashes.

@@ -46,6 +46,13 @@ std::optional<uint64_t> slot_seq(const uint8_t* s) {
   throw JournalError(path + ": " + what + ": " + std::strerror(err));
 }
 
+// What an operator does about a mark zkfarmd cannot use at start.
+std::string way_out(const std::string& path) {
+  return "; zkfarmd reads it only as a regular file of its own. Stop zkfarmd, keep a copy of the journal (cp -a " +
+         path.substr(0, path.size() - 6) + "* a safe place), and move it aside (mv " + path + " " + path +
+         ".lost): zkfarmd then starts with what the journal holds and a new mark";
+}
+
 }  // namespace
 
 AckedMarkRead read_acked_mark(const std::string& path) {
@@ -53,18 +60,23 @@ AckedMarkRead read_acked_mark(const std::string& path) {
   files::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) {
     if (errno == ENOENT) return r;
-    fail(path, "cannot open the acknowledged mark", errno);
+    const int e = errno;
+    throw JournalError(path + ": cannot open the acknowledged mark (" + std::strerror(e) +
+                       (e == ELOOP ? ": a symbolic link" : "") + ")" + way_out(path));
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail(path, "cannot stat the acknowledged mark", errno);
-  if (!S_ISREG(st.st_mode)) throw JournalError(path + ": the acknowledged mark is not a regular file");
+  if (!S_ISREG(st.st_mode))
+    throw JournalError(path + ": the acknowledged mark is not a regular file (" +
+                       (S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket") +
+                       ")" + way_out(path));
   r.exists = true;
   uint8_t buf[2 * kSlotBytes] = {};
   size_t got = 0;
   while (got < sizeof buf) {
     const ssize_t n = ::pread(fd.get(), buf + got, sizeof buf - got, off_t(got));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(path, "cannot read the acknowledged mark", errno);
+    if (n < 0) throw JournalError(path + ": cannot read the acknowledged mark (" + std::strerror(errno) + ")" + way_out(path));
     if (n == 0) break;
     got += size_t(n);
   }
@@ -83,7 +95,43 @@ AckedMark::AckedMark(const std::string& path) : path_(path) {
   if (!S_ISREG(st.st_mode)) throw JournalError(path + ": the acknowledged mark is not a regular file");
 }
 
+std::string AckedMark::recreate(uint64_t seq) {
+  files::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  if (!fd)
+    return path_ + ": the acknowledged mark was removed and cannot be made anew (" + std::strerror(errno) +
+           "); remove whatever is at its name";
+  fd_ = std::move(fd);
+  // Both slots: the new file holds the mark whichever slot a later write tears.
+  for (off_t at : {off_t(0), off_t(kSlotBytes)}) {
+    uint8_t s[kSlotBytes] = {};
+    std::memcpy(s, kMarkMagic, sizeof kMarkMagic);
+    put_le64(s + 8, seq);
+    put_le64(s + 16, fnv1a64(s, 16));
+    if (::pwrite(fd_.get(), s, sizeof s, at) != ssize_t(sizeof s))
+      return path_ + ": cannot write the re-made acknowledged mark: " + std::strerror(errno);
+  }
+  if (::fsync(fd_.get()) != 0) return path_ + ": cannot sync the re-made acknowledged mark: " + std::strerror(errno);
+  const std::string dir = path_.substr(0, path_.rfind('/') == std::string::npos ? 0 : path_.rfind('/'));
+  files::UniqueFd d(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d) ::fsync(d.get());
+  notice_ = path_ + ": the acknowledged mark had been removed or replaced while zkfarmd ran; made anew at " +
+            std::to_string(seq);
+  return {};
+}
+
 std::string AckedMark::write(uint64_t seq) {
+  // Still the file at its name? (deleted: st_nlink 0; renamed or replaced: another inode there)
+  struct stat mine {}, named {};
+  const bool ours = ::fstat(fd_.get(), &mine) == 0 && mine.st_nlink > 0 &&
+                    ::lstat(path_.c_str(), &named) == 0 && named.st_dev == mine.st_dev && named.st_ino == mine.st_ino;
+  if (!ours) {
+    if (::lstat(path_.c_str(), &named) == 0 && !S_ISREG(named.st_mode))
+      return path_ + ": the acknowledged mark was replaced by something that is not a regular file (a link, a "
+                     "FIFO, a folder); remove it: zkfarmd makes the mark anew";
+    if (::lstat(path_.c_str(), &named) == 0) ::unlink(path_.c_str());  // another regular file: not ours, replaced
+    if (std::string f = recreate(seq); !f.empty()) return f;
+    return {};
+  }
   uint8_t s[kSlotBytes] = {};
   std::memcpy(s, kMarkMagic, sizeof kMarkMagic);
   put_le64(s + 8, seq);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "files/unique_fd.hpp"
 
@@ -45,15 +46,21 @@ class AckedMark {
   /// Opens (creating, mode 0600) the mark at `path`, never through a symlink.
   /// Throws JournalError naming the file and the fault.
   explicit AckedMark(const std::string& path);
-  /// Writes `seq` into its slot and fdatasyncs. Returns "" or the fault (the
-  /// caller's transaction is committed either way: a mark that could not be
-  /// written only leaves the check one mark behind).
+  /// Writes `seq` into its slot and fdatasyncs. Returns "" or the fault.
+  /// A mark deleted or renamed away since it was opened (its name no longer
+  /// leads to this file) is made anew at `path` first, both slots `seq`,
+  /// the folder synced, and take_notice() says so; something else planted at
+  /// the name (a link, a FIFO) is a fault, never written through.
   std::string write(uint64_t seq);
   const std::string& path() const { return path_; }
+  /// What write() repaired since the last call ("" when nothing), for the log.
+  std::string take_notice() { return std::exchange(notice_, {}); }
 
  private:
+  std::string recreate(uint64_t seq);
   std::string path_;
   files::UniqueFd fd_;
+  std::string notice_;
 };
 
 }  // namespace zkfarm::supervisor

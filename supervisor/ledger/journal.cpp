@@ -1,10 +1,16 @@
 #include "supervisor/ledger/journal.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "supervisor/ledger/acked_mark.hpp"
 #include "supervisor/ledger/wal_check.hpp"
@@ -101,6 +107,22 @@ std::string lost_acknowledged_message(const std::string& db, const WalReport& w,
          "with what clients were told (zkfarmctl jobs) and resubmit them.";
 }
 
+// The refusal of a journal whose mark is missing or damaged (acked_mark.hpp)
+// when the journal cannot prove nothing acknowledged is missing.
+std::string unproven_mark_message(const std::string& db, const WalReport& w, uint64_t held, bool exists) {
+  const std::string mark = db + "-acked";
+  return mark + (exists ? ": the acknowledged mark is damaged (neither of its slots is valid)"
+                        : ": the acknowledged mark is missing") +
+         ", and the journal holds " + std::to_string(held) + " acknowledged transactions (" + wal_tail(db + "-wal", w) +
+         "): nothing tells whether acknowledged jobs were lost with it (a WAL cut after a crash drops them "
+         "silently), so zkfarmd will not open the journal. If a backup holds the mark or the journal, restore it. "
+         "To start with what the journal holds: stop zkfarmd, keep a copy (cp -a " + db + "* a safe place), then " +
+         (exists ? "move the mark aside (mv " + mark + " " + mark + ".lost)"
+                 : "say so (touch " + mark + ".lost)") +
+         ": zkfarmd starts with a new mark; compare its jobs (zkfarmctl jobs) with what clients were told and "
+         "resubmit any missing.";
+}
+
 }  // namespace
 
 Journal::Journal(const std::string& path, const JournalOptions& options) : path_(path) {
@@ -144,18 +166,39 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
       throw JournalError(path + ": not a zkfarm journal (another SQLite database); refusing to touch it");
     // Before anything is written (a checkpoint would fold the WAL into the
     // main file and lose the evidence): is every acknowledged transaction here?
-    if (mark.seq) {
-      int64_t held = 0;
-      if (n_tables > 0) {
-        Stmt has(db_, sql::journal::has_acknowledged, where);
-        has.step();
-        if (has.i64(0) > 0) {
-          Stmt seq(db_, sql::journal::acknowledged_seq, where);
-          held = seq.step() ? seq.i64(0) : 0;
-        }
+    int64_t held = 0;
+    if (n_tables > 0) {
+      Stmt has(db_, sql::journal::has_acknowledged, where);
+      has.step();
+      if (has.i64(0) > 0) {
+        Stmt seq(db_, sql::journal::acknowledged_seq, where);
+        held = seq.step() ? seq.i64(0) : 0;
       }
+    }
+    if (mark.seq) {
       if (uint64_t(held) < *mark.seq)
         throw JournalError(lost_acknowledged_message(path, wal, uint64_t(held), *mark.seq, existed && n_tables > 0));
+    } else if (existed && n_tables > 0) {
+      // No mark, or none of its slots valid: nothing says what was
+      // acknowledged. Only a journal that never acknowledged anything and
+      // whose WAL ends cleanly proves nothing is missing; otherwise the
+      // operator says so by setting the mark aside (DB-acked.lost).
+      const bool wal_clean = !wal.exists || (wal.torn_bytes == 0 && wal.uncommitted_frames == 0 &&
+                                             wal.leftover_frames == 0);
+      const std::string aside = path + "-acked.lost";
+      struct stat st{};
+      const bool set_aside = ::lstat(aside.c_str(), &st) == 0;
+      if (!(held == 0 && wal_clean) && !set_aside)
+        throw JournalError(unproven_mark_message(path, wal, uint64_t(held), mark.exists));
+      remake_mark_at_ = uint64_t(held);
+      if (set_aside) {
+        // Used once: a later loss is not accepted by the same file.
+        const std::string kept = aside + "." + std::to_string(::time(nullptr));
+        ::rename(aside.c_str(), kept.c_str());
+        mark_notice_ = path + "-acked " + (mark.exists ? "was damaged" : "was missing") +
+                       " and the operator set it aside (" + kept + "): the journal starts with the " +
+                       std::to_string(held) + " acknowledged transactions it holds, and a new mark";
+      }
     }
     if (app == kApplicationId && version > kSchemaVersion)
       throw JournalError(path + ": journal schema " + std::to_string(version) + " is newer than this zkfarmd's (" +
@@ -198,7 +241,7 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     {
       Stmt s(db_, sql::journal::count_additions, where);
       s.step();
-      schema_current_ = s.i64(0) == 8;
+      schema_current_ = s.i64(0) == 9;
     }
   } catch (...) {
     // A refused journal stays as it was: the last connection's close would
@@ -214,6 +257,15 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     prepare_write(where);
   } catch (const JournalError& e) {
     last_error_ = e.what();
+  }
+  // A mark set aside (or a journal that proved whole without one): a new one now.
+  if (remake_mark_at_) {
+    if (::unlink((path + "-acked").c_str()) != 0 && errno != ENOENT) {
+      mark_fault_ = path + "-acked: cannot remove the damaged mark: " + std::strerror(errno);
+    } else {
+      mark_fault_ = write_mark(*remake_mark_at_);
+    }
+    remake_mark_at_.reset();
   }
 }
 
@@ -296,8 +348,18 @@ void Journal::transact(const char* op, const std::function<void(const std::strin
     body(where);
     if (told == Told::kClient) {
       db_.exec(sql::journal::bump_acknowledged, where);
-      Stmt s(db_, sql::journal::acknowledged_seq, where);
-      seq = s.step() ? s.i64(0) : 0;
+      {
+        Stmt s(db_, sql::journal::acknowledged_seq, where);
+        seq = s.step() ? s.i64(0) : 0;
+      }
+      // Before the COMMIT: the mark must take a write now (its current
+      // number again, fdatasynced), or nothing is acknowledged that it would
+      // not cover: the transaction is rolled back as a storage fault.
+      if (seq > 0)
+        if (const std::string fault = write_mark(uint64_t(seq) - 1); !fault.empty()) {
+          mark_fault_ = fault;
+          throw JournalError::of_store(where + ": " + fault, true);
+        }
     }
     db_.exec("COMMIT", where);
   } catch (const JournalError& e) {
@@ -316,16 +378,21 @@ void Journal::transact(const char* op, const std::function<void(const std::strin
   if (seq > 0) mark_acknowledged(uint64_t(seq));
 }
 
-void Journal::mark_acknowledged(uint64_t seq) {
+std::string Journal::write_mark(uint64_t seq) {
   std::string fault;
   try {
     if (!mark_) mark_ = std::make_unique<AckedMark>(path_ + "-acked");
     fault = mark_->write(seq);
+    if (std::string n = mark_->take_notice(); !n.empty()) mark_notice_ += (mark_notice_.empty() ? "" : "; ") + n;
   } catch (const JournalError& e) {
     fault = e.what();
   }
-  mark_fault_ = fault;
+  return fault;
 }
+
+void Journal::mark_acknowledged(uint64_t seq) { mark_fault_ = write_mark(seq); }
+
+std::string Journal::take_acknowledgement_notice() { return std::exchange(mark_notice_, {}); }
 
 void Journal::statement(const char* op, const std::function<void(const std::string& where)>& body) {
   const std::string where = path_ + ": " + op;
@@ -413,6 +480,11 @@ void Journal::put_circuit(const CircuitRecord& c) {
       g.bind(1, c.generator).bind(2, c.inputs);
       g.step();
     }
+    if (!c.graph_sha256.empty()) {
+      Stmt g(db_, sql::journal::put_generator_graph, where);
+      g.bind(1, c.generator).bind(2, c.graph_sha256);
+      g.step();
+    }
   }, Told::kClient);
 }
 
@@ -436,6 +508,7 @@ std::vector<CircuitRecord> Journal::circuits() {
       out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), uint32_t(s.i64(6)), s.i64(7),
                      uint32_t(s.i64(8)), uint32_t(s.i64(9))});
       out.back().inputs = s.text(10);
+      out.back().graph_sha256 = s.text(11);
     }
   });
   return out;
@@ -544,9 +617,23 @@ size_t Journal::prune(int64_t cutoff_ms) {
 
 bool Journal::writable() {
   try {
+    int64_t seq = 0;
     transact("write probe", [&](const std::string& where) {
       db_.exec(sql::journal::probe, where);
+      Stmt has(db_, sql::journal::has_acknowledged, where);
+      if (has.step() && has.i64(0) > 0) {
+        Stmt s(db_, sql::journal::acknowledged_seq, where);
+        seq = s.step() ? s.i64(0) : 0;
+      }
     });
+    // Writes commit; so must the acknowledged mark before intake reopens.
+    if (!mark_fault_.empty()) {
+      if (std::string fault = write_mark(uint64_t(seq)); !fault.empty()) {
+        mark_fault_ = last_error_ = fault;
+        return false;
+      }
+      mark_fault_.clear();
+    }
     return true;
   } catch (const JournalError&) {
     return false;  // transact recorded it in last_error_

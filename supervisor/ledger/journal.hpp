@@ -112,9 +112,14 @@ class Journal : public Ledger {
   /// it while writes are failing (every few seconds), not per job.
   bool writable() override;
   /// Why the acknowledged mark (DB-acked) could not be written after the
-  /// last acknowledged commit, "" when it was. The commit stands either way;
-  /// a mark left behind only weakens the open's check for that transaction.
+  /// last acknowledged commit, "" when it was. An acknowledged transaction
+  /// first rewrites the mark's current number and fdatasyncs it (before its
+  /// COMMIT): a mark that cannot be written fails the transaction, rolled
+  /// back, as a storage fault (intake closes, writable() stays false until
+  /// the mark takes a write). Only a fault in the moment between that
+  /// probe and the new number's write leaves this set with the commit standing.
   std::string acknowledgement_fault() const override { return mark_fault_; }
+  std::string take_acknowledgement_notice() override;
   /// The message of the last fault of any call ("" once a write succeeds).
   const std::string& last_error() const override { return last_error_; }
   const char* kind() const override { return "sqlite"; }
@@ -160,6 +165,7 @@ class Journal : public Ledger {
   void transact(const char* op, const std::function<void(const std::string& where)>& body,
                 Told told = Told::kNobody);
   void mark_acknowledged(uint64_t seq);
+  std::string write_mark(uint64_t seq);
   void statement(const char* op, const std::function<void(const std::string& where)>& body);
   void prepare_write(const std::string& where);
   void after_failed_write();
@@ -177,6 +183,8 @@ class Journal : public Ledger {
   std::string last_error_;
   std::unique_ptr<AckedMark> mark_;  ///< DB-acked, opened at the first acknowledged commit
   std::string mark_fault_;           ///< why the last mark write failed ("" when it worked)
+  std::optional<uint64_t> remake_mark_at_;  ///< set by the open: the mark to write once the journal is open
+  std::string mark_notice_;          ///< what the mark's writes repaired, for take_acknowledgement_notice
 };
 
 }  // namespace zkfarm::supervisor

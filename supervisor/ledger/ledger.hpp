@@ -58,6 +58,10 @@ struct CircuitRecord {
   /// (witgen::signal_shapes_json), checked against every input at submit;
   /// "" when not known (a circuit added before zkfarmd asked for them).
   std::string inputs;
+  /// The SHA-256 of the circuit's witness graph (STATE/circuits/HASH/graph)
+  /// as built and checked at `circuit add`; "" when it has none (or was
+  /// added before zkfarmd recorded it). A graph file of another hash is not used.
+  std::string graph_sha256;
 };
 
 /// A proof to store: what add_proof records besides the partition.
@@ -212,6 +216,9 @@ class Ledger {
   /// could not be kept after the last one (the SQLite journal's acknowledged
   /// mark, acked_mark.hpp); "" when it was, or when the store needs none.
   virtual std::string acknowledgement_fault() const { return {}; }
+  /// What the store repaired of that record since the last call (a mark
+  /// removed while zkfarmd ran, made anew), "" when nothing: for the log.
+  virtual std::string take_acknowledgement_notice() { return {}; }
 
   // -- The jobs at start, and this host's membership.
   /// Every job the ledger keeps for this host to resume, oldest first: a

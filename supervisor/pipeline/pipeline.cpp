@@ -295,7 +295,14 @@ void Pipeline::dispatch() {
                                          .witness_memory_mib = cfg_.witness_memory_mib,
                                          .witness_cpu_s = cfg_.witness_cpu_s,
                                          .sandbox_user = cfg_.sandbox_user,
+                                         .sandbox_uid_base = cfg_.sandbox_uid_base,
+                                         .sandbox_uid_count = cfg_.sandbox_uid_count,
                                          .witness_engine = cfg_.witness_engine};
+      if (const CircuitRecord* c = hooks_.circuit_of ? hooks_.circuit_of(job->generator) : nullptr) {
+        auto& in = std::get<protocol::CircuitInput>(m.witness);
+        in.statement = c->inputs;
+        in.graph_sha256 = c->graph_sha256;
+      }
     }
     hooks_.send(w, protocol::encode(m));
     w.assigned.push_back(*ref);

@@ -47,6 +47,10 @@ class Pipeline {
     std::function<void(const PartRef& ref, ProofRecord rec)> store_shared;
     /// A live job ended in this instance (done, failed, cancelled): /metrics.
     std::function<void(const Job& job)> job_ended;
+    /// The registered circuit whose generator is `generator` (a job's
+    /// STATE/circuits/HASH/generator), nullptr when none is now: its input
+    /// positions and graph hash go to the synthesis worker with the partition.
+    std::function<const CircuitRecord*(const std::string& generator)> circuit_of;
   };
 
   /// `jobs`, `slots` (over `arena`) and `workers` are the loop's tables;

@@ -16,10 +16,10 @@ SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'acknowledged
 SELECT seq FROM acknowledged WHERE id = 1
 
 -- name: count_additions
--- The objects of journal_additions.sql present: 8 when the schema is current.
+-- The objects of journal_additions.sql present: 9 when the schema is current.
 SELECT count(*)
 FROM sqlite_master
-WHERE (type = 'table' AND name IN ('meta', 'job_meta', 'job_inputs', 'partition_inputs', 'circuits', 'acknowledged', 'generator_inputs')) OR (type = 'index' AND name = 'jobs_finished')
+WHERE (type = 'table' AND name IN ('meta', 'job_meta', 'job_inputs', 'partition_inputs', 'circuits', 'acknowledged', 'generator_inputs', 'generator_graphs')) OR (type = 'index' AND name = 'jobs_finished')
 
 -- name: bump_acknowledged
 -- One more transaction whose success a client hears of.
@@ -64,19 +64,25 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 -- ?1 generator, ?2 its input signals (JSON)
 INSERT OR IGNORE INTO generator_inputs (generator, inputs) VALUES (?, ?)
 
+-- name: put_generator_graph
+-- ?1 generator, ?2 its graph's SHA-256
+INSERT OR REPLACE INTO generator_graphs (generator, sha256) VALUES (?, ?)
+
 -- name: remove_circuit
 -- ?1 name
 DELETE FROM circuits WHERE name = ?
 
 -- name: drop_unused_generator_inputs
 -- After a circuit is removed.
-DELETE FROM generator_inputs WHERE generator NOT IN (SELECT generator FROM circuits)
+DELETE FROM generator_inputs WHERE generator NOT IN (SELECT generator FROM circuits);
+DELETE FROM generator_graphs WHERE generator NOT IN (SELECT generator FROM circuits)
 
 -- name: circuits
 -- Every registered circuit with its generator's inputs.
-SELECT name, kind, c.generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public, coalesce(g.inputs, '')
+SELECT name, kind, c.generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars, n_public, coalesce(g.inputs, ''), coalesce(gg.sha256, '')
 FROM circuits c
 LEFT JOIN generator_inputs g ON g.generator = c.generator
+LEFT JOIN generator_graphs gg ON gg.generator = c.generator
 ORDER BY name
 
 -- name: finish_job

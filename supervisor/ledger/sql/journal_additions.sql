@@ -66,3 +66,10 @@ CREATE TABLE IF NOT EXISTS generator_inputs (
   generator TEXT PRIMARY KEY,
   inputs TEXT NOT NULL
 );
+-- generator_graphs: the SHA-256 of each generator's witness graph as built
+-- and checked at `circuit add` (the graph file's own trailing digest); a
+-- graph file of another digest is not used (issue 45).
+CREATE TABLE IF NOT EXISTS generator_graphs (
+  generator TEXT PRIMARY KEY,
+  sha256 TEXT NOT NULL
+);
