@@ -82,7 +82,7 @@ struct Config {
   /// As root: each build and each generator run takes a uid of its own from
   /// sandbox_uid_base .. + sandbox_uid_count - 1 (witgen/sandbox_uids.hpp);
   /// count 0: every one as sandbox_user.
-  uint64_t sandbox_uid_base = 0x70000000;
+  uint64_t sandbox_uid_base = 1879048192;  // 0x70000000: above systemd's container uid ranges
   uint64_t sandbox_uid_count = 1024;
   uint64_t circuit_build_memory_mib = 2048; ///< each compiler of a generator build (RLIMIT_DATA), MiB
   uint64_t circuit_build_cpu_s = 600;       ///< each compiler of a generator build (RLIMIT_CPU), s

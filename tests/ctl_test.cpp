@@ -281,6 +281,46 @@ TEST(Ctl, RefusalPrintsTheErrorAndExits1) {
   EXPECT_NE(r.err.find("/w/b.wtns: not a wtns file (bad magic)"), std::string::npos) << r.err;
 }
 
+// Issue 45: "busy" is not "bad". 103 of 200 concurrent submits were refused
+// as busy and exited 1 like a broken job, never retried. A busy refusal is now
+// retried with backoff; past --busy-timeout it exits 75 (EX_TEMPFAIL).
+std::string busy_reply() {
+  Message m = protocol::make("reply");
+  m["ok"] = false;
+  m["error"] = "zkfarmd is busy: 64 submits are waiting for their check; retry later";
+  m["busy"] = true;
+  m["retry_after_ms"] = 50;
+  return protocol::encode(m);
+}
+
+TEST(Ctl, ABusySubmitIsRetriedUntilAcceptedAndExits75WhenItStaysBusy) {
+  CtlTempDir dir;
+  std::atomic<int> seen{0};
+  FakeSupervisor sup(dir.path, [&](const Message&) {
+    return std::vector<std::string>{++seen <= 2 ? busy_reply() : ok_reply({{"job", 7}})};
+  });
+  CtlRun r = run_ctl(base_args(dir) + std::vector<std::string>{"submit", "--zkey", "k", "--wtns", "w"}, dir.path);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "7\n");
+  EXPECT_EQ(sup.requests().size(), 3u);  // two busy answers, then the same submit accepted
+
+  CtlTempDir busy;
+  FakeSupervisor always(busy.path, [](const Message&) { return std::vector<std::string>{busy_reply()}; });
+  r = run_ctl(base_args(busy) + std::vector<std::string>{"submit", "--zkey", "k", "--wtns", "w", "--busy-timeout",
+                                                         "1"},
+              busy.path);
+  EXPECT_EQ(r.rc, 75) << r.err;
+  EXPECT_NE(r.err.find("zkfarmd is busy"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exit 75"), std::string::npos) << r.err;
+  EXPECT_GE(always.requests().size(), 2u);  // retried before giving up
+  // A refusal that is not busy is not retried.
+  CtlTempDir bad;
+  FakeSupervisor once(bad.path, [](const Message&) { return std::vector<std::string>{error_reply("bad key")}; });
+  r = run_ctl(base_args(bad) + std::vector<std::string>{"submit", "--zkey", "k", "--wtns", "w"}, bad.path);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(once.requests().size(), 1u);
+}
+
 Message sample_status() {
   return Message{{"version", "0.1.0"},
                  {"pid", 1234},

@@ -59,7 +59,11 @@ proto::Synth synth_of_input() {
                                   .witness_memory_mib = 4096,
                                   .witness_cpu_s = 60,
                                   .sandbox_user = "nobody",
-                                  .witness_engine = "graph"};
+                                  .sandbox_uid_base = 1879048192,
+                                  .sandbox_uid_count = 64,
+                                  .witness_engine = "graph",
+                                  .statement = R"([{"hash":"0000000000000001","size":1,"at":2}])",
+                                  .graph_sha256 = std::string(64, 'a')};
   return s;
 }
 
@@ -82,6 +86,10 @@ TEST(WorkerMessages, EncodersWriteTheBytesOfTheHandBuiltMaps) {
   synth["witness_memory_mib"] = uint64_t{4096};
   synth["witness_cpu_s"] = uint64_t{60};
   synth["sandbox_user"] = std::string("nobody");
+  synth["sandbox_uid_base"] = uint64_t(1879048192);
+  synth["sandbox_uid_count"] = uint64_t(64);
+  synth["statement"] = std::string(R"([{"hash":"0000000000000001","size":1,"at":2}])");
+  synth["graph_sha256"] = std::string(64, 'a');
   synth["witness_engine"] = std::string("graph");
   EXPECT_EQ(proto::encode(synth_of_input()), proto::encode(synth));
 
@@ -186,6 +194,9 @@ TEST(WorkerMessages, OptionalFieldsKeepTheirDefaultsAndLeniency) {
   EXPECT_EQ(in.witness_memory_mib, 0u);
   EXPECT_EQ(in.witness_cpu_s, 600u);
   EXPECT_EQ(in.sandbox_user, "zkfarm-sandbox");
+  EXPECT_EQ(in.sandbox_uid_count, 1024u);  // an older zkfarmd's SYNTH: the pool's default
+  EXPECT_EQ(in.statement, "");             // nothing to check
+  EXPECT_EQ(in.graph_sha256, "");
   EXPECT_EQ(in.witness_engine, "auto");
   synth["wtns"] = "/w.wtns";  // "generator" decides, as before
   EXPECT_TRUE(std::holds_alternative<proto::CircuitInput>(from_supervisor<proto::Synth>(proto::encode(synth)).witness));

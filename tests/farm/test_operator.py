@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from attack_tools import EVE, ctl_as, wait_until, ensure_group_member, ensure_user, run_as, script, verify_dir, write_config
+from attack_tools import EVE, Control, ctl_as, msgpack, wait_until, ensure_group_member, ensure_user, run_as, script, verify_dir, write_config
 from test_farm import BIN, FIX, SRC, Farm, chain_wtns, ctl, pid_alive, snarkjs_verify
 from test_journal import become_subreaper
 
@@ -205,6 +205,23 @@ class OperatorTest(unittest.TestCase):
         self.assertEqual(stdout, f"job {job} done: 1 proof in {out}\n")
         self.assertEqual(farm.proc.wait(timeout=60), 0)
         verify_dir(self, out, 1)
+
+    def test_a_stop_timeout_past_any_clock_drains_instead_of_wrapping(self):
+        # Issue 45 (4), reproduced: `stop --timeout 18446744073709551615`
+        # overflowed the drain's deadline into the past: zkfarmd exited at
+        # once and killed the partition in flight. Clamped, it drains.
+        farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:1500"})
+        code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(2)])
+        self.assertEqual(code, 0, err)
+        wait_until("the partition in flight", lambda: farm.status()["in_flight"] > 0)
+        # zkfarmctl bounds --timeout itself; a client of control.sock need not.
+        c = Control(os.path.join(farm.state, "control.sock"))
+        c.request(msgpack({"v": 1, "t": "stop", "timeout_s": 2**64 - 1}))
+        c.recv()
+        c.close()
+        self.assertEqual(farm.proc.wait(timeout=120), 0, farm.output())
+        self.assertIn(f"job {job}", farm.output())
+        verify_dir(self, out, 1)  # proved during the drain, not killed
 
     def test_wait_says_the_job_is_kept_when_zkfarmd_stops_before_it_ends(self):
         farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:400"})

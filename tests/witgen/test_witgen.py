@@ -34,7 +34,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.environ["ZKFARM_SOURCE_DIR"], "tests", "farm"))
 from test_farm import BIN, SRC, Farm, ctl, snarkjs_verify  # noqa: E402
 from test_journal import become_subreaper  # noqa: E402
-from attack_tools import CTL_GROUP, EVE, ctl_as, ensure_group_member, write_config  # noqa: E402
+from attack_tools import CTL_GROUP, EVE, ctl_as, ensure_group_member, run_as, write_config  # noqa: E402
 
 CIRCUITS = os.path.join(SRC, "tests", "witgen", "circuits")
 NODE = os.path.join(SRC, "node_modules")
@@ -604,6 +604,28 @@ HOSTILE_INIT = {
 }
 
 
+def glob_builds():
+    """The generator build folders in the temporary folder (generator_cache.cpp)."""
+    base = tempfile.gettempdir()
+    return [os.path.join(base, n) for n in os.listdir(base) if n.startswith("zkfarm-build-")]
+
+
+def leftover(needle):
+    """Pids of live (not zombie) processes whose command line contains `needle`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmd and state != "Z":
+            found.append(int(pid))
+    return found
+
+
 class SandboxTest(unittest.TestCase):
     """Issue 31: circuit code ran as root without limits, one build slot for
     everyone. A tenant's hostile wasm now fails its own `circuit add` within
@@ -617,6 +639,135 @@ class SandboxTest(unittest.TestCase):
             f.write(HOSTILE_WAT.replace("INIT", HOSTILE_INIT[kind]))
         run(["wat2wasm", wat, "-o", os.path.join(folder, kind + ".wasm")])
         return os.path.join(folder, kind + ".wasm")
+
+    def test_a_trap_in_any_export_fails_the_witness_at_once(self):
+        """Issue 45 (3b), reproduced: a trap in getWitness (a load from -16)
+        jumped back into a returned stack frame and spun at 100 % CPU until the
+        CPU limit. Every export the host calls now traps into a failure of the
+        circuit (exit 3), at once, whichever it is."""
+        mine = tempfile.mkdtemp(prefix="zkfarm-trap-", dir=WORK)
+        inp = os.path.join(mine, "in.json")
+        with open(inp, "w") as f:
+            f.write('{"a": 1}')
+        trapping = {
+            "getWitness": ('(func (export "getWitness") (param i32))',
+                           '(func (export "getWitness") (param i32) (drop (i32.load (i32.const -16))))'),
+            "readSharedRWMemory": ('(func (export "readSharedRWMemory") (param i32) (result i32) (i32.const 0))',
+                                   '(func (export "readSharedRWMemory") (param i32) (result i32) '
+                                   '(i32.load (i32.const -16)))'),
+            "getInputSignalSize": ('(func (export "getInputSignalSize") (param i32 i32) (result i32) (i32.const 1))',
+                                   '(func (export "getInputSignalSize") (param i32 i32) (result i32) '
+                                   '(i32.load (i32.const -16)))'),
+            "writeSharedRWMemory": ('(func (export "writeSharedRWMemory") (param i32 i32))',
+                                    '(func (export "writeSharedRWMemory") (param i32 i32) unreachable)'),
+        }
+        # A module that answers like a circuit over BN254's r (its prime read
+        # from the shared memory, here a data segment), so that each run gets
+        # as far as the trapping export.
+        r = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+        prime = "".join(f"\\{b:02x}" for b in r.to_bytes(32, "little"))
+        base = HOSTILE_WAT.replace("INIT", "").replace(
+            '(func (export "readSharedRWMemory") (param i32) (result i32) (i32.const 0))',
+            '(func (export "readSharedRWMemory") (param i32) (result i32) '
+            '(i32.load (i32.mul (local.get 0) (i32.const 4))))').replace(
+            '(memory (export "memory") 1)', f'(memory (export "memory") 1) (data (i32.const 0) "{prime}")')
+        trapping["readSharedRWMemory"] = (
+            '(func (export "readSharedRWMemory") (param i32) (result i32) (i32.load (i32.mul (local.get 0) '
+            '(i32.const 4))))', trapping["readSharedRWMemory"][1])
+        for export, (good, bad) in trapping.items():
+            with self.subTest(export=export):
+                self.assertIn(good, base)
+                wat = os.path.join(mine, export + ".wat")
+                with open(wat, "w") as f:
+                    f.write(base.replace(good, bad))
+                wasm = os.path.join(mine, export + ".wasm")
+                run(["wat2wasm", wat, "-o", wasm])
+                t0 = time.monotonic()
+                p = prove_tool("witness", wasm, inp, os.path.join(mine, export + ".wtns"), timeout=900)
+                self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn("trapped", p.stdout + p.stderr)
+                # Compiling the generator aside, it ends at once, not at a CPU limit.
+                self.assertNotIn("CPU time limit", p.stdout + p.stderr)
+                self.assertLess(time.monotonic() - t0, 600)
+
+    def test_each_build_has_a_uid_and_folder_of_its_own_and_leaves_nothing_running(self):
+        """Issue 45, reproduced: two tenants' builds at once ran as one uid and
+        could read and write each other's folders; another local user could
+        read a circuit while it built; a process a build started (setsid) outlived it.
+        The compilers are the operator's (zkfarmd's PATH): a wasm2c first on
+        it stands in for a build that leaves a process behind, and holds the
+        build a moment so both are seen at once."""
+        ensure_group_member(CTL_GROUP, EVE)
+        mine = tempfile.mkdtemp(prefix="zkfarm-sandbox-")
+        self.addCleanup(shutil.rmtree, mine, True)
+        os.chmod(mine, 0o755)
+        tag = f"{700 + os.getpid() % 200}.5"
+        tools = os.path.join(mine, "tools")
+        os.mkdir(tools)
+        os.chmod(tools, 0o755)
+        fake = os.path.join(tools, "wasm2c")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f"setsid sh -c 'exec sleep {tag}' >/dev/null 2>&1 </dev/null &\n"
+                    "sleep 3\n"
+                    f"exec {shutil.which('wasm2c')} \"$@\"\n")
+        os.chmod(fake, 0o755)
+        wasms = {}
+        for name, init in (("a", ""), ("b", "(nop)")):  # two modules: two builds
+            wat = os.path.join(mine, name + ".wat")
+            with open(wat, "w") as f:
+                f.write(HOSTILE_WAT.replace("INIT", init))
+            wasms[name] = os.path.join(mine, name + ".wasm")
+            run(["wat2wasm", wat, "-o", wasms[name]])
+            os.chmod(wasms[name], 0o644)
+        zkey = os.path.join(mine, "k.zkey")
+        shutil.copy(circ("poseidon3", "zkey"), zkey)
+        os.chmod(zkey, 0o644)
+        cfg = write_config(os.path.join(mine, "zkfarmd.toml"), control_group=CTL_GROUP)
+        farm = self.farm("--config", cfg, env={"PATH": tools + ":" + os.environ["PATH"]})
+        os.chmod(farm.dir, 0o711)
+        before = set(glob_builds())
+        root_add = subprocess.Popen([os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "circuit", "add", "a",
+                                     "--zkey", zkey, "--wasm", wasms["a"]],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        eve_add = subprocess.Popen(["runuser", "-u", EVE, "--", os.path.join(BIN, "zkfarmctl"), "--state-dir",
+                                    farm.state, "circuit", "add", "b", "--zkey", zkey, "--wasm", wasms["b"]],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        mine_bytes = [open(w, "rb").read() for w in wasms.values()]
+        others = []
+        seen = {}  # build folder -> (mode, owner)
+        refused = {}
+        deadline = time.time() + 600
+        while time.time() < deadline and (root_add.poll() is None or eve_add.poll() is None):
+            for d in set(glob_builds()) - before - set(others):
+                try:  # ours only: other tests may build beside this one
+                    st = os.stat(d)
+                    with open(os.path.join(d, "src", "circuit.wasm"), "rb") as f:
+                        ours = f.read() in mine_bytes
+                except OSError:
+                    continue
+                if not ours:
+                    others.append(d)
+                    continue
+                seen.setdefault(d, (stat.S_IMODE(st.st_mode), st.st_uid))
+                if d not in refused:  # another local user (eve) reads a building circuit
+                    p = run_as(EVE, ["cat", os.path.join(d, "src", "circuit.wasm")])
+                    if p.returncode != 0 or p.stdout:
+                        refused[d] = p.returncode != 0
+            time.sleep(0.05)
+        for p in (root_add, eve_add):
+            p.communicate(timeout=600)
+        # What circuit add said does not matter here (the stand-in circuits
+        # are not the key's); that it has returned does.
+        self.assertEqual(leftover(f"sleep {tag}"), [], "a process a build started outlived it")
+        self.assertEqual(len(seen), 2, f"two builds at once, seen {seen}")
+        (mode_a, uid_a), (mode_b, uid_b) = seen.values()
+        self.assertEqual((mode_a, mode_b), (0o700, 0o700))
+        self.assertNotEqual(uid_a, uid_b, "two tenants' builds under one uid")
+        for uid in (uid_a, uid_b):
+            self.assertTrue(0x70000000 <= uid < 0x70000000 + 1024, uid)
+        self.assertEqual(refused, {d: True for d in seen}, "another local user read a building circuit")
+        self.assertEqual([d for d in seen if os.path.exists(d)], [], "a build's folder outlived it")
 
     def test_hostile_wasm_fails_its_own_add_within_its_limits_and_another_users_carry_on(self):
         ensure_group_member(CTL_GROUP, EVE)
@@ -662,7 +813,11 @@ class SandboxTest(unittest.TestCase):
         while time.time() < deadline and not seen and looping.poll() is None:
             seen = info_run_uids()
             time.sleep(0.05)
-        self.assertEqual(seen, {sandbox_uid}, "the hostile generator's --info run: " + farm.output()[-2000:])
+        # A uid of the pool (sandbox_uid_base, 1024 of them) of its own, not
+        # the shared sandbox user's and never root's.
+        self.assertEqual(len(seen), 1, "the hostile generator's --info run: " + farm.output()[-2000:])
+        self.assertTrue(0x70000000 <= next(iter(seen)) < 0x70000000 + 1024, seen)
+        self.assertNotIn(sandbox_uid, seen)
         # The same submitter's second add is refused at once (one slot each) ...
         code, _, err = ctl(farm.state, "circuit", "add", "bomb", "--zkey", zkey, "--wasm", bomb, check=False)
         self.assertEqual(code, 1)
