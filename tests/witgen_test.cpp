@@ -209,6 +209,12 @@ TEST(WitgenInput, TheShapeCheckNamesAnUnknownAWrongLengthAndAMissingSignal) {
   EXPECT_EQ(fault(R"({"a": 3, "loop": 0})"), "the input sets 2 of the circuit's 4 input values: a signal is missing");
   // A repeated key counts its last values, as the generator reads it.
   EXPECT_EQ(fault(R"({"a": 3, "b": [1, 2, 3], "loop": 0, "b": [4, 5]})"), "");
+  // Issue 45: a NUL in a key cut the refusal where it passed through a C
+  // string ("signal z"); control characters are written out, the rest kept.
+  EXPECT_EQ(fault(R"({"a": 3, "b": [1, 2], "loop": 0, "z\u0000hidden\nline": 1})"),
+            "signal z\\u0000hidden\\u000aline is not an input of the circuit");
+  // Positions come back through JSON too (SignalShape::at).
+  EXPECT_EQ(signal_shapes_from_json(signal_shapes_json({{fnv1a("a"), 1, 3}}))[0].at, 3u);
   EXPECT_THROW(signal_shapes_from_json(R"([{"hash": "12", "size": 1}])"), std::exception);
   EXPECT_THROW(signal_shapes_from_json(R"({"hash": "0123456789abcdef"})"), std::exception);
 }

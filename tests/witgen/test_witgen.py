@@ -195,6 +195,12 @@ def make_work(folder, circom_cache):
                  "--seed", "7"])
     for name in ("gadgets", "index"):  # witness-graph circuits (issue 32): no key needed
         compile_circuit(name, ["--wasm", "--c"], folder, circom_cache)
+    # The statement check (issue 45): a circuit and its twin with swapped inputs, one key.
+    compile_circuit("statement", ["--r1cs", "--wasm", "--c"], folder, circom_cache)
+    run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", circ("statement", "r1cs"), "--out",
+         os.path.join(folder, "statement"), "--seed", "7"])
+    compile_circuit("statement_swapped", ["--c"], folder, circom_cache)
+    write_json("statement.0.json", {"x": 2, "y": 3})
     for k, inp in enumerate(GADGET_INPUTS):
         write_json(f"gadgets.{k}.json", {n: str(v) for n, v in inp.items()})
     for sel in range(4):
@@ -569,6 +575,70 @@ class FarmTest(unittest.TestCase):
                          "each partition proved exactly once")
         again.stop_and_check(self)
 
+
+
+class StatementTest(unittest.TestCase):
+    """Issue 45 (finding 6), reproduced: a circuit's witness graph rewritten
+    with its SHA-256 recomputed (as zkfarmd's user) was loaded and used, and
+    the farm published a proof that verifies for another statement than the
+    input submitted. The graph's digest is now the journal's, checked at each
+    load (a mismatch: the generator, and the log says so), and each witness's
+    public inputs are held to the input before it is proved."""
+
+    setUp, tearDown, farm = FarmTest.setUp, FarmTest.tearDown, FarmTest.farm
+
+    def graph_of(self, farm, name):
+        listed = {c["name"]: c for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])}
+        return os.path.join(farm.state, "circuits", listed[name]["generator"], "graph")
+
+    def test_a_graph_swapped_in_is_not_used_and_a_proof_of_another_statement_never_leaves(self):
+        farm = self.farm()
+        zkey, c = circ("statement", "zkey"), circ("statement", "c")
+        for name, folder in (("pair", c), ("twin", circ("statement_swapped", "c"))):
+            code, _, err = ctl(farm.state, "circuit", "add", name, "--zkey", zkey, "--c", folder, "--test-input",
+                               f"{WORK}/statement.0.json", check=False, timeout=900)
+            self.assertEqual(code, 0, err + farm.output())
+        mine, theirs = self.graph_of(farm, "pair"), self.graph_of(farm, "twin")
+        self.assertTrue(os.path.exists(mine) and os.path.exists(theirs), farm.output()[-2000:])
+        ctl(farm.state, "stop")
+        farm.proc.wait(timeout=120)
+        shutil.copy(theirs, mine)  # a valid graph file, digest and all: another circuit's
+
+        def submit(farm, tag):
+            out = os.path.join(farm.dir, "out-" + tag)
+            code, job, err = ctl(farm.state, "submit", "--circuit", "pair", "--input", f"{WORK}/statement.0.json",
+                                 "--out", out, check=False)
+            self.assertEqual(code, 0, err)
+            code, _, err = ctl(farm.state, "wait", job.strip(), "--timeout", "300", check=False, timeout=400)
+            return code, err, out
+
+        # (1) The journal's digest is not the file's: the generator makes the witness, and says so.
+        again = self.farm(state=farm.state)
+        code, err, out = submit(again, "1")
+        self.assertEqual(code, 0, err + again.output()[-3000:])
+        self.assertIn("not using the circuit's witness graph", again.output())
+        with open(f"{out}/0.public.json") as f:
+            self.assertEqual(json.load(f), ["6", "2", "3"])
+        ok, text = snarkjs_verify([(circ("statement", "vkey"), f"{out}/0.public.json", f"{out}/0.proof.json")])
+        self.assertTrue(ok, text)
+        ctl(again.state, "stop")
+        again.proc.wait(timeout=120)
+        # (2) The journal rewritten too (zkfarmd's user can): the swapped graph
+        # is used, and its witness states x = 3, y = 2. It would verify; it is
+        # refused before it is proved.
+        with open(mine, "rb") as f:
+            digest = f.read()[-64:].decode()
+        db = sqlite3.connect(os.path.join(farm.state, "journal.sqlite"))
+        db.execute("UPDATE generator_graphs SET sha256 = ?", (digest,))
+        db.commit()
+        db.close()
+        third = self.farm(state=farm.state)
+        code, err, out = submit(third, "2")
+        self.assertEqual(code, 1, err + third.output()[-3000:])
+        self.assertIn("the witness does not prove the input: public signal 2 (x) is 3 in the witness, the input says 2",
+                      err + third.output())
+        self.assertFalse(os.path.exists(f"{out}/0.proof.json"), "a proof of another statement left the farm")
+        third.stop_and_check(self)
 
 
 # A wasm with circom's interface (what witgen/wasm_host.cpp calls) whose
