@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -347,6 +349,40 @@ TEST(AckedMark, AMarkThatCannotBeWrittenFailsTheAcknowledgedWrite) {
   EXPECT_EQ(j.acknowledgement_fault(), "");
   const uint64_t id = j.add_job(make_job(3, 1));
   EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1, id}));
+  EXPECT_EQ(read_acked_mark(mark).seq, std::optional<uint64_t>(2));
+}
+
+// The sweep's (c) as it was done: the mark made immutable (chattr +i) while
+// zkfarmd runs. Root on a file system with the flag (ext4, xfs, btrfs) only.
+TEST(AckedMark, AnImmutableMarkFailsTheAcknowledgedWriteAndNothingIsAcknowledged) {
+  TempDir dir("zkfarm-mark");
+  const std::string db = dir / "journal.sqlite", mark = db + "-acked";
+  Journal j(db);
+  j.add_job(make_job(1, 1));
+  auto set_immutable = [&](bool on) {
+    const int fd = ::open(mark.c_str(), O_RDONLY | O_CLOEXEC);
+    int flags = 0;
+    bool done = fd >= 0 && ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    if (done) {
+      flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+      done = ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+    }
+    if (fd >= 0) ::close(fd);
+    return done;
+  };
+  if (!set_immutable(true)) GTEST_SKIP() << "no immutable flag here (not root, or the file system has none)";
+  try {
+    j.add_job(make_job(2, 1));
+    set_immutable(false);
+    FAIL() << "a job was acknowledged that an immutable mark does not cover";
+  } catch (const JournalError& e) {
+    EXPECT_TRUE(e.storage_fault()) << e.what();
+  }
+  EXPECT_EQ(ids_of(j.load()), (std::set<uint64_t>{1}));
+  EXPECT_FALSE(j.writable());
+  ASSERT_TRUE(set_immutable(false));
+  EXPECT_TRUE(j.writable());
+  j.add_job(make_job(3, 1));
   EXPECT_EQ(read_acked_mark(mark).seq, std::optional<uint64_t>(2));
 }
 
