@@ -25,7 +25,7 @@ import urllib.request
 
 from attack_tools import CHAIN_VKEY, CHAIN_ZKEY, EVE, FarmCase, read, run_as, script, verify_dir
 from test_farm import BIN, chain_wtns, ctl, snarkjs_verify
-from test_journal import journal_counts, reap_until_gone
+from test_journal import journaled_proofs, reap_until_gone
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
@@ -237,7 +237,7 @@ class JournalFaultTest(FaultCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(self.wait_job(farm, job_c)[0], 0, farm.output())
         verify_dir(self, out_c, 1)
-        per_partition, _ = journal_counts(state)
+        per_partition = journaled_proofs(state, job_a, 6)
         self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job_a), list(range(6)),
                          "the proofs kept in memory during the fault were journaled afterwards")
         farm.stop_and_check(self)

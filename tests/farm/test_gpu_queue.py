@@ -14,7 +14,7 @@ import time
 import unittest
 
 from test_farm import FIX, Farm, chain_wtns, ctl, snarkjs_verify
-from test_journal import become_subreaper, journal_counts
+from test_journal import become_subreaper, journal_counts, journaled_proofs
 from test_lifecycle import write_config
 
 CHAIN_ZKEY = os.path.join(FIX, "chain.zkey")
@@ -79,7 +79,7 @@ class GpuQueueTest(unittest.TestCase):
         self.assertNotIn("back to the queue (", log)
         # One synthesis a partition, one journaled proof a partition, all verify.
         self.assertEqual(self.job(farm, job)["syntheses"], 10)
-        per_partition, _ = journal_counts(farm.state)
+        per_partition = journaled_proofs(farm.state, job, 10)
         self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job), list(range(10)))
         self.assertTrue(all(c == 1 for _, _, c in per_partition))
         self.verify(out, 10)
@@ -118,7 +118,7 @@ class GpuQueueTest(unittest.TestCase):
         self.wait_for("the GPU worker to hold 3 or more partitions", lambda: self.gpu(farm)["held"] >= 3)
         os.kill(self.gpu(farm)["pid"], signal.SIGKILL)
         self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "240", check=False)[0], 0, farm.output())
-        per_partition, _ = journal_counts(farm.state)
+        per_partition = journaled_proofs(farm.state, job, 9)
         self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job), list(range(9)))
         self.assertTrue(all(c == 1 for _, _, c in per_partition))
         self.verify(out, 9)

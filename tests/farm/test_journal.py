@@ -58,6 +58,19 @@ def journal_counts(state):
         db.close()
 
 
+def journaled_proofs(state, job, n, timeout=120):
+    """journal_counts' per-partition rows, once job `job` has proofs of `n`
+    partitions in the journal. A proof is verified, published and then
+    journaled on the journal thread (supervisor/pipeline/pipeline.cpp), so
+    `wait` may say done a moment before the last row commits: wait for it."""
+    deadline = time.time() + timeout
+    while True:
+        per_partition, _ = journal_counts(state)
+        if len({i for j, i, _ in per_partition if str(j) == str(job)}) >= n or time.time() > deadline:
+            return per_partition
+        time.sleep(0.05)
+
+
 def sha256(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
