@@ -107,7 +107,11 @@ fi
 
 echo "== tests (release build, ctest -j$test_jobs)"
 t=$EPOCHREALTIME
-ctest --test-dir "$root/build" --output-on-failure -j"$test_jobs" --output-junit "$report/release.xml"
+# A failing release suite does not stop the run: the sanitizer suite still
+# runs, so one run names every failure (the exit status says it failed).
+failed=()
+ctest --test-dir "$root/build" --output-on-failure -j"$test_jobs" --output-junit "$report/release.xml" ||
+  failed+=("release tests")
 phase "release tests" "$(since "$t")"
 
 # wait_background NAME TITLE: the build's row, after the release suite is done.
@@ -135,7 +139,7 @@ phase "waiting for those builds" "$overlap_wait" "after the release tests ended"
 if [ -z "${ZKFARM_NO_FUZZ:-}" ]; then
   echo "== fuzz smoke (libFuzzer, build-fuzz/; docs/fuzzing.md)"
   t=$EPOCHREALTIME
-  "$root/scripts/fuzz.sh" --smoke --no-build
+  "$root/scripts/fuzz.sh" --smoke --no-build || failed+=("fuzz smoke")
   phase "fuzz smoke" "$(since "$t")"
 fi
 
@@ -144,6 +148,10 @@ if [ -z "${ZKFARM_NO_SANITIZE:-}" ]; then
   t=$EPOCHREALTIME
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$test_jobs" -E "$sanitizer_skip" \
-      --output-junit "$report/sanitizer.xml"
+      --output-junit "$report/sanitizer.xml" || failed+=("sanitizer tests")
   phase "sanitizer tests" "$(since "$t")"
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "!! failed: ${failed[*]} (their ctest output above)" >&2
+  exit 1
 fi

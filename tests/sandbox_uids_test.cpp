@@ -6,6 +6,7 @@
 // list or read the circuit; circuit code sees a fixed environment, not the
 // caller's; a lock folder anyone may write is refused.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,14 +46,27 @@ struct TestPool {
   }
 };
 
+// A /proc file's bytes; "" when it cannot be read (the process is gone: a
+// read then fails with ESRCH, which must not end the scan).
+std::string proc_file(const fs::path& path) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
+  ::close(fd);
+  return out;
+}
+
 // Pids of live (not zombie) processes whose command line contains `needle`.
 std::set<pid_t> processes_with(const std::string& needle) {
   std::set<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream cmd(e.path() / "cmdline"), stat(e.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(cmd)), {}), st((std::istreambuf_iterator<char>(stat)), {});
+    std::string text = proc_file(e.path() / "cmdline");
+    const std::string st = proc_file(e.path() / "stat");
     for (auto& c : text) c = c == '\0' ? ' ' : c;
     const auto paren = st.rfind(')');
     const bool zombie = paren != std::string::npos && paren + 2 < st.size() && st[paren + 2] == 'Z';
