@@ -36,7 +36,9 @@ struct TestPool {
   TestPool() {
     dir = fs::temp_directory_path() / ("zkfarm-uid-locks-" + std::to_string(::getpid()) + "-" +
                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    pool.base = 0x70000000u + 4096u * uint32_t(::getpid() % 4096);
+    // Clear of zkfarmd's default pool (0x70000000 + 1024), which farms of
+    // other tests lease beside this one through another lock folder.
+    pool.base = 0x70100000u + 4096u * uint32_t(::getpid() % 4096);
     pool.count = 4;
     pool.lock_dir = dir.string();
   }
@@ -121,9 +123,12 @@ TEST(SandboxUids, WhatABuildLeftRunningOrInTmpIsGoneWhenItsUidIsGivenBack) {
   const std::string left = "/tmp/zkfarm-left-" + std::to_string(::getpid());
   RunSpec spec;
   // Out of the run's process group and session, stdout and stderr closed:
-  // nothing of run() itself waits for it.
-  spec.argv = {"sh", "-c", "setsid sh -c 'exec sleep " + tag + "' >/dev/null 2>&1 </dev/null & "
-               "mkdir -p " + left + "/deep && echo secret > " + left + "/deep/file; echo started"};
+  // nothing of run() itself waits for it. The run ends only once it has its
+  // own session (run() kills the run's group when the run ends: one still in
+  // it would die there, not with the lease).
+  spec.argv = {"sh", "-c", "mkdir -p " + left + "/deep && echo secret > " + left + "/deep/file; "
+               "setsid sh -c 'touch " + left + "/started; exec sleep " + tag + "' >/dev/null 2>&1 </dev/null & "
+               "while [ ! -e " + left + "/started ]; do sleep 0.01; done; echo started"};
   spec.sandbox = sb;
   spec.timeout = std::chrono::minutes(1);
   const RunResult r = run(spec);

@@ -233,7 +233,9 @@ class OperatorTest(unittest.TestCase):
         ctl(farm.state, "stop")
         stdout, stderr = waiter.communicate(timeout=120)
         self.assertEqual(waiter.returncode, 3, stdout + stderr)
-        self.assertIn(f"zkfarmd stopped before job {job} ended", stderr)
+        # "stopped" when the waiter heard the stop, "went away" when zkfarmd
+        # was gone before its next poll (a loaded machine): both keep the job.
+        self.assertRegex(stderr, f"zkfarmd (stopped|went away) before job {job} ended")
         self.assertIn("kept in the journal", stderr)
         self.assertEqual(farm.proc.wait(timeout=60), 0)
         # Nothing was lost: the next instance finishes it.
