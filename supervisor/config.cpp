@@ -16,7 +16,7 @@
 #include "cli/suggest.hpp"
 #include "files/file_error.hpp"
 #include "files/input_file.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/ledger/lease.hpp"
+#include "supervisor/model/lease.hpp"
 
 namespace zkfarm::supervisor {
 

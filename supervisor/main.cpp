@@ -21,7 +21,7 @@
 #include "version/build_info.hpp"
 #include "cli/numbers.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/status/http_server.hpp"
 #include "supervisor/log_sink.hpp"
 #include "supervisor/stderr_sink.hpp"

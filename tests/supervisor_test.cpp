@@ -10,7 +10,7 @@
 #include "shm/arena.hpp"
 #include "shm/slots.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 
 namespace zkfarm::supervisor {
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "supervisor/check_pool.hpp"
-#include "supervisor/pipeline/jobs.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/jobs.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/workers/trusted_binary.hpp"
 #include "supervisor/workers/worker_output.hpp"
 #include "test_util.hpp"

@@ -36,8 +36,8 @@
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/ledger/ledger.hpp"
 #include "supervisor/ledger/pg_listener.hpp"
-#include "supervisor/lifecycle.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/workers/lifecycle.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/pipeline/pipeline.hpp"
 #include "supervisor/workers/worker_table.hpp"
 

@@ -22,10 +22,10 @@
 #include "supervisor/intake/circuit_registry.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_channel.hpp"
-#include "supervisor/pipeline/jobs.hpp"
-#include "supervisor/lifecycle.hpp"
-#include "supervisor/status/metrics.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/jobs.hpp"
+#include "supervisor/workers/lifecycle.hpp"
+#include "supervisor/model/metrics.hpp"
+#include "supervisor/model/peer.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -29,7 +29,7 @@
 #include <zmq.hpp>
 
 #include "protocol/stream_frame.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -15,15 +15,15 @@
 #include "shm/slots.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/intake/circuit_registry.hpp"
 #include "supervisor/intake/intake.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/ledger/ledger.hpp"
-#include "supervisor/lifecycle.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/workers/lifecycle.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/pipeline/pipeline.hpp"
-#include "supervisor/status/metrics.hpp"
+#include "supervisor/model/metrics.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -21,7 +21,6 @@
 #include "protocol/control_requests.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control/control_channel.hpp"
 #include "supervisor/ledger/ledger.hpp"
 #include "supervisor/intake/submission.hpp"
 

@@ -19,7 +19,7 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/intake/key_cache.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/intake/submission.hpp"
 
 namespace zkfarm::supervisor {

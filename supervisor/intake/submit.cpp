@@ -34,10 +34,10 @@
 #include "groth16/proof_json.hpp"
 #include "groth16/prover.hpp"
 #include "protocol/messages.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/intake/key_cache.hpp"
 #include "supervisor/intake/submission.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/pipeline/proof_verifier.hpp"
 #include "witgen/input_json.hpp"
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "supervisor/ledger/acked_mark.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/ledger/journal_error.hpp"
 #include "supervisor/ledger/ledger.hpp"
 #include "sqlite/db.hpp"

@@ -23,7 +23,7 @@
 #include "supervisor/background.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/ledger/ledger.hpp"
-#include "supervisor/status/metrics.hpp"
+#include "supervisor/model/metrics.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/ledger/journal_error.hpp"
-#include "supervisor/ledger/lease.hpp"
+#include "supervisor/model/lease.hpp"
 
 namespace zkfarm::supervisor {
 

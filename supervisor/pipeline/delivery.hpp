@@ -17,10 +17,10 @@
 #include "protocol/control_requests.hpp"
 #include "supervisor/background.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/ledger/ledger.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 
 namespace zkfarm::supervisor {
 

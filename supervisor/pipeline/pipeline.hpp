@@ -23,11 +23,11 @@
 #include "supervisor/config.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/ledger/ledger.hpp"
-#include "supervisor/lifecycle.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/workers/lifecycle.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/pipeline/proof_checks.hpp"
 #include "supervisor/pipeline/verifying_keys.hpp"
-#include "supervisor/status/metrics.hpp"
+#include "supervisor/model/metrics.hpp"
 #include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/pipeline/proof_verifier.hpp"
 
 namespace zkfarm::supervisor {

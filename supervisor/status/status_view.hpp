@@ -14,7 +14,7 @@
 #include <string>
 
 #include "protocol/control_requests.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "supervisor/config.hpp"
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 #include "supervisor/workers/release.hpp"
 #include "supervisor/workers/worker_output.hpp"
 

@@ -16,7 +16,7 @@
 
 #include "protocol/worker_messages.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 #include "supervisor/workers/worker_socket.hpp"
 #include "supervisor/workers/worker_table.hpp"
 

@@ -15,7 +15,7 @@
 #include <zmq.hpp>
 
 #include "supervisor/listener_cap.hpp"
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 
 namespace zkfarm::supervisor {
 

@@ -24,7 +24,7 @@
 
 #include "supervisor/workers/children.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/status/metrics.hpp"
+#include "supervisor/model/metrics.hpp"
 #include "supervisor/workers/release.hpp"
 
 namespace zkfarm::supervisor {

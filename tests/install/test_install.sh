@@ -257,7 +257,7 @@ while IFS= read -r line; do
     grep -qE "std::string $key;|std::string $key = \"\";" "$src/supervisor/config.hpp" || fail "$key: default is not \"\" in config.hpp"
   else
     # A default may be a named constant of its owner (lease_seconds =
-    # kDefaultLeaseSeconds, supervisor/ledger/lease.hpp): then the constant's value counts.
+    # kDefaultLeaseSeconds, supervisor/model/lease.hpp): then the constant's value counts.
     const=$(grep -oE "\b$key = k[A-Za-z]+;" "$src/supervisor/config.hpp" | sed -E 's/.* = (k[A-Za-z]+);/\1/' || true)
     if [ -n "$const" ]; then
       grep -rqE "\b$const = $value;" "$src/supervisor" || fail "$key = $value: not the value of $const"

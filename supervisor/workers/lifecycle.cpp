@@ -1,7 +1,7 @@
 // The farm's lifecycle (lifecycle.hpp): stop and drain, resume, rolling
 // restarts and upgrades, sd_notify. The workers' own lives (exits, respawns,
 // flapping, release waits) are the worker table's (worker_table.hpp).
-#include "supervisor/lifecycle.hpp"
+#include "supervisor/workers/lifecycle.hpp"
 
 #include <signal.h>
 #include <systemd/sd-daemon.h>

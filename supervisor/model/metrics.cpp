@@ -1,4 +1,4 @@
-#include "supervisor/status/metrics.hpp"
+#include "supervisor/model/metrics.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "supervisor/control/peer.hpp"
+#include "supervisor/model/peer.hpp"
 
 #include "files/fs_credentials.hpp"
 

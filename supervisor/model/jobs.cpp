@@ -1,4 +1,4 @@
-#include "supervisor/pipeline/jobs.hpp"
+#include "supervisor/model/jobs.hpp"
 
 #include <algorithm>
 

@@ -19,8 +19,8 @@
 
 #include "protocol/control_requests.hpp"
 #include "supervisor/config.hpp"
-#include "supervisor/pipeline/jobs.hpp"
-#include "supervisor/status/metrics.hpp"
+#include "supervisor/model/jobs.hpp"
+#include "supervisor/model/metrics.hpp"
 #include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {
