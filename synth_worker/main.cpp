@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <variant>
 
 #include "version/build_info.hpp"
@@ -106,8 +107,11 @@ bool graph_into_slot(const proto::CircuitInput& req, const Zkey& key, U256* slot
     std::string refused;
     const bool used = witgen::graph_witness_into(req.generator, in.get(), engine, graph_curve(key), key.n_vars,
                                                  reinterpret_cast<uint8_t*>(slot), req.graph_sha256, &refused);
-    // zkfarmd logs a worker's stderr: a graph refused for its digest is said, and the generator runs.
-    if (!refused.empty())
+    // zkfarmd logs a worker's stderr: a graph refused for its digest is said
+    // (once a graph: every partition of the circuit would say it again), and
+    // the generator runs.
+    static std::set<std::string> said;
+    if (!refused.empty() && said.insert(refused).second)
       std::fprintf(stderr, "zkfarm-synth: %s: not using the circuit's witness graph (%s); its generator makes the "
                    "witness\n", name.c_str(), refused.c_str());
     return used;
@@ -116,21 +120,13 @@ bool graph_into_slot(const proto::CircuitInput& req, const Zkey& key, U256* slot
   }
 }
 
-// The scalar field's modulus of the key's curve, little-endian bytes.
-std::vector<uint8_t> scalar_prime_le(const Zkey& key) {
-  const uint64_t* r = curve_primes(key.curve).r;
-  std::vector<uint8_t> le(32);
-  for (size_t i = 0; i < 32; ++i) le[i] = uint8_t(r[i / 8] >> (8 * (i % 8)));
-  return le;
-}
-
 // A partition of inputs: the witness in its slot must state the input's
 // public values, whatever made it (witgen/statement_check.hpp).
 void check_statement(const proto::CircuitInput& req, const Zkey& key, const U256* slot) {
   files::UniqueFd in(::open(req.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) throw InputError(req.input_name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
   try {
-    witgen::check_statement_fd(in.get(), req.statement, scalar_prime_le(key), key.n_public,
+    witgen::check_statement_fd(in.get(), req.statement, witgen::graph::curve_prime_le(graph_curve(key)), key.n_public,
                                reinterpret_cast<const uint8_t*>(slot), key.n_vars);
   } catch (const std::exception& e) {
     throw InputError(req.input_name + ": " + e.what());

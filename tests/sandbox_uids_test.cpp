@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -126,7 +127,12 @@ TEST(SandboxUids, WhatABuildLeftRunningOrInTmpIsGoneWhenItsUidIsGivenBack) {
   // nothing of run() itself waits for it. The run ends only once it has its
   // own session (run() kills the run's group when the run ends: one still in
   // it would die there, not with the lease).
-  spec.argv = {"sh", "-c", "mkdir -p " + left + "/deep && echo secret > " + left + "/deep/file; "
+  // And a tree deeper than the sweep walks (64): what is left is sealed.
+  const std::string deep = left + "-deep";
+  std::string nested = deep;
+  for (int i = 0; i < 100; ++i) nested += "/d";
+  spec.argv = {"sh", "-c", "mkdir -p " + left + "/deep && echo secret > " + left + "/deep/file; mkdir -p " + nested +
+               " && echo secret > " + nested + "/file; "
                "setsid sh -c 'touch " + left + "/started; exec sleep " + tag + "' >/dev/null 2>&1 </dev/null & "
                "while [ ! -e " + left + "/started ]; do sleep 0.01; done; echo started"};
   spec.sandbox = sb;
@@ -144,6 +150,50 @@ TEST(SandboxUids, WhatABuildLeftRunningOrInTmpIsGoneWhenItsUidIsGivenBack) {
   lease.release();
   EXPECT_TRUE(processes_with("sleep " + tag).empty()) << "a process of the build outlived its uid's lease";
   EXPECT_FALSE(fs::exists(left)) << "the uid's files in /tmp outlived its lease";
+  struct stat st{};
+  ASSERT_EQ(::lstat(deep.c_str(), &st), 0) << "a tree of 100 folders is left, sealed, not walked to its end";
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  std::error_code ec;
+  fs::remove_all(deep, ec);
+}
+
+// A holder that dies (SIGKILL, no release) leaves its uid unwiped: the lock
+// file says "in use", and the next lease of that uid wipes it first; one
+// given back cleanly is marked wiped and handed out without a second wipe.
+TEST(SandboxUids, AUidWhoseHolderDiedIsWipedBeforeItIsHandedOutAgain) {
+  if (::geteuid() != 0) GTEST_SKIP() << "uids are leased only by root";
+  TestPool p;
+  p.pool.count = 1;
+  const std::string tag = std::to_string(400 + ::getpid() % 150) + ".125";
+  const std::string started = (p.dir.string()) + "-started";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Sandbox sb = make_sandbox(kPoolUser, 0, p.pool);
+    UidLease lease = lease_sandbox_uid(sb);
+    RunSpec spec;
+    spec.argv = {"sh", "-c", "setsid sh -c 'touch " + started + "; exec sleep " + tag +
+                             "' >/dev/null 2>&1 </dev/null & while [ ! -e " + started + " ]; do sleep 0.01; done"};
+    spec.sandbox = sb;
+    spec.timeout = std::chrono::minutes(1);
+    _exit(run(spec).ok() ? 0 : 1);  // no release: as if killed
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ::unlink(started.c_str());
+  ASSERT_FALSE(processes_with("sleep " + tag).empty()) << "the dead holder's process should still run";
+  {
+    std::ifstream state(p.dir / std::to_string(p.pool.base));
+    EXPECT_EQ(state.get(), 'u');
+  }
+  Sandbox sb = make_sandbox(kPoolUser, 0, p.pool);
+  UidLease lease = lease_sandbox_uid(sb);
+  EXPECT_TRUE(processes_with("sleep " + tag).empty()) << "a dead holder's process outlived the next lease";
+  lease.release();
+  std::ifstream state(p.dir / std::to_string(p.pool.base));
+  EXPECT_EQ(state.get(), 'w');
 }
 
 TEST(SandboxUids, ALockFolderOthersMayWriteIsRefused) {

@@ -48,33 +48,37 @@ TEST(StatementCheck, AWitnessThatStatesTheInputPasses) {
   EXPECT_NO_THROW(check_statement(R"({"y": 5, "xs": [7, 9], "k": 11})", kPrime, shapes(), 4, w.bytes.data(), 8));
 }
 
+// check_statement's refusal of `input` against `w`, "" when it passes.
+std::string refusal(const std::string& input, const Witness& w) {
+  try {
+    check_statement(input, kPrime, shapes(), 4, w.bytes.data(), uint32_t(w.bytes.size() / 32));
+  } catch (const StatementError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(StatementCheck, AnotherPublicValueIsRefusedNamingTheSignal) {
+  const std::string input = R"({"y": 5, "xs": [7, 9], "k": 11})";
   Witness w(8);
   w.set(2, 3);  // the sweep's graph: y = 3 although the input says 5
   w.set(3, 7);
   w.set(4, 9);
-  try {
-    check_statement(R"({"y": 5, "xs": [7, 9], "k": 11})", kPrime, shapes(), 4, w.bytes.data(), 8);
-    FAIL() << "a witness of another statement passed";
-  } catch (const StatementError& e) {
-    EXPECT_STREQ(e.what(),
-                 "the witness does not prove the input: public signal 2 (y) is 3 in the witness, the input says 5; "
-                 "no proof of another statement is made");
-  }
+  EXPECT_EQ(refusal(input, w),
+            "the witness does not prove the input: public signal 2 (y) is 3 in the witness, the input says 5; "
+            "no proof of another statement is made");
   w.set(2, 5);
   w.set(4, 10);
-  try {
-    check_statement(R"({"y": 5, "xs": [7, 9], "k": 11})", kPrime, shapes(), 4, w.bytes.data(), 8);
-    FAIL() << "xs[1] differs";
-  } catch (const StatementError& e) {
-    EXPECT_NE(std::string(e.what()).find("public signal 4 (xs[1]) is 10 in the witness, the input says 9"),
-              std::string::npos)
-        << e.what();
-  }
-  // A negative input is its residue: -1 is p - 1.
+  EXPECT_NE(refusal(input, w).find("public signal 4 (xs[1]) is 10 in the witness, the input says 9"), std::string::npos)
+      << refusal(input, w);
+  // A negative input is its residue: -1 is p - 1, and only p - 1 passes.
   w.set(4, 9);
-  EXPECT_THROW(check_statement(R"({"y": -1, "xs": [7, 9], "k": 11})", kPrime, shapes(), 4, w.bytes.data(), 8),
-               StatementError);
+  const std::string negative = R"({"y": -1, "xs": [7, 9], "k": 11})";
+  EXPECT_NE(refusal(negative, w), "");
+  std::memcpy(&w.bytes[2 * 32], kPrime.data(), 32);
+  ASSERT_EQ(w.bytes[2 * 32], 1);  // r ends in ...01: p - 1 is one byte less
+  w.bytes[2 * 32] = 0;
+  EXPECT_EQ(refusal(negative, w), "");
 }
 
 TEST(StatementCheck, UnknownPositionsAndAnEmptyStatementCheckNothing) {

@@ -78,11 +78,21 @@ const Program& program() {
 const std::vector<unsigned char>& seccomp_program() { return program().bpf; }
 std::string seccomp_status() { return program().status; }
 
-SandboxPool sandbox_pool(uint64_t base, uint64_t count) {
-  SandboxPool p;
-  if (base > 0xfffffffdull || count > 0xfffffffdull)
+namespace {
+
+// The pool's one range check: uids 1 .. 2^32 - 3, never root's; (uid_t)-1
+// means "unchanged" to setresuid and -2 is nfsnobody's.
+void check_pool_range(uint64_t base, uint64_t count) {
+  if (count > 0 && (base == 0 || base + count > 0xfffffffeull))
     throw SandboxError("sandbox_uid_base " + std::to_string(base) + " and sandbox_uid_count " + std::to_string(count) +
                        ": the pool must lie within 1 .. 4294967293");
+}
+
+}  // namespace
+
+SandboxPool sandbox_pool(uint64_t base, uint64_t count) {
+  check_pool_range(base, count);
+  SandboxPool p;
   p.base = uint32_t(base);
   p.count = uint32_t(count);
   return p;
@@ -121,9 +131,7 @@ Sandbox make_sandbox(const std::string& user, uint64_t cpu_seconds, const Sandbo
   sb.uid = out->pw_uid;
   sb.gid = out->pw_gid;
   if (pool.count > 0) {
-    if (pool.base == 0 || uint64_t(pool.base) + pool.count > 0xfffffffeull)
-      throw SandboxError("sandbox_uid_base " + std::to_string(pool.base) + " and sandbox_uid_count " +
-                         std::to_string(pool.count) + ": the pool must lie within 1 .. 4294967293");
+    check_pool_range(pool.base, pool.count);
     if (pool.lock_dir.empty() || pool.lock_dir[0] != '/')
       throw SandboxError("the sandbox uids' lock folder must be an absolute path");
     sb.pool_base = pool.base;

@@ -70,8 +70,9 @@ struct SandboxPool {
 /// overlaps uid 0 or wraps past 2^32 - 2.
 Sandbox make_sandbox(const std::string& user, uint64_t cpu_seconds, const SandboxPool& pool = {});
 
-/// A pool of `count` uids from `base` (the configuration's numbers,
-/// range-checked by make_sandbox), locked in the default folder.
+/// A pool of `count` uids from `base` (the configuration's numbers), locked
+/// in the default folder. SandboxError when it does not lie within
+/// 1 .. 4294967293 (the check make_sandbox applies too).
 SandboxPool sandbox_pool(uint64_t base, uint64_t count);
 
 /// The environment circuit code runs with: PATH (zkfarmd's, for the

@@ -26,6 +26,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A uid's lock file holds one byte: kWiped once its last holder killed its
+// processes and removed its files, kInUse while held (also what a holder that
+// died leaves: the next one wipes it first).
+constexpr char kWiped = 'w', kInUse = 'u';
+
 // The lock folder: made 0700 by root when missing; refused when it is a link,
 // not a folder, not root's, or writable by anyone else (a planted lock file
 // could hold a uid, or a link redirect the lock's creation).
@@ -55,27 +60,44 @@ unsigned pick_start(uint32_t count) {
   return unsigned(rng() % count);
 }
 
-// Removes `name` in folder `dir` (its fd) and what is below it, following no link.
-void remove_below(int dir, const char* name) {
+// Folders deeper than this under a temporary folder's entry are not walked
+// (the walk recurses: a tree made millions deep must not overflow the stack).
+constexpr int kMaxDepth = 64;
+
+// Removes `name` in folder `dir` (its fd) and what is below it, following no
+// link, at most kMaxDepth folders down. False when something was left.
+bool remove_below(int dir, const char* name, int depth = 0) {
   struct stat st{};
-  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    const int fd = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      if (DIR* d = ::fdopendir(fd)) {
-        std::vector<std::string> names;
-        while (dirent* e = ::readdir(d))
-          if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
-        for (const auto& n : names) remove_below(::dirfd(d), n.c_str());
-        ::closedir(d);
-      } else {
-        ::close(fd);
-      }
-    }
-    ::unlinkat(dir, name, AT_REMOVEDIR);
-  } else {
-    ::unlinkat(dir, name, 0);
+  if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return true;
+  if (!S_ISDIR(st.st_mode)) return ::unlinkat(dir, name, 0) == 0;
+  if (depth >= kMaxDepth) return false;
+  const int fd = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return false;
   }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  bool all = true;
+  for (const auto& n : names) all = remove_below(::dirfd(d), n.c_str(), depth + 1) && all;
+  ::closedir(d);
+  return ::unlinkat(dir, name, AT_REMOVEDIR) == 0 && all;
+}
+
+// What could not be removed is made root's and closed to everyone else, so
+// the uid's next holder cannot reach it.
+void seal(int dir, const char* name) {
+  const int fd = ::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  struct stat st{};
+  if (::fstat(fd, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+    (void)!::fchown(fd, 0, 0);
+    (void)!::fchmod(fd, 0700);
+  }
+  ::close(fd);
 }
 
 }  // namespace
@@ -92,9 +114,11 @@ UidLease& UidLease::operator=(UidLease&& o) noexcept {
 
 void UidLease::release() {
   if (lock_fd_ < 0) return;
-  // Killed and swept while still held: nobody else gets the uid until both are done.
+  // Killed and swept while still held: nobody else gets the uid until both
+  // are done. Then the lock file says so, and the next holder need not again.
   kill_uid_processes(uid_);
   remove_uid_temporary_files(uid_);
+  (void)!::pwrite(lock_fd_, &kWiped, 1, 0);
   ::close(lock_fd_);
   lock_fd_ = -1;
 }
@@ -148,7 +172,8 @@ void remove_uid_temporary_files(uid_t uid) {
       if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == uid)
         owned.emplace_back(e->d_name);
     }
-    for (const auto& n : owned) remove_below(::dirfd(d), n.c_str());
+    for (const auto& n : owned)
+      if (!remove_below(::dirfd(d), n.c_str())) seal(::dirfd(d), n.c_str());
     ::closedir(d);
   }
 }
@@ -174,9 +199,18 @@ UidLease lease_sandbox_uid(Sandbox& sb, std::chrono::milliseconds wait) {
         ::close(fd);
         continue;
       }
-      // What an earlier holder that died (SIGKILL) left behind goes first.
-      kill_uid_processes(uid);
-      remove_uid_temporary_files(uid);
+      // What an earlier holder that died (SIGKILL) before wiping the uid left
+      // behind goes first; "in use" is written before the uid is used.
+      char state = 0;
+      if (::pread(fd, &state, 1, 0) != 1 || state != kWiped) {
+        kill_uid_processes(uid);
+        remove_uid_temporary_files(uid);
+      }
+      if (::pwrite(fd, &kInUse, 1, 0) != 1) {
+        const int e = errno;
+        ::close(fd);
+        throw SandboxError(sb.pool_lock_dir + "/" + name + ": cannot mark the sandbox uid in use: " + std::strerror(e));
+      }
       sb.uid = uid;
       sb.gid = gid_t(uid);
       return UidLease(fd, uid);

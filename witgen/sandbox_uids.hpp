@@ -7,9 +7,9 @@
 // The pool is `count` uids from `base` (gid = uid: each its own group; no
 // passwd entries are needed for setresuid). A uid is held by an flock on
 // LOCK_DIR/UID, which the kernel drops when the holder dies, so zkfarmd, its
-// synthesis workers and a second zkfarmd on the host share one pool. Before a
-// uid is handed out and again when it is given back, every process it still
-// has is killed (a child takes the uid and sends SIGKILL to -1: what a build
+// synthesis workers and a second zkfarmd on the host share one pool. When a
+// uid is given back (and when handed out after a holder that died first),
+// every process it still has is killed (a child takes the uid and sends SIGKILL to -1: what a build
 // left behind, setsid or not, goes with it) and what it left in the shared
 // temporary folders (/tmp, /var/tmp, /dev/shm) is removed. Root only: a
 // zkfarmd that is not root runs circuit code as its own uid (docs/security.md).
@@ -57,7 +57,9 @@ UidLease lease_sandbox_uid(Sandbox& sb, std::chrono::milliseconds wait = std::ch
 void kill_uid_processes(uid_t uid);
 
 /// Removes the entries of /tmp, /var/tmp and /dev/shm that `uid` owns, with
-/// what is below them (links removed, never followed).
+/// what is below them (links removed, never followed; at most 64 folders
+/// deep). An entry that cannot be removed whole is given to root, mode 0700,
+/// so that the uid's next holder cannot reach what is left in it.
 void remove_uid_temporary_files(uid_t uid);
 
 }  // namespace zkfarm::witgen

@@ -14,7 +14,6 @@ void check_statement(std::string_view input, const std::vector<uint8_t>& prime_l
   const std::vector<InputSignal> given = parse_input(input, prime_le);
   std::unordered_map<uint64_t, const InputSignal*> by_hash;
   for (const auto& s : given) by_hash[s.hash] = &s;  // a repeated name: its last values, as the generators take it
-  const size_t n8 = prime_le.size();
   for (const auto& shape : inputs) {
     if (shape.at == 0 || shape.at > n_public) continue;  // unknown, or a private input
     const auto it = by_hash.find(shape.hash);
@@ -32,7 +31,7 @@ void check_statement(std::string_view input, const std::vector<uint8_t>& prime_l
       bool same = want.size() <= 32;
       for (size_t b = 0; same && b < 32; ++b) same = have[b] == (b < want.size() ? want[b] : 0);
       if (!same) {
-        const std::vector<uint8_t> have_le(have, have + std::min<size_t>(32, std::max<size_t>(n8, 1)));
+        const std::vector<uint8_t> have_le(have, have + 32);
         throw StatementError("the witness does not prove the input: public signal " + std::to_string(w) + " (" +
                              s.name + (shape.size > 1 ? "[" + std::to_string(k) + "]" : "") + ") is " +
                              to_decimal(have_le) + " in the witness, the input says " + to_decimal(want) +

@@ -70,14 +70,29 @@ std::string witness_engine_line(const std::string& generator_exe, const std::str
 }
 
 std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256) {
+  // A graph that was refused stays refused (its error kept): the file, up to
+  // gigabytes, is not read and hashed again for every partition.
+  struct Loaded {
+    std::shared_ptr<const graph::Evaluator> ev;
+    std::string refused;
+  };
   static std::mutex m;
-  static std::map<std::string, std::shared_ptr<const graph::Evaluator>> loaded;
+  static std::map<std::string, Loaded> loaded;
   std::lock_guard<std::mutex> lock(m);
   const std::string key = path + "\n" + expected_sha256;
-  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
-  auto ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
+  if (auto it = loaded.find(key); it != loaded.end()) {
+    if (!it->second.ev) throw graph::GraphError(it->second.refused);
+    return it->second.ev;
+  }
   if (loaded.size() >= 16) loaded.erase(loaded.begin());  // a worker serves few circuits at once
-  loaded.emplace(key, ev);
+  std::shared_ptr<const graph::Evaluator> ev;
+  try {
+    ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
+  } catch (const graph::GraphError& e) {
+    loaded.emplace(key, Loaded{nullptr, e.what()});
+    throw;
+  }
+  loaded.emplace(key, Loaded{ev, {}});
   return ev;
 }
 

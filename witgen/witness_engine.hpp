@@ -40,7 +40,9 @@ std::string witness_engine_line(const std::string& generator_exe, const std::str
 /// per process (kept by path and expected digest; a file that changed under
 /// the same path after its load is not noticed: the cache folder is zkfarm's
 /// own and written once). With `expected_sha256`, a file of another digest
-/// is refused (graph::read_graph_file). Throws graph::GraphError.
+/// is refused (graph::read_graph_file). Throws graph::GraphError; a refusal
+/// is kept too and thrown again without reading the file (the generator
+/// serves that circuit until the worker restarts).
 std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256 = {});
 
 /// The witness of the input in `input_fd` (read from its start, at most

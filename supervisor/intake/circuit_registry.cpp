@@ -1,6 +1,7 @@
 #include "supervisor/intake/circuit_registry.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "protocol/messages.hpp"
@@ -45,8 +46,11 @@ std::string CircuitRegistry::generator_path(const std::string& hash) const {
 }
 
 const CircuitRecord* CircuitRegistry::by_generator(const std::string& exe) const {
+  // STATE/circuits/HASH/generator: the hash named once, not a path built per circuit (each dispatch asks).
+  const std::string hash = std::filesystem::path(exe).parent_path().filename().string();
+  if (generator_path(hash) != exe) return nullptr;
   for (const auto& [name, c] : circuits_)
-    if (generator_path(c.generator) == exe) return &c;
+    if (c.generator == hash) return &c;
   return nullptr;
 }
 

@@ -42,14 +42,31 @@ std::optional<uint64_t> slot_seq(const uint8_t* s) {
   return get_le64(s + 8);
 }
 
+// Writes slot `slot` (0 or 1) holding `seq`, whole; "" or the fault.
+std::string put_slot(int fd, uint64_t slot, uint64_t seq) {
+  uint8_t s[kSlotBytes] = {};
+  std::memcpy(s, kMarkMagic, sizeof kMarkMagic);
+  put_le64(s + 8, seq);
+  put_le64(s + 16, fnv1a64(s, 16));
+  for (size_t done = 0; done < sizeof s;) {
+    const ssize_t n = ::pwrite(fd, s + done, sizeof s - done, off_t(slot * kSlotBytes + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::strerror(errno);
+    done += size_t(n);
+  }
+  return {};
+}
+
 [[noreturn]] void fail(const std::string& path, const std::string& what, int err) {
   throw JournalError(path + ": " + what + ": " + std::strerror(err));
 }
 
 // What an operator does about a mark zkfarmd cannot use at start.
 std::string way_out(const std::string& path) {
+  const std::string suffix = "-acked";
+  const bool named_for_db = path.size() > suffix.size() && path.ends_with(suffix);
   return "; zkfarmd reads it only as a regular file of its own. Stop zkfarmd, keep a copy of the journal (cp -a " +
-         path.substr(0, path.size() - 6) + "* a safe place), and move it aside (mv " + path + " " + path +
+         (named_for_db ? path.substr(0, path.size() - suffix.size()) : path) + "* a safe place), and move it aside (mv " + path + " " + path +
          ".lost): zkfarmd then starts with what the journal holds and a new mark";
 }
 
@@ -102,49 +119,35 @@ std::string AckedMark::recreate(uint64_t seq) {
            "); remove whatever is at its name";
   fd_ = std::move(fd);
   // Both slots: the new file holds the mark whichever slot a later write tears.
-  for (off_t at : {off_t(0), off_t(kSlotBytes)}) {
-    uint8_t s[kSlotBytes] = {};
-    std::memcpy(s, kMarkMagic, sizeof kMarkMagic);
-    put_le64(s + 8, seq);
-    put_le64(s + 16, fnv1a64(s, 16));
-    if (::pwrite(fd_.get(), s, sizeof s, at) != ssize_t(sizeof s))
-      return path_ + ": cannot write the re-made acknowledged mark: " + std::strerror(errno);
-  }
+  for (uint64_t slot : {0, 1})
+    if (const std::string fault = put_slot(fd_.get(), slot, seq); !fault.empty())
+      return path_ + ": cannot write the re-made acknowledged mark: " + fault;
   if (::fsync(fd_.get()) != 0) return path_ + ": cannot sync the re-made acknowledged mark: " + std::strerror(errno);
-  const std::string dir = path_.substr(0, path_.rfind('/') == std::string::npos ? 0 : path_.rfind('/'));
-  files::UniqueFd d(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (d) ::fsync(d.get());
+  const size_t slash = path_.rfind('/');
+  files::UniqueFd dir(::open(slash == std::string::npos ? "." : path_.substr(0, slash + 1).c_str(),
+                             O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) ::fsync(dir.get());  // the new name itself survives a crash
   notice_ = path_ + ": the acknowledged mark had been removed or replaced while zkfarmd ran; made anew at " +
             std::to_string(seq);
   return {};
 }
 
-std::string AckedMark::write(uint64_t seq) {
+std::string AckedMark::write(uint64_t seq, bool sync) {
   // Still the file at its name? (deleted: st_nlink 0; renamed or replaced: another inode there)
   struct stat mine {}, named {};
-  const bool ours = ::fstat(fd_.get(), &mine) == 0 && mine.st_nlink > 0 &&
-                    ::lstat(path_.c_str(), &named) == 0 && named.st_dev == mine.st_dev && named.st_ino == mine.st_ino;
+  const bool named_exists = ::lstat(path_.c_str(), &named) == 0;
+  const bool ours = named_exists && ::fstat(fd_.get(), &mine) == 0 && mine.st_nlink > 0 &&
+                    named.st_dev == mine.st_dev && named.st_ino == mine.st_ino;
   if (!ours) {
-    if (::lstat(path_.c_str(), &named) == 0 && !S_ISREG(named.st_mode))
+    if (named_exists && !S_ISREG(named.st_mode))
       return path_ + ": the acknowledged mark was replaced by something that is not a regular file (a link, a "
                      "FIFO, a folder); remove it: zkfarmd makes the mark anew";
-    if (::lstat(path_.c_str(), &named) == 0) ::unlink(path_.c_str());  // another regular file: not ours, replaced
-    if (std::string f = recreate(seq); !f.empty()) return f;
-    return {};
+    if (named_exists) ::unlink(path_.c_str());  // another regular file: not ours (zkfarmd is the mark's one writer)
+    return recreate(seq);
   }
-  uint8_t s[kSlotBytes] = {};
-  std::memcpy(s, kMarkMagic, sizeof kMarkMagic);
-  put_le64(s + 8, seq);
-  put_le64(s + 16, fnv1a64(s, 16));
-  const off_t at = off_t((seq % 2) * kSlotBytes);
-  size_t done = 0;
-  while (done < sizeof s) {
-    const ssize_t n = ::pwrite(fd_.get(), s + done, sizeof s - done, at + off_t(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return path_ + ": cannot write the acknowledged mark: " + std::strerror(errno);
-    done += size_t(n);
-  }
-  if (::fdatasync(fd_.get()) != 0) return path_ + ": cannot sync the acknowledged mark: " + std::strerror(errno);
+  if (const std::string fault = put_slot(fd_.get(), seq % 2, seq); !fault.empty())
+    return path_ + ": cannot write the acknowledged mark: " + fault;
+  if (sync && ::fdatasync(fd_.get()) != 0) return path_ + ": cannot sync the acknowledged mark: " + std::strerror(errno);
   return {};
 }
 

@@ -46,12 +46,12 @@ class AckedMark {
   /// Opens (creating, mode 0600) the mark at `path`, never through a symlink.
   /// Throws JournalError naming the file and the fault.
   explicit AckedMark(const std::string& path);
-  /// Writes `seq` into its slot and fdatasyncs. Returns "" or the fault.
+  /// Writes `seq` into its slot and, with `sync`, fdatasyncs. Returns "" or the fault.
   /// A mark deleted or renamed away since it was opened (its name no longer
   /// leads to this file) is made anew at `path` first, both slots `seq`,
   /// the folder synced, and take_notice() says so; something else planted at
   /// the name (a link, a FIFO) is a fault, never written through.
-  std::string write(uint64_t seq);
+  std::string write(uint64_t seq, bool sync = true);
   const std::string& path() const { return path_; }
   /// What write() repaired since the last call ("" when nothing), for the log.
   std::string take_notice() { return std::exchange(notice_, {}); }

@@ -353,10 +353,11 @@ void Journal::transact(const char* op, const std::function<void(const std::strin
         seq = s.step() ? s.i64(0) : 0;
       }
       // Before the COMMIT: the mark must take a write now (its current
-      // number again, fdatasynced), or nothing is acknowledged that it would
-      // not cover: the transaction is rolled back as a storage fault.
+      // number again; not synced: the bytes do not change, and the new
+      // number's write after the COMMIT is), or nothing is acknowledged that
+      // it would not cover: the transaction is rolled back as a storage fault.
       if (seq > 0)
-        if (const std::string fault = write_mark(uint64_t(seq) - 1); !fault.empty()) {
+        if (const std::string fault = write_mark(uint64_t(seq) - 1, /*sync=*/false); !fault.empty()) {
           mark_fault_ = fault;
           throw JournalError::of_store(where + ": " + fault, true);
         }
@@ -378,11 +379,11 @@ void Journal::transact(const char* op, const std::function<void(const std::strin
   if (seq > 0) mark_acknowledged(uint64_t(seq));
 }
 
-std::string Journal::write_mark(uint64_t seq) {
+std::string Journal::write_mark(uint64_t seq, bool sync) {
   std::string fault;
   try {
     if (!mark_) mark_ = std::make_unique<AckedMark>(path_ + "-acked");
-    fault = mark_->write(seq);
+    fault = mark_->write(seq, sync);
     if (std::string n = mark_->take_notice(); !n.empty()) mark_notice_ += (mark_notice_.empty() ? "" : "; ") + n;
   } catch (const JournalError& e) {
     fault = e.what();

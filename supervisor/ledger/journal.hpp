@@ -113,7 +113,7 @@ class Journal : public Ledger {
   bool writable() override;
   /// Why the acknowledged mark (DB-acked) could not be written after the
   /// last acknowledged commit, "" when it was. An acknowledged transaction
-  /// first rewrites the mark's current number and fdatasyncs it (before its
+  /// first rewrites the mark's current number (before its
   /// COMMIT): a mark that cannot be written fails the transaction, rolled
   /// back, as a storage fault (intake closes, writable() stays false until
   /// the mark takes a write). Only a fault in the moment between that
@@ -165,7 +165,7 @@ class Journal : public Ledger {
   void transact(const char* op, const std::function<void(const std::string& where)>& body,
                 Told told = Told::kNobody);
   void mark_acknowledged(uint64_t seq);
-  std::string write_mark(uint64_t seq);
+  std::string write_mark(uint64_t seq, bool sync = true);
   void statement(const char* op, const std::function<void(const std::string& where)>& body);
   void prepare_write(const std::string& where);
   void after_failed_write();

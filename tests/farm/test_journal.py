@@ -63,12 +63,10 @@ def journaled_proofs(state, job, n, timeout=120):
     partitions in the journal. A proof is verified, published and then
     journaled on the journal thread (supervisor/pipeline/pipeline.cpp), so
     `wait` may say done a moment before the last row commits: wait for it."""
-    deadline = time.time() + timeout
-    while True:
+    def complete():
         per_partition, _ = journal_counts(state)
-        if len({i for j, i, _ in per_partition if str(j) == str(job)}) >= n or time.time() > deadline:
-            return per_partition
-        time.sleep(0.05)
+        return per_partition if len({i for j, i, _ in per_partition if str(j) == str(job)}) >= n else None
+    return wait_until(f"proofs of {n} partitions of job {job} in the journal", complete, timeout=timeout)
 
 
 def sha256(path):
