@@ -34,7 +34,8 @@ def phases(path):
 
 
 def testcases(path):
-    """[(seconds, name, status)] of a ctest JUnit file; status is passed, failed or skipped."""
+    """[(seconds, name, status, output)] of a ctest JUnit file; status is
+    passed, failed or skipped; output is the test's <system-out> text."""
     root = ET.parse(path).getroot()
     out = []
     for case in root.iter("testcase"):
@@ -44,7 +45,7 @@ def testcases(path):
             status = "failed"
         elif case.get("status") in ("notrun", "disabled") or case.find("skipped") is not None:
             status = "skipped"
-        out.append((float(case.get("time") or 0.0), case.get("name", "?"), status))
+        out.append((float(case.get("time") or 0.0), case.get("name", "?"), status, case.findtext("system-out") or ""))
     return out
 
 
@@ -52,10 +53,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report_dir")
     ap.add_argument("--slowest", type=int, default=15)
+    ap.add_argument("--tail", type=int, default=30, help="lines of each failed test's output")
     a = ap.parse_args()
 
     rows = phases(os.path.join(a.report_dir, "phases.tsv"))
-    print("== the test command, phase by phase")
+    print("== the test command, phase by phase (cpu: both cores' busy share while it ran)")
     width = max([len(n) for n, _, _ in rows] + [len("total (wall)")])
     for name, sec, note in rows:
         print(f"  {name:<{width}}  {sec:8.0f} s" + (f"   {note}" if note else ""))
@@ -78,8 +80,16 @@ def main():
         busy = sum(c[0] for c in cases)
         print(f"== {suite} suite: {len(cases)} tests ({counts['passed']} passed, {counts['failed']} failed, "
               f"{counts['skipped']} skipped), {busy:.0f} s of test time; the {a.slowest} slowest:")
-        for sec, name, status in sorted(cases, reverse=True)[:a.slowest]:
+        for sec, name, status, _ in sorted(cases, key=lambda c: c[:2], reverse=True)[:a.slowest]:
             print(f"  {sec:8.1f} s  {name}" + ("" if status == "passed" else f"  ({status})"))
+        # Every failure by name with the end of its output: a CI log cut in
+        # the middle still names them at its end.
+        for sec, name, status, output in cases:
+            if status != "failed":
+                continue
+            print(f"!! {suite} suite: {name} failed; the end of its output:")
+            for line in output.rstrip().splitlines()[-a.tail:]:
+                print(f"   | {line[:300]}")
     return 0
 
 

@@ -496,6 +496,9 @@ std::string Supervisor::not_ready_reason() const {
   if (lifecycle_->stopping()) return "stopping";
   if (lifecycle_->draining()) return "drained (`zkfarmctl resume` takes partitions again)";
   if (auto fault = intake_fault(); !fault.empty()) return "refusing jobs: " + fault;
+  // A host that has not yet mirrored the queue would answer "no job" for a
+  // job submitted elsewhere: not ready until the first sync reached it.
+  if (cluster_ && !cluster_->synced()) return "mirroring the queue's jobs";
   if (workers_->ready() == workers_->size()) return "";
   std::string why;
   for (const auto& [id, w] : workers_->all()) {

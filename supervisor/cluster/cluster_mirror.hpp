@@ -71,6 +71,9 @@ class ClusterMirror {
   /// The mirror is current: the queue answers and a sync reached it within
   /// the last 10 s (`now`: steady ms).
   bool fresh(int64_t now) const { return reach_.reachable && now - feed_.last_sync_ms < 10000; }
+  /// The first sync is done: every job of the queue is mirrored here, so
+  /// `zkfarmctl wait`/`status` on this host see jobs submitted elsewhere.
+  bool synced() const { return feed_.synced; }
   /// Sync and claim at the next pass (a job was just added here).
   void wake() { notified_.any = true; }
   /// Claims being made ready now (their files are in inputs/claims already).
