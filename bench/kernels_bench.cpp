@@ -213,6 +213,30 @@ void bench_key_load(const std::string& path, int reps, ThreadPool& pool) {
 
 }  // namespace
 
+// One inversion in BN254's Fr, one core: safegcd (Fp::inv) against Fermat's
+// x^(p−2) (Fp::inv_fermat) on the same 4096 random values, the results
+// compared; nanoseconds an inversion and the ratio.
+void bench_inverse(int reps, std::mt19937_64& rng) {
+  std::vector<Fr> xs(4096);
+  for (auto& x : xs) x = Fr::from_u256(random_scalar(rng));
+  Fr sink = Fr::zero();
+  const double fermat = median_ms(reps, [&] {
+    for (const Fr& x : xs) sink += x.inv_fermat();
+  });
+  const double safegcd = median_ms(reps, [&] {
+    for (const Fr& x : xs) sink += x.inv();
+  });
+  for (const Fr& x : xs)
+    if (x.inv() != x.inv_fermat()) {
+      std::fprintf(stderr, "zkfarm-bench-kernels: safegcd's inverse differs from Fermat's\n");
+      std::exit(1);
+    }
+  const double per = 1e6 / double(xs.size());
+  std::printf("Fr inversion, one core (baseline: Fermat x^(p-2) %.0f ns)\n", fermat * per);
+  std::printf("  %-28s %8.0f ns %7.2fx faster%s\n", "safegcd (Fp::inv)", safegcd * per, fermat / safegcd,
+              sink.is_zero() ? " " : "");
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"zkfarm-bench-kernels: NTT and MSM timings of the CPU prover"};
   unsigned log_n = 16, threads = 0;
@@ -224,6 +248,8 @@ int main(int argc, char** argv) {
   app.add_option("--key", key, "time this key's load on the host instead");
   bool verifier_only = false;
   app.add_flag("--verifier", verifier_only, "time the verifier alone (single and batched)");
+  bool inverse_only = false;
+  app.add_flag("--inverse", inverse_only, "time one field inversion (safegcd against Fermat)");
   CLI11_PARSE(app, argc, argv);
 
   ThreadPool pool(threads);
@@ -237,6 +263,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::mt19937_64 rng(1);
+  if (inverse_only) {
+    bench_inverse(std::max(reps, 5), rng);
+    return 0;
+  }
   if (verifier_only) {
     bench_verifier(std::max(reps, 5), rng);
     return 0;

@@ -20,7 +20,10 @@ graph, and the graph's size.
 --blocks: SHA-256 blocks per circuit (2: 63k constraints, about 2^16; 35:
 1.09M, about 2^20); --poseidon: a chain of that many Poseidon(2) hashes
 (517 constraints each: 127 about 2^16, 2028 about 2^20; empty: none);
---reps: witnesses per tool and circuit.
+--iszero: a circuit of that many IsEqual comparisons of input bytes (each an
+IsZero: one field inversion a witness, the shape of zk-email's regex
+circuits; 5400 is about zk-email's count; empty: none); --reps: witnesses
+per tool and circuit.
 """
 import argparse
 import glob
@@ -47,6 +50,7 @@ def main():
     ap.add_argument("--src", required=True)
     ap.add_argument("--blocks", default="2,35")
     ap.add_argument("--poseidon", default="")
+    ap.add_argument("--iszero", default="")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--work", default=None)
     ap.add_argument("--seconds", type=float, default=3, help="each (batch, threads) of the held graph")
@@ -66,7 +70,8 @@ def measure(a, work, wout):
     node = os.path.join(a.src, "node_modules")
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
     rows = []
-    specs = [("sha", int(b)) for b in a.blocks.split(",") if b] + [("poseidon", int(n)) for n in a.poseidon.split(",") if n]
+    specs = ([("sha", int(b)) for b in a.blocks.split(",") if b] + [("poseidon", int(n)) for n in a.poseidon.split(",") if n]
+             + [("iszero", int(n)) for n in a.iszero.split(",") if n])
     for kind_of, size in specs:
         if kind_of == "sha":
             bits = size * 512 - 65  # the message bits that pad into exactly `size` blocks
@@ -77,6 +82,15 @@ def measure(a, work, wout):
                       "  for (var i = 0; i < 256; i++) out[i] <== h.out[i]; }\n"
                       f"component main = D({bits});\n")
             make_input = lambda rng, bits=bits: {"in": [rng.randint(0, 1) for _ in range(bits)]}
+        elif kind_of == "iszero":
+            name = f"iszero_{size}"
+            source = ('pragma circom 2.0.0;\ninclude "circomlib/circuits/comparators.circom";\n'
+                      "template M(n) { signal input in[n]; signal output count; component eq[n]; signal acc[n + 1];\n"
+                      "  acc[0] <== 0; for (var i = 0; i < n; i++) { eq[i] = IsEqual();\n"
+                      "    eq[i].in[0] <== in[i]; eq[i].in[1] <== 97 + i % 26; acc[i + 1] <== acc[i] + eq[i].out; }\n"
+                      "  count <== acc[n]; }\n"
+                      f"component main = M({size});\n")
+            make_input = lambda rng, size=size: {"in": [rng.randint(96, 123) for _ in range(size)]}
         else:
             name = f"poseidon_{size}"
             source = ('pragma circom 2.0.0;\ninclude "circomlib/circuits/poseidon.circom";\n'

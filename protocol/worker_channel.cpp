@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -141,17 +142,19 @@ struct WorkerChannel::Impl {
   int signal_fd = -1;
 
   // One lane per compute thread (options.lanes): each computes one request
-  // at a time. `mutex` guards the hand-offs (pending, results, stop).
+  // at a time, or one batch of SYNTHs of a job (options.batch). `mutex`
+  // guards the hand-offs (pending, results, stop).
   struct Lane {
     std::thread thread;
-    std::optional<WorkRequest> pending;  // request for the lane's compute thread
-    std::atomic<bool> abort{false};      // ABORT of the request it computes (abort_flag() on its thread)
-    std::optional<WorkRequest> running;  // request being computed (loop thread only)
+    std::vector<WorkRequest> pending;  // requests for the lane's compute thread (empty: none)
+    std::atomic<bool> abort{false};    // every request it computes was ABORTed (abort_flag() on its thread)
+    std::array<std::atomic<bool>, kMaxSynthBatch> aborted{};  // per request of a batch
+    std::vector<WorkRequest> running;  // requests being computed (loop thread only; empty: free)
   };
   std::vector<std::unique_ptr<Lane>> lanes;
   std::mutex mutex;
   std::condition_variable wake;
-  std::deque<std::pair<size_t, WorkResult>> results;  // (lane, its answer), in the order they finished
+  std::deque<std::pair<size_t, std::vector<WorkResult>>> results;  // (lane, its answers), in the order they finished
   bool stop = false;
 
   // Loop state (loop thread only).
@@ -162,12 +165,18 @@ struct WorkerChannel::Impl {
 
   // Lanes computing now, and the first free one (nullopt: all busy).
   size_t running() const {
-    return size_t(std::count_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->running.has_value(); }));
+    return size_t(std::count_if(lanes.begin(), lanes.end(), [](const auto& l) { return !l->running.empty(); }));
   }
   std::optional<size_t> free_lane() const {
     for (size_t i = 0; i < lanes.size(); ++i)
-      if (!lanes[i]->running) return i;
+      if (lanes[i]->running.empty()) return i;
     return std::nullopt;
+  }
+  // Requests this worker accepts beyond those computing: what its free lanes
+  // take at their next start, and max_queued behind them.
+  size_t capacity() const {
+    const size_t free = size_t(std::count_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->running.empty(); }));
+    return free * std::max<size_t>(1, opt.batch) + opt.max_queued;
   }
 
   // One line to stderr, written at once so that workers sharing a terminal
@@ -198,38 +207,50 @@ struct WorkerChannel::Impl {
     }
   }
 
-  // Only a request of work_type is ever taken, so the handler is the one it needs.
-  WorkResult run_handler(const WorkRequest& req) {
-    if (const Synth* s = std::get_if<Synth>(&req)) return std::get<SynthHandler>(handler)(*s);
-    return std::get<ProveHandler>(handler)(std::get<Prove>(req));
+  // Only a request of work_type is ever taken, so the handler is the one it
+  // needs; a batch (SYNTHs only) goes to a SynthBatchHandler whole.
+  std::vector<WorkResult> run_handler(const std::vector<WorkRequest>& reqs, Lane& me) {
+    if (const auto* batch = std::get_if<SynthBatchHandler>(&handler)) {
+      std::vector<Synth> synths;
+      std::vector<const std::atomic<bool>*> aborted;
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        synths.push_back(std::get<Synth>(reqs[i]));
+        aborted.push_back(&me.aborted[i]);
+      }
+      return (*batch)(synths, aborted);
+    }
+    if (const Synth* s = std::get_if<Synth>(&reqs.front())) return {std::get<SynthHandler>(handler)(*s)};
+    return {std::get<ProveHandler>(handler)(std::get<Prove>(reqs.front()))};
   }
 
   void compute_loop(size_t lane) {
     Lane& me = *lanes[lane];
     t_abort = &me.abort;
     for (;;) {
-      std::optional<WorkRequest> req;
+      std::vector<WorkRequest> reqs;
       {
         std::unique_lock lock(mutex);
-        wake.wait(lock, [&] { return stop || me.pending.has_value(); });
+        wake.wait(lock, [&] { return stop || !me.pending.empty(); });
         if (stop) return;
-        req.swap(me.pending);
+        reqs.swap(me.pending);
       }
-      const uint64_t n = started++;
-      if (opt.fault.kind == TestFault::Kind::kCrashAfter && n >= opt.fault.n) {
+      const uint64_t n = started.fetch_add(reqs.size());
+      if (opt.fault.kind == TestFault::Kind::kCrashAfter && n + reqs.size() > opt.fault.n) {
         log("ZKFARM_FAULT=crash_after:%llu: aborting at partition %llu", (unsigned long long)opt.fault.n,
-            (unsigned long long)n + 1);
+            (unsigned long long)opt.fault.n + 1);
         std::abort();
       }
+      // Once a start (a batch is one computation).
       if (opt.fault.kind == TestFault::Kind::kSlow) std::this_thread::sleep_for(milliseconds(opt.fault.n));
-      WorkResult r;
+      std::vector<WorkResult> r;
       try {
-        r = run_handler(*req);
+        r = run_handler(reqs, me);
       } catch (const ProtocolError& e) {
-        r = WorkResult::failure("malformed " + std::string(work_type) + ": " + e.what());
+        r.assign(reqs.size(), WorkResult::failure("malformed " + std::string(work_type) + ": " + e.what()));
       } catch (const std::exception& e) {
-        r = WorkResult::failure(std::string("internal error: ") + e.what());
+        r.assign(reqs.size(), WorkResult::failure(std::string("internal error: ") + e.what()));
       }
+      r.resize(reqs.size(), WorkResult::failure("internal error: the batch gave no answer for it"));
       {
         std::lock_guard lock(mutex);
         results.emplace_back(lane, std::move(r));
@@ -247,7 +268,7 @@ struct WorkerChannel::Impl {
         log("ZKFARM_FAULT=ignore_stop: SHUTDOWN ignored");
         return std::nullopt;
       }
-      if (!running()) {
+      if (!running() && waiting.empty()) {
         log("SHUTDOWN: exiting");
         return kExitOk;
       }
@@ -269,12 +290,17 @@ struct WorkerChannel::Impl {
 
   // ABORT: only one naming a request we hold counts (same slot and generation).
   void withdraw(const WorkRef& ref) {
-    auto lane = std::find_if(lanes.begin(), lanes.end(),
-                             [&](const auto& l) { return l->running && ref_of(*l->running) == ref; });
-    if (lane != lanes.end()) {
+    for (auto& l : lanes) {
+      auto it = std::find_if(l->running.begin(), l->running.end(), [&](const WorkRequest& r) { return ref_of(r) == ref; });
+      if (it == l->running.end()) continue;
       log("ABORT: abandoning job %llu partition %u", (unsigned long long)ref.job, ref.partition);
-      (*lane)->abort = true;
-    } else if (auto it = std::find_if(waiting.begin(), waiting.end(),
+      l->aborted[size_t(it - l->running.begin())] = true;
+      bool all = true;
+      for (size_t i = 0; i < l->running.size(); ++i) all = all && l->aborted[i].load();
+      if (all) l->abort = true;
+      return;
+    }
+    if (auto it = std::find_if(waiting.begin(), waiting.end(),
                                       [&](const WorkRequest& r) { return ref_of(r) == ref; });
                it != waiting.end()) {
       log("ABORT: withdrew job %llu partition %u before it started", (unsigned long long)ref.job, ref.partition);
@@ -291,7 +317,7 @@ struct WorkerChannel::Impl {
       answer(type, ref, WorkResult::failure("this " + opt.kind + " worker does not take " + type));
       return true;
     }
-    if (draining || (!free_lane() && waiting.size() >= opt.max_queued)) {
+    if (draining || waiting.size() >= capacity()) {
       answer(type, ref, WorkResult::failure(draining ? "shutting down" : "busy"));
       return true;
     }
@@ -306,16 +332,44 @@ struct WorkerChannel::Impl {
     return true;
   }
 
+  // Started at once on a free lane; else queued behind every waiting
+  // request of at least its priority. A batch worker queues it either way
+  // and start_waiting() starts it once the frames at hand are read, so that
+  // SYNTHs sent together start as one batch.
   void take(WorkRequest req) {
     if (refused(request_type(req), ref_of(req)) || hang_now()) return;
-    if (!free_lane()) {
-      // Behind every waiting request of at least its priority.
-      const uint64_t p = priority_of(req);
-      auto at = std::find_if(waiting.begin(), waiting.end(), [&](const WorkRequest& r) { return priority_of(r) < p; });
-      waiting.insert(at, std::move(req));
+    if (!std::holds_alternative<SynthBatchHandler>(handler) && free_lane()) {
+      std::vector<WorkRequest> one;
+      one.push_back(std::move(req));
+      start(std::move(one));
       return;
     }
-    start(std::move(req));
+    const uint64_t p = priority_of(req);
+    auto at = std::find_if(waiting.begin(), waiting.end(), [&](const WorkRequest& r) { return priority_of(r) < p; });
+    waiting.insert(at, std::move(req));
+  }
+
+  // Free lanes take the first waiting request each, and with it (a batch
+  // worker) the waiting SYNTHs of the same job, up to options.batch.
+  void start_waiting() {
+    while (!waiting.empty() && free_lane()) {
+      std::vector<WorkRequest> batch;
+      batch.push_back(std::move(waiting.front()));
+      waiting.pop_front();
+      const size_t most = std::min(std::max<size_t>(1, opt.batch), kMaxSynthBatch);
+      if (std::holds_alternative<SynthBatchHandler>(handler) && std::holds_alternative<Synth>(batch.front())) {
+        const uint64_t job = ref_of(batch.front()).job;
+        for (auto it = waiting.begin(); it != waiting.end() && batch.size() < most;) {
+          if (std::holds_alternative<Synth>(*it) && ref_of(*it).job == job) {
+            batch.push_back(std::move(*it));
+            it = waiting.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+      start(std::move(batch));
+    }
   }
 
   // A request with its ids but a field that does not decode: refused as any
@@ -328,14 +382,17 @@ struct WorkerChannel::Impl {
   // Hands `req` to a free lane's compute thread and says so: the supervisor
   // then knows which of the partitions it queued here are computing (a crash
   // counts against those only) and when their compute began.
-  void start(WorkRequest req) {
+  void start(std::vector<WorkRequest> reqs) {
     Lane& lane = *lanes[*free_lane()];
-    send(encode(Started{ref_of(req)}), kStarted);
-    lane.running = req;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      send(encode(Started{ref_of(reqs[i])}), kStarted);
+      lane.aborted[i] = false;
+    }
+    lane.running = reqs;
     lane.abort = false;
     {
       std::lock_guard lock(mutex);
-      lane.pending = std::move(req);
+      lane.pending = std::move(reqs);
     }
     wake.notify_all();
   }
@@ -396,22 +453,17 @@ struct WorkerChannel::Impl {
       if (items[2].revents & ZMQ_POLLIN) {
         uint64_t n;
         if (::read(event_fd, &n, sizeof n) == sizeof n) {
-          std::deque<std::pair<size_t, WorkResult>> done;
+          std::deque<std::pair<size_t, std::vector<WorkResult>>> done;
           {
             std::lock_guard lock(mutex);
             done.swap(results);
           }
           for (auto& [i, r] : done) {
-            std::optional<WorkRequest>& req = lanes[i]->running;
-            if (!req) continue;
-            answer(request_type(*req), ref_of(*req), r);
-            req.reset();
+            std::vector<WorkRequest>& reqs = lanes[i]->running;
+            for (size_t k = 0; k < reqs.size() && k < r.size(); ++k) answer(request_type(reqs[k]), ref_of(reqs[k]), r[k]);
+            reqs.clear();
           }
-          while (!waiting.empty() && free_lane()) {
-            WorkRequest next = std::move(waiting.front());
-            waiting.pop_front();
-            start(std::move(next));
-          }
+          start_waiting();
           if (draining && !running()) {
             log("SHUTDOWN: partitions answered, exiting");
             return kExitOk;
@@ -450,6 +502,7 @@ struct WorkerChannel::Impl {
         }
       }
       if (hung) continue;
+      start_waiting();
 
       if (now >= next_beat) {
         send(encode(Heartbeat{opt.worker_id}), kHeartbeat);
@@ -469,7 +522,7 @@ WorkerChannel::WorkerChannel(WorkerOptions options, WorkHandler handler) : impl_
   d.opt = std::move(options);
   d.handler = std::move(handler);
   d.log_name = "zkfarm-" + d.opt.kind + "[" + d.opt.worker_id + "]";
-  d.work_type = std::holds_alternative<SynthHandler>(d.handler) ? kSynth : kProve;
+  d.work_type = std::holds_alternative<ProveHandler>(d.handler) ? kProve : kSynth;
 
   d.event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (d.event_fd < 0) throw ChannelError(std::string("eventfd: ") + std::strerror(errno));

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "protocol/worker_messages.hpp"
 
@@ -82,6 +83,10 @@ struct WorkerOptions {
   /// worker's --lanes). Each gets its STARTED and its ABORT flag; a request
   /// waits only while every lane is busy.
   size_t lanes = 1;
+  /// SYNTHs of one job a lane takes together (≥ 1; a synthesis worker with
+  /// a SynthBatchHandler takes kMaxSynthBatch): those waiting when a lane
+  /// frees, in their order. The supervisor decides how many it sends.
+  size_t batch = 1;
   TestFault fault;
 };
 
@@ -96,9 +101,19 @@ inline constexpr size_t kMaxQueuedWork = 64;
 /// …", any other exception ok:false "internal error: …".
 using SynthHandler = std::function<WorkResult(const Synth& request)>;
 using ProveHandler = std::function<WorkResult(const Prove& request)>;
+/// Runs several SYNTHs of one job together (WorkerOptions::batch): one
+/// answer per request, in their order (a missing one is answered ok:false
+/// "internal error"). `aborted[i]` rises when the supervisor ABORTs
+/// request i; abort_flag() rises only once every request of the batch is
+/// aborted. Exceptions as for SynthHandler fail the whole batch.
+using SynthBatchHandler = std::function<std::vector<WorkResult>(const std::vector<Synth>& requests,
+                                                                const std::vector<const std::atomic<bool>*>& aborted)>;
 /// The one a worker has says which request it takes; the other kind is
 /// answered ok:false "this … worker does not take …".
-using WorkHandler = std::variant<SynthHandler, ProveHandler>;
+using WorkHandler = std::variant<SynthHandler, ProveHandler, SynthBatchHandler>;
+
+/// The most SYNTHs one batch holds.
+inline constexpr size_t kMaxSynthBatch = 64;
 
 /// Set while the partition in progress on the calling compute thread was
 /// aborted by the supervisor (ABORT with its job, partition, slot and

@@ -5,7 +5,7 @@
 #
 #   TARGET       one target (e.g. protocol_decode_fuzz; `scripts/fuzz.sh --list`) or all (default)
 #   SECONDS      run time per target (default 60)
-#   --smoke      CI: every target for ZKFARM_FUZZ_SMOKE_SECONDS (default 20) s, two at a
+#   --smoke      CI: every target for ZKFARM_FUZZ_SMOKE_SECONDS (default 10) s, two at a
 #                time on 2+ cores; exits 1 on any crash, hang, leak or sanitizer report
 #   --merge      afterwards, merge the inputs that add coverage into fuzz/corpus/TARGET
 #                (libFuzzer -merge=1); commit them if they are small
@@ -64,7 +64,7 @@ done
 [ ${#positional[@]} -ge 2 ] && seconds="${positional[1]}"
 [ ${#positional[@]} -ge 3 ] && { echo "fuzz.sh: too many arguments (see --help)" >&2; exit 2; }
 if [ "$smoke" = 1 ]; then
-  seconds="${ZKFARM_FUZZ_SMOKE_SECONDS:-20}"
+  seconds="${ZKFARM_FUZZ_SMOKE_SECONDS:-10}"
   target=all
   parallel=$(( $(nproc) >= 2 ? 2 : 1 ))
 fi

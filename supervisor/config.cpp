@@ -102,7 +102,7 @@ void Config::load_toml(const std::string& path) {
     throw ConfigError(path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
   }
   static const std::vector<std::string> known = {
-      "synth_workers", "synth_threads", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent",
+      "synth_workers", "synth_threads", "synth_batch", "gpu_devices", "backend", "gpu_threads", "gpu_key_memory_percent",
       "gpu_msm_copies", "gpu_queue_depth", "gpu_lanes", "verify_threads", "arena_mib",
       "synth_binary", "gpu_binary", "heartbeat_ms", "heartbeat_timeout_ms", "ready_timeout_ms",
       "drain_timeout_ms", "stop_timeout_ms", "restart_backoff_ms", "restart_backoff_max_ms",
@@ -123,6 +123,7 @@ void Config::load_toml(const std::string& path) {
   }
   read_uint(t, path, "synth_workers", synth_workers, 0, 1024);
   read_uint(t, path, "synth_threads", synth_threads, 1, 1024);
+  read_uint(t, path, "synth_batch", synth_batch, 1, 64);
   read_str(t, path, "gpu_devices", gpu_devices);
   read_str(t, path, "backend", backend);
   read_uint(t, path, "gpu_threads", gpu_threads, 0, 1024);

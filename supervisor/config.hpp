@@ -23,6 +23,9 @@ struct Config {
   std::string config_file;             ///< the TOML file it was read from (--config; "" for none): status shows it
   unsigned synth_workers = 0;          ///< 0: cores − 1, at least 1
   unsigned synth_threads = 1;          ///< threads per synthesis worker
+  /// Partitions of one job a synthesis worker takes at once (1–64): their
+  /// witness graph evaluated in one pass (docs/witness.md, "In the farm").
+  unsigned synth_batch = 16;
   std::string gpu_devices = "auto";    ///< "auto", "none" or a list "0,1"
   std::string backend = "auto";        ///< "auto", "cpu" or "cuda"
   unsigned gpu_threads = 0;            ///< CPU backend threads per GPU worker; 0: all cores

@@ -104,12 +104,15 @@ void print_resolved(const zkfarm::supervisor::Config& c, const std::string& file
               c.log_path().c_str(), c.log_level.c_str());
   std::printf("synth_workers = %u\nsynth_threads = %u\nbackend = \"%s\"\ngpu_devices = \"%s\"\n", c.synth_workers,
               c.synth_threads, c.backend.c_str(), c.gpu_devices.c_str());
+  std::printf("synth_batch = %u\n", c.synth_batch);
   std::printf("arena_mib = %llu\nhttp_address = \"%s\"\n", static_cast<unsigned long long>(c.arena_mib),
               c.http_address.c_str());
   std::printf("synth_binary = \"%s\"\ngpu_binary = \"%s\"\n", c.synth_binary.c_str(), c.gpu_binary.c_str());
   std::printf("control_group = \"%s\"\nadmin_group = \"%s\"%s\n", c.control_group.c_str(), c.admin_group.c_str(),
               zkfarm::supervisor::group_id(c.admin_group) ? "" : "  # no such group here: admins are root and zkfarmd's user");
   std::printf("queue_url = \"%s\"\n", c.queue_url.empty() ? "" : "(set)");
+  std::printf("witness_engine = \"%s\"\nwitness_graph_max_nodes = %llu\n", c.witness_engine.c_str(),
+              static_cast<unsigned long long>(c.witness_graph_max_nodes));
 }
 
 }  // namespace

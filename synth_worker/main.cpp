@@ -1,5 +1,6 @@
 // zkfarm-synth: the witness worker. Started by zkfarmd; connects to its
-// workers socket, says READY, and answers each SYNTH by reading the
+// workers socket, says READY, and answers each SYNTH (those of one job that
+// wait together as one batch: synth_batch) by reading the
 // partition's .wtns -- or, for a job of circom inputs, by evaluating the
 // circuit's witness graph on the input (witgen/witness_engine.hpp) or, for
 // a circuit without one, running its witness generator in a process of its
@@ -17,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,7 +32,9 @@
 #include "groth16/prover.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
+#include "witgen/generator_host.hpp"
 #include "witgen/generator_run.hpp"
+#include "witgen/input_json.hpp"
 #include "witgen/graph_file.hpp"
 #include "witgen/statement_check.hpp"
 #include "witgen/witness_engine.hpp"
@@ -154,6 +158,102 @@ proto::WorkResult synth(const proto::Synth& req, const shm::Arena& arena, KeyCac
   });
 }
 
+// Reads and arranges the input of a partition for the graph `ev`; throws
+// InputError naming the client's file (a shape the graph refuses is the
+// input's fault: the generator would say the same).
+std::vector<U256> graph_values(const proto::CircuitInput& in, const witgen::graph::Evaluator& ev) {
+  files::UniqueFd fd(::open(in.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) throw InputError(in.input_name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
+  std::string text;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(in.input_name + ": the farm's copy of it cannot be read: " + std::strerror(errno));
+    text.append(buf, size_t(n));
+    if (text.size() > witgen::kMaxInputBytes) throw InputError(in.input_name + ": the input is larger than 256 MiB");
+  }
+  try {
+    return ev.arrange(witgen::parse_input(text, witgen::graph::curve_prime_le(ev.graph().curve)));
+  } catch (const witgen::InputFault& e) {
+    throw InputError(in.input_name + ": " + e.what());
+  }
+}
+
+// A batch of SYNTHs of one job (the channel gathers them): the partitions
+// of circom inputs whose circuit has a usable witness graph are evaluated
+// in one pass of its program (the program streams through memory once for
+// all of them, and their inversions share one: graph_eval.hpp), each
+// witness written into its own slot and its statement checked. What is
+// left (a .wtns, a circuit without a graph, an input that fails an assert in
+// the graph: the generator says why) goes one at a time through synth().
+// An aborted partition's answer is ok:false (the supervisor has dropped it).
+std::vector<proto::WorkResult> synth_batch(const std::vector<proto::Synth>& reqs,
+                                           const std::vector<const std::atomic<bool>*>& aborted,
+                                           const shm::Arena& arena, KeyCache<std::monostate>& keys) {
+  std::vector<proto::WorkResult> results(reqs.size());
+  std::vector<bool> done(reqs.size(), false);
+  const auto* first = std::get_if<proto::CircuitInput>(&reqs.front().witness);
+  witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
+  if (first) witgen::parse_witness_engine(first->witness_engine, engine);
+  const witgen::GraphState st = first ? witgen::graph_state(first->generator) : witgen::GraphState{};
+  if (reqs.size() > 1 && st.present && engine != witgen::WitnessEngine::kGenerator &&
+      !(engine == witgen::WitnessEngine::kAuto && st.slower)) {
+    try {
+      const Zkey& key = *keys.get(reqs.front().zkey).key;
+      // A refused graph (digest, damage) is left to synth(), which says so once.
+      const auto ev = witgen::load_graph(st.path, first->graph_sha256);
+      if (ev->graph().curve == graph_curve(key) && ev->graph().witness_size == key.n_vars) {
+        std::vector<size_t> members;
+        std::vector<std::vector<U256>> values;
+        std::vector<uint8_t*> slots;
+        for (size_t i = 0; i < reqs.size(); ++i) {
+          const auto* in = std::get_if<proto::CircuitInput>(&reqs[i].witness);
+          if (!in || in->generator != first->generator || in->graph_sha256 != first->graph_sha256 ||
+              reqs[i].zkey != reqs.front().zkey)
+            continue;
+          results[i] = kit::run_step([&] {
+            values.push_back(graph_values(*in, *ev));
+            slots.push_back(reinterpret_cast<uint8_t*>(kit::request_witness(reqs[i].span, arena, key)));
+            members.push_back(i);
+            return proto::WorkResult{};
+          });
+          if (!results[i].ok) {  // its input or slot: its own failure, the others go on
+            done[i] = true;
+            if (values.size() > members.size()) values.pop_back();
+          }
+        }
+        std::vector<const std::vector<U256>*> ptrs;
+        for (const auto& v : values) ptrs.push_back(&v);
+        std::vector<witgen::graph::InputOutcome> outcomes;
+        if (!members.empty()) ev->evaluate(ptrs, slots, outcomes);
+        if (members.size() > 1)  // zkfarmd logs it: one line a batch, not a partition
+          std::fprintf(stderr, "zkfarm-synth: %zu partitions of job %llu in one pass of the witness graph\n",
+                       members.size(), static_cast<unsigned long long>(reqs.front().ref.job));
+        for (size_t k = 0; k < members.size(); ++k) {
+          const size_t i = members[k];
+          if (!outcomes[k].ok) continue;  // an assert failed: the generator says why (synth below)
+          const auto& in = std::get<proto::CircuitInput>(reqs[i].witness);
+          results[i] = kit::run_step([&] {
+            check_statement(in, key, reinterpret_cast<const U256*>(slots[k]));
+            return proto::WorkResult{};
+          });
+          done[i] = true;
+        }
+      }
+    } catch (const witgen::graph::GraphError&) {
+    } catch (const InputError&) {  // the key: synth() fails each partition with the same words
+    }
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (aborted[i]->load()) {
+      results[i] = proto::WorkResult::failure("aborted");
+      continue;
+    }
+    if (!done[i]) results[i] = synth(reqs[i], arena, keys);
+  }
+  return results;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,9 +272,16 @@ int main(int argc, char** argv) {
 
   return kit::run_worker("zkfarm-synth", [&] {
     proto::WorkerOptions opt = kit::worker_options(flags, "synth", zkfarm::build_info::version(), "cpu");
+    // Batches: the SYNTHs of one job waiting when the worker frees
+    // (zkfarmd's synth_batch decides how many it sends at once).
+    opt.batch = proto::kMaxSynthBatch;
+    opt.max_queued = proto::kMaxSynthBatch;
     shm::Arena arena = shm::Arena::attach(flags.arena);
     KeyCache<std::monostate> keys(4);
-    proto::SynthHandler handler = [&](const proto::Synth& req) { return synth(req, arena, keys); };
+    proto::SynthBatchHandler handler = [&](const std::vector<proto::Synth>& reqs,
+                                           const std::vector<const std::atomic<bool>*>& aborted) {
+      return synth_batch(reqs, aborted, arena, keys);
+    };
     proto::WorkerChannel channel(opt, handler);
     return channel.run();
   });

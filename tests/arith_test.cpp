@@ -2,7 +2,11 @@
 // integers (tests/vectors/bn254.txt, made by tests/vectors/make_vectors.py).
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
 
+
+#include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/ntt.hpp"
 #include "test_util.hpp"
@@ -66,6 +70,40 @@ TEST(Field, MulxMatchesPortable) {
     Fr c = Fr::from_mont(x), d = Fr::from_mont(y);
     ASSERT_EQ(c * d, Fr::mul_portable(c, d)) << i;
   }
+}
+
+// safegcd's inverse (Fp::inv for 4 limbs) against Fermat's x^(p−2) and
+// x·x⁻¹ = 1, in each 4-limb field: edge values (0, 1, 2, p−1, p−2, (p−1)/2,
+// every power of two below p, values of long runs of ones) and random ones.
+template <class F>
+void expect_inverse_matches_fermat(uint64_t seed) {
+  using I = typename F::Int;
+  const I p = F::modulus();
+  std::vector<I> xs = {I{0, 0, 0, 0}, I{1, 0, 0, 0}, I{2, 0, 0, 0}, I{p[0] - 1, p[1], p[2], p[3]},
+                       I{p[0] - 2, p[1], p[2], p[3]}, I{(p[0] >> 1) | (p[1] << 63), (p[1] >> 1) | (p[2] << 63),
+                                                         (p[2] >> 1) | (p[3] << 63), p[3] >> 1}};
+  for (unsigned k = 0; k + 1 < 64 * 4 && k < 253; ++k) {
+    I x{};
+    x[k / 64] = uint64_t(1) << (k % 64);
+    xs.push_back(x);
+    I ones{};
+    for (unsigned j = 0; j <= k; ++j) ones[j / 64] |= uint64_t(1) << (j % 64);
+    xs.push_back(ones);
+  }
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 20000; ++i) xs.push_back(I{rng(), rng(), rng(), rng() & (p[3] >> 1)});  // below p
+  for (const I& x : xs) {
+    const F a = F::from_mont(x);  // any residue below p; its Montgomery meaning does not matter here
+    const F inv = a.inv();
+    ASSERT_EQ(inv, a.inv_fermat()) << x[3] << " " << x[2] << " " << x[1] << " " << x[0];
+    if (!a.is_zero()) ASSERT_EQ(a * inv, F::one());
+  }
+}
+
+TEST(Field, SafegcdInverseMatchesFermatInEveryFourLimbField) {
+  expect_inverse_matches_fermat<Fr>(1);
+  expect_inverse_matches_fermat<Fq>(2);
+  expect_inverse_matches_fermat<bls12_381::Fr>(3);
 }
 
 }  // namespace

@@ -105,6 +105,72 @@ TEST(WitnessGraph, EvaluatesABatchWithAFailedAssertFailingOnlyItsInput) {
   }
 }
 
+// Two inputs x, y; witness: 1, x⁻¹, y / x, (x·y)⁻¹, and y / (x⁻¹ · y): the
+// inversions and divisions of a batch share one inversion (Montgomery's
+// trick); zero lanes give 0 (circom's 0⁻¹ = 0).
+std::vector<uint8_t> division_graph() {
+  GraphBytes g;
+  g.b.insert(g.b.end(), kMagic, kMagic + 8);
+  g.u32(kVersion);
+  g.u32(kCurveBn254);
+  g.u32(2);  // input values
+  g.u32(5);  // witness
+  g.u32(2);  // signals: x at 0, y at 1
+  g.u64(0x1111);
+  g.u32(0);
+  g.u32(1);
+  g.u64(0x2222);
+  g.u32(1);
+  g.u32(1);
+  g.u32(0);  // strings
+  g.u32(1);  // constants: 1
+  for (uint64_t c : {1, 0, 0, 0}) g.u64(c);
+  g.u32(6);
+  g.node(Op::kInv, in(0));           // 0: x⁻¹
+  g.node(Op::kDiv, in(1), in(0));    // 1: y / x
+  g.node(Op::kMul, in(0), in(1));    // 2: x·y
+  g.node(Op::kInv, n(2));            // 3: (x·y)⁻¹
+  g.node(Op::kMul, n(0), in(1));     // 4: x⁻¹·y
+  g.node(Op::kDiv, in(1), n(4));     // 5: y / (x⁻¹·y)
+  for (uint32_t w : {k(0), n(0), n(1), n(3), n(5)}) g.u32(w);
+  return g.b;
+}
+
+TEST(WitnessGraph, InversionsAndDivisionsOfABatchMatchOneAtATimeWithZeroLanes) {
+  const std::vector<uint8_t> bytes = division_graph();
+  Evaluator ev(parse_graph(bytes.data(), bytes.size(), 100));
+  std::mt19937_64 rng(17);
+  for (size_t batch : {1, 2, 7, 64}) {
+    std::vector<std::vector<U256>> inputs;
+    for (size_t i = 0; i < batch; ++i) {
+      U256 x{rng(), rng(), rng(), rng() >> 3}, y{rng(), rng(), rng(), rng() >> 3};
+      if (i % 5 == 1) x = u(0);  // a zero divisor among nonzero ones
+      if (i % 7 == 3) y = u(0);
+      inputs.push_back({x, y});
+    }
+    std::vector<const std::vector<U256>*> ptrs;
+    std::vector<std::vector<uint8_t>> outs(batch, std::vector<uint8_t>(5 * 32));
+    std::vector<uint8_t*> out_ptrs;
+    for (size_t i = 0; i < batch; ++i) {
+      ptrs.push_back(&inputs[i]);
+      out_ptrs.push_back(outs[i].data());
+    }
+    std::vector<InputOutcome> outcome;
+    ev.evaluate(ptrs, out_ptrs, outcome);
+    for (size_t i = 0; i < batch; ++i) {
+      // The naive reference: Fermat's inverse, one value at a time.
+      const Fr x = Fr::from_u256(inputs[i][0]), y = Fr::from_u256(inputs[i][1]);
+      const Fr xi = x.inv_fermat(), t = xi * y;
+      const U256 want[5] = {u(1), xi.to_u256(), (y * xi).to_u256(), (x * y).inv_fermat().to_u256(),
+                            (y * t.inv_fermat()).to_u256()};
+      EXPECT_TRUE(outcome[i].ok);
+      for (int w = 0; w < 5; ++w)
+        EXPECT_EQ(std::memcmp(outs[i].data() + 32 * w, want[w].data(), 32), 0)
+            << "batch " << batch << " input " << i << " witness " << w;
+    }
+  }
+}
+
 TEST(WitnessGraph, InputsAreCheckedInTheGeneratorsWords) {
   const std::vector<uint8_t> bytes = sample_graph();
   Evaluator ev(parse_graph(bytes.data(), bytes.size(), 100));

@@ -437,23 +437,58 @@ TEST(WorkerChannel, MalformedFramesAreDroppedAndTheWorkerStillAnswers) {
   EXPECT_EQ(synth.wait_exit(kTimeout), 0);
 }
 
-TEST(WorkerChannel, BusyAnswerAndShutdownFinishesThePartitionFirst) {
+// A synthesis worker's batches (issue 46): SYNTHs of one job sent together
+// start as one batch (each STARTED before any answer, each answered with its
+// own witness in its own slot); while a batch computes, kMaxSynthBatch more
+// wait and the next is refused "busy"; an ABORT withdraws a waiting one; a
+// SHUTDOWN finishes what computes and waits first.
+TEST(WorkerChannel, SynthsSentTogetherAreOneBatchBusyPastTheQueueAndShutdownFinishesFirst) {
   Farm f;
   Child synth(f.synth_args("synth-0"), "slow_ms:400");
   ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
   f.sup.send("synth-0", f.work(proto::kSynth, 9, 0, 0, test::shared_fixture("chain.2.wtns")));
   f.sup.send("synth-0", f.work(proto::kSynth, 9, 1, 1, test::shared_fixture("chain.3.wtns")));
-  f.sup.send("synth-0", proto::make(proto::kShutdown));
+  std::vector<proto::Message> got = f.sup.gather("synth-0", proto::kSynthDone, 2, kTimeout);
+  std::vector<uint32_t> started_before_any_answer, synthesized;
+  bool answered = false;
+  for (const auto& m : got) {
+    if (proto::type_of(m) == proto::kStarted && !answered)
+      started_before_any_answer.push_back(proto::get_u32(m, "partition"));
+    if (proto::type_of(m) != proto::kSynthDone) continue;
+    answered = true;
+    EXPECT_TRUE(proto::get_bool(m, "ok")) << m.dump();
+    synthesized.push_back(proto::get_u32(m, "partition"));
+  }
+  EXPECT_EQ(started_before_any_answer, std::vector<uint32_t>({0, 1}));
+  EXPECT_EQ(synthesized, std::vector<uint32_t>({0, 1}));
+  for (uint32_t k : {0u, 1u}) {  // each slot holds its own partition's witness
+    const Wtns w = Wtns::open(test::shared_fixture("chain." + std::to_string(k + 2) + ".wtns"));
+    EXPECT_EQ(std::memcmp(f.arena.arena.at(k * f.slot_bytes, f.slot_bytes), w.values.data(), witness_bytes(f.key)), 0);
+  }
 
-  auto done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(proto::get_u32(*done, "partition"), 1u);
-  EXPECT_FALSE(proto::get_bool(*done, "ok"));
-  EXPECT_EQ(proto::get_str(*done, "error"), "busy");
-  done = f.sup.expect("synth-0", proto::kSynthDone, kTimeout);
-  ASSERT_TRUE(done);
-  EXPECT_EQ(proto::get_u32(*done, "partition"), 0u);
-  EXPECT_TRUE(proto::get_bool(*done, "ok")) << done->dump();
+  f.sup.send("synth-0", f.work(proto::kSynth, 10, 0, 2, test::shared_fixture("chain.0.wtns")));
+  ASSERT_TRUE(f.sup.expect("synth-0", proto::kStarted, kTimeout));
+  for (uint32_t k = 0; k <= proto::kMaxSynthBatch; ++k)
+    f.sup.send("synth-0", f.work(proto::kSynth, 11, k, 3, test::shared_fixture("chain.1.wtns")));
+  proto::Message abort = proto::make(proto::kAbort);
+  abort["job"] = 11;
+  abort["partition"] = 5;
+  abort["slot"] = 3;
+  abort["generation"] = 7;
+  f.sup.send("synth-0", abort);
+  f.sup.send("synth-0", proto::make(proto::kShutdown));
+  got = f.sup.gather("synth-0", proto::kSynthDone, proto::kMaxSynthBatch + 2, milliseconds(60000));
+  std::map<std::pair<uint64_t, uint32_t>, std::string> answers;
+  for (const auto& m : got)
+    if (proto::type_of(m) == proto::kSynthDone)
+      answers[{proto::get_u64(m, "job"), proto::get_u32(m, "partition")}] =
+          proto::get_bool(m, "ok") ? "ok" : proto::get_str(m, "error");
+  ASSERT_EQ(answers.size(), proto::kMaxSynthBatch + 2);
+  EXPECT_EQ((answers[{10, 0}]), "ok");
+  EXPECT_EQ((answers[{11, uint32_t(proto::kMaxSynthBatch)}]), "busy");
+  EXPECT_EQ((answers[{11, 5}]), "aborted before it started");
+  for (uint32_t k = 0; k < proto::kMaxSynthBatch; ++k)
+    if (k != 5) EXPECT_EQ((answers[{11, k}]), "ok") << k;
   EXPECT_EQ(synth.wait_exit(kTimeout), 0);
 }
 

@@ -45,6 +45,13 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo, con
   } catch (const BuildError& e) {
     throw InputError(std::string(e.what()) + " (GENERATOR: a circuit.wasm, a circom --c folder, or a built generator)");
   }
+  // `--witness-engine wasm` or `native` names the generator's kind: a --c
+  // folder asked for as wasm must not run its native code, nor the other way.
+  if ((wo.engine == "wasm" || wo.engine == "native") && wo.engine != generator_kind_name(src.kind))
+    throw InputError(path + ": --witness-engine " + wo.engine + ", but this is " +
+                     (src.kind == GeneratorKind::kNative ? "a circom --c folder (native code): give its circuit.wasm"
+                                                         : "a circuit.wasm: give its circom --c folder") +
+                     " or --witness-engine " + generator_kind_name(src.kind));
   BuildOptions bo;
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -66,9 +73,18 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo, con
     // Hashed once (and, for sources unchanged since, not at all: the cache's index).
     const std::string hash = cache_source_hash(src, cache);
     std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::path(cache) / hash / "generator", ec))
-      std::fprintf(stderr, "zkfarm-prove: building the %s witness generator of %s (once; kept in %s)\n",
-                   generator_kind_name(src.kind), path.c_str(), cache.c_str());
+    const std::filesystem::path done = std::filesystem::path(cache) / hash;
+    const bool graph_wanted = bo.graph && src.kind == GeneratorKind::kNative &&
+                              !std::filesystem::exists(done / "graph", ec) &&
+                              !std::filesystem::exists(done / "graph.refused", ec);
+    // Both take seconds to minutes (the graph 7–51 s on circomlib's circuits): say so before the wait.
+    if (!std::filesystem::exists(done / "generator", ec))
+      std::fprintf(stderr, "zkfarm-prove: building the %s witness generator%s of %s (once; kept in %s)\n",
+                   generator_kind_name(src.kind), graph_wanted ? " and its witness graph" : "", path.c_str(),
+                   cache.c_str());
+    else if (graph_wanted)
+      std::fprintf(stderr, "zkfarm-prove: building the witness graph of %s (once; kept in %s)\n", path.c_str(),
+                   cache.c_str());
     return cached_generator(src, hash, cache, bo);
   } catch (const BuildError& e) {
     throw InputError(path + ": the witness generator cannot be built: " + e.what());

@@ -4,7 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -20,6 +22,7 @@
 #include "witgen/graph_rewrite.hpp"
 #include "witgen/input_json.hpp"
 #include "witgen/subprocess.hpp"
+#include "witgen/witness_engine.hpp"
 
 namespace zkfarm::witgen {
 
@@ -96,6 +99,54 @@ std::vector<uint8_t> wtns_values(int fd, uint32_t witness_size) {
 }
 
 }  // namespace
+
+std::string check_test_input(const std::string& exe, const GeneratorInfo& info, const std::string& text,
+                             const GenerateOptions& run, const std::string& graph_sha256) {
+  const uint32_t curve = graph_curve_of(info.prime);
+  if (curve) {
+    try {
+      (void)check_input(text, graph::curve_prime_le(curve), InputLimits{});
+    } catch (const InputFault& e) {
+      return std::string("not an input file: ") + e.what();
+    }
+  }
+  std::vector<uint8_t> want;
+  try {
+    files::UniqueFd in = memfd_with(text);
+    files::UniqueFd w = make_witness(exe, in.get(), info, run, WitnessEngine::kGenerator);
+    want = wtns_values(w.get(), info.witness_size);
+    if (want.empty()) return "the generator's witness is not one of " + std::to_string(info.witness_size) + " values";
+    const GraphState st = graph_state(exe);
+    if (!curve || !st.present) return "";
+    // Read and planned here, not through load_graph's per-process cache:
+    // zkfarmd checks once at add and keeps no evaluator.
+    std::unique_ptr<graph::Evaluator> ev;
+    try {
+      ev = std::make_unique<graph::Evaluator>(graph::read_graph_file(st.path, graph::kIndexMask, graph_sha256));
+    } catch (const graph::GraphError&) {
+      return "";  // an unusable graph is not used (the synthesis worker says so); the generator answered
+    }
+    if (ev->graph().curve != curve || ev->graph().witness_size != info.witness_size)
+      return "the witness graph is not of this generator";
+    std::vector<uint8_t> got(size_t(info.witness_size) * 32);
+    std::vector<graph::InputOutcome> outcome;
+    std::vector<U256> values;
+    try {
+      values = ev->arrange(parse_input(text, graph::curve_prime_le(curve)));
+    } catch (const InputFault& e) {
+      return std::string("the witness graph refuses its shape: ") + e.what();
+    }
+    ev->evaluate({&values}, {got.data()}, outcome);
+    if (!outcome[0].ok) return "the witness graph fails it and the generator does not";
+    if (got != want) return "the witness graph's witness differs from the generator's";
+    return "";
+  } catch (const GenerateError& e) {
+    if (e.input_fault()) return std::string("not of the circuit's shape: ") + e.what();
+    return std::string("the circuit's generator fails on it: ") + e.what();
+  } catch (const BuildError& e) {
+    return e.what();
+  }
+}
 
 uint32_t graph_curve_of(const std::string& prime) {
   for (uint32_t curve : {graph::kCurveBn254, graph::kCurveBls12381})
@@ -217,6 +268,13 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     bool input_fault = false;
   };
   std::vector<Case> cases;
+  // The fastest witness of each engine over the cases: the generator's whole
+  // process (what the farm pays a witness without the graph), the graph's
+  // evaluation of one input (held in memory, as a synthesis worker holds it).
+  double generator_s = 1e30, graph_s = 1e30;
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   for (const auto& t : opt.graph_test_inputs) {
     Case c{t, false, {}};
     try {
@@ -239,8 +297,10 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     files::UniqueFd in = memfd_with(c.text);
     std::vector<uint8_t> want;
     bool generator_ok = false, generator_input_fault = false;
+    const auto g0 = std::chrono::steady_clock::now();
     try {
       files::UniqueFd w = generate_witness(exe, in.get(), info, go);
+      generator_s = std::min(generator_s, seconds_since(g0));
       want = wtns_values(w.get(), info.witness_size);
       generator_ok = true;
     } catch (const GenerateError& e) {
@@ -253,7 +313,9 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     }
     std::vector<uint8_t> got(size_t(g.witness_size) * 32);
     std::vector<graph::InputOutcome> outcome;
+    const auto e0 = std::chrono::steady_clock::now();
     ev->evaluate({&c.values}, {got.data()}, outcome);
+    graph_s = std::min(graph_s, seconds_since(e0));
     if (generator_ok != outcome[0].ok)
       return finish("on " + which + " the " + (generator_ok ? "generator succeeded and the graph failed"
                                                             : "generator failed and the graph did not"));
@@ -262,9 +324,23 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
   }
   try {
     graph::write_graph_file((out / "graph").string(), raw);
+    // `auto` takes the faster engine (docs/witness.md): a graph measured
+    // slower than the generator's whole process (circuits heavy in field
+    // inversions) is kept, for `graph` and for batches, but not chosen.
+    if (res.checked && graph_s > generator_s) {
+      char line[160];
+      std::snprintf(line, sizeof line, "measured slower than the generator: %.1f ms a witness against %.1f ms\n",
+                    graph_s * 1e3, generator_s * 1e3);
+      files::write_file_safe(out.string(), "graph.slower", line);
+      res.slower = true;
+    }
   } catch (const graph::GraphError& e) {
     throw BuildError(e.what());
+  } catch (const files::FileError& e) {
+    throw BuildError(e.what());
   }
+  res.generator_ms = generator_s < 1e30 ? generator_s * 1e3 : 0;
+  res.graph_ms = graph_s < 1e30 ? graph_s * 1e3 : 0;
   res.built = true;
   return finish("");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "witgen/generator_build.hpp"
+#include "witgen/generator_run.hpp"
 
 namespace zkfarm::witgen {
 
@@ -20,6 +21,12 @@ struct GraphBuildResult {
   uint64_t nodes = 0;   ///< the recorder's nodes (before dead ones are dropped)
   uint32_t checked = 0; ///< test inputs on which graph and generator agreed
   double seconds = 0;   ///< the whole graph build
+  /// The fastest witness over the checked inputs: the generator's whole
+  /// process and the graph's evaluation of one input (milliseconds; 0: none
+  /// checked). `slower`: the graph took longer, so DIR/graph.slower says so
+  /// and `auto` keeps the generator (witness_engine.hpp).
+  double generator_ms = 0, graph_ms = 0;
+  bool slower = false;
 };
 
 /// Builds the graph of the native sources `src` into `dir` (which holds the
@@ -29,6 +36,20 @@ struct GraphBuildResult {
 /// graph fails its check (a BuildError only for the folder itself).
 /// Limits and test inputs: opt.graph_*.
 GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir, const BuildOptions& opt);
+
+/// Holds the built generator `exe` (and its graph, where DIR/graph is
+/// present and its digest is `graph_sha256`, or any when that is empty) to
+/// one of the circuit's own test inputs (`circuit add --test-input`), on
+/// every add, whether the build was made now or found in the cache. Returns
+/// "" when `text` is an input file of the circuit's shape that the
+/// generator turns into a witness and the graph, if any, gives the same
+/// witness byte for byte; else the fault in one line ("not JSON at byte 3",
+/// "not of the circuit's shape: signal b has 3 values, the circuit's has 2",
+/// "the circuit fails on it: …", "the witness graph's witness differs from
+/// the generator's"). `run`: the limits and sandbox of a generator run.
+/// Throws nothing but std::bad_alloc.
+std::string check_test_input(const std::string& exe, const GeneratorInfo& info, const std::string& text,
+                             const GenerateOptions& run, const std::string& graph_sha256 = {});
 
 /// The curve (graph_format.hpp) of a prime in decimal; 0 when zkfarm has no graph for it.
 uint32_t graph_curve_of(const std::string& prime_decimal);

@@ -256,6 +256,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       in[kCanon][k * B + b] = canon((*inputs[b])[k]);
     }
   std::vector<F> slot(size_t(slots_) * B);
+  std::vector<F> prefix;  // Montgomery's trick's running products (kInv, kDiv)
   std::vector<uint8_t> fault(B, 0);
   outcomes.assign(B, InputOutcome{});
   const F one_int = F::from_mont(U256{1, 0, 0, 0});  // x·1·R⁻¹: Montgomery -> canonical
@@ -311,6 +312,38 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       case kToCanon:
         for (size_t i = 0; i < B; ++i) r[i] = a[i] * one_int;
         break;
+      case Op::kInv:
+      case Op::kDiv: {
+        // Montgomery's trick across the batch: one inversion for every
+        // lane's divisor (a for inv, b for div), then three products a lane.
+        // A zero divisor counts as one in the product and gives 0 (circom's
+        // 0⁻¹ = 0), chosen by masks: witness values are secret. Each lane's
+        // operands are read before its result is written (the result's slot
+        // may be an operand's).
+        const Lanes d = ins.op == Op::kDiv ? lanes(ins.b) : a;
+        const F one = F::one();
+        auto or_one = [&](const F& z, uint64_t zero_mask) {
+          F o;
+          for (size_t k = 0; k < F::N; ++k) o.v[k] = (z.v[k] & ~zero_mask) | (one.v[k] & zero_mask);
+          return o;
+        };
+        prefix.resize(B);
+        F acc = one;
+        for (size_t i = 0; i < B; ++i) {
+          prefix[i] = acc;
+          acc *= or_one(d[i], 0 - uint64_t(d[i].is_zero()));
+        }
+        F inv = acc.inv();
+        for (size_t i = B; i-- > 0;) {
+          const F z = d[i];
+          const uint64_t zero_mask = 0 - uint64_t(z.is_zero());
+          const F zi = inv * prefix[i];  // z⁻¹ (or 1 for a zero lane)
+          inv *= or_one(z, zero_mask);
+          const F q = ins.op == Op::kDiv ? a[i] * zi : zi;
+          for (size_t k = 0; k < F::N; ++k) r[i].v[k] = q.v[k] & ~zero_mask;
+        }
+        break;
+      }
       case Op::kSelect: {
         const Lanes b = lanes(ins.b), c = lanes(ins.c);
         for (size_t i = 0; i < B; ++i) r[i] = a[i].is_zero() ? c[i] : b[i];
@@ -342,7 +375,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
             r[i] = F::from_mont(Ops::canonical(ins.op, int_of(a[i]), int_of(b[i]), f));
             fault[i] |= f;
           }
-        } else {  // div, inv, pow: Montgomery
+        } else {  // pow: Montgomery
           for (size_t i = 0; i < B; ++i) {
             bool f = false;
             r[i] = Ops::apply(ins.op, a[i], b[i], f);

@@ -56,6 +56,9 @@ GraphState graph_state(const std::string& generator_exe) {
   std::error_code ec;
   if (fs::is_regular_file(fs::symlink_status(st.path, ec))) {
     st.present = true;
+    std::ifstream slower(dir / "graph.slower");
+    st.slower = std::getline(slower, st.reason) && !st.reason.empty();
+    if (st.reason.size() > 300) st.reason.resize(300);
     return st;
   }
   std::ifstream in(dir / "graph.refused");
@@ -66,7 +69,7 @@ GraphState graph_state(const std::string& generator_exe) {
 
 std::string witness_engine_line(const std::string& generator_exe, const std::string& kind) {
   const GraphState st = graph_state(generator_exe);
-  return st.present ? "graph" : kind + " (" + st.reason + ")";
+  return st.present && !st.slower ? "graph" : kind + " (" + st.reason + ")";
 }
 
 std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256) {
@@ -114,6 +117,7 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
     if (engine == WitnessEngine::kGraph) throw GenerateError("the circuit has no witness graph: " + st.reason, false);
     return false;
   }
+  if (engine == WitnessEngine::kAuto && st.slower) return false;  // the generator was measured faster
   std::shared_ptr<const graph::Evaluator> ev;
   try {
     ev = load_graph(st.path, graph_sha256);

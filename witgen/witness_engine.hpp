@@ -29,11 +29,16 @@ struct GraphState {
   bool present = false;
   std::string path;    ///< DIR/graph
   std::string reason;  ///< when absent: DIR/graph.refused's line, or "no graph was built"
+  /// Present but measured slower than the generator at its build
+  /// (DIR/graph.slower, whose line `reason` then holds): `auto` keeps the
+  /// generator, `graph` still takes it.
+  bool slower = false;
 };
 GraphState graph_state(const std::string& generator_exe);
 
-/// How a circuit's witnesses are made, for status and `circuit add`:
-/// "graph" or "native (REASON)" / "wasm (REASON)".
+/// How a circuit's witnesses are made by `auto`, for status and `circuit
+/// add`: "graph" or "native (REASON)" / "wasm (REASON)", REASON also a
+/// graph measured slower than the generator.
 std::string witness_engine_line(const std::string& generator_exe, const std::string& kind);
 
 /// The evaluator of the graph file `path`, read, checked and planned once

@@ -25,6 +25,7 @@
 #include "protocol/messages.hpp"
 #include "supervisor/intake/submission.hpp"
 #include "witgen/generator_cache.hpp"
+#include "witgen/graph_build.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/graph_file.hpp"
 #include "witgen/witness_engine.hpp"
@@ -198,6 +199,14 @@ CircuitBuild build_circuit(const protocol::CircuitAdd& req, const Peer& peer, co
         throw InputError(std::string("the circuit's witness graph cannot be read: ") + e.what());
       }
     }
+    // The circuit's own test inputs on every add, a build found in the
+    // cache as well as one made now (whose graph was held to them already):
+    // one that is not JSON, not of the circuit's shape, failing its
+    // asserts, or on which graph and generator differ is refused, by name.
+    for (size_t k = 0; k < bo.graph_test_inputs.size(); ++k)
+      if (std::string fault = witgen::check_test_input(exe, info, bo.graph_test_inputs[k], bc.info_run, c.graph_sha256);
+          !fault.empty())
+        throw InputError(req.test_inputs[k] + ": " + fault);
     if (!bc.shared_dir.empty()) {
       // Every host of the queue fetches this build to run jobs of the
       // circuit (claim_prep.cpp), checking it by these hashes.

@@ -140,6 +140,17 @@ std::optional<PartRef> JobTable::next(PartState s) const {
   return best;
 }
 
+std::vector<PartRef> JobTable::more_of_job(const PartRef& first, PartState s, size_t n) const {
+  std::vector<PartRef> out;
+  const Job* job = find(first.job);
+  if (!job || job->terminal()) return out;
+  for (const auto& p : job->parts) {
+    if (out.size() >= n) break;
+    if (p.index > first.index && p.state == s) out.push_back(PartRef{job->id, p.index});
+  }
+  return out;
+}
+
 size_t JobTable::count(PartState s) const {
   size_t n = 0;
   for (auto it = live_.begin(); it != live_.end();) {

@@ -131,6 +131,9 @@ class JobTable {
   /// The first partition in state `s` by dispatch order: highest priority, then
   /// oldest job, then lowest partition index. Terminal jobs are skipped.
   std::optional<PartRef> next(PartState s) const;
+  /// Up to `n` more partitions of `first`'s job in state `s`, after it in
+  /// index order (a synthesis worker's batch: one job, one circuit).
+  std::vector<PartRef> more_of_job(const PartRef& first, PartState s, size_t n) const;
   /// Partitions in state `s` over all live jobs.
   size_t count(PartState s) const;
   /// How many jobs next() and count() walk now: the live ones, plus ended

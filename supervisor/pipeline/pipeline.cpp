@@ -271,43 +271,77 @@ void Pipeline::fail_job(uint64_t id, const std::string& error) {
   log_->error("job {}: failed: {}", id, error.substr(0, 2000));
 }
 
+size_t Pipeline::synth_batch_size(const Job& job, size_t idle_workers) const {
+  // Its share of what is queued, so a small job still spreads over the
+  // workers; at most synth_batch, and 256 MiB of witness slots at once.
+  const size_t queued = jobs_.count(PartState::kQueued);
+  const size_t share = (queued + idle_workers - 1) / std::max<size_t>(1, idle_workers);
+  const size_t by_memory = std::max<uint64_t>(1, (uint64_t(256) << 20) / std::max<uint64_t>(1, job.slot_bytes));
+  return std::clamp<size_t>(std::min(share, by_memory), 1, cfg_.synth_batch);
+}
+
 void Pipeline::dispatch() {
+  size_t idle = 0;
+  for (auto& [id, w] : workers_.all())
+    idle += w.kind == WorkerKind::kSynth && w.state == WorkerState::kIdle && !w.retiring;
   for (auto& [id, w] : workers_.all()) {
     if (w.kind != WorkerKind::kSynth || w.state != WorkerState::kIdle || w.retiring) continue;
     if (lifecycle_.stopping() || lifecycle_.draining()) continue;  // in-flight work finishes, none starts
-    auto ref = jobs_.next(PartState::kQueued);
-    if (!ref) break;
-    const Job* job = jobs_.find(ref->job);
-    const Partition* p = jobs_.find(*ref);
-    auto slot = slots_.allocate(job->slot_bytes);
-    if (!slot) break;  // the memory budget is spent: the partition waits for a slot
-    const int64_t queued_since = p->queued_since_ms;
-    if (jobs_.start_synthesis(*ref, *slot, w.id, steady_ms(), wall_ms()))
-      journal_.write([this, id = job->id, t = job->started_ms] { ledger_.set_started(id, t); });
-    if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
-    protocol::Synth m{.ref = work_ref(*ref, *slot), .span = {slot->offset, slot->size}, .zkey = job->zkey,
-                      .witness = protocol::WitnessFile{p->wtns}};
-    if (job->inputs()) {  // circom inputs: the synthesis worker runs the circuit's generator
-      m.witness = protocol::CircuitInput{.generator = job->generator,
-                                         .input = p->input,
-                                         .input_name = p->input_source,
-                                         .witness_timeout_ms = cfg_.witness_timeout_ms,
-                                         .witness_memory_mib = cfg_.witness_memory_mib,
-                                         .witness_cpu_s = cfg_.witness_cpu_s,
-                                         .sandbox_user = cfg_.sandbox_user,
-                                         .sandbox_uid_base = cfg_.sandbox_uid_base,
-                                         .sandbox_uid_count = cfg_.sandbox_uid_count,
-                                         .witness_engine = cfg_.witness_engine};
-      if (const CircuitRecord* c = hooks_.circuit_of ? hooks_.circuit_of(job->generator) : nullptr) {
-        auto& in = std::get<protocol::CircuitInput>(m.witness);
-        in.statement = c->inputs;
-        in.graph_sha256 = c->graph_sha256;
-      }
+    auto first = jobs_.next(PartState::kQueued);
+    if (!first) break;
+    // A batch of the job's queued partitions (synth_batch_size), each in a
+    // slot of its own; the worker evaluates them together.
+    std::vector<PartRef> batch{*first};
+    if (const Job* job = jobs_.find(first->job)) {
+      auto more = jobs_.more_of_job(*first, PartState::kQueued, synth_batch_size(*job, idle) - 1);
+      batch.insert(batch.end(), more.begin(), more.end());
     }
-    hooks_.send(w, protocol::encode(m));
-    w.assigned.push_back(*ref);
+    --idle;
+    size_t sent = 0;
+    for (const PartRef& ref : batch) {
+      if (!send_synth(w, ref)) break;  // the memory budget is spent: the rest wait for slots
+      ++sent;
+    }
+    if (!sent) break;
     w.state = WorkerState::kBusy;
   }
+  dispatch_gpu();
+}
+
+bool Pipeline::send_synth(Worker& w, const PartRef& ref) {
+  const Job* job = jobs_.find(ref.job);
+  const Partition* p = jobs_.find(ref);
+  auto slot = slots_.allocate(job->slot_bytes);
+  if (!slot) return false;
+  const int64_t queued_since = p->queued_since_ms;
+  if (jobs_.start_synthesis(ref, *slot, w.id, steady_ms(), wall_ms()))
+    journal_.write([this, id = job->id, t = job->started_ms] { ledger_.set_started(id, t); });
+  if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
+  protocol::Synth m{.ref = work_ref(ref, *slot), .span = {slot->offset, slot->size}, .zkey = job->zkey,
+                    .witness = protocol::WitnessFile{p->wtns}};
+  if (job->inputs()) {  // circom inputs: the synthesis worker runs the circuit's generator
+    m.witness = protocol::CircuitInput{.generator = job->generator,
+                                       .input = p->input,
+                                       .input_name = p->input_source,
+                                       .witness_timeout_ms = cfg_.witness_timeout_ms,
+                                       .witness_memory_mib = cfg_.witness_memory_mib,
+                                       .witness_cpu_s = cfg_.witness_cpu_s,
+                                       .sandbox_user = cfg_.sandbox_user,
+                                       .sandbox_uid_base = cfg_.sandbox_uid_base,
+                                       .sandbox_uid_count = cfg_.sandbox_uid_count,
+                                       .witness_engine = cfg_.witness_engine};
+    if (const CircuitRecord* c = hooks_.circuit_of ? hooks_.circuit_of(job->generator) : nullptr) {
+      auto& in = std::get<protocol::CircuitInput>(m.witness);
+      in.statement = c->inputs;
+      in.graph_sha256 = c->graph_sha256;
+    }
+  }
+  hooks_.send(w, protocol::encode(m));
+  w.assigned.push_back(ref);
+  return true;
+}
+
+void Pipeline::dispatch_gpu() {
   // GPU workers: each holds up to gpu_queue_depth partitions, so the next is
   // already there when one finishes (no round trip between two proofs). The
   // least loaded worker is filled first.

@@ -62,7 +62,7 @@ class Pipeline {
            Ledger& ledger, JournalLane& journal, LoopInbox& inbox, Hooks hooks);
 
   /// Queued partitions to idle synthesis workers (one slot each, while the
-  /// arena has room), synthesized ones to GPU workers (up to gpu_queue_depth
+  /// arena has room; a batch of one job's partitions each: synth_batch_size), synthesized ones to GPU workers (up to gpu_queue_depth
   /// each, at least gpu_lanes + 1; one more for a partition of higher priority). Nothing starts while
   /// the farm drains or stops.
   void dispatch();
@@ -97,6 +97,15 @@ class Pipeline {
   /// ABORT for every partition a worker holds that `which` picks.
   void abort_where(const std::function<bool(const PartRef&)>& which);
   void send_prove(Worker& w, const PartRef& ref);
+  /// Queued → synthesizing in a new slot, SYNTH sent to `w`; false when the
+  /// arena has no room for its slot (nothing changed then).
+  bool send_synth(Worker& w, const PartRef& ref);
+  /// GPU workers' share of dispatch().
+  void dispatch_gpu();
+  /// Partitions of `job` one idle synthesis worker takes at once: its share
+  /// of all queued ones over `idle_workers`, at most synth_batch and 256 MiB
+  /// of witness slots, at least 1.
+  size_t synth_batch_size(const Job& job, size_t idle_workers) const;
   /// A partition of circom inputs just synthesized: its public signals, read
   /// from the witness in its slot, for public.json and the verification.
   void take_public_signals(const Job& job, const Partition& p);

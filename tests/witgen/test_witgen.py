@@ -328,6 +328,41 @@ class OneShotTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("values, key expects nVars", p.stderr)
 
+    def test_the_engine_named_is_the_generators_kind_and_a_graph_build_is_announced(self):
+        """Issue 46 (defects): `--witness-engine wasm` on a --c folder ran
+        its native code; a graph build (seconds to a minute) said nothing."""
+        inp = f"{WORK}/statement.0.json"
+        for engine, source, give in (("wasm", circ("statement", "c"), "give its circuit.wasm"),
+                                     ("native", circ("statement", "wasm"), "give its circom --c folder")):
+            p = prove_tool("witness", "--witness-engine", engine, source, inp, f"{WORK}/engine.wtns")
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"--witness-engine {engine}, but this is", p.stderr)
+            self.assertIn(give, p.stderr)
+            self.assertFalse(os.path.exists(f"{WORK}/engine.wtns"))
+        # The generator (built once in the shared cache), copied without its
+        # graph into a cache of this test's own: only the graph is built there.
+        self.assertEqual(prove_tool("witness", circ("statement", "c"), inp, f"{WORK}/engine.wtns").returncode, 0)
+        cache = os.path.join(XDG, "zkfarm", "generators")
+        with open(os.path.join(circ("statement", "c"), "statement.dat"), "rb") as f:
+            dat = f.read()
+        (built,) = [d for d in os.listdir(cache) if os.path.isfile(os.path.join(cache, d, "generator.dat")) and
+                    open(os.path.join(cache, d, "generator.dat"), "rb").read() == dat]
+        fresh = tempfile.mkdtemp(prefix="zkfarm-witgen-xdg-")
+        self.addCleanup(shutil.rmtree, fresh, True)
+        mine = os.path.join(fresh, "zkfarm", "generators", built)
+        shutil.copytree(os.path.join(cache, built), mine)
+        for extra in ("graph", "graph.refused", "graph.slower"):
+            if os.path.exists(os.path.join(mine, extra)):
+                os.unlink(os.path.join(mine, extra))
+        graph = ["witness", "--witness-engine", "graph", circ("statement", "c"), inp, f"{WORK}/engine.wtns"]
+        p = prove_tool(*graph, env={"XDG_CACHE_HOME": fresh})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"building the witness graph of {circ('statement', 'c')}", p.stderr)
+        self.assertNotIn("witness generator", p.stderr)
+        p = prove_tool(*graph, env={"XDG_CACHE_HOME": fresh})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("building", p.stderr)
+
 
 class GraphTest(unittest.TestCase):
     """The witness graph (issue 32): recorded once from the --c folder,
@@ -495,6 +530,9 @@ class FarmTest(unittest.TestCase):
                         circ(circuit, "zkey"), f"{WORK}/fp.json", f"{WORK}/fpub.json")
                 with open(f"{WORK}/fpub.json") as a, open(f"{out}/{i}.public.json") as b:
                     self.assertEqual(a.read(), b.read())
+        # Issue 46: the tree job's 4 partitions on 2 synthesis workers went in
+        # batches (each worker's share is 2 or more), one pass of the graph each.
+        self.assertRegex(farm.output(), rf"[2-4] partitions of job {jobs[1][0]} in one pass of the witness graph")
         # An input refused at submit: its value is not a field element.
         code, _, err = ctl(farm.state, "submit", "--circuit", "hash", "--input",
                            write_json("farm-nan.json", {"in": ["1", "x", "3"]}), "--out", farm.dir, check=False)
@@ -694,6 +732,36 @@ def leftover(needle):
         if needle in cmd and state != "Z":
             found.append(int(pid))
     return found
+
+
+    def test_test_inputs_are_checked_on_every_add_cached_build_or_not(self):
+        """Issue 46 (defects): `--test-input` was ignored when the circuit's
+        files had been built before (under any name), and test inputs that
+        are not JSON or not of the circuit's shape were accepted without a
+        word. Now each is held to the circuit at every add and refused by name."""
+        farm = self.farm()
+        zkey = circ("statement", "zkey")
+        good = f"{WORK}/statement.0.json"
+        code, _, err = ctl(farm.state, "circuit", "add", "first", "--zkey", zkey, "--c", circ("statement", "c"),
+                           "--test-input", good, check=False, timeout=900)
+        self.assertEqual(code, 0, err + farm.output())
+        not_json = os.path.join(WORK, "statement.notjson.json")
+        with open(not_json, "w") as f:
+            f.write('{"x": 2, "y": ')
+        wrong_shape = write_json("statement.wrongshape.json", {"x": 2, "z": 3})
+        # The same --c folder again (its build is cached now), and the wasm (built now).
+        for source in (["--c", circ("statement", "c")], ["--wasm", circ("statement", "wasm")]):
+            for path, fault in ((not_json, "not an input file"), (wrong_shape, "not of the circuit's shape")):
+                code, _, err = ctl(farm.state, "circuit", "add", "again", "--zkey", zkey, *source, "--test-input", good,
+                                   "--test-input", path, check=False, timeout=900)
+                self.assertEqual(code, 1, err)
+                self.assertIn(f"{path}: {fault}", err)
+        listed = [c["name"] for c in json.loads(ctl(farm.state, "circuit", "list", "--json")[1])]
+        self.assertEqual(listed, ["first"], "a refused add registered nothing")
+        code, _, err = ctl(farm.state, "circuit", "add", "again", "--zkey", zkey, "--c", circ("statement", "c"),
+                           "--test-input", good, check=False, timeout=900)
+        self.assertEqual(code, 0, err)
+        farm.stop_and_check(self)
 
 
 class SandboxTest(unittest.TestCase):
