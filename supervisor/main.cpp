@@ -141,13 +141,15 @@ int main(int argc, char** argv) {
                "check the configuration (file and flags), print what it resolves to, and exit: 0 valid, 78 not");
   // Flags override the file: parse into optionals and apply after loading it.
   // The ranges are the file's (config.cpp): a negative number is refused, not wrapped.
-  std::optional<unsigned> synth_workers, synth_threads, gpu_threads, gpu_queue_depth;
+  std::optional<unsigned> synth_workers, synth_threads, synth_batch, gpu_threads, gpu_queue_depth;
   std::optional<uint64_t> arena_mib;
   std::optional<std::string> backend, gpu_devices, http_address, synth_binary, gpu_binary, log_level, log_file;
   app.add_option("--synth-workers", synth_workers, "synthesis workers; 0: cores - 1")
       ->check(zkfarm::cli::whole_number(0, 1024))->default_str("0");
   app.add_option("--synth-threads", synth_threads, "threads per synthesis worker")
       ->check(zkfarm::cli::whole_number(1, 1024))->default_str(std::to_string(defaults.synth_threads));
+  app.add_option("--synth-batch", synth_batch, "partitions of one job a synthesis worker takes at once")
+      ->check(zkfarm::cli::whole_number(1, 64))->default_str(std::to_string(defaults.synth_batch));
   app.add_option("--gpu-threads", gpu_threads, "CPU-backend threads per GPU worker; 0: all cores")
       ->check(zkfarm::cli::whole_number(0, 1024))->default_str(std::to_string(defaults.gpu_threads));
   app.add_option("--arena-mib", arena_mib, "arena size (the memory budget), MiB")
@@ -188,6 +190,7 @@ int main(int argc, char** argv) {
     }
     if (synth_workers) cfg.synth_workers = *synth_workers;
     if (synth_threads) cfg.synth_threads = *synth_threads;
+    if (synth_batch) cfg.synth_batch = *synth_batch;
     if (gpu_threads) cfg.gpu_threads = *gpu_threads;
     if (gpu_queue_depth) cfg.gpu_queue_depth = *gpu_queue_depth;
     if (arena_mib) cfg.arena_mib = *arena_mib;

@@ -247,7 +247,8 @@ class LifecycleTest(unittest.TestCase):
         farm2.stop_and_check(self)
 
     def test_drain_and_resume(self):
-        farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:200"})
+        # One partition at a time (no batch), so that the drain leaves some queued.
+        farm = self.farm("--synth-workers", "1", "--synth-batch", "1", env={"ZKFARM_FAULT": "slow_ms:200"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in range(6)])
         self.assertEqual(code, 0, err)
         wait_until("the job's partitions in flight", lambda: in_flight(farm))  # the drain waits for them

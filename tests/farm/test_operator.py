@@ -224,7 +224,8 @@ class OperatorTest(unittest.TestCase):
         verify_dir(self, out, 1)  # proved during the drain, not killed
 
     def test_wait_says_the_job_is_kept_when_zkfarmd_stops_before_it_ends(self):
-        farm = self.farm("--synth-workers", "1", env={"ZKFARM_FAULT": "slow_ms:400"})
+        # One partition at a time (no batch): the stop's drain leaves the job unfinished.
+        farm = self.farm("--synth-workers", "1", "--synth-batch", "1", env={"ZKFARM_FAULT": "slow_ms:400"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k) for k in range(6)])
         self.assertEqual(code, 0, err)
         waiter = subprocess.Popen([os.path.join(BIN, "zkfarmctl"), "--state-dir", farm.state, "wait", job, "-q"],
