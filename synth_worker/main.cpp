@@ -197,7 +197,7 @@ std::vector<proto::WorkResult> synth_batch(const std::vector<proto::Synth>& reqs
   if (first) witgen::parse_witness_engine(first->witness_engine, engine);
   const witgen::GraphState st = first ? witgen::graph_state(first->generator) : witgen::GraphState{};
   if (reqs.size() > 1 && st.present && engine != witgen::WitnessEngine::kGenerator &&
-      !(engine == witgen::WitnessEngine::kAuto && st.slower)) {
+      !(engine == witgen::WitnessEngine::kAuto && st.slower && !st.batches_faster)) {
     try {
       const Zkey& key = *keys.get(reqs.front().zkey).key;
       // A refused graph (digest, damage) is left to synth(), which says so once.

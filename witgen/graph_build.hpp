@@ -27,6 +27,9 @@ struct GraphBuildResult {
   /// and `auto` keeps the generator (witness_engine.hpp).
   double generator_ms = 0, graph_ms = 0;
   bool slower = false;
+  /// When slower: in a batch (of up to 16) the graph still beats the
+  /// generator, so the farm's batches keep it (DIR/graph.slower's second line).
+  bool batches_faster = false;
 };
 
 /// Builds the graph of the native sources `src` into `dir` (which holds the

@@ -58,6 +58,8 @@ GraphState graph_state(const std::string& generator_exe) {
     st.present = true;
     std::ifstream slower(dir / "graph.slower");
     st.slower = std::getline(slower, st.reason) && !st.reason.empty();
+    std::string batches;
+    st.batches_faster = st.slower && std::getline(slower, batches) && batches == "batches: faster";
     if (st.reason.size() > 300) st.reason.resize(300);
     return st;
   }
@@ -69,6 +71,7 @@ GraphState graph_state(const std::string& generator_exe) {
 
 std::string witness_engine_line(const std::string& generator_exe, const std::string& kind) {
   const GraphState st = graph_state(generator_exe);
+  if (st.present && st.slower && st.batches_faster) return "graph in batches, " + kind + " one at a time (" + st.reason + ")";
   return st.present && !st.slower ? "graph" : kind + " (" + st.reason + ")";
 }
 

@@ -33,6 +33,9 @@ struct GraphState {
   /// (DIR/graph.slower, whose line `reason` then holds): `auto` keeps the
   /// generator, `graph` still takes it.
   bool slower = false;
+  /// Slower one at a time, faster in batches (graph.slower's second line
+  /// "batches: faster"): a synthesis worker's batch still takes it.
+  bool batches_faster = false;
 };
 GraphState graph_state(const std::string& generator_exe);
 
