@@ -175,8 +175,7 @@ struct WorkerChannel::Impl {
   // Requests this worker accepts beyond those computing: what its free lanes
   // take at their next start, and max_queued behind them.
   size_t capacity() const {
-    const size_t free = size_t(std::count_if(lanes.begin(), lanes.end(), [](const auto& l) { return l->running.empty(); }));
-    return free * std::max<size_t>(1, opt.batch) + opt.max_queued;
+    return (lanes.size() - running()) * std::max<size_t>(1, opt.batch) + opt.max_queued;
   }
 
   // One line to stderr, written at once so that workers sharing a terminal

@@ -32,9 +32,7 @@
 #include "groth16/prover.hpp"
 #include "protocol/worker_channel.hpp"
 #include "shm/arena.hpp"
-#include "witgen/generator_host.hpp"
 #include "witgen/generator_run.hpp"
-#include "witgen/input_json.hpp"
 #include "witgen/graph_file.hpp"
 #include "witgen/statement_check.hpp"
 #include "witgen/witness_engine.hpp"
@@ -164,17 +162,9 @@ proto::WorkResult synth(const proto::Synth& req, const shm::Arena& arena, KeyCac
 std::vector<U256> graph_values(const proto::CircuitInput& in, const witgen::graph::Evaluator& ev) {
   files::UniqueFd fd(::open(in.input.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) throw InputError(in.input_name + ": the farm's copy of it cannot be opened: " + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
-  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw InputError(in.input_name + ": the farm's copy of it cannot be read: " + std::strerror(errno));
-    text.append(buf, size_t(n));
-    if (text.size() > witgen::kMaxInputBytes) throw InputError(in.input_name + ": the input is larger than 256 MiB");
-  }
   try {
-    return ev.arrange(witgen::parse_input(text, witgen::graph::curve_prime_le(ev.graph().curve)));
-  } catch (const witgen::InputFault& e) {
+    return witgen::graph_input_values(ev, fd.get());
+  } catch (const witgen::GenerateError& e) {
     throw InputError(in.input_name + ": " + e.what());
   }
 }

@@ -24,6 +24,22 @@ struct GraphBytes {
   std::vector<uint8_t> b;
   void u32(uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i))); }
   void u64(uint64_t v) { for (int i = 0; i < 8; ++i) b.push_back(uint8_t(v >> (8 * i))); }
+  /// The header of a BN254 graph with inputs x (hash 0x1111) and y (0x2222),
+  /// one value each, and `witness` witness entries; strings follow.
+  void two_input_header(uint32_t witness) {
+    b.insert(b.end(), kMagic, kMagic + 8);
+    u32(kVersion);
+    u32(kCurveBn254);
+    u32(2);  // input values
+    u32(witness);
+    u32(2);  // signals: x at 0, y at 1
+    u64(0x1111);
+    u32(0);
+    u32(1);
+    u64(0x2222);
+    u32(1);
+    u32(1);
+  }
   void node(Op op, uint32_t a, uint32_t x = 0, uint32_t c = 0) {
     b.push_back(uint8_t(op));
     u32(a);
@@ -40,18 +56,7 @@ uint32_t n(uint32_t i) { return make_ref(RefKind::kNode, i); }
 // (x != 3 ? x·y : 7), x, and x·y again (a value two witness entries share).
 std::vector<uint8_t> sample_graph() {
   GraphBytes g;
-  g.b.insert(g.b.end(), kMagic, kMagic + 8);
-  g.u32(kVersion);
-  g.u32(kCurveBn254);
-  g.u32(2);  // input values
-  g.u32(5);  // witness
-  g.u32(2);  // signals: x at 0, y at 1
-  g.u64(0x1111);
-  g.u32(0);
-  g.u32(1);
-  g.u64(0x2222);
-  g.u32(1);
-  g.u32(1);
+  g.two_input_header(5);
   g.u32(1);  // strings
   g.u32(2);
   g.b.push_back('x');
@@ -110,18 +115,7 @@ TEST(WitnessGraph, EvaluatesABatchWithAFailedAssertFailingOnlyItsInput) {
 // trick); zero lanes give 0 (circom's 0⁻¹ = 0).
 std::vector<uint8_t> division_graph() {
   GraphBytes g;
-  g.b.insert(g.b.end(), kMagic, kMagic + 8);
-  g.u32(kVersion);
-  g.u32(kCurveBn254);
-  g.u32(2);  // input values
-  g.u32(5);  // witness
-  g.u32(2);  // signals: x at 0, y at 1
-  g.u64(0x1111);
-  g.u32(0);
-  g.u32(1);
-  g.u64(0x2222);
-  g.u32(1);
-  g.u32(1);
+  g.two_input_header(5);
   g.u32(0);  // strings
   g.u32(1);  // constants: 1
   for (uint64_t c : {1, 0, 0, 0}) g.u64(c);

@@ -248,14 +248,14 @@ struct Farm {
       ASSERT_TRUE(done && proto::get_bool(*done, "ok"));
     }
   }
-  /// An ABORT of job `job`'s partition k in slot k (generation 7).
-  void abort(uint64_t job, uint32_t k) {
+  /// An ABORT of job `job`'s partition k in `slot` (default k; generation 7), to `worker`.
+  void abort(uint64_t job, uint32_t k, const std::string& worker = "gpu-0", std::optional<uint32_t> slot = {}) {
     proto::Message m = proto::make(proto::kAbort);
     m["job"] = job;
     m["partition"] = k;
-    m["slot"] = k;
+    m["slot"] = slot.value_or(k);
     m["generation"] = 7;
-    sup.send("gpu-0", m);
+    sup.send(worker, m);
   }
   /// A PROVE_DONE's proof verifies against the key and the public signals in its slot.
   void expect_verifies(const proto::Message& done) {
@@ -470,12 +470,7 @@ TEST(WorkerChannel, SynthsSentTogetherAreOneBatchBusyPastTheQueueAndShutdownFini
   ASSERT_TRUE(f.sup.expect("synth-0", proto::kStarted, kTimeout));
   for (uint32_t k = 0; k <= proto::kMaxSynthBatch; ++k)
     f.sup.send("synth-0", f.work(proto::kSynth, 11, k, 3, test::shared_fixture("chain.1.wtns")));
-  proto::Message abort = proto::make(proto::kAbort);
-  abort["job"] = 11;
-  abort["partition"] = 5;
-  abort["slot"] = 3;
-  abort["generation"] = 7;
-  f.sup.send("synth-0", abort);
+  f.abort(11, 5, "synth-0", 3);
   f.sup.send("synth-0", proto::make(proto::kShutdown));
   got = f.sup.gather("synth-0", proto::kSynthDone, proto::kMaxSynthBatch + 2, milliseconds(60000));
   std::map<std::pair<uint64_t, uint32_t>, std::string> answers;

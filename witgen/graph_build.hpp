@@ -21,15 +21,6 @@ struct GraphBuildResult {
   uint64_t nodes = 0;   ///< the recorder's nodes (before dead ones are dropped)
   uint32_t checked = 0; ///< test inputs on which graph and generator agreed
   double seconds = 0;   ///< the whole graph build
-  /// The fastest witness over the checked inputs: the generator's whole
-  /// process and the graph's evaluation of one input (milliseconds; 0: none
-  /// checked). `slower`: the graph took longer, so DIR/graph.slower says so
-  /// and `auto` keeps the generator (witness_engine.hpp).
-  double generator_ms = 0, graph_ms = 0;
-  bool slower = false;
-  /// When slower: in a batch (of up to 16) the graph still beats the
-  /// generator, so the farm's batches keep it (DIR/graph.slower's second line).
-  bool batches_faster = false;
 };
 
 /// Builds the graph of the native sources `src` into `dir` (which holds the

@@ -112,6 +112,14 @@ files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count
   return fd;
 }
 
+std::vector<U256> graph_input_values(const graph::Evaluator& ev, int input_fd) {
+  try {
+    return ev.arrange(parse_input(read_fd(input_fd), graph::curve_prime_le(ev.graph().curve)));
+  } catch (const InputFault& e) {
+    throw GenerateError(e.what(), true);
+  }
+}
+
 bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engine, uint32_t curve,
                         uint32_t witness_size, uint8_t* out, const std::string& graph_sha256, std::string* refused) {
   if (engine == WitnessEngine::kGenerator) return false;
@@ -134,12 +142,7 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
     if (engine == WitnessEngine::kGraph) throw GenerateError("the circuit's witness graph is not of this key", false);
     return false;
   }
-  std::vector<U256> values;
-  try {
-    values = ev->arrange(parse_input(read_fd(input_fd), graph::curve_prime_le(g.curve)));
-  } catch (const InputFault& e) {
-    throw GenerateError(e.what(), true);
-  }
+  const std::vector<U256> values = graph_input_values(*ev, input_fd);
   std::vector<graph::InputOutcome> outcome;
   ev->evaluate({&values}, {out}, outcome);
   return outcome[0].ok;  // else an assert failed: the generator says so in circom's words

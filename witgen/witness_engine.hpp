@@ -76,6 +76,11 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
                         uint32_t witness_size, uint8_t* out, const std::string& graph_sha256 = {},
                         std::string* refused = nullptr);
 
+/// The input in `input_fd` (read from its start, at most kMaxInputBytes)
+/// as `ev`'s input values, in the circuit's order. Throws GenerateError
+/// (input_fault) for an input that is not JSON or not of the circuit's shape.
+std::vector<U256> graph_input_values(const graph::Evaluator& ev, int input_fd);
+
 /// The .wtns of `values` (count × 32 bytes, canonical little-endian) of the
 /// curve's scalar field, in a memfd.
 files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count);

@@ -271,10 +271,9 @@ void Pipeline::fail_job(uint64_t id, const std::string& error) {
   log_->error("job {}: failed: {}", id, error.substr(0, 2000));
 }
 
-size_t Pipeline::synth_batch_size(const Job& job, size_t idle_workers) const {
+size_t Pipeline::synth_batch_size(const Job& job, size_t queued, size_t idle_workers) const {
   // Its share of what is queued, so a small job still spreads over the
   // workers; at most synth_batch, and 256 MiB of witness slots at once.
-  const size_t queued = jobs_.count(PartState::kQueued);
   const size_t share = (queued + idle_workers - 1) / std::max<size_t>(1, idle_workers);
   const size_t by_memory = std::max<uint64_t>(1, (uint64_t(256) << 20) / std::max<uint64_t>(1, job.slot_bytes));
   return std::clamp<size_t>(std::min(share, by_memory), 1, cfg_.synth_batch);
@@ -284,6 +283,8 @@ void Pipeline::dispatch() {
   size_t idle = 0;
   for (auto& [id, w] : workers_.all())
     idle += w.kind == WorkerKind::kSynth && w.state == WorkerState::kIdle && !w.retiring;
+  // Counted once a pass (a walk over every live partition), then kept by hand.
+  size_t queued = idle ? jobs_.count(PartState::kQueued) : 0;
   for (auto& [id, w] : workers_.all()) {
     if (w.kind != WorkerKind::kSynth || w.state != WorkerState::kIdle || w.retiring) continue;
     if (lifecycle_.stopping() || lifecycle_.draining()) continue;  // in-flight work finishes, none starts
@@ -293,7 +294,7 @@ void Pipeline::dispatch() {
     // slot of its own; the worker evaluates them together.
     std::vector<PartRef> batch{*first};
     if (const Job* job = jobs_.find(first->job)) {
-      auto more = jobs_.more_of_job(*first, PartState::kQueued, synth_batch_size(*job, idle) - 1);
+      auto more = jobs_.more_of_job(*first, PartState::kQueued, synth_batch_size(*job, queued, idle) - 1);
       batch.insert(batch.end(), more.begin(), more.end());
     }
     --idle;
@@ -303,6 +304,7 @@ void Pipeline::dispatch() {
       ++sent;
     }
     if (!sent) break;
+    queued -= std::min(queued, sent);
     w.state = WorkerState::kBusy;
   }
   dispatch_gpu();

@@ -103,9 +103,9 @@ class Pipeline {
   /// GPU workers' share of dispatch().
   void dispatch_gpu();
   /// Partitions of `job` one idle synthesis worker takes at once: its share
-  /// of all queued ones over `idle_workers`, at most synth_batch and 256 MiB
-  /// of witness slots, at least 1.
-  size_t synth_batch_size(const Job& job, size_t idle_workers) const;
+  /// of the `queued` partitions over `idle_workers`, at most synth_batch and
+  /// 256 MiB of witness slots, at least 1.
+  size_t synth_batch_size(const Job& job, size_t queued, size_t idle_workers) const;
   /// A partition of circom inputs just synthesized: its public signals, read
   /// from the witness in its slot, for public.json and the verification.
   void take_public_signals(const Job& job, const Partition& p);
