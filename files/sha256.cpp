@@ -1,5 +1,6 @@
 #include "files/sha256.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <stdexcept>
@@ -41,5 +42,7 @@ std::string sha256_hex(std::string_view data) {
   h.add(data);
   return h.hex_digest();
 }
+
+void release_thread_state() { OPENSSL_thread_stop(); }
 
 }  // namespace zkfarm::files

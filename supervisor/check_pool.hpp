@@ -2,8 +2,10 @@
 // A fixed set of threads for work a client can make slow (a submit's copy and
 // check of a key of tens of GB), with a bounded queue, so that no number of
 // submits can make zkfarmd create threads without end or fail to create one.
-// The threads are detached and hold only the pool's shared state: a task stuck
-// in the kernel (a hung network filesystem) never keeps zkfarmd from exiting.
+// The threads hold only the pool's shared state, and the end joins only the
+// ones not inside a task: a task stuck in the kernel (a hung network
+// filesystem) never keeps zkfarmd from exiting, and no idle thread is halfway
+// through its own exit when the process exits (see ~CheckPool).
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -12,7 +14,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 namespace zkfarm::supervisor {
 
@@ -22,7 +26,12 @@ class CheckPool {
   /// be created (at start-up, where it ends zkfarmd with a message).
   CheckPool(unsigned threads, size_t queue_max);
   /// Tells the threads to exit; queued tasks are dropped (their owners see a
-  /// broken promise), running ones finish on their own.
+  /// broken promise). Joins every thread that is not running a task; one that
+  /// is gets detached and ends when its task does. A detached thread that
+  /// ends while the process exits frees its thread-local memory (OpenSSL's
+  /// error queue, glibc's TSD) after exit() has started: LeakSanitizer reports
+  /// that memory as leaked (CI saw it once) and ASan can even deadlock there,
+  /// so an idle pool must leave nothing running behind.
   ~CheckPool();
   CheckPool(const CheckPool&) = delete;
   CheckPool& operator=(const CheckPool&) = delete;
@@ -59,8 +68,11 @@ class CheckPool {
     std::condition_variable cv;
     std::deque<std::function<void()>> q;
     bool stop = false;
+    std::vector<uint8_t> busy;  ///< by thread: inside a task
   };
+  static void thread_loop(const std::shared_ptr<State>& st, size_t index);
   std::shared_ptr<State> st_;
+  std::vector<std::thread> threads_;
   size_t queue_max_;
 };
 
