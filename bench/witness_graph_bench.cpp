@@ -52,8 +52,11 @@ int main(int argc, char** argv) {
     s << in.rdbuf();
     inputs.push_back(ev->arrange(parse_input(s.str(), prime)));
   }
-  std::printf("graph: %zu nodes recorded, %zu evaluated, %u slots; witness %u values; loaded in %.3f s (read %.3f s)\n",
-              g.nodes.size(), ev->instructions(), ev->slots(), g.witness_size, load_s, read_s);
+  std::printf(
+      "graph: %zu nodes recorded, %zu evaluated (%zu on integers), %u field and %u integer slots; witness %u values; "
+      "loaded in %.3f s (read %.3f s)\n",
+      g.nodes.size(), ev->instructions(), ev->small_instructions(), ev->slots(), ev->small_slots(), g.witness_size,
+      load_s, read_s);
   for (unsigned t : threads)
     for (unsigned b : batches) {
       std::atomic<uint64_t> done{0};

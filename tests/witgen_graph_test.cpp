@@ -276,3 +276,101 @@ TEST(WitnessGraph, RewriteRoutesTruthTestsAssertsAndLogsToTheRecorder) {
 }
 
 }  // namespace
+
+// Random graphs rich in what range analysis narrows (bit extraction, masks,
+// shifts, relations, sums and products of those, negative constants) and in
+// what it must not (inputs near p, Bnot, inversions), evaluated in batches
+// and compared, witness value by witness value, with the naive reference:
+// each node on its own through FieldOps (graph_ops.hpp), Fr throughout.
+TEST(WitnessGraph, NarrowIntegerEvaluationMatchesTheFieldReferenceOnRandomGraphs) {
+  using Ops = FieldOps<Fr>;
+  const U256 p = Ops::modulus();
+  auto minus = [&](uint64_t d) { return u256::sub(p, u(d)); };
+  const std::vector<U256> consts = {u(0), u(1), u(2), u(3), u(7), u(8), u(31), u(32), u(63), u(64), u(255),
+                                    u(uint64_t(1) << 32), u(uint64_t(1) << 61), minus(1), minus(2),
+                                    minus(uint64_t(1) << 40), U256{0x1234, 0x5678, 0x9abc, 0xdef}, u(250), u(252)};
+  const std::vector<Op> ops = {Op::kAdd, Op::kSub, Op::kMul, Op::kNeg,  Op::kSelect, Op::kEq,   Op::kNeq,
+                               Op::kLt,  Op::kGt,  Op::kLeq, Op::kGeq,  Op::kLand,   Op::kLor,  Op::kLnot,
+                               Op::kBand, Op::kBor, Op::kBxor, Op::kBnot, Op::kShl,   Op::kShr,  Op::kIdiv,
+                               Op::kMod, Op::kDiv, Op::kInv, Op::kPow};
+  size_t narrow_total = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    const uint32_t n_nodes = 600;
+    GraphBytes g;
+    g.two_input_header(n_nodes);
+    g.u32(0);  // strings
+    g.u32(uint32_t(consts.size()));
+    for (const U256& c : consts)
+      for (uint64_t limb : c) g.u64(limb);
+    g.u32(n_nodes);
+    std::vector<std::array<uint32_t, 4>> nodes;  // op, a, b, c as written
+    auto pick = [&](uint32_t below) -> uint32_t {  // an operand: mostly recent nodes
+      const uint64_t r = rng() % 10;
+      if (below > 0 && r < 6) return n(uint32_t(below - 1 - rng() % std::min<uint32_t>(below, 24)));
+      if (r < 9) return k(uint32_t(rng() % consts.size()));
+      return in(uint32_t(rng() % 2));
+    };
+    for (uint32_t i = 0; i < n_nodes; ++i) {
+      Op op = ops[rng() % ops.size()];
+      uint32_t a = pick(i), b = pick(i), c = pick(i);
+      if (i < 8) {  // start from bits of the inputs, as SHA-256 does
+        op = i % 2 ? Op::kShr : Op::kBand;
+        a = in(i % 4 / 2);
+        b = i % 2 ? k(uint32_t(rng() % 12)) : k(1);
+      }
+      if ((op == Op::kShr || op == Op::kShl) && rng() % 4) b = k(uint32_t(rng() % 12));  // small shift amounts
+      if (op == Op::kBand && rng() % 2) b = k(uint32_t(rng() % 12));                     // masks
+      if (op == Op::kPow) b = k(uint32_t(rng() % 5));
+      if (arity(op) < 2) b = 0;  // unused operands are 0 in the file
+      if (arity(op) < 3) c = 0;
+      g.node(op, a, b, c);
+      nodes.push_back({uint32_t(op), a, b, c});
+    }
+    for (uint32_t i = 0; i < n_nodes; ++i) g.u32(n(i));
+    Evaluator ev(parse_graph(g.b.data(), g.b.size(), 10000));
+    narrow_total += ev.small_instructions();
+
+    const size_t batch = seed % 3 == 0 ? 1 : seed % 3 == 1 ? 5 : 64;
+    std::vector<std::vector<U256>> inputs;
+    for (size_t i = 0; i < batch; ++i) {
+      auto value = [&]() -> U256 {
+        switch (rng() % 4) {
+          case 0: return u(rng() % 300);
+          case 1: return minus(1 + rng() % 300);
+          case 2: return u(rng());
+          default: return U256{rng(), rng(), rng(), rng() >> 3};
+        }
+      };
+      inputs.push_back({value(), value()});
+    }
+    std::vector<const std::vector<U256>*> ptrs;
+    std::vector<std::vector<uint8_t>> outs(batch, std::vector<uint8_t>(size_t(n_nodes) * 32));
+    std::vector<uint8_t*> out_ptrs;
+    for (size_t i = 0; i < batch; ++i) {
+      ptrs.push_back(&inputs[i]);
+      out_ptrs.push_back(outs[i].data());
+    }
+    std::vector<InputOutcome> outcome;
+    ev.evaluate(ptrs, out_ptrs, outcome);
+    for (size_t i = 0; i < batch; ++i) {
+      std::vector<Fr> v(n_nodes);
+      bool fault = false;
+      auto val = [&](uint32_t ref) {
+        if (ref_kind(ref) == RefKind::kNode) return v[ref_index(ref)];
+        if (ref_kind(ref) == RefKind::kConst) return Fr::from_u256(consts[ref_index(ref)]);
+        return Fr::from_u256(inputs[i][ref_index(ref)]);
+      };
+      for (uint32_t j = 0; j < n_nodes; ++j) {
+        const Op op = Op(nodes[j][0]);
+        if (op == Op::kSelect) v[j] = val(nodes[j][1]).is_zero() ? val(nodes[j][3]) : val(nodes[j][2]);
+        else v[j] = Ops::apply(op, val(nodes[j][1]), val(nodes[j][2]), fault);
+        const U256 want = v[j].to_u256();
+        ASSERT_EQ(std::memcmp(outs[i].data() + size_t(j) * 32, want.data(), 32), 0)
+            << "seed " << seed << " input " << i << " node " << j << " op " << int(op);
+      }
+      EXPECT_EQ(outcome[i].ok, !fault) << "seed " << seed << " input " << i;
+    }
+  }
+  EXPECT_GT(narrow_total, 1000u) << "the graphs should exercise the integer path";
+}

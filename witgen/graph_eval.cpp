@@ -6,6 +6,7 @@
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "witgen/graph_format.hpp"
+#include "witgen/graph_range.hpp"
 
 namespace zkfarm::witgen::graph {
 
@@ -36,6 +37,58 @@ std::string decimal(U256 x) {
 constexpr Op kToMont = Op(100);     ///< a canonical -> Montgomery
 constexpr Op kToCanon = Op(101);    ///< a Montgomery -> canonical
 constexpr Op kMulMixed = Op(102);   ///< a canonical × b Montgomery -> the canonical product (one multiplication)
+constexpr Op kSmallToMont = Op(103);   ///< an integer -> Montgomery
+constexpr Op kSmallToCanon = Op(104);  ///< an integer -> canonical
+// On integers (narrow values, graph_range.hpp); the result is an integer.
+constexpr Op kSAdd = Op(110), kSSub = Op(111), kSNeg = Op(112), kSMul = Op(113);
+constexpr Op kSSelect = Op(114);       ///< (c, a, b): c in any form, a and b integers
+constexpr Op kSCanon = Op(115);        ///< Instr::sub, a canonical_op, on integer operands
+constexpr Op kCanonToSmall = Op(116);  ///< Instr::sub, a canonical_op, on canonical operands
+
+/// A canonical_op on integer lanes x, y (graph_range.hpp's rules hold: the
+/// operands of |, ^, >>, <<, \ and % are ≥ 0, a shift's amount too, and the
+/// result is narrow). p0: the prime's lowest limb, for a negative operand of
+/// &, whose residue p + v has p0 + v as its lowest limb.
+template <class L>
+void small_canonical(Op op, const L& x, const L& y, int64_t* r, size_t B, uint64_t p0, std::vector<uint8_t>& fault) {
+  auto low = [p0](int64_t v) { return uint64_t(v) + (v < 0 ? p0 : 0); };
+  switch (op) {
+    case Op::kEq: for (size_t i = 0; i < B; ++i) r[i] = x[i] == y[i]; break;
+    case Op::kNeq: for (size_t i = 0; i < B; ++i) r[i] = x[i] != y[i]; break;
+    case Op::kLt: for (size_t i = 0; i < B; ++i) r[i] = x[i] < y[i]; break;
+    case Op::kGt: for (size_t i = 0; i < B; ++i) r[i] = x[i] > y[i]; break;
+    case Op::kLeq: for (size_t i = 0; i < B; ++i) r[i] = x[i] <= y[i]; break;
+    case Op::kGeq: for (size_t i = 0; i < B; ++i) r[i] = x[i] >= y[i]; break;
+    case Op::kLand: for (size_t i = 0; i < B; ++i) r[i] = x[i] != 0 && y[i] != 0; break;
+    case Op::kLor: for (size_t i = 0; i < B; ++i) r[i] = x[i] != 0 || y[i] != 0; break;
+    case Op::kLnot: for (size_t i = 0; i < B; ++i) r[i] = x[i] == 0; break;
+    case Op::kBand: for (size_t i = 0; i < B; ++i) r[i] = int64_t(low(x[i]) & low(y[i])); break;
+    case Op::kBor: for (size_t i = 0; i < B; ++i) r[i] = x[i] | y[i]; break;
+    case Op::kBxor: for (size_t i = 0; i < B; ++i) r[i] = x[i] ^ y[i]; break;
+    case Op::kShr: for (size_t i = 0; i < B; ++i) r[i] = y[i] >= 63 ? 0 : x[i] >> y[i]; break;
+    case Op::kShl: for (size_t i = 0; i < B; ++i) r[i] = x[i] == 0 ? 0 : x[i] << y[i]; break;
+    case Op::kIdiv:
+    case Op::kMod:
+      for (size_t i = 0; i < B; ++i) {
+        if (y[i] == 0) {  // circom's native code dies of SIGFPE: a fault of the input
+          fault[i] = 1;
+          r[i] = 0;
+        } else {
+          r[i] = op == Op::kIdiv ? x[i] / y[i] : x[i] % y[i];
+        }
+      }
+      break;
+    default: break;  // the planner sends no other operation here
+  }
+}
+
+Range range_of(uint32_t ref, const std::vector<Range>& nodes, const std::vector<Range>& consts) {
+  switch (ref_kind(ref)) {
+    case RefKind::kNode: return nodes[ref_index(ref)];
+    case RefKind::kConst: return consts[ref_index(ref)];
+    default: return {};
+  }
+}
 
 bool is_linear(Op op) { return op == Op::kAdd || op == Op::kSub || op == Op::kNeg || op == Op::kSelect; }
 
@@ -92,16 +145,26 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       if (ref_kind(g_.witness[w]) == RefKind::kNode) out_list[fill[ref_index(g_.witness[w])]++] = w;
   }
 
-  // Forwards: forms, conversions and slots (a free list; an operand's slot
-  // is free once its last reader has read it).
-  std::vector<uint32_t> slot_of(n, kNone), free_slots;
+  // Narrow values (graph_range.hpp): kept as integers, whatever their readers want.
+  std::vector<Range> const_range;
+  const std::vector<Range> range = value_ranges(g_, const_range);
+  small_consts_.assign(g_.consts.size(), 0);
+  for (size_t i = 0; i < g_.consts.size(); ++i)
+    if (const_range[i].narrow) small_consts_[i] = const_range[i].lo;
+
+  // Forwards: forms, conversions and slots (free lists, one for field slots
+  // and one for integer slots; an operand's slot is free once its last
+  // reader has read it).
+  std::vector<uint32_t> slot_of(n, kNone), free_slots, free_small;
   std::vector<uint8_t> form_of(n, kMont);
-  auto new_slot = [&] {
-    if (free_slots.empty()) free_slots.push_back(slots_++);
-    const uint32_t s = free_slots.back();
-    free_slots.pop_back();
+  auto new_slot = [&](uint8_t form) {
+    std::vector<uint32_t>& list = form == kSmall ? free_small : free_slots;
+    if (list.empty()) list.push_back(form == kSmall ? small_slots_++ : slots_++);
+    const uint32_t s = list.back();
+    list.pop_back();
     return s;
   };
+  auto free_slot = [&](uint8_t form, uint32_t s) { (form == kSmall ? free_small : free_slots).push_back(s); };
   code_.reserve(count);
   for (uint32_t k = 0; k < n; ++k) {
     if (!live[k]) continue;
@@ -111,20 +174,25 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     Operand ops[3];
     int flexible[3] = {1, 1, 1};  // a constant or an input: read in whichever form is wanted
     uint8_t have[3] = {kMont, kMont, kMont};
+    bool readable_small[3] = {false, false, false};  // an integer slot or a narrow constant
     operands(nd, [&](uint32_t ref, int which) {
       Operand& o = ops[which];
       o.index = ref_index(ref);
       switch (ref_kind(ref)) {
         case RefKind::kNode:
-          o.kind = 0;
+          o.kind = form_of[o.index] == kSmall ? 3 : 0;
           have[which] = form_of[o.index];
+          readable_small[which] = have[which] == kSmall;
           o.index = slot_of[o.index];
           flexible[which] = 0;
           break;
-        case RefKind::kConst: o.kind = 1; break;
+        case RefKind::kConst:
+          o.kind = 1;
+          readable_small[which] = const_range[o.index].narrow;
+          break;
         default: o.kind = 2; break;
       }
-      o.form = have[which];
+      o.form = have[which] == kSmall ? kMont : have[which];  // an integer slot's form bit is unused
     });
     if (nd.op == Op::kLogText) ops[1] = Operand{1, kCanon, nd.b};
     for (const Operand& o : ops)
@@ -132,7 +200,33 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     // The form each operand must be read in, and the result's.
     uint8_t want[3] = {kMont, kMont, kMont};
     const int ar = nd.op == Op::kLogText ? 1 : arity(nd.op);
-    if (canonical_op(nd.op)) {
+    if (has_value(nd.op) && range[k].narrow) {
+      // An integer result: from integer operands where the operation allows
+      // (graph_range.hpp), else a canonical operation on canonical operands.
+      in.form = kSmall;
+      in.sub = nd.op;
+      const int first = nd.op == Op::kSelect ? 1 : 0;
+      bool all_small = true;
+      for (int i = first; i < ar; ++i) all_small = all_small && readable_small[i];
+      // Shifts right and moduli of a possibly negative integer read its residue p + v: canonical.
+      if ((nd.op == Op::kShr || nd.op == Op::kMod) && !range_of(nd.a, range, const_range).non_negative()) all_small = false;
+      if (all_small) {
+        switch (nd.op) {
+          case Op::kAdd: in.op = kSAdd; break;
+          case Op::kSub: in.op = kSSub; break;
+          case Op::kNeg: in.op = kSNeg; break;
+          case Op::kMul: in.op = kSMul; break;
+          case Op::kSelect: in.op = kSSelect; break;
+          default: in.op = kSCanon; break;
+        }
+        for (int i = first; i < ar; ++i) want[i] = kSmall;
+        if (nd.op == Op::kSelect) want[0] = have[0];  // only its zero-ness is read
+      } else {
+        if (!canonical_op(nd.op)) throw GraphError("internal: a narrow value without an integer rule");
+        in.op = kCanonToSmall;
+        want[0] = want[1] = kCanon;
+      }
+    } else if (canonical_op(nd.op)) {
       want[0] = want[1] = kCanon;
       in.form = kCanon;
     } else if (nd.op == Op::kMul) {
@@ -144,7 +238,11 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
         in.op = kMulMixed;
         in.form = kCanon;
         // The canonical one (or a constant or input, read canonical) first, the Montgomery one second.
-        if ((b_c && !a_c) || (a_m && !b_m)) std::swap(ops[0], ops[1]), std::swap(flexible[0], flexible[1]), std::swap(have[0], have[1]);
+        if ((b_c && !a_c) || (a_m && !b_m)) {
+          std::swap(ops[0], ops[1]);
+          std::swap(flexible[0], flexible[1]);
+          std::swap(have[0], have[1]);
+        }
         want[0] = kCanon;
         want[1] = kMont;
       }
@@ -152,7 +250,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       const int first = nd.op == Op::kSelect ? 1 : 0, last = nd.op == Op::kSelect ? 2 : ar - 1;
       int canon = 0, mont = 0;
       for (int i = first; i <= last; ++i)
-        if (!flexible[i]) ++(have[i] == kCanon ? canon : mont);
+        if (!flexible[i] && have[i] != kSmall) ++(have[i] == kCanon ? canon : mont);
       in.form = canon && !mont ? kCanon : mont && !canon ? kMont : pref[k];
       for (int i = first; i <= last; ++i) want[i] = in.form;
       if (nd.op == Op::kSelect) want[0] = have[0];  // only its zero-ness is read
@@ -163,21 +261,27 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       want[0] = have[0];
       want[1] = kCanon;
     }  // div, inv, pow: Montgomery throughout
-    // Conversions of slots read in the other form, into temporary slots.
-    uint32_t temps[3];
+    // Conversions of slots read in the other form, into temporary slots (a
+    // flexible operand is read as it is wanted: constants in every form,
+    // inputs as field elements only, never wanted as integers).
+    Operand temps[3];
     int n_temps = 0;
     for (int i = 0; i < ar; ++i) {
-      ops[i].form = want[i];
-      if (flexible[i] || have[i] == want[i]) continue;
+      if (want[i] == kSmall) {  // an integer operand: an integer slot or a narrow constant
+        if (ops[i].kind == 1) ops[i].form = kMont;
+        continue;
+      }
+      if (flexible[i] || have[i] == want[i]) {
+        ops[i].form = want[i];
+        continue;
+      }
       Instr cv{};
-      cv.op = want[i] == kMont ? kToMont : kToCanon;
+      cv.op = have[i] == kSmall ? (want[i] == kMont ? kSmallToMont : kSmallToCanon) : want[i] == kMont ? kToMont : kToCanon;
       cv.form = want[i];
-      Operand from = ops[i];
-      from.form = have[i];
-      cv.a = from.packed();
-      cv.dst = new_slot();
+      cv.a = ops[i].packed();
+      cv.dst = new_slot(want[i]);
       code_.push_back(cv);
-      temps[n_temps++] = cv.dst;
+      temps[n_temps++] = Operand{0, want[i], cv.dst};
       ops[i] = Operand{0, want[i], cv.dst};
     }
     in.a = ops[0].packed();
@@ -188,26 +292,27 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       if (ref_kind(ref) != RefKind::kNode) return;
       const uint32_t src = ref_index(ref);
       if (last_use[src] == here && slot_of[src] != kNone) {
-        free_slots.push_back(slot_of[src]);
+        free_slot(form_of[src], slot_of[src]);
         slot_of[src] = kNone;  // released once even when read twice here
       }
     });
-    for (int t = 0; t < n_temps; ++t) free_slots.push_back(temps[t]);
+    for (int t = 0; t < n_temps; ++t) free_slot(kMont, temps[t].index);
     if (has_value(nd.op)) {
       // Reusing a slot just read is safe: each lane reads its operands before writing.
-      in.dst = new_slot();
+      in.dst = new_slot(in.form);
       slot_of[k] = in.dst;
       form_of[k] = in.form;
       in.outs = out_start[k + 1] - out_start[k];
       outs_.insert(outs_.end(), out_list.begin() + out_start[k], out_list.begin() + out_start[k + 1]);
       if (last_use[k] == kNone) {  // a witness value nobody reads: its slot is free again at once
-        free_slots.push_back(in.dst);
+        free_slot(in.form, in.dst);
         slot_of[k] = kNone;
       }
+      if (in.form == kSmall) ++small_instructions_;
     }
     code_.push_back(in);
   }
-  if (slots_ >= kMaxIndex) throw GraphError("the graph is too large to plan (2^29 live values)");
+  if (slots_ >= kMaxIndex || small_slots_ >= kMaxIndex) throw GraphError("the graph is too large to plan (2^29 live values)");
 }
 
 std::vector<U256> Evaluator::arrange(const std::vector<InputSignal>& input) const {
@@ -256,6 +361,8 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       in[kCanon][k * B + b] = canon((*inputs[b])[k]);
     }
   std::vector<F> slot(size_t(slots_) * B);
+  std::vector<int64_t> small(size_t(small_slots_) * B);
+  std::vector<uint8_t> nonzero_lanes[2] = {std::vector<uint8_t>(B), std::vector<uint8_t>(B)};  // zero tests' lanes
   std::vector<F> prefix;  // Montgomery's trick's running products (kInv, kDiv)
   std::vector<uint8_t> fault(B, 0);
   outcomes.assign(B, InputOutcome{});
@@ -273,6 +380,49 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
     if (kind == 1) return {consts[form].data() + index, 0};
     return {in[form].data() + size_t(index) * B, 1};
   };
+  // An integer operand's lanes: an integer slot, or a narrow constant.
+  struct SmallLanes {
+    const int64_t* p;
+    size_t s;
+    int64_t operator[](size_t i) const { return p[i * s]; }
+  };
+  auto small_lanes = [&](uint32_t packed) -> SmallLanes {
+    const uint32_t kind = packed >> 30, index = packed & (kMaxIndex - 1);
+    if (kind == 3) return {small.data() + size_t(index) * B, 1};
+    return {small_consts_.data() + index, 0};
+  };
+  // Which lanes of an operand, in any form, are nonzero (0 is 0 in every form).
+  auto nonzero = [&](uint32_t packed, int buffer = 0) -> const uint8_t* {
+    uint8_t* nz = nonzero_lanes[buffer].data();
+    if (packed >> 30 == 3) {
+      const SmallLanes v = small_lanes(packed);
+      for (size_t i = 0; i < B; ++i) nz[i] = v[i] != 0;
+    } else {
+      const Lanes v = lanes(packed);
+      for (size_t i = 0; i < B; ++i) nz[i] = !v[i].is_zero();
+    }
+    return nz;
+  };
+  // An integer's canonical residue: v, or p − |v| for v < 0.
+  const U256 prime = Ops::modulus();
+  auto canonical_of = [&](int64_t v) -> U256 {
+    if (v >= 0) return U256{uint64_t(v), 0, 0, 0};
+    return u256::sub(prime, U256{uint64_t(0) - uint64_t(v), 0, 0, 0});
+  };
+  // Witness values are staged and written lane by lane: written as they come,
+  // the B lanes' stores land at one offset of B buffers that are each
+  // megabytes long, the same cache set for every lane (measured: over half the
+  // time on SHA-256 at batch 64).
+  constexpr size_t kStaged = 128;
+  std::vector<U256> staged(kStaged * B);
+  std::vector<uint32_t> staged_index(kStaged);
+  std::vector<U256> value(B);
+  size_t n_staged = 0;
+  auto flush = [&] {
+    for (size_t i = 0; i < B; ++i)
+      for (size_t j = 0; j < n_staged; ++j) std::memcpy(out[i] + size_t(staged_index[j]) * 32, staged[j * B + i].data(), 32);
+    n_staged = 0;
+  };
   const uint32_t* next_out = outs_.data();
   auto int_of = [](const F& v) { return v.mont(); };  // a canonical value's limbs
   // Witness values that are constants or inputs.
@@ -285,7 +435,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
   }
   for (const Instr& ins : code_) {
     const Lanes a = lanes(ins.a);
-    F* r = has_value(ins.op) ? slot.data() + size_t(ins.dst) * B : nullptr;
+    F* r = has_value(ins.op) && ins.form != kSmall ? slot.data() + size_t(ins.dst) * B : nullptr;
     switch (ins.op) {
       case Op::kAdd: {
         const Lanes b = lanes(ins.b);
@@ -346,25 +496,85 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       }
       case Op::kSelect: {
         const Lanes b = lanes(ins.b), c = lanes(ins.c);
-        for (size_t i = 0; i < B; ++i) r[i] = a[i].is_zero() ? c[i] : b[i];
+        const uint8_t* cond = nonzero(ins.a);
+        for (size_t i = 0; i < B; ++i) r[i] = cond[i] ? b[i] : c[i];
         break;
       }
       case Op::kAssert: {
-        const Lanes c = lanes(ins.b);
+        const uint8_t *path = nonzero(ins.a, 0), *holds = nonzero(ins.b, 1);
         for (size_t i = 0; i < B; ++i)
-          if (!a[i].is_zero() && c[i].is_zero()) outcomes[i].ok = false;
+          if (path[i] && !holds[i]) outcomes[i].ok = false;
         break;
       }
       case Op::kLogValue: {
         const Lanes v = lanes(ins.b);
+        const uint8_t* path = nonzero(ins.a);
         for (size_t i = 0; i < B; ++i)
-          if (!a[i].is_zero()) outcomes[i].log += decimal(int_of(v[i]));
+          if (path[i]) outcomes[i].log += decimal(int_of(v[i]));
         break;
       }
       case Op::kLogText: {
         const std::string& s = g_.strings[ins.b & (kMaxIndex - 1)];
+        const uint8_t* path = nonzero(ins.a);
         for (size_t i = 0; i < B; ++i)
-          if (!a[i].is_zero()) outcomes[i].log += s;
+          if (path[i]) outcomes[i].log += s;
+        break;
+      }
+      case kSmallToMont: {
+        const SmallLanes v = small_lanes(ins.a);
+        for (size_t i = 0; i < B; ++i) r[i] = F::from_int(canonical_of(v[i]));
+        break;
+      }
+      case kSmallToCanon: {
+        const SmallLanes v = small_lanes(ins.a);
+        for (size_t i = 0; i < B; ++i) r[i] = F::from_mont(canonical_of(v[i]));
+        break;
+      }
+      // Integers: exact, since range analysis bounds every result below 2^62.
+      case kSAdd: {
+        const SmallLanes x = small_lanes(ins.a), y = small_lanes(ins.b);
+        int64_t* rs = small.data() + size_t(ins.dst) * B;
+        for (size_t i = 0; i < B; ++i) rs[i] = x[i] + y[i];
+        break;
+      }
+      case kSSub: {
+        const SmallLanes x = small_lanes(ins.a), y = small_lanes(ins.b);
+        int64_t* rs = small.data() + size_t(ins.dst) * B;
+        for (size_t i = 0; i < B; ++i) rs[i] = x[i] - y[i];
+        break;
+      }
+      case kSMul: {
+        const SmallLanes x = small_lanes(ins.a), y = small_lanes(ins.b);
+        int64_t* rs = small.data() + size_t(ins.dst) * B;
+        for (size_t i = 0; i < B; ++i) rs[i] = x[i] * y[i];
+        break;
+      }
+      case kSNeg: {
+        const SmallLanes x = small_lanes(ins.a);
+        int64_t* rs = small.data() + size_t(ins.dst) * B;
+        for (size_t i = 0; i < B; ++i) rs[i] = -x[i];
+        break;
+      }
+      case kSSelect: {
+        const uint8_t* cond = nonzero(ins.a);
+        const SmallLanes x = small_lanes(ins.b), y = small_lanes(ins.c);
+        int64_t* rs = small.data() + size_t(ins.dst) * B;
+        for (size_t i = 0; i < B; ++i) rs[i] = cond[i] ? x[i] : y[i];
+        break;
+      }
+      case kSCanon: {
+        const SmallLanes x = small_lanes(ins.a), y = arity(ins.sub) >= 2 ? small_lanes(ins.b) : x;
+        small_canonical(ins.sub, x, y, small.data() + size_t(ins.dst) * B, B, prime[0], fault);
+        break;
+      }
+      case kCanonToSmall: {
+        const Lanes x = lanes(ins.a), y = arity(ins.sub) >= 2 ? lanes(ins.b) : x;
+        int64_t* rs = small.data() + size_t(ins.dst) * B;
+        for (size_t i = 0; i < B; ++i) {
+          bool f = false;
+          rs[i] = int64_t(Ops::canonical(ins.sub, int_of(x[i]), int_of(y[i]), f)[0]);  // below 2^62: one limb
+          fault[i] |= f;
+        }
         break;
       }
       default: {
@@ -385,12 +595,23 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         break;
       }
     }
-    for (uint32_t o = 0; o < ins.outs; ++o, ++next_out)
-      for (size_t i = 0; i < B; ++i) {
-        const U256 x = ins.form == kCanon ? int_of(r[i]) : r[i].to_int();
-        std::memcpy(out[i] + size_t(*next_out) * 32, x.data(), 32);
+    if (ins.outs) {
+      for (size_t i = 0; i < B; ++i)
+        value[i] = ins.form == kSmall ? canonical_of(small[size_t(ins.dst) * B + i])
+                   : ins.form == kCanon ? int_of(r[i])
+                                        : r[i].to_int();
+      for (uint32_t o = 0; o < ins.outs; ++o) {  // a value may fill several witness entries
+        if (B == 1) {  // one buffer: nothing to stage
+          std::memcpy(out[0] + size_t(*next_out++) * 32, value[0].data(), 32);
+          continue;
+        }
+        std::copy(value.begin(), value.end(), staged.begin() + ptrdiff_t(n_staged * B));
+        staged_index[n_staged++] = *next_out++;
+        if (n_staged == kStaged) flush();
       }
+    }
   }
+  flush();
   for (size_t i = 0; i < B; ++i)
     if (fault[i]) outcomes[i].ok = false;
 }

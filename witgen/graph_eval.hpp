@@ -9,7 +9,9 @@
 // want (Montgomery for multiplications, canonical for bitwise operations,
 // shifts, relations and the witness itself; conversions are inserted where
 // forms meet, and a multiplication of a canonical by a Montgomery value
-// gives the canonical product in one step); and each value gets a slot that
+// gives the canonical product in one step), or, when range analysis
+// (graph_range.hpp) proves it narrow, as a signed 64-bit integer computed
+// with machine arithmetic (SHA-256's bits and word sums); and each value gets a slot that
 // is reused once its last reader has run, so memory is the graph's widest
 // point (live values) × batch × 32 bytes, not its length.
 #include <cstdint>
@@ -36,9 +38,13 @@ class Evaluator {
   explicit Evaluator(Graph g);
 
   const Graph& graph() const { return g_; }
-  /// Nodes evaluated (after dead ones were dropped) and slots a lane needs.
+  /// Nodes evaluated (after dead ones were dropped) and slots a lane needs:
+  /// field slots (32 bytes) and integer slots (8 bytes).
   size_t instructions() const { return code_.size(); }
   uint32_t slots() const { return slots_; }
+  uint32_t small_slots() const { return small_slots_; }
+  /// Instructions computed on machine integers (narrow values).
+  size_t small_instructions() const { return small_instructions_; }
 
   /// The values of one parsed input file (parse_input), in the circuit's
   /// input order, canonical. Throws InputFault in the generators' words: a
@@ -49,17 +55,18 @@ class Evaluator {
   /// Evaluates inputs[i] (input_values() canonical values each) into out[i]:
   /// witness_size × 32 bytes, each value canonical little-endian (the body
   /// of a .wtns). outcomes gets one entry per input. The whole batch runs in
-  /// one pass; memory: slots() × inputs.size() × 32 bytes.
+  /// one pass; memory: (slots() × 32 + small_slots() × 8) × inputs.size() bytes.
   void evaluate(const std::vector<const std::vector<U256>*>& inputs, const std::vector<uint8_t*>& out,
                 std::vector<InputOutcome>& outcomes) const;
 
   /// The form a value is kept in: Montgomery (x·R mod p: what a
   /// multiplication wants) or canonical (x: what relations, bitwise
   /// operations, shifts and the witness file want). Additions work in either.
-  enum Form : uint8_t { kMont = 0, kCanon = 1 };
+  /// kSmall: a narrow value (graph_range.hpp) as a signed integer v, x = v mod p.
+  enum Form : uint8_t { kMont = 0, kCanon = 1, kSmall = 2 };
   /// One operand as planned: a slot, a constant or an input value, read in `form`.
   struct Operand {
-    uint8_t kind = 0;  ///< 0 slot, 1 constant, 2 input
+    uint8_t kind = 0;  ///< 0 field slot, 1 constant, 2 input, 3 integer slot
     uint8_t form = kMont;
     uint32_t index = 0;  ///< below 2^29
     /// In an instruction: kind in bits 31–30, form in bit 29, the index below.
@@ -70,6 +77,7 @@ class Evaluator {
   struct Instr {
     Op op;                 ///< a graph operation, or one of the planner's (graph_eval.cpp)
     uint8_t form = kMont;  ///< the form of the value it writes
+    Op sub = Op(0);        ///< the graph operation an integer instruction computes
     uint32_t dst = 0;      ///< slot of the value (ops with a value)
     uint32_t a = 0, b = 0, c = 0;  ///< Operand::packed(); kLogText: b's index is the string
     uint32_t outs = 0;     ///< witness entries this value fills: the next ones of outs_
@@ -83,7 +91,9 @@ class Evaluator {
   Graph g_;
   std::vector<Instr> code_;
   std::vector<uint32_t> outs_;  ///< witness indices, grouped by instruction
-  uint32_t slots_ = 0;
+  std::vector<int64_t> small_consts_;  ///< each constant's integer (0 where it is not narrow)
+  uint32_t slots_ = 0, small_slots_ = 0;
+  size_t small_instructions_ = 0;
 };
 
 }  // namespace zkfarm::witgen::graph
