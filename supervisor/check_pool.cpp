@@ -1,5 +1,7 @@
 #include "supervisor/check_pool.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "files/sha256.hpp"
@@ -19,6 +21,7 @@ void CheckPool::thread_loop(const std::shared_ptr<State>& st, size_t index) {
     task = nullptr;  // what the task captured goes now, on this thread
     lock.lock();
     st->busy[index] = 0;
+    st->cv.notify_all();  // the end may be waiting for this task
   }
   lock.unlock();
   // A detached thread (its task outlived the pool) may end while the process
@@ -47,10 +50,16 @@ CheckPool::CheckPool(unsigned threads, size_t queue_max) : st_(std::make_shared<
 CheckPool::~CheckPool() {
   std::vector<uint8_t> busy;
   {
-    std::lock_guard<std::mutex> lock(st_->m);
+    std::unique_lock<std::mutex> lock(st_->m);
     st_->stop = true;
     st_->q.clear();
     st_->cv.notify_all();
+    // A task whose owner already has its result may still be returning (its
+    // promise is set before the task ends): give running tasks a moment, so
+    // that only one truly stuck is left behind.
+    st_->cv.wait_for(lock, std::chrono::milliseconds(kBusyGraceMs), [&] {
+      return std::none_of(st_->busy.begin(), st_->busy.end(), [](uint8_t b) { return b != 0; });
+    });
     busy = st_->busy;  // a thread idle now sees stop before it can take a task: it is about to end
   }
   for (size_t i = 0; i < threads_.size(); ++i) {

@@ -26,8 +26,10 @@ class CheckPool {
   /// be created (at start-up, where it ends zkfarmd with a message).
   CheckPool(unsigned threads, size_t queue_max);
   /// Tells the threads to exit; queued tasks are dropped (their owners see a
-  /// broken promise). Joins every thread that is not running a task; one that
-  /// is gets detached and ends when its task does. A detached thread that
+  /// broken promise). Waits up to kBusyGraceMs for running tasks to end (a
+  /// task's owner can have its result while the task is still returning),
+  /// then joins every thread not running a task; one still running one (stuck
+  /// in the kernel) gets detached and ends when its task does. A detached thread that
   /// ends while the process exits frees its thread-local memory (OpenSSL's
   /// error queue, glibc's TSD) after exit() has started: LeakSanitizer reports
   /// that memory as leaked (CI saw it once) and ASan can even deadlock there,
@@ -40,6 +42,8 @@ class CheckPool {
   bool post(std::function<void()> task);
   /// Tasks waiting (not yet running).
   size_t queued() const;
+  /// How long the end waits for running tasks before it leaves them behind.
+  static constexpr int kBusyGraceMs = 2000;
   /// Queues `fn` and returns the future of its result (or of what it
   /// throws); nullopt when queue_max tasks are already waiting. A task the
   /// pool drops at its end leaves the future with a broken promise.

@@ -211,7 +211,7 @@ TEST(CheckPool, TheEndDoesNotWaitForATaskStuckInTheKernel) {
       finished.set_value();
     }));
     started.get_future().wait();
-  }  // returns with the task still blocked: a hang here fails the test by its timeout
+  }  // returns after CheckPool::kBusyGraceMs with the task still blocked: a hang fails by the test's timeout
   release.set_value();
   finished.get_future().wait();  // the detached thread ends on its own
 }
