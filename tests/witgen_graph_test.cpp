@@ -81,6 +81,25 @@ std::vector<uint8_t> sample_graph() {
 
 U256 u(uint64_t x) { return U256{x, 0, 0, 0}; }
 
+// Evaluates `inputs` as one batch; out[i] gets input i's witness
+// (graph().witness_size values of 32 bytes).
+struct Batch {
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<InputOutcome> outcome;
+};
+Batch evaluate_batch(const Evaluator& ev, const std::vector<std::vector<U256>>& inputs) {
+  Batch b;
+  b.out.assign(inputs.size(), std::vector<uint8_t>(size_t(ev.graph().witness_size) * 32));
+  std::vector<const std::vector<U256>*> ptrs;
+  std::vector<uint8_t*> out_ptrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ptrs.push_back(&inputs[i]);
+    out_ptrs.push_back(b.out[i].data());
+  }
+  ev.evaluate(ptrs, out_ptrs, b.outcome);
+  return b;
+}
+
 TEST(WitnessGraph, EvaluatesABatchWithAFailedAssertFailingOnlyItsInput) {
   const std::vector<uint8_t> bytes = sample_graph();
   Evaluator ev(parse_graph(bytes.data(), bytes.size(), 100));
@@ -89,15 +108,7 @@ TEST(WitnessGraph, EvaluatesABatchWithAFailedAssertFailingOnlyItsInput) {
   const std::vector<uint64_t> xs = {2, 3, 5, 3, 11};
   std::vector<std::vector<U256>> inputs;
   for (uint64_t x : xs) inputs.push_back({u(x), u(rng() >> 4)});
-  std::vector<const std::vector<U256>*> ptrs;
-  std::vector<std::vector<uint8_t>> outs(xs.size(), std::vector<uint8_t>(5 * 32));
-  std::vector<uint8_t*> out_ptrs;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    ptrs.push_back(&inputs[i]);
-    out_ptrs.push_back(outs[i].data());
-  }
-  std::vector<InputOutcome> outcome;
-  ev.evaluate(ptrs, out_ptrs, outcome);
+  const auto [outs, outcome] = evaluate_batch(ev, inputs);
   ASSERT_EQ(outcome.size(), xs.size());
   for (size_t i = 0; i < xs.size(); ++i) {
     EXPECT_EQ(outcome[i].ok, xs[i] != 3) << "input " << i;
@@ -142,15 +153,7 @@ TEST(WitnessGraph, InversionsAndDivisionsOfABatchMatchOneAtATimeWithZeroLanes) {
       if (i % 7 == 3) y = u(0);
       inputs.push_back({x, y});
     }
-    std::vector<const std::vector<U256>*> ptrs;
-    std::vector<std::vector<uint8_t>> outs(batch, std::vector<uint8_t>(5 * 32));
-    std::vector<uint8_t*> out_ptrs;
-    for (size_t i = 0; i < batch; ++i) {
-      ptrs.push_back(&inputs[i]);
-      out_ptrs.push_back(outs[i].data());
-    }
-    std::vector<InputOutcome> outcome;
-    ev.evaluate(ptrs, out_ptrs, outcome);
+    const auto [outs, outcome] = evaluate_batch(ev, inputs);
     for (size_t i = 0; i < batch; ++i) {
       // The naive reference: Fermat's inverse, one value at a time.
       const Fr x = Fr::from_u256(inputs[i][0]), y = Fr::from_u256(inputs[i][1]);
@@ -344,15 +347,7 @@ TEST(WitnessGraph, NarrowIntegerEvaluationMatchesTheFieldReferenceOnRandomGraphs
       };
       inputs.push_back({value(), value()});
     }
-    std::vector<const std::vector<U256>*> ptrs;
-    std::vector<std::vector<uint8_t>> outs(batch, std::vector<uint8_t>(size_t(n_nodes) * 32));
-    std::vector<uint8_t*> out_ptrs;
-    for (size_t i = 0; i < batch; ++i) {
-      ptrs.push_back(&inputs[i]);
-      out_ptrs.push_back(outs[i].data());
-    }
-    std::vector<InputOutcome> outcome;
-    ev.evaluate(ptrs, out_ptrs, outcome);
+    const auto [outs, outcome] = evaluate_batch(ev, inputs);
     for (size_t i = 0; i < batch; ++i) {
       std::vector<Fr> v(n_nodes);
       bool fault = false;

@@ -82,14 +82,6 @@ void small_canonical(Op op, const L& x, const L& y, int64_t* r, size_t B, uint64
   }
 }
 
-Range range_of(uint32_t ref, const std::vector<Range>& nodes, const std::vector<Range>& consts) {
-  switch (ref_kind(ref)) {
-    case RefKind::kNode: return nodes[ref_index(ref)];
-    case RefKind::kConst: return consts[ref_index(ref)];
-    default: return {};
-  }
-}
-
 bool is_linear(Op op) { return op == Op::kAdd || op == Op::kSub || op == Op::kNeg || op == Op::kSelect; }
 
 Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
@@ -209,7 +201,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       bool all_small = true;
       for (int i = first; i < ar; ++i) all_small = all_small && readable_small[i];
       // Shifts right and moduli of a possibly negative integer read its residue p + v: canonical.
-      if ((nd.op == Op::kShr || nd.op == Op::kMod) && !range_of(nd.a, range, const_range).non_negative()) all_small = false;
+      if ((nd.op == Op::kShr || nd.op == Op::kMod) && !ref_range(nd.a, range, const_range).non_negative()) all_small = false;
       if (all_small) {
         switch (nd.op) {
           case Op::kAdd: in.op = kSAdd; break;
@@ -264,13 +256,10 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     // Conversions of slots read in the other form, into temporary slots (a
     // flexible operand is read as it is wanted: constants in every form,
     // inputs as field elements only, never wanted as integers).
-    Operand temps[3];
+    uint32_t temps[3];
     int n_temps = 0;
     for (int i = 0; i < ar; ++i) {
-      if (want[i] == kSmall) {  // an integer operand: an integer slot or a narrow constant
-        if (ops[i].kind == 1) ops[i].form = kMont;
-        continue;
-      }
+      if (want[i] == kSmall) continue;  // an integer operand: an integer slot or a narrow constant
       if (flexible[i] || have[i] == want[i]) {
         ops[i].form = want[i];
         continue;
@@ -281,7 +270,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       cv.a = ops[i].packed();
       cv.dst = new_slot(want[i]);
       code_.push_back(cv);
-      temps[n_temps++] = Operand{0, want[i], cv.dst};
+      temps[n_temps++] = cv.dst;
       ops[i] = Operand{0, want[i], cv.dst};
     }
     in.a = ops[0].packed();
@@ -296,7 +285,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
         slot_of[src] = kNone;  // released once even when read twice here
       }
     });
-    for (int t = 0; t < n_temps; ++t) free_slot(kMont, temps[t].index);
+    for (int t = 0; t < n_temps; ++t) free_slot(kMont, temps[t]);
     if (has_value(nd.op)) {
       // Reusing a slot just read is safe: each lane reads its operands before writing.
       in.dst = new_slot(in.form);
@@ -402,6 +391,12 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       for (size_t i = 0; i < B; ++i) nz[i] = !v[i].is_zero();
     }
     return nz;
+  };
+  // An integer instruction of one or two operands (f(x, y); y = x for one).
+  auto small_binary = [&](const Instr& ins, auto f) {
+    const SmallLanes x = small_lanes(ins.a), y = ins.op == kSNeg ? x : small_lanes(ins.b);
+    int64_t* rs = small.data() + size_t(ins.dst) * B;
+    for (size_t i = 0; i < B; ++i) rs[i] = f(x[i], y[i]);
   };
   // An integer's canonical residue: v, or p − |v| for v < 0.
   const U256 prime = Ops::modulus();
@@ -531,30 +526,10 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         break;
       }
       // Integers: exact, since range analysis bounds every result below 2^62.
-      case kSAdd: {
-        const SmallLanes x = small_lanes(ins.a), y = small_lanes(ins.b);
-        int64_t* rs = small.data() + size_t(ins.dst) * B;
-        for (size_t i = 0; i < B; ++i) rs[i] = x[i] + y[i];
-        break;
-      }
-      case kSSub: {
-        const SmallLanes x = small_lanes(ins.a), y = small_lanes(ins.b);
-        int64_t* rs = small.data() + size_t(ins.dst) * B;
-        for (size_t i = 0; i < B; ++i) rs[i] = x[i] - y[i];
-        break;
-      }
-      case kSMul: {
-        const SmallLanes x = small_lanes(ins.a), y = small_lanes(ins.b);
-        int64_t* rs = small.data() + size_t(ins.dst) * B;
-        for (size_t i = 0; i < B; ++i) rs[i] = x[i] * y[i];
-        break;
-      }
-      case kSNeg: {
-        const SmallLanes x = small_lanes(ins.a);
-        int64_t* rs = small.data() + size_t(ins.dst) * B;
-        for (size_t i = 0; i < B; ++i) rs[i] = -x[i];
-        break;
-      }
+      case kSAdd: small_binary(ins, [](int64_t x, int64_t y) { return x + y; }); break;
+      case kSSub: small_binary(ins, [](int64_t x, int64_t y) { return x - y; }); break;
+      case kSMul: small_binary(ins, [](int64_t x, int64_t y) { return x * y; }); break;
+      case kSNeg: small_binary(ins, [](int64_t x, int64_t) { return -x; }); break;
       case kSSelect: {
         const uint8_t* cond = nonzero(ins.a);
         const SmallLanes x = small_lanes(ins.b), y = small_lanes(ins.c);

@@ -70,7 +70,8 @@ class Evaluator {
     uint8_t form = kMont;
     uint32_t index = 0;  ///< below 2^29
     /// In an instruction: kind in bits 31–30, form in bit 29, the index below.
-    uint32_t packed() const { return (uint32_t(kind) << 30) | (uint32_t(form) << 29) | index; }
+    /// (An integer operand's form bit is unused: only kind 3 or a constant's table says so.)
+    uint32_t packed() const { return (uint32_t(kind) << 30) | (uint32_t(form & 1) << 29) | index; }
   };
   /// 24 bytes: the program of a 2^20-constraint circuit is millions of
   /// these, read once per batch, so their size is the evaluator's memory traffic.

@@ -74,6 +74,14 @@ Range rule(Op op, const Range& a, const Range& b, unsigned p_bits) {
 
 }  // namespace
 
+Range ref_range(uint32_t ref, const std::vector<Range>& nodes, const std::vector<Range>& consts) {
+  switch (ref_kind(ref)) {
+    case RefKind::kNode: return nodes[ref_index(ref)];
+    case RefKind::kConst: return consts[ref_index(ref)];
+    default: return {};  // an input: any residue
+  }
+}
+
 std::vector<Range> value_ranges(const Graph& g, std::vector<Range>& const_ranges) {
   const uint64_t* p = curve_modulus(g.curve);
   const U256 prime{p[0], p[1], p[2], p[3]};
@@ -90,13 +98,7 @@ std::vector<Range> value_ranges(const Graph& g, std::vector<Range>& const_ranges
     }
   }
   std::vector<Range> r(g.nodes.size());
-  auto of = [&](uint32_t ref) -> Range {
-    switch (ref_kind(ref)) {
-      case RefKind::kNode: return r[ref_index(ref)];
-      case RefKind::kConst: return const_ranges[ref_index(ref)];
-      default: return {};  // an input: any residue
-    }
-  };
+  auto of = [&](uint32_t ref) { return ref_range(ref, r, const_ranges); };
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& nd = g.nodes[k];
     if (!has_value(nd.op)) continue;

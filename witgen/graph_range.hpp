@@ -36,6 +36,10 @@ struct Range {
   bool non_negative() const { return narrow && lo >= 0; }
 };
 
+/// The range of a graph reference (graph_format.hpp): a node's or a
+/// constant's from the tables value_ranges() gives; an input's is unknown.
+Range ref_range(uint32_t ref, const std::vector<Range>& nodes, const std::vector<Range>& consts);
+
 /// The range of each node of `g` (entries of nodes without a value stay not
 /// narrow), and of each constant in `const_ranges`. Linear in the graph.
 std::vector<Range> value_ranges(const Graph& g, std::vector<Range>& const_ranges);
