@@ -18,6 +18,7 @@
 #include "witgen/generator_run.hpp"
 #include "witgen/graph_eval.hpp"
 #include "witgen/graph_file.hpp"
+#include "witgen/graph_plan.hpp"
 #include "witgen/graph_format.hpp"
 #include "witgen/graph_rewrite.hpp"
 #include "witgen/input_json.hpp"
@@ -325,7 +326,10 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     ++res.checked;
   }
   try {
-    graph::write_graph_file((out / "graph").string(), raw);
+    const std::string graph_sha256 = graph::write_graph_file((out / "graph").string(), raw);
+    // Its plan beside it: a process that evaluates a few witnesses reads it
+    // instead of planning again (graph_plan.hpp).
+    graph::write_plan_file(graph::plan_path((out / "graph").string()), *ev, graph_sha256);
     // `auto` takes the faster engine (docs/witness.md): a graph measured
     // slower than the generator's whole process (circuits heavy in field
     // inversions) is kept, for `graph` and for batches, but not chosen.

@@ -65,12 +65,14 @@ void small_canonical(Op op, const L& x, const L& y, int64_t* r, size_t B, uint64
     case Op::kBand: for (size_t i = 0; i < B; ++i) r[i] = int64_t(low(x[i]) & low(y[i])); break;
     case Op::kBor: for (size_t i = 0; i < B; ++i) r[i] = x[i] | y[i]; break;
     case Op::kBxor: for (size_t i = 0; i < B; ++i) r[i] = x[i] ^ y[i]; break;
-    case Op::kShr: for (size_t i = 0; i < B; ++i) r[i] = y[i] >= 63 ? 0 : x[i] >> y[i]; break;
-    case Op::kShl: for (size_t i = 0; i < B; ++i) r[i] = x[i] == 0 ? 0 : x[i] << y[i]; break;
+    // The guards cost nothing a planned program needs (its amounts are small
+    // and ≥ 0) and keep a damaged plan from undefined shifts.
+    case Op::kShr: for (size_t i = 0; i < B; ++i) r[i] = uint64_t(y[i]) >= 63 ? 0 : x[i] >> y[i]; break;
+    case Op::kShl: for (size_t i = 0; i < B; ++i) r[i] = uint64_t(y[i]) >= 63 ? 0 : int64_t(uint64_t(x[i]) << y[i]); break;
     case Op::kIdiv:
     case Op::kMod:
       for (size_t i = 0; i < B; ++i) {
-        if (y[i] == 0) {  // circom's native code dies of SIGFPE: a fault of the input
+        if (y[i] <= 0) {  // 0: circom's native code dies of SIGFPE, a fault of the input (< 0: never planned)
           fault[i] = 1;
           r[i] = 0;
         } else {
@@ -140,9 +142,9 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
   // Narrow values (graph_range.hpp): kept as integers, whatever their readers want.
   std::vector<Range> const_range;
   const std::vector<Range> range = value_ranges(g_, const_range);
-  small_consts_.assign(g_.consts.size(), 0);
+  p_.small_consts.assign(g_.consts.size(), 0);
   for (size_t i = 0; i < g_.consts.size(); ++i)
-    if (const_range[i].narrow) small_consts_[i] = const_range[i].lo;
+    if (const_range[i].narrow) p_.small_consts[i] = const_range[i].lo;
 
   // Forwards: forms, conversions and slots (free lists, one for field slots
   // and one for integer slots; an operand's slot is free once its last
@@ -151,13 +153,13 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
   std::vector<uint8_t> form_of(n, kMont);
   auto new_slot = [&](uint8_t form) {
     std::vector<uint32_t>& list = form == kSmall ? free_small : free_slots;
-    if (list.empty()) list.push_back(form == kSmall ? small_slots_++ : slots_++);
+    if (list.empty()) list.push_back(form == kSmall ? p_.small_slots++ : p_.slots++);
     const uint32_t s = list.back();
     list.pop_back();
     return s;
   };
   auto free_slot = [&](uint8_t form, uint32_t s) { (form == kSmall ? free_small : free_slots).push_back(s); };
-  code_.reserve(count);
+  p_.code.reserve(count);
   for (uint32_t k = 0; k < n; ++k) {
     if (!live[k]) continue;
     const Node& nd = g_.nodes[k];
@@ -269,7 +271,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       cv.form = want[i];
       cv.a = ops[i].packed();
       cv.dst = new_slot(want[i]);
-      code_.push_back(cv);
+      p_.code.push_back(cv);
       temps[n_temps++] = cv.dst;
       ops[i] = Operand{0, want[i], cv.dst};
     }
@@ -292,16 +294,93 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       slot_of[k] = in.dst;
       form_of[k] = in.form;
       in.outs = out_start[k + 1] - out_start[k];
-      outs_.insert(outs_.end(), out_list.begin() + out_start[k], out_list.begin() + out_start[k + 1]);
+      p_.outs.insert(p_.outs.end(), out_list.begin() + out_start[k], out_list.begin() + out_start[k + 1]);
       if (last_use[k] == kNone) {  // a witness value nobody reads: its slot is free again at once
         free_slot(in.form, in.dst);
         slot_of[k] = kNone;
       }
-      if (in.form == kSmall) ++small_instructions_;
+      if (in.form == kSmall) ++p_.small_instructions;
     }
-    code_.push_back(in);
+    p_.code.push_back(in);
   }
-  if (slots_ >= kMaxIndex || small_slots_ >= kMaxIndex) throw GraphError("the graph is too large to plan (2^29 live values)");
+  if (p_.slots >= kMaxIndex || p_.small_slots >= kMaxIndex) throw GraphError("the graph is too large to plan (2^29 live values)");
+  code_ = p_.code;
+  outs_ = p_.outs;
+}
+
+size_t Evaluator::instructions() const { return code_.size(); }
+uint32_t Evaluator::slots() const { return p_.slots; }
+uint32_t Evaluator::small_slots() const { return p_.small_slots; }
+size_t Evaluator::small_instructions() const { return size_t(p_.small_instructions); }
+
+Evaluator::Evaluator(Graph g, PlanView v)
+    : g_(std::move(g)), code_(v.code), outs_(v.outs), backing_(std::move(v.backing)) {
+  g_.nodes.clear();
+  g_.nodes.shrink_to_fit();
+  p_.small_consts = std::move(v.small_consts);
+  p_.slots = v.slots;
+  p_.small_slots = v.small_slots;
+  if (p_.slots >= kMaxIndex || p_.small_slots >= kMaxIndex) throw GraphError("the plan has 2^29 slots or more");
+  if (p_.small_consts.size() != g_.consts.size()) throw GraphError("the plan's integer constants are not the graph's");
+  // What run() reads for each operand, by the kind packed in it.
+  auto index_of = [](uint32_t packed) { return packed & (kMaxIndex - 1); };
+  auto field = [&](uint32_t packed) {  // lanes(): a field slot, a constant or an input
+    const uint32_t kind = packed >> 30, i = index_of(packed);
+    return kind == 0 ? i < p_.slots : kind == 1 ? i < g_.consts.size() : kind == 2 && i < g_.input_values;
+  };
+  auto integer = [&](uint32_t packed) {  // small_lanes(): an integer slot or a constant
+    const uint32_t kind = packed >> 30, i = index_of(packed);
+    return kind == 3 ? i < p_.small_slots : kind == 1 && i < g_.consts.size();
+  };
+  auto either = [&](uint32_t packed) { return packed >> 30 == 3 ? integer(packed) : field(packed); };  // nonzero()
+  uint64_t outs = 0, small = 0;
+  for (size_t k = 0; k < code_.size(); ++k) {
+    const Instr& in = code_[k];
+    auto fault = [&](const char* what) { return GraphError("plan instruction " + std::to_string(k) + ": " + what); };
+    bool ok = false, small_result = false;
+    switch (in.op) {
+      case kToMont: case kToCanon: ok = field(in.a); break;
+      case kMulMixed: ok = field(in.a) && field(in.b); break;
+      case kSmallToMont: case kSmallToCanon: ok = integer(in.a); break;
+      case kSAdd: case kSSub: case kSMul: ok = integer(in.a) && integer(in.b); small_result = true; break;
+      case kSNeg: ok = integer(in.a); small_result = true; break;
+      case kSSelect: ok = either(in.a) && integer(in.b) && integer(in.c); small_result = true; break;
+      case kSCanon:
+        ok = canonical_op(in.sub) && integer(in.a) && (arity(in.sub) < 2 || integer(in.b));
+        small_result = true;
+        break;
+      case kCanonToSmall:
+        ok = canonical_op(in.sub) && field(in.a) && (arity(in.sub) < 2 || field(in.b));
+        small_result = true;
+        break;
+      case Op::kSelect: ok = either(in.a) && field(in.b) && field(in.c); break;
+      case Op::kAssert: ok = either(in.a) && either(in.b); break;
+      case Op::kLogValue: ok = either(in.a) && field(in.b); break;
+      case Op::kLogText: ok = either(in.a) && in.b >> 30 == 1 && index_of(in.b) < g_.strings.size(); break;
+      default:
+        if (uint8_t(in.op) < uint8_t(Op::kAdd) || uint8_t(in.op) > uint8_t(Op::kLast)) throw fault("unknown operation");
+        ok = field(in.a) && (arity(in.op) < 2 || field(in.b));
+        break;
+    }
+    if (!ok) throw fault("an operand names nothing the evaluation holds");
+    if (small_result != (in.form == kSmall) || in.form > kSmall) throw fault("its form is not its operation's");
+    if (has_value(in.op) ? in.dst >= (small_result ? p_.small_slots : p_.slots) : in.outs != 0)
+      throw fault("its result lies outside the slots");
+    outs += in.outs;
+    small += small_result;
+  }
+  if (outs != outs_.size()) throw GraphError("the plan's witness entries do not add up");
+  if (g_.witness.size() != g_.witness_size) throw GraphError("the plan's witness is not of the graph's size");
+  for (uint32_t ref : g_.witness) {  // run() copies the constants and inputs among them
+    const uint32_t i = ref_index(ref);
+    if (ref_kind(ref) == RefKind::kConst ? i >= g_.consts.size()
+        : ref_kind(ref) == RefKind::kInput ? i >= g_.input_values
+                                           : ref_kind(ref) != RefKind::kNode)
+      throw GraphError("the plan's witness names " + std::to_string(ref) + ", which is nothing");
+  }
+  for (uint32_t w : outs_)
+    if (w >= g_.witness_size) throw GraphError("the plan fills witness entry " + std::to_string(w) + " of " + std::to_string(g_.witness_size));
+  p_.small_instructions = small;
 }
 
 std::vector<U256> Evaluator::arrange(const std::vector<InputSignal>& input) const {
@@ -349,8 +428,8 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       in[kMont][k * B + b] = F::from_int((*inputs[b])[k]);
       in[kCanon][k * B + b] = canon((*inputs[b])[k]);
     }
-  std::vector<F> slot(size_t(slots_) * B);
-  std::vector<int64_t> small(size_t(small_slots_) * B);
+  std::vector<F> slot(size_t(p_.slots) * B);
+  std::vector<int64_t> small(size_t(p_.small_slots) * B);
   std::vector<uint8_t> nonzero_lanes[2] = {std::vector<uint8_t>(B), std::vector<uint8_t>(B)};  // zero tests' lanes
   std::vector<F> prefix;  // Montgomery's trick's running products (kInv, kDiv)
   std::vector<uint8_t> fault(B, 0);
@@ -378,7 +457,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
   auto small_lanes = [&](uint32_t packed) -> SmallLanes {
     const uint32_t kind = packed >> 30, index = packed & (kMaxIndex - 1);
     if (kind == 3) return {small.data() + size_t(index) * B, 1};
-    return {small_consts_.data() + index, 0};
+    return {p_.small_consts.data() + index, 0};
   };
   // Which lanes of an operand, in any form, are nonzero (0 is 0 in every form).
   auto nonzero = [&](uint32_t packed, int buffer = 0) -> const uint8_t* {
@@ -525,11 +604,12 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         for (size_t i = 0; i < B; ++i) r[i] = F::from_mont(canonical_of(v[i]));
         break;
       }
-      // Integers: exact, since range analysis bounds every result below 2^62.
-      case kSAdd: small_binary(ins, [](int64_t x, int64_t y) { return x + y; }); break;
-      case kSSub: small_binary(ins, [](int64_t x, int64_t y) { return x - y; }); break;
-      case kSMul: small_binary(ins, [](int64_t x, int64_t y) { return x * y; }); break;
-      case kSNeg: small_binary(ins, [](int64_t x, int64_t) { return -x; }); break;
+      // Integers: exact, since range analysis bounds every result below 2^62
+      // (computed as unsigned, so even a damaged plan's overflow is defined).
+      case kSAdd: small_binary(ins, [](int64_t x, int64_t y) { return int64_t(uint64_t(x) + uint64_t(y)); }); break;
+      case kSSub: small_binary(ins, [](int64_t x, int64_t y) { return int64_t(uint64_t(x) - uint64_t(y)); }); break;
+      case kSMul: small_binary(ins, [](int64_t x, int64_t y) { return int64_t(uint64_t(x) * uint64_t(y)); }); break;
+      case kSNeg: small_binary(ins, [](int64_t x, int64_t) { return int64_t(0 - uint64_t(x)); }); break;
       case kSSelect: {
         const uint8_t* cond = nonzero(ins.a);
         const SmallLanes x = small_lanes(ins.b), y = small_lanes(ins.c);

@@ -15,6 +15,8 @@
 // is reused once its last reader has run, so memory is the graph's widest
 // point (live values) × batch × 32 bytes, not its length.
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,16 +37,29 @@ struct InputOutcome {
 /// A graph planned for evaluation.
 class Evaluator {
  public:
+  struct PlanView;
+  /// Plans `g` (its nodes; throws GraphError for a graph past 2^29 live values).
   explicit Evaluator(Graph g);
+  /// An evaluator from a plan kept on disk (graph_plan.hpp) and the graph it
+  /// was made from, less its nodes (`g.nodes` is ignored). Every instruction
+  /// is checked against the sizes it indexes (slots, constants, inputs,
+  /// strings, witness entries) and against the operations the planner
+  /// writes, so a damaged plan is refused, never evaluated out of bounds.
+  /// Throws GraphError naming the instruction.
+  Evaluator(Graph g, PlanView v);
+  // The program's views point into this object's own vectors (or backing).
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
+  /// The graph (after a plan was loaded: without its nodes).
   const Graph& graph() const { return g_; }
   /// Nodes evaluated (after dead ones were dropped) and slots a lane needs:
   /// field slots (32 bytes) and integer slots (8 bytes).
-  size_t instructions() const { return code_.size(); }
-  uint32_t slots() const { return slots_; }
-  uint32_t small_slots() const { return small_slots_; }
+  size_t instructions() const;
+  uint32_t slots() const;
+  uint32_t small_slots() const;
   /// Instructions computed on machine integers (narrow values).
-  size_t small_instructions() const { return small_instructions_; }
+  size_t small_instructions() const;
 
   /// The values of one parsed input file (parse_input), in the circuit's
   /// input order, canonical. Throws InputFault in the generators' words: a
@@ -79,10 +94,35 @@ class Evaluator {
     Op op;                 ///< a graph operation, or one of the planner's (graph_eval.cpp)
     uint8_t form = kMont;  ///< the form of the value it writes
     Op sub = Op(0);        ///< the graph operation an integer instruction computes
+    uint8_t unused = 0;    ///< no padding: a plan file keeps Instr's bytes as they are
     uint32_t dst = 0;      ///< slot of the value (ops with a value)
     uint32_t a = 0, b = 0, c = 0;  ///< Operand::packed(); kLogText: b's index is the string
-    uint32_t outs = 0;     ///< witness entries this value fills: the next ones of outs_
+    uint32_t outs = 0;     ///< witness entries this value fills: the next ones of Plan::outs
   };
+  /// What planning gives: the program and the sizes evaluation allocates.
+  struct Plan {
+    std::vector<Instr> code;
+    std::vector<uint32_t> outs;          ///< witness indices, grouped by instruction
+    std::vector<int64_t> small_consts;   ///< each constant's integer (0 where it is not narrow)
+    uint32_t slots = 0, small_slots = 0;
+    uint64_t small_instructions = 0;
+  };
+  /// A plan read back: its program and witness indices lie in bytes that
+  /// `backing` keeps alive (a plan file read whole: not copied again).
+  struct PlanView {
+    std::span<const Instr> code;
+    std::span<const uint32_t> outs;
+    std::vector<int64_t> small_consts;
+    uint32_t slots = 0, small_slots = 0;
+    std::shared_ptr<const void> backing;
+  };
+
+
+  /// The program, and the witness entries its instructions fill (in order, Instr::outs each).
+  std::span<const Instr> code() const { return code_; }
+  std::span<const uint32_t> witness_indices() const { return outs_; }
+  /// Each constant's value as an integer (0 where it is not narrow).
+  const std::vector<int64_t>& small_consts() const { return p_.small_consts; }
 
  private:
   template <class F>
@@ -90,11 +130,10 @@ class Evaluator {
            std::vector<InputOutcome>& outcomes) const;
 
   Graph g_;
-  std::vector<Instr> code_;
-  std::vector<uint32_t> outs_;  ///< witness indices, grouped by instruction
-  std::vector<int64_t> small_consts_;  ///< each constant's integer (0 where it is not narrow)
-  uint32_t slots_ = 0, small_slots_ = 0;
-  size_t small_instructions_ = 0;
+  Plan p_;  ///< a plan read back keeps only its sizes and small_consts here
+  std::span<const Instr> code_;      ///< p_.code, or a plan file's bytes
+  std::span<const uint32_t> outs_;   ///< p_.outs, or a plan file's bytes
+  std::shared_ptr<const void> backing_;
 };
 
 }  // namespace zkfarm::witgen::graph

@@ -16,54 +16,10 @@
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "witgen/graph_format.hpp"
+#include "witgen/graph_reader.hpp"
 
 namespace zkfarm::witgen::graph {
 
-namespace {
-
-// Reads little-endian fields, refusing to read past the end.
-class Reader {
- public:
-  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  size_t at() const { return at_; }
-  size_t left() const { return n_ - at_; }
-  void need(uint64_t bytes, const char* what) const {
-    if (bytes > left())
-      throw GraphError(std::string(what) + " at byte " + std::to_string(at_) + " needs " + std::to_string(bytes) +
-                       " bytes, " + std::to_string(left()) + " are left");
-  }
-  /// A little-endian integer field of T's size.
-  template <class T>
-  T get(const char* what) {
-    need(sizeof(T), what);
-    T v;
-    std::memcpy(&v, p_ + at_, sizeof(T));
-    at_ += sizeof(T);
-    return v;
-  }
-  uint32_t u32(const char* what) { return get<uint32_t>(what); }
-  uint64_t u64(const char* what) { return get<uint64_t>(what); }
-  uint8_t u8(const char* what) { return get<uint8_t>(what); }
-  const uint8_t* bytes(size_t n, const char* what) {
-    need(n, what);
-    const uint8_t* r = p_ + at_;
-    at_ += n;
-    return r;
-  }
-  /// A count of records of `each` bytes that must fit in what is left.
-  uint32_t count(uint64_t each, const char* what) {
-    const uint32_t n = u32(what);
-    need(uint64_t(n) * each, what);
-    return n;
-  }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-  size_t at_ = 0;
-};
-
-}  // namespace
 
 const uint64_t* curve_modulus(uint32_t curve) {
   if (curve == kCurveBn254) return FrParams::kModulus;
@@ -83,13 +39,7 @@ const char* curve_name(uint32_t curve) {
   return curve == kCurveBn254 ? "bn128" : curve == kCurveBls12381 ? "bls12381" : "unknown";
 }
 
-Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
-  Reader r(data, size);
-  Graph g;
-  if (std::memcmp(r.bytes(8, "the magic"), kMagic, 8) != 0) throw GraphError("not a witness graph (no ZKWGRAPH magic)");
-  const uint32_t version = r.u32("the version");
-  if (version != kVersion)
-    throw GraphError("graph version " + std::to_string(version) + ", this zkfarm reads " + std::to_string(kVersion));
+void read_graph_head(Reader& r, Graph& g) {
   g.curve = r.u32("the curve");
   const uint64_t* p = curve_modulus(g.curve);
   if (!p) throw GraphError("unknown curve " + std::to_string(g.curve));
@@ -126,6 +76,17 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
       }
     if (!below) throw GraphError("constant at byte " + std::to_string(r.at() - 32) + " is not below the prime");
   }
+}
+
+Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
+  Reader r(data, size);
+  Graph g;
+  if (std::memcmp(r.bytes(8, "the magic"), kMagic, 8) != 0) throw GraphError("not a witness graph (no ZKWGRAPH magic)");
+  const uint32_t version = r.u32("the version");
+  if (version != kVersion)
+    throw GraphError("graph version " + std::to_string(version) + ", this zkfarm reads " + std::to_string(kVersion));
+  read_graph_head(r, g);
+  const uint32_t n_strings = uint32_t(g.strings.size()), n_consts = uint32_t(g.consts.size());
   const uint32_t n_nodes = r.count(13, "the nodes");
   if (n_nodes > max_nodes)
     throw GraphError("the graph has " + std::to_string(n_nodes) + " nodes, the limit is " + std::to_string(max_nodes));
@@ -180,63 +141,66 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {
   return g;
 }
 
-void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) {
+std::string write_graph_file(const std::string& path, const std::vector<uint8_t>& raw) {
   files::Sha256 h;
   h.add(raw.data(), raw.size());
+  const std::string digest = h.hex_digest();
   std::string content(reinterpret_cast<const char*>(raw.data()), raw.size());
-  content += h.hex_digest();
+  content += digest;
   const std::filesystem::path p(path);
   try {  // a new file fsynced and renamed into place: a reader never sees half a graph
     files::write_file_safe(p.parent_path().string(), p.filename().string(), content);
   } catch (const files::FileError& e) {
     throw GraphError(e.what());
   }
+  return digest;
 }
 
-namespace {
-
-// The file's bytes, its trailing digest checked.
-std::vector<uint8_t> read_checked(const std::string& path, uint64_t max_nodes) {
+FileBytes read_checked_file(const std::string& path, uint64_t max_bytes) {
   const files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
   const int fd = file.get();
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
-  // 13 bytes a node plus constants and witness: far below this for any graph within max_nodes.
-  const uint64_t limit = max_nodes * 13 + (uint64_t(1) << 34);
-  if (uint64_t(st.st_size) > limit || st.st_size < 64) throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
-  std::vector<uint8_t> buf(size_t(st.st_size));
+  if (uint64_t(st.st_size) > max_bytes || st.st_size < 64)
+    throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
+  FileBytes buf{std::shared_ptr<uint8_t[]>(new uint8_t[size_t(st.st_size)]), size_t(st.st_size)};
   size_t got = 0;
-  while (got < buf.size()) {
-    const ssize_t n = ::read(fd, buf.data() + got, buf.size() - got);
+  while (got < buf.size) {
+    const ssize_t n = ::read(fd, buf.data.get() + got, buf.size - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) throw GraphError(path + ": cannot read: " + (n < 0 ? std::strerror(errno) : "shorter than it was"));
     got += size_t(n);
   }
-  const size_t body = buf.size() - 64;
+  const size_t body = buf.size - 64;
   files::Sha256 h;
-  h.add(buf.data(), body);
+  h.add(buf.begin(), body);
   const std::string digest = h.hex_digest();
-  if (std::memcmp(digest.data(), buf.data() + body, 64) != 0)
+  if (std::memcmp(digest.data(), buf.begin() + body, 64) != 0)
     throw GraphError(path + ": its SHA-256 does not match its content (corrupted)");
   return buf;
 }
 
+namespace {
+
+// 13 bytes a node plus constants and witness: far below this for any graph within max_nodes.
+uint64_t graph_bytes_limit(uint64_t max_nodes) { return max_nodes * 13 + (uint64_t(1) << 34); }
+
 }  // namespace
 
 std::string graph_file_sha256(const std::string& path) {
-  const std::vector<uint8_t> buf = read_checked(path, uint64_t(1) << 40);
+  const FileBytes buf = read_checked_file(path, graph_bytes_limit(uint64_t(1) << 40));
   return std::string(buf.end() - 64, buf.end());
 }
 
 Graph read_graph_file(const std::string& path, uint64_t max_nodes, const std::string& expected_sha256) {
-  const std::vector<uint8_t> buf = read_checked(path, max_nodes);
-  const size_t body = buf.size() - 64;
+  const FileBytes buf = read_checked_file(path, graph_bytes_limit(max_nodes));
+  const size_t body = buf.size - 64;
   if (!expected_sha256.empty() && std::string(buf.end() - 64, buf.end()) != expected_sha256)
     throw GraphError(path + ": its SHA-256 is not the one recorded when the circuit was added (the file was "
                      "replaced or rewritten since)");
   try {
-    return parse_graph(buf.data(), body, max_nodes);
+    return parse_graph(buf.begin(), body, max_nodes);
   } catch (const GraphError& e) {
     throw GraphError(path + ": " + e.what());
   }

@@ -54,8 +54,8 @@ Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes);
 /// Writes `raw` (a graph as the recorder wrote it, already parsed) to
 /// `path` with its SHA-256 (64 hex digits) appended: into a new file beside
 /// it (O_EXCL, no link followed), fsynced, renamed into place.
-/// Throws GraphError.
-void write_graph_file(const std::string& path, const std::vector<uint8_t>& raw);
+/// Returns that digest. Throws GraphError.
+std::string write_graph_file(const std::string& path, const std::vector<uint8_t>& raw);
 
 /// Reads a file write_graph_file wrote (opened without following a link),
 /// checks its SHA-256 and parses it. With `expected_sha256` (64 hex digits)

@@ -1,9 +1,11 @@
 #include "witgen/witness_engine.hpp"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "witgen/generator_host.hpp"
 #include "witgen/graph_build.hpp"
 #include "witgen/graph_format.hpp"
+#include "witgen/graph_plan.hpp"
 #include "witgen/input_json.hpp"
 #include "witgen/wtns_writer.hpp"
 
@@ -75,6 +78,27 @@ std::string witness_engine_line(const std::string& generator_exe, const std::str
   return st.present && !st.slower ? "graph" : kind + " (" + st.reason + ")";
 }
 
+namespace {
+
+// The graph's plan kept beside it (graph_plan.hpp), when there is one of this
+// graph (the digest recorded for the circuit, or else the one the graph file
+// claims); null when there is none or it cannot be used: the graph is then
+// read and planned, so a damaged plan costs time, never a witness.
+std::shared_ptr<const graph::Evaluator> read_prepared(const std::string& path, const std::string& expected_sha256) {
+  const std::string plan = graph::plan_path(path);
+  struct stat st{};
+  if (::lstat(plan.c_str(), &st) != 0) return nullptr;
+  try {
+    const std::string digest = expected_sha256.empty() ? graph::claimed_graph_sha256(path) : expected_sha256;
+    return graph::read_plan_file(plan, digest);
+  } catch (const graph::GraphError& e) {
+    std::fprintf(stderr, "zkfarm: the witness graph's plan is not used, the graph is planned again: %s\n", e.what());
+    return nullptr;
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256) {
   // A graph that was refused stays refused (its error kept): the file, up to
   // gigabytes, is not read and hashed again for every partition.
@@ -93,7 +117,8 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, cons
   if (loaded.size() >= 16) loaded.erase(loaded.begin());  // a worker serves few circuits at once
   std::shared_ptr<const graph::Evaluator> ev;
   try {
-    ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
+    ev = read_prepared(path, expected_sha256);
+    if (!ev) ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
   } catch (const graph::GraphError& e) {
     loaded.emplace(key, Loaded{nullptr, e.what()});
     throw;

@@ -428,12 +428,22 @@ class GraphTest(unittest.TestCase):
         copy = os.path.join(WORK, "corrupt")
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(os.path.join(cache, built), copy)
-        with open(os.path.join(copy, "graph"), "r+b") as f:
-            f.seek(100)
-            b = f.read(1)
-            f.seek(100)
-            f.write(bytes([b[0] ^ 1]))
+        # The graph's plan (graph.plan) is a checked file of its own, used in
+        # the graph's place: first it alone serves, then both are damaged.
+        self.assertTrue(os.path.isfile(os.path.join(copy, "graph.plan")))
+        def flip(name):
+            with open(os.path.join(copy, name), "r+b") as f:
+                f.seek(100)
+                b = f.read(1)
+                f.seek(100)
+                f.write(bytes([b[0] ^ 1]))
+        flip("graph")
+        p, got = self.witness(os.path.join(copy, "generator"), inp, "graph")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(got, self.reference("poseidon3", inp))
+        flip("graph.plan")
         p, _ = self.witness(os.path.join(copy, "generator"), inp, "graph")
+        self.assertIn("graph's plan is not used", p.stderr)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("SHA-256 does not match", p.stderr)
         p, got = self.witness(os.path.join(copy, "generator"), inp, "auto")

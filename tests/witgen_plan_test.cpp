@@ -1,0 +1,156 @@
+// A prepared graph (witgen/graph_plan.hpp): a plan read back evaluates as
+// the plan made in memory does, byte for byte; a damaged plan is refused or
+// stays in bounds; and load_graph takes a plan of its graph and plans again
+// when the plan beside it cannot be used.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "files/sha256.hpp"
+#include "graph_bytes.hpp"
+#include "test_util.hpp"
+#include "witgen/graph_file.hpp"
+#include "witgen/graph_plan.hpp"
+#include "witgen/witness_engine.hpp"
+
+namespace {
+
+using namespace zkfarm;
+using namespace zkfarm::witgen::graph;
+using namespace zkfarm::witgen::graph::fixture;
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+void write_bytes(const std::string& path, const std::string& b) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << b;
+}
+// `body` with its SHA-256 appended, as zkfarm writes its graph files and plans.
+std::string with_digest(const std::string& body) { return body + files::sha256_hex(body); }
+
+// A random graph written as zkfarm keeps one (DIR/graph), and its plan beside it.
+struct Prepared {
+  std::string graph, plan, digest;
+  RandomGraph rg;
+};
+Prepared prepare(const std::string& dir, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Prepared p{dir + "/graph", plan_path(dir + "/graph"), "", random_graph(rng, 400)};
+  p.digest = write_graph_file(p.graph, p.rg.g.b);
+  const Evaluator planned(parse_graph(p.rg.g.b.data(), p.rg.g.b.size(), 10000));
+  write_plan_file(p.plan, planned, p.digest);
+  return p;
+}
+
+TEST(GraphPlan, APlanReadBackEvaluatesAsThePlanMadeInMemory) {
+  zkfarm::test::TempDir dir("zkfarm-plan");
+  size_t narrow = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const Prepared p = prepare(dir.path.string(), seed);
+    const Evaluator planned(parse_graph(p.rg.g.b.data(), p.rg.g.b.size(), 10000));
+    const std::unique_ptr<Evaluator> loaded = read_plan_file(p.plan, p.digest);
+    EXPECT_TRUE(loaded->graph().nodes.empty()) << "a plan is evaluated without its graph's nodes";
+    EXPECT_EQ(loaded->instructions(), planned.instructions());
+    EXPECT_EQ(loaded->small_instructions(), planned.small_instructions());
+    narrow += loaded->small_instructions();
+    std::mt19937_64 rng(seed * 7919);
+    for (size_t batch : {size_t(1), size_t(9)}) {
+      const auto inputs = random_inputs(rng, batch);
+      const Batch want = evaluate_batch(planned, inputs), got = evaluate_batch(*loaded, inputs);
+      for (size_t i = 0; i < batch; ++i) {
+        EXPECT_EQ(got.out[i], want.out[i]) << "seed " << seed << " input " << i;
+        EXPECT_EQ(got.outcome[i].ok, want.outcome[i].ok) << "seed " << seed << " input " << i;
+      }
+    }
+  }
+  EXPECT_GT(narrow, 500u) << "the plans should hold integer instructions";
+}
+
+TEST(GraphPlan, APlanOfAnotherGraphOrVersionOrDamagedIsRefused) {
+  zkfarm::test::TempDir dir("zkfarm-plan");
+  const Prepared p = prepare(dir.path.string(), 3);
+  const std::string good = read_bytes(p.plan);
+  auto refusal = [&](const std::string& bytes, const std::string& digest) -> std::string {
+    write_bytes(p.plan, bytes);
+    try {
+      (void)read_plan_file(p.plan, digest);
+    } catch (const GraphError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refusal(good, std::string(64, 'a')).find("another graph"), std::string::npos);
+  std::string flipped = good;
+  flipped[200] ^= 1;
+  EXPECT_NE(refusal(flipped, p.digest).find("does not match its content"), std::string::npos);
+  EXPECT_NE(refusal(good.substr(0, good.size() / 2), p.digest).find("does not match"), std::string::npos);
+  std::string body = good.substr(0, good.size() - 64);
+  body[8] = char(kPlanVersion + 1);  // the version, digest recomputed
+  EXPECT_NE(refusal(with_digest(body), p.digest).find("plan version"), std::string::npos);
+  EXPECT_EQ(refusal(good, p.digest), "");
+}
+
+// Every byte of a plan's body in turn set to values a damaged or crafted file
+// would hold, its digest made right again: refused with a GraphError, or
+// evaluated without leaving its bounds (the sanitizer build checks that).
+TEST(GraphPlan, DamagedPlansWithAValidDigestAreRefusedOrStayInBounds) {
+  zkfarm::test::TempDir dir("zkfarm-plan");
+  const Prepared p = prepare(dir.path.string(), 5);
+  const std::string body = read_bytes(p.plan).substr(0, read_bytes(p.plan).size() - 64);
+  std::mt19937_64 rng(11);
+  const auto inputs = random_inputs(rng, 3);
+  size_t refused = 0, evaluated = 0;
+  for (size_t at = 8; at < body.size(); at += 1 + rng() % 5) {
+    std::string bad = body;
+    const uint8_t values[] = {0x00, 0xff, 0x7f, 0x40, 0x80, uint8_t(bad[at] + 1), uint8_t(rng())};
+    bad[at] = char(values[rng() % std::size(values)]);
+    if (bad == body) continue;
+    write_bytes(p.plan, with_digest(bad));
+    std::unique_ptr<Evaluator> ev;
+    try {
+      ev = read_plan_file(p.plan, p.digest);
+    } catch (const GraphError&) {
+      ++refused;
+      continue;
+    }
+    (void)evaluate_batch(*ev, inputs);  // any values; within bounds
+    ++evaluated;
+  }
+  EXPECT_GT(refused, 100u);
+  EXPECT_GT(evaluated, 100u) << "operand changes within range should still load";
+}
+
+TEST(GraphPlan, LoadGraphTakesThePlanBesideTheGraphAndPlansAgainWhenItCannot) {
+  zkfarm::test::TempDir dir("zkfarm-plan");
+  for (const char* sub : {"good", "damaged", "stale"}) std::filesystem::create_directory(dir.path.string() + "/" + sub);
+  const Prepared good = prepare(dir.path.string() + "/good", 2);
+  const Prepared damaged = prepare(dir.path.string() + "/damaged", 2);
+  std::string b = read_bytes(damaged.plan);
+  b[300] ^= 0x10;
+  write_bytes(damaged.plan, b);
+  const Prepared stale = prepare(dir.path.string() + "/stale", 2);
+  const Prepared other = prepare(dir.path.string() + "/stale", 4);  // the graph rewritten; the plan too ...
+  write_bytes(stale.plan, read_bytes(dir.path.string() + "/good/graph.plan"));  // ... then one of another graph put back
+
+  const Evaluator planned(parse_graph(good.rg.g.b.data(), good.rg.g.b.size(), 10000));
+  std::mt19937_64 rng(17);
+  const auto inputs = random_inputs(rng, 4);
+  const Batch want = evaluate_batch(planned, inputs);
+
+  const auto from_plan = witgen::load_graph(good.graph, good.digest);
+  EXPECT_TRUE(from_plan->graph().nodes.empty()) << "the plan was not used";
+  EXPECT_EQ(evaluate_batch(*from_plan, inputs).out, want.out);
+  const auto replanned = witgen::load_graph(damaged.graph, damaged.digest);
+  EXPECT_FALSE(replanned->graph().nodes.empty()) << "a damaged plan was used";
+  EXPECT_EQ(evaluate_batch(*replanned, inputs).out, want.out);
+  const auto other_graph = witgen::load_graph(dir.path.string() + "/stale/graph");  // no digest recorded: the file's own
+  EXPECT_FALSE(other_graph->graph().nodes.empty()) << "a plan of another graph was used";
+  const Evaluator other_planned(parse_graph(other.rg.g.b.data(), other.rg.g.b.size(), 10000));
+  EXPECT_EQ(evaluate_batch(*other_graph, inputs).out, evaluate_batch(other_planned, inputs).out);
+}
+
+}  // namespace
