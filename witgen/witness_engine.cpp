@@ -72,6 +72,11 @@ GraphState graph_state(const std::string& generator_exe) {
   return st;
 }
 
+std::string graph_slower_text(const GraphState& st) {
+  if (!st.present || !st.slower) return "";
+  return st.reason + "\n" + (st.batches_faster ? "batches: faster" : "batches: slower") + "\n";
+}
+
 std::string witness_engine_line(const std::string& generator_exe, const std::string& kind) {
   const GraphState st = graph_state(generator_exe);
   if (st.present && st.slower && st.batches_faster) return "graph in batches, " + kind + " one at a time (" + st.reason + ")";

@@ -39,6 +39,11 @@ struct GraphState {
 };
 GraphState graph_state(const std::string& generator_exe);
 
+/// graph.slower's text for `st` (its reason line and its batches line), or
+/// "" when the graph is not marked slower: what a shared queue carries to
+/// the other hosts, which write it back beside the graph they fetch.
+std::string graph_slower_text(const GraphState& st);
+
 /// How a circuit's witnesses are made by `auto`, for status and `circuit
 /// add`: "graph" or "native (REASON)" / "wasm (REASON)", REASON also a
 /// graph measured slower than the generator.

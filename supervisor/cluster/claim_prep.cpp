@@ -103,7 +103,8 @@ PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_s
                                                           "generator")) {
       // A job of inputs whose circuit was built on another host: its build,
       // by the hashes in the job's row, into STATE/circuits/HASH/.
-      if (!is_sha256(generator.exe_sha256) || (!generator.dat_sha256.empty() && !is_sha256(generator.dat_sha256)))
+      if (!is_sha256(generator.exe_sha256) || (!generator.dat_sha256.empty() && !is_sha256(generator.dat_sha256)) ||
+          (!generator.graph_sha256.empty() && !is_sha256(generator.graph_sha256)) || generator.graph_slower.size() > 1024)
         throw InputError("the queue names no generator build for " + generator.path +
                          " (its circuit was added on a host without a shared queue?)");
       const std::string dir = fs::path(generator.path).parent_path().string();
@@ -111,6 +112,11 @@ PreparedClaim prepare_claim(const ClaimedPartition& c, const std::string& zkey_s
         throw files::FileError(dir, errno, dir + ": cannot create: " + std::strerror(errno));
       if (!generator.dat_sha256.empty())
         copy_checked(dirs.shared_dir, "generators/" + generator.dat_sha256, generator.dat_sha256, dir, "generator.dat");
+      // The graph before the generator: the generator's presence says the build is here.
+      if (!generator.graph_sha256.empty()) {
+        copy_checked(dirs.shared_dir, "generators/" + generator.graph_sha256, generator.graph_sha256, dir, "graph");
+        if (!generator.graph_slower.empty()) files::write_file_safe(dir, "graph.slower", generator.graph_slower, 0400);
+      }
       copy_checked(dirs.shared_dir, "generators/" + generator.exe_sha256, generator.exe_sha256, dir, "generator", 0500);
     }
     if (!c.input_name.empty() || !c.input.empty()) {

@@ -36,6 +36,9 @@ bool is_sha256(const std::string& s);
 struct GeneratorFiles {
   std::string path;
   std::string exe_sha256, dat_sha256;  ///< SHARED/generators/SHA256 ("" dat: none)
+  /// Its witness graph (SHARED/generators/SHA256, "" : none), copied beside
+  /// the generator as `graph`, and graph.slower's text ("" : none).
+  std::string graph_sha256, graph_slower;
 };
 
 /// A claim made ready, or why not.

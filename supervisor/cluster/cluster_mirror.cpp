@@ -289,7 +289,9 @@ void ClusterMirror::on_claimed(std::vector<ClaimedPartition> claims) {
     }
     ++claim_.preparing;
     GeneratorFiles gen;
-    if (job->inputs()) gen = {job->generator, job->generator_exe_sha256, job->generator_dat_sha256};
+    if (job->inputs())
+      gen = {job->generator, job->generator_exe_sha256, job->generator_dat_sha256, job->generator_graph_sha256,
+             job->generator_graph_slower};
     const bool queued = prep_pool_->post([this, c, sha = job->zkey_sha256, dirs = claim_dirs(), keys = intake_.checked_keys(), gen] {
       PreparedClaim p = prepare_claim(c, sha, dirs, *keys, gen);
       inbox_.post([this, p = std::move(p)]() mutable { on_prepared(std::move(p)); });

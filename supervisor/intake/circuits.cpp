@@ -212,6 +212,11 @@ CircuitBuild build_circuit(const protocol::CircuitAdd& req, const Peer& peer, co
       // circuit (claim_prep.cpp), checking it by these hashes.
       c.exe_sha256 = publish_generator_file(exe, bc.shared_dir);
       if (fs::exists(exe + ".dat")) c.dat_sha256 = publish_generator_file(exe + ".dat", bc.shared_dir);
+      // Its witness graph too, and whether `auto` keeps the generator (witgen::graph_state).
+      if (const witgen::GraphState g = witgen::graph_state(exe); g.present) {
+        c.graph_file_sha256 = publish_generator_file(g.path, bc.shared_dir);
+        c.graph_slower = witgen::graph_slower_text(g);
+      }
     }
     out.circuit = std::move(c);
   } catch (const InputError& e) {

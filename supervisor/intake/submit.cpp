@@ -391,6 +391,8 @@ SubmitCheck check_submission(const protocol::Submit& req, const Peer& peer, cons
       job.generator = ctx.circuit->generator;
       job.generator_exe_sha256 = ctx.circuit->record.exe_sha256;
       job.generator_dat_sha256 = ctx.circuit->record.dat_sha256;
+      job.generator_graph_sha256 = ctx.circuit->record.graph_file_sha256;
+      job.generator_graph_slower = ctx.circuit->record.graph_slower;
       job.zkey = ctx.circuit->zkey;
       job.zkey_sha256 = ctx.circuit->record.zkey_sha256;
       job.zkey_source = ctx.circuit->record.zkey_source;

@@ -54,6 +54,10 @@ struct CircuitRecord {
   /// A shared queue: the built generator's files as every host fetches them
   /// (SHARED/generators/SHA256), by their SHA-256; "" on one host.
   std::string exe_sha256, dat_sha256;
+  /// A shared queue: the witness graph's file as published beside them
+  /// (SHARED/generators/SHA256, "" when the circuit has none) and its
+  /// graph.slower text ("" when the graph is the faster engine).
+  std::string graph_file_sha256, graph_slower;
   /// The circuit's input signals as its generator's --info lists them
   /// (witgen::signal_shapes_json), checked against every input at submit;
   /// "" when not known (a circuit added before zkfarmd asked for them).

@@ -36,7 +36,8 @@ uint64_t PgQueue::add_job(const Job& job) {
                      std::to_string(job.owner_uid), std::to_string(job.owner_gid), opt_.host_id,
                      std::to_string(job.n_public), std::to_string(job.slot_bytes), job.circuit, generator_name(job.generator),
                      std::to_string(job.parts.size()), std::to_string(job.submitted_ms), relative(job.files_dir),
-                     job.generator_exe_sha256, job.generator_dat_sha256});
+                     job.generator_exe_sha256, job.generator_dat_sha256, job.generator_graph_sha256,
+                     job.generator_graph_slower});
     const uint64_t id = r.u64(0, 0);
     // Witness partitions go in batches of 1000 rows (one statement each, from
     // arrays); a partition of inputs goes alone with its bytes.
@@ -145,7 +146,7 @@ void PgQueue::put_circuit(const CircuitRecord& c) {
   exec("put_circuit", sql::pg_queue::put_circuit,
        {c.name, c.kind, c.generator, c.zkey_sha256, c.zkey_source, c.source, std::to_string(c.owner_uid),
         std::to_string(c.added_ms), std::to_string(c.n_vars), std::to_string(c.n_public), c.exe_sha256,
-        c.dat_sha256});
+        c.dat_sha256, c.graph_file_sha256, c.graph_slower});
 }
 
 bool PgQueue::remove_circuit(const std::string& name) {
@@ -171,6 +172,8 @@ std::vector<CircuitRecord> PgQueue::circuits() {
     c.exe_sha256 = r.text(i, 10);
     c.dat_sha256 = r.text(i, 11);
     c.inputs = r.text(i, 12);
+    c.graph_file_sha256 = r.text(i, 13);
+    c.graph_slower = r.text(i, 14);
     out.push_back(std::move(c));
   }
   return out;
@@ -215,6 +218,8 @@ Changes PgQueue::changes_since(const std::string& since) {
     j.submitted_host = row.submitted_host;
     j.generator_exe_sha256 = r.text(i, 23);
     j.generator_dat_sha256 = r.text(i, 24);
+    j.generator_graph_sha256 = r.text(i, 25);
+    j.generator_graph_slower = r.text(i, 26);
     j.client_delivery = true;
     out.jobs.push_back(std::move(row));
   }

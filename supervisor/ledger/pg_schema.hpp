@@ -23,7 +23,7 @@ struct PgMigration {
 };
 
 /// The schema this build writes.
-inline constexpr int kPgSchemaVersion = 3;
+inline constexpr int kPgSchemaVersion = 4;
 
 /// Every migration, in order (1 creates the schema).
 const std::vector<PgMigration>& pg_migrations();

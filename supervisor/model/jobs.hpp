@@ -91,6 +91,8 @@ struct Job {
   /// A shared queue's job of inputs: its generator's files by SHA-256
   /// (SHARED/generators/SHA256), fetched by a host that has no build of it.
   std::string generator_exe_sha256, generator_dat_sha256;
+  /// Its witness graph's file by SHA-256 and graph.slower's text ("": none).
+  std::string generator_graph_sha256, generator_graph_slower;
   std::vector<Partition> parts;
   /// A job of a shared queue (docs/cluster.md): its row is the truth and
   /// this host mirrors it; progress as the queue counts it (every host's proofs).

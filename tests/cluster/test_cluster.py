@@ -12,6 +12,7 @@ tampered one).
 Run by ctest (tests/cluster/CMakeLists.txt) with ZKFARM_BIN, ZKFARM_SOURCE_DIR
 and ZKFARM_SHARED_FIXTURES in the environment.
 """
+import glob
 import hashlib
 import json
 import os
@@ -297,12 +298,13 @@ class ClusterTest(unittest.TestCase):
         a.stop()
 
     def test_a_circuit_added_on_one_host_runs_its_jobs_of_inputs_on_another(self):
-        # poseidon3 compiled by circom2, its key by zkfarm-testkey.
+        # poseidon3 compiled by circom2 (--c: a native generator, its .dat and
+        # its witness graph all travel), its key by zkfarm-testkey.
         work = os.path.join(self.root, "circuit")
         os.makedirs(work)
         node = os.path.join(SRC, "node_modules")
         subprocess.run(["node", os.path.join(node, "circom2", "cli.js"),
-                        os.path.join("tests", "witgen", "circuits", "poseidon3.circom"), "--r1cs", "--wasm", "-o", work,
+                        os.path.join("tests", "witgen", "circuits", "poseidon3.circom"), "--r1cs", "--c", "-o", work,
                         "-l", "node_modules"], cwd=SRC, check=True, capture_output=True, timeout=600)
         subprocess.run([os.path.join(BIN, "zkfarm-testkey"), "--r1cs", os.path.join(work, "poseidon3.r1cs"), "--out",
                         os.path.join(work, "poseidon3"), "--seed", "7"], check=True, capture_output=True, timeout=600)
@@ -313,9 +315,12 @@ class ClusterTest(unittest.TestCase):
                 json.dump({"in": values}, f)
         a = Host(self.root, "a", self.url, self.shared)
         self.hosts = [a]
-        ctl(a.state, "circuit", "add", "hash", "--zkey", os.path.join(work, "poseidon3.zkey"), "--wasm",
-            os.path.join(work, "poseidon3_js", "poseidon3.wasm"), timeout=900)
+        ctl(a.state, "circuit", "add", "hash", "--zkey", os.path.join(work, "poseidon3.zkey"), "--c",
+            os.path.join(work, "poseidon3_cpp"), timeout=900)
+        a_list = json.loads(ctl(a.state, "circuit", "list", "--json").stdout)
         a.stop()
+        a_graphs = glob.glob(os.path.join(a.state, "circuits", "*", "graph"))
+        self.assertEqual(len(a_graphs), 1, "the native build has a witness graph")
         # b never built it: it sees the circuit in the queue, and fetches the
         # build from the shared dir by its hashes when it claims a partition.
         b = Host(self.root, "b", self.url, self.shared)
@@ -335,6 +340,13 @@ class ClusterTest(unittest.TestCase):
         with open(copies[0], "rb") as f:
             self.assertIn(hashlib.sha256(f.read()).hexdigest(), os.listdir(os.path.join(self.shared, "generators")))
         self.assertEqual(psql(self.url, "SELECT count(*) FROM zkfarm_proofs WHERE host = 'b'"), "2")
+        # The graph came with it, checked by its hash, and `auto` chooses as on a.
+        b_graphs = glob.glob(os.path.join(built, "*", "graph"))
+        self.assertEqual(len(b_graphs), 1, "the witness graph travels with the generator")
+        with open(a_graphs[0], "rb") as fa, open(b_graphs[0], "rb") as fb:
+            self.assertEqual(fa.read(), fb.read())
+        self.assertEqual(json.loads(ctl(b.state, "circuit", "list", "--json").stdout)[0]["witness"],
+                         a_list[0]["witness"])
         # A build on the shared dir that was changed: its hash no longer
         # matches, so a host refuses it (the job fails naming the file).
         gen = [f for f in os.listdir(os.path.join(self.shared, "generators")) if not f.startswith("incoming")]

@@ -77,10 +77,11 @@ UPDATE zkfarm_hosts SET state = 'stopped', heartbeat_at = now() WHERE host_id = 
 -- $1 priority, $2 zkey_sha256, $3 zkey_source, $4 out_dir, $5 owner_uid,
 -- $6 owner_gid, $7 submitted_host, $8 n_public, $9 slot_bytes, $10 circuit,
 -- $11 generator, $12 k, $13 submitted_ms, $14 files, $15 generator_exe,
--- $16 generator_dat.
+-- $16 generator_dat, $17 generator_graph, $18 generator_graph_slower.
 INSERT INTO zkfarm_jobs (priority, zkey_sha256, zkey_source, out_dir, owner_uid, owner_gid,
   submitted_host, n_public, slot_bytes, circuit, generator, k, submitted_ms, files, generator_exe,
-  generator_dat) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+  generator_dat, generator_graph, generator_graph_slower)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 RETURNING id
 
 -- name: insert_witness_partitions
@@ -283,14 +284,17 @@ INSERT INTO zkfarm_generator_inputs (generator, inputs) VALUES ($1, $2) ON CONFL
 
 -- name: put_circuit
 -- $1 name, $2 kind, $3 generator, $4 zkey_sha256, $5 zkey_source, $6 source,
--- $7 owner_uid, $8 added_ms, $9 n_vars, $10 n_public, $11 exe_sha256, $12 dat_sha256.
+-- $7 owner_uid, $8 added_ms, $9 n_vars, $10 n_public, $11 exe_sha256, $12 dat_sha256,
+-- $13 graph_file, $14 graph_slower.
 WITH u AS (INSERT INTO zkfarm_circuits (name, kind, generator, zkey_sha256, zkey_source, source, owner_uid,
-    added_ms, n_vars, n_public, exe_sha256, dat_sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    added_ms, n_vars, n_public, exe_sha256, dat_sha256, graph_file, graph_slower)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
   ON CONFLICT (name) DO UPDATE SET
     kind = EXCLUDED.kind, generator = EXCLUDED.generator, zkey_sha256 = EXCLUDED.zkey_sha256,
     zkey_source = EXCLUDED.zkey_source, source = EXCLUDED.source, owner_uid = EXCLUDED.owner_uid,
     added_ms = EXCLUDED.added_ms, n_vars = EXCLUDED.n_vars, n_public = EXCLUDED.n_public,
-    exe_sha256 = EXCLUDED.exe_sha256, dat_sha256 = EXCLUDED.dat_sha256 RETURNING 1)
+    exe_sha256 = EXCLUDED.exe_sha256, dat_sha256 = EXCLUDED.dat_sha256, graph_file = EXCLUDED.graph_file,
+    graph_slower = EXCLUDED.graph_slower RETURNING 1)
 SELECT count(*), pg_notify('zkfarm', 'circuit') FROM u
 
 -- name: remove_circuit
@@ -300,7 +304,7 @@ SELECT count(*), pg_notify('zkfarm', 'circuit') FROM d
 
 -- name: circuits
 SELECT name, kind, c.generator, zkey_sha256, zkey_source, source, owner_uid, added_ms, n_vars,
-  n_public, exe_sha256, dat_sha256, coalesce(g.inputs, '') FROM zkfarm_circuits c
+  n_public, exe_sha256, dat_sha256, coalesce(g.inputs, ''), graph_file, graph_slower FROM zkfarm_circuits c
 LEFT JOIN zkfarm_generator_inputs g ON g.generator = c.generator ORDER BY name
 
 -- name: probe
@@ -313,7 +317,7 @@ SELECT pg_current_snapshot()::text
 -- $1 the current snapshot: every job visible in it (a host's first sync).
 SELECT id, priority, zkey_sha256, zkey_source, out_dir, owner_uid, owner_gid, submitted_host, n_public,
   slot_bytes, circuit, generator, k, done, attempts, synth_ms, prove_ms, state, error, submitted_ms, started_ms,
-  finished_ms, files, generator_exe, generator_dat FROM zkfarm_jobs
+  finished_ms, files, generator_exe, generator_dat, generator_graph, generator_graph_slower FROM zkfarm_jobs
 WHERE pg_visible_in_snapshot(txid, $1::pg_snapshot) ORDER BY id
 
 -- name: changed_jobs
@@ -323,7 +327,7 @@ WHERE pg_visible_in_snapshot(txid, $1::pg_snapshot) ORDER BY id
 -- to recent ones.
 SELECT id, priority, zkey_sha256, zkey_source, out_dir, owner_uid, owner_gid, submitted_host, n_public,
   slot_bytes, circuit, generator, k, done, attempts, synth_ms, prove_ms, state, error, submitted_ms, started_ms,
-  finished_ms, files, generator_exe, generator_dat FROM zkfarm_jobs
+  finished_ms, files, generator_exe, generator_dat, generator_graph, generator_graph_slower FROM zkfarm_jobs
 WHERE txid >= pg_snapshot_xmin($2::pg_snapshot)
   AND pg_visible_in_snapshot(txid, $1::pg_snapshot)
   AND NOT pg_visible_in_snapshot(txid, $2::pg_snapshot) ORDER BY id
