@@ -23,8 +23,9 @@ void add_witness_flags(CLI::App& app, WitnessOptions& wo) {
       ->check(CLI::Range(1u, 86400000u));
   app.add_option("--build-jobs", wo.build_jobs, "compilers at once when a generator is built (default: the cores)");
   app.add_option("--witness-engine", wo.engine,
-                 "generator (native or wasm): the circuit's generator, a process a witness; graph: its witness graph "
-                 "(a --c circuit; built once, loaded each run); auto: the graph where one was built")
+                 "auto: a --c circuit's witness graph (built once beside its generator, its plan read back each "
+                 "run) unless it was measured slower, else the generator; graph: the graph or an error; "
+                 "generator (native or wasm): the circuit's generator, a process a witness")
       ->capture_default_str()
       ->check(CLI::IsMember({"generator", "auto", "graph", "native", "wasm"}));
 }

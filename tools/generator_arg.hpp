@@ -15,10 +15,11 @@ namespace zkfarm::tools {
 struct WitnessOptions {
   unsigned timeout_ms = 600000;  ///< one witness may take this long
   unsigned build_jobs = 0;       ///< compilers at once when a generator is built (0: the cores)
-  /// --witness-engine (witgen/witness_engine.hpp): "generator" (default: one
-  /// witness a process, where the generator is faster than loading a graph),
-  /// "graph", "auto" (the graph where one was built), "native"/"wasm".
-  std::string engine = "generator";
+  /// --witness-engine (witgen/witness_engine.hpp): "auto" (default: a --c
+  /// circuit's graph, built once with its generator and read back planned,
+  /// unless it was measured slower; the generator otherwise), "graph",
+  /// "generator" (one witness a process), "native"/"wasm".
+  std::string engine = "auto";
 };
 
 /// --timeout-ms, --build-jobs and --witness-engine.
