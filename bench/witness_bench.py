@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--blocks", default="2,35")
     ap.add_argument("--poseidon", default="")
     ap.add_argument("--iszero", default="")
+    ap.add_argument("--eddsa", default="", help="N: a chain of N EdDSA-Poseidon verifications (circomlib), inversion-heavy")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--work", default=None)
     ap.add_argument("--seconds", type=float, default=3, help="each (batch, threads) of the held graph")
@@ -71,7 +72,7 @@ def measure(a, work, wout):
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
     rows = []
     specs = ([("sha", int(b)) for b in a.blocks.split(",") if b] + [("poseidon", int(n)) for n in a.poseidon.split(",") if n]
-             + [("iszero", int(n)) for n in a.iszero.split(",") if n])
+             + [("iszero", int(n)) for n in a.iszero.split(",") if n] + [("eddsa", int(n)) for n in a.eddsa.split(",") if n])
     for kind_of, size in specs:
         if kind_of == "sha":
             bits = size * 512 - 65  # the message bits that pad into exactly `size` blocks
@@ -91,6 +92,22 @@ def measure(a, work, wout):
                       "  count <== acc[n]; }\n"
                       f"component main = M({size});\n")
             make_input = lambda rng, size=size: {"in": [rng.randint(96, 123) for _ in range(size)]}
+        elif kind_of == "eddsa":
+            # circomlib's verifier with `enabled` 0: every point operation and
+            # inversion is computed, and no assert needs a real signature
+            # (each is multiplied by `enabled`); A and R8 are the base point.
+            name = f"eddsa_{size}"
+            source = ('pragma circom 2.0.0;\ninclude "circomlib/circuits/eddsaposeidon.circom";\n'
+                      "template E(n) { signal input Ax; signal input Ay; signal input S[n]; signal input M[n];\n"
+                      "  signal output ok; component v[n]; for (var i = 0; i < n; i++) { v[i] = EdDSAPoseidonVerifier();\n"
+                      "    v[i].enabled <== 0; v[i].Ax <== Ax; v[i].Ay <== Ay; v[i].S <== S[i]; v[i].R8x <== Ax;\n"
+                      "    v[i].R8y <== Ay; v[i].M <== M[i]; } ok <== 1; }\n"
+                      f"component main = E({size});\n")
+            base8 = ("5299619240641551281634865583518297030282874472190772894086521144482721001553",
+                     "16950150798460657717958625567821834550301663161624707787222815936182638968203")
+            make_input = lambda rng, size=size: {"Ax": base8[0], "Ay": base8[1],
+                                                 "S": [str(rng.randrange(1 << 250)) for _ in range(size)],
+                                                 "M": [str(rng.randrange(1 << 250)) for _ in range(size)]}
         else:
             name = f"poseidon_{size}"
             source = ('pragma circom 2.0.0;\ninclude "circomlib/circuits/poseidon.circom";\n'

@@ -44,6 +44,8 @@ packages=(
   libpq-dev postgresql-15
   # The seccomp filter circuit code runs under (witgen/sandbox.cpp).
   libseccomp-dev
+  # xxHash's header: the witness graph plan's checksum (witgen/graph_plan.cpp).
+  libxxhash-dev
   # Proving as a service (docs/api.md): cpp-httplib for zkfarmctl --api's
   # HTTPS client; openssl makes the tests' CA; python3-requests runs the
   # Python example of docs/api.md and the API's tests.

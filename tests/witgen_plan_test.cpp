@@ -8,7 +8,6 @@
 #include <fstream>
 #include <random>
 
-#include "files/sha256.hpp"
 #include "graph_bytes.hpp"
 #include "test_util.hpp"
 #include "witgen/graph_file.hpp"
@@ -29,8 +28,8 @@ void write_bytes(const std::string& path, const std::string& b) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << b;
 }
-// `body` with its SHA-256 appended, as zkfarm writes its graph files and plans.
-std::string with_digest(const std::string& body) { return body + files::sha256_hex(body); }
+// `body` with its checksum appended, as zkfarm writes its plans.
+std::string with_digest(const std::string& body) { return body + plan_checksum(body.data(), body.size()); }
 
 // A random graph written as zkfarm keeps one (DIR/graph), and its plan beside it.
 struct Prepared {
@@ -86,9 +85,9 @@ TEST(GraphPlan, APlanOfAnotherGraphOrVersionOrDamagedIsRefused) {
   EXPECT_NE(refusal(good, std::string(64, 'a')).find("another graph"), std::string::npos);
   std::string flipped = good;
   flipped[200] ^= 1;
-  EXPECT_NE(refusal(flipped, p.digest).find("does not match its content"), std::string::npos);
+  EXPECT_NE(refusal(flipped, p.digest).find("checksum does not match"), std::string::npos);
   EXPECT_NE(refusal(good.substr(0, good.size() / 2), p.digest).find("does not match"), std::string::npos);
-  std::string body = good.substr(0, good.size() - 64);
+  std::string body = good.substr(0, good.size() - 32);
   body[8] = char(kPlanVersion + 1);  // the version, digest recomputed
   EXPECT_NE(refusal(with_digest(body), p.digest).find("plan version"), std::string::npos);
   EXPECT_EQ(refusal(good, p.digest), "");
@@ -100,7 +99,7 @@ TEST(GraphPlan, APlanOfAnotherGraphOrVersionOrDamagedIsRefused) {
 TEST(GraphPlan, DamagedPlansWithAValidDigestAreRefusedOrStayInBounds) {
   zkfarm::test::TempDir dir("zkfarm-plan");
   const Prepared p = prepare(dir.path.string(), 5);
-  const std::string body = read_bytes(p.plan).substr(0, read_bytes(p.plan).size() - 64);
+  const std::string body = read_bytes(p.plan).substr(0, read_bytes(p.plan).size() - 32);
   std::mt19937_64 rng(11);
   const auto inputs = random_inputs(rng, 3);
   size_t refused = 0, evaluated = 0;

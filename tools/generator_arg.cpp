@@ -94,6 +94,19 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo, con
 
 files::UniqueFd witness_from_input(const std::string& exe, const std::string& generator_path, const std::string& input,
                                    const WitnessOptions& wo) {
+  // The input: a regular file, opened without blocking on a FIFO.
+  const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw InputError(input + ": cannot open: " + std::strerror(errno));
+  files::UniqueFd in(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw InputError(input + ": not a regular file");
+  witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
+  witgen::parse_witness_engine(wo.engine, engine);
+  try {  // the graph alone first: no generator process at all
+    if (files::UniqueFd w = witgen::graph_witness_alone(exe, in.get(), engine)) return w;
+  } catch (const witgen::GenerateError& e) {
+    throw InputError(input + ": " + e.what());
+  }
   witgen::GeneratorInfo info;
   try {
     witgen::GenerateOptions io;  // zkfarm-prove runs circuit code with its user's own rights
@@ -102,16 +115,8 @@ files::UniqueFd witness_from_input(const std::string& exe, const std::string& ge
   } catch (const witgen::GenerateError& e) {
     throw InputError(generator_path + ": " + e.what());
   }
-  // The input: a regular file, opened without blocking on a FIFO.
-  const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) throw InputError(input + ": cannot open: " + std::strerror(errno));
-  files::UniqueFd in(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw InputError(input + ": not a regular file");
   witgen::GenerateOptions go;
   go.timeout = std::chrono::milliseconds(wo.timeout_ms);
-  witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
-  witgen::parse_witness_engine(wo.engine, engine);
   try {
     return witgen::make_witness(exe, in.get(), info, go, engine);
   } catch (const witgen::GenerateError& e) {

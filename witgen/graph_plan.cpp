@@ -5,16 +5,20 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "files/file_error.hpp"
 #include "files/safe_write.hpp"
-#include "files/sha256.hpp"
 #include "files/unique_fd.hpp"
 #include "witgen/graph_format.hpp"
 #include "witgen/graph_reader.hpp"
+
+// Header-only (Debian's libxxhash-dev): nothing to link, nothing to ship with the binaries.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace zkfarm::witgen::graph {
 
@@ -25,6 +29,22 @@ static_assert(sizeof(Evaluator::Instr) == 24 && std::is_trivially_copyable_v<Eva
 namespace {
 
 constexpr char kPlanMagic[8] = {'Z', 'K', 'W', 'P', 'L', 'A', 'N', '\0'};
+constexpr size_t kTrailer = 32;  // XXH3-128 in hex
+
+}  // namespace
+
+// XXH3-128 (xxHash), tens of GB/s. It detects damage; SHA-256 would cost a
+// one-shot witness a third of its time and protect nothing more (whoever
+// can write the plan can write its digest too).
+std::string plan_checksum(const void* p, size_t n) {
+  const XXH128_hash_t h = XXH3_128bits(p, n);
+  char hex[kTrailer + 1];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return std::string(hex, kTrailer);
+}
+
+namespace {
 
 void put(std::string& out, const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
 void put32(std::string& out, uint32_t v) { put(out, &v, 4); }
@@ -69,9 +89,7 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
   put32(out, uint32_t(outs.size()));
   put(out, outs.data(), outs.size() * 4);
   put(out, ev.small_consts().data(), ev.small_consts().size() * 8);
-  files::Sha256 h;
-  h.add(reinterpret_cast<const uint8_t*>(out.data()), out.size());
-  out += h.hex_digest();
+  out += plan_checksum(out.data(), out.size());
   const std::filesystem::path fp(path);
   try {
     files::write_file_safe(fp.parent_path().string(), fp.filename().string(), out);
@@ -82,9 +100,12 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
 
 std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256) {
   // 24 bytes an instruction, at most a few per node: within 2^40 bytes.
-  const FileBytes buf = read_checked_file(path, uint64_t(1) << 40);
+  const FileBytes buf = read_file_bytes(path, uint64_t(1) << 40, kTrailer);
+  const size_t body = buf.size - kTrailer;
+  if (plan_checksum(buf.begin(), body) != std::string(buf.end() - kTrailer, buf.end()))
+    throw GraphError(path + ": its checksum does not match its content (corrupted)");
   try {
-    Reader r(buf.begin(), buf.size - 64);
+    Reader r(buf.begin(), body);
     if (std::memcmp(r.bytes(8, "the magic"), kPlanMagic, 8) != 0) throw GraphError("not a graph plan (no ZKWPLAN magic)");
     const uint32_t version = r.u32("the version");
     if (version != kPlanVersion)

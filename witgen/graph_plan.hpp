@@ -9,10 +9,10 @@
 //   "ZKWPLAN\0" · u32 version (kPlanVersion) · the graph file's SHA-256
 //   (64 hex digits: the graph this plan was made from) · the graph's head
 //   (curve … constants, as in the graph file) · u32 witness size + one
-//   reference each · u32 field slots · u32 integer slots · u32 count +
-//   instructions (24 bytes each, Evaluator::Instr's bytes) · u32 count +
-//   witness indices · one i64 per constant (its integer) · the SHA-256 of
-//   all of the above (64 hex digits).
+//   reference each · u32 field slots · u32 integer slots · u32 count ·
+//   zeros to a multiple of 8 · instructions (24 bytes each, Evaluator::Instr's bytes) · u32 count +
+//   witness indices · one i64 per constant (its integer) · XXH3-128 of all
+//   of the above (32 hex digits: a checksum against damage, graph_plan.cpp).
 // A plan is zkfarm's own output (written by the process that built and
 // checked the graph, in zkfarm's cache), but it is read as the graph is:
 // digest checked, every count against the bytes left, every instruction
@@ -26,7 +26,10 @@ namespace zkfarm::witgen::graph {
 
 /// Bumped whenever the planner's operations, their meaning or Instr's layout
 /// change: a plan of another version is not used (the graph is planned again).
-inline constexpr uint32_t kPlanVersion = 1;
+inline constexpr uint32_t kPlanVersion = 2;
+
+/// A plan file's trailer for `n` bytes of body: XXH3-128, 32 hex digits.
+std::string plan_checksum(const void* p, size_t n);
 
 /// The plan file kept beside a graph file: GRAPH.plan.
 std::string plan_path(const std::string& graph_path);

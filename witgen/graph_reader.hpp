@@ -71,8 +71,11 @@ struct FileBytes {
   const uint8_t* end() const { return data.get() + size; }
 };
 
-/// The bytes of `path` (opened without following a link, a plain file of at
-/// most `max_bytes`), its last 64 bytes the hex SHA-256 of the rest, checked.
+/// The bytes of `path`: opened without following a link, a plain file of
+/// `min_bytes` to `max_bytes`, read whole. Throws GraphError naming the file.
+FileBytes read_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t min_bytes);
+
+/// read_file_bytes, its last 64 bytes the hex SHA-256 of the rest, checked.
 /// Throws GraphError naming the file.
 FileBytes read_checked_file(const std::string& path, uint64_t max_bytes);
 

@@ -178,6 +178,25 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
   return outcome[0].ok;  // else an assert failed: the generator says so in circom's words
 }
 
+files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, WitnessEngine engine) {
+  if (engine == WitnessEngine::kGenerator) return {};
+  const GraphState st = graph_state(exe);
+  if (!st.present || (engine == WitnessEngine::kAuto && st.slower)) return {};
+  std::shared_ptr<const graph::Evaluator> ev;
+  try {
+    ev = load_graph(st.path);
+  } catch (const graph::GraphError&) {
+    return {};  // make_witness says why (kGraph) or takes the generator
+  }
+  const graph::Graph& g = ev->graph();
+  const std::vector<U256> values = graph_input_values(*ev, input_fd);
+  std::vector<uint8_t> out(size_t(g.witness_size) * 32);
+  std::vector<graph::InputOutcome> outcome;
+  ev->evaluate({&values}, {out.data()}, outcome);
+  if (!outcome[0].ok) return {};  // an assert failed: the generator says so in circom's words
+  return wtns_memfd(g.curve, out.data(), g.witness_size);
+}
+
 files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
                              const GenerateOptions& opt, WitnessEngine engine, bool* used_graph) {
   if (used_graph) *used_graph = false;

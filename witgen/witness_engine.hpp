@@ -65,6 +65,16 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, cons
 files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
                              const GenerateOptions& opt, WitnessEngine engine, bool* used_graph = nullptr);
 
+/// The witness of the input in `input_fd` (read from its start) from the
+/// circuit's graph alone, as a .wtns in a memfd, when `engine` allows and
+/// the graph serves it (present, usable, and under kAuto not measured
+/// slower): its curve and size are the graph's, checked against the
+/// generator when the graph was built, so no generator process is started
+/// (a one-shot witness's --info). Null otherwise, and for an input the graph
+/// fails: the caller goes on with generator_info and make_witness. Throws
+/// GenerateError (input_fault) for an input of the wrong shape.
+files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, WitnessEngine engine);
+
 /// The witness of the input in `input_fd` evaluated from the circuit's
 /// graph straight into `out` (witness_size × 32 bytes, canonical
 /// little-endian: an arena slot's layout) when `engine` allows, the circuit
