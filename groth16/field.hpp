@@ -72,9 +72,26 @@ struct Fp {
 
   /// Back to the canonical integer (one Montgomery multiplication by 1).
   Int to_int() const {
-    Int one_int{};
-    one_int[0] = 1;
-    return (*this * from_mont(one_int)).mont();
+    // Montgomery's reduction of v (v·R⁻¹ mod p): the product by 1 without
+    // the multiplications by 1's limbs, half the work (the witness graph
+    // converts most values it writes). Each round adds m·p, m = t₀·kInv,
+    // so the low limb vanishes and t shifts down one limb; v < p < R gives
+    // a result below 2p, made canonical by reduce_once.
+    uint64_t t[N];
+    for (size_t i = 0; i < N; ++i) t[i] = v[i];
+    for (size_t round = 0; round < N; ++round) {
+      const uint64_t m = t[0] * P::kInv;
+      u128 acc = u128(m) * P::kModulus[0] + t[0];
+      for (size_t j = 1; j < N; ++j) {
+        acc = u128(m) * P::kModulus[j] + t[j] + uint64_t(acc >> 64);
+        t[j - 1] = uint64_t(acc);
+      }
+      t[N - 1] = uint64_t(acc >> 64);
+    }
+    reduce_once(t);
+    Int r;
+    for (size_t i = 0; i < N; ++i) r[i] = t[i];
+    return r;
   }
   Int mont() const {
     Int r;

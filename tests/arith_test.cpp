@@ -72,6 +72,38 @@ TEST(Field, MulxMatchesPortable) {
   }
 }
 
+// to_int (Montgomery's reduction alone) against the product by 1 it
+// replaces, in every field of both curves (4 and 6 limbs): 0, 1, p − 1,
+// p − 2, and random residues below p.
+template <class F>
+void expect_to_int_is_the_product_by_one(uint64_t seed) {
+  using I = typename F::Int;
+  const I p = F::modulus();
+  I one{};
+  one[0] = 1;
+  std::vector<I> xs = {I{}, one, p, p};
+  xs[2][0] -= 1;
+  xs[3][0] -= 2;
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 50000; ++i) {
+    I x;
+    for (auto& limb : x) limb = rng();
+    x[x.size() - 1] &= p[x.size() - 1] >> 1;  // below p
+    xs.push_back(x);
+  }
+  for (const I& x : xs) {
+    const F a = F::from_mont(x);
+    ASSERT_EQ(a.to_int(), F::mul_portable(a, F::from_mont(one)).mont()) << x[0];
+  }
+}
+
+TEST(Field, ToIntIsTheMontgomeryProductByOneInEveryField) {
+  expect_to_int_is_the_product_by_one<Fr>(1);
+  expect_to_int_is_the_product_by_one<Fq>(2);
+  expect_to_int_is_the_product_by_one<bls12_381::Fr>(3);
+  expect_to_int_is_the_product_by_one<bls12_381::Fq>(4);
+}
+
 // safegcd's inverse (Fp::inv for 4 limbs) against Fermat's x^(p−2) and
 // x·x⁻¹ = 1, in each 4-limb field: edge values (0, 1, 2, p−1, p−2, (p−1)/2,
 // every power of two below p, values of long runs of ones) and random ones.
