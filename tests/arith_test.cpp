@@ -8,6 +8,7 @@
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
+#include "groth16/mont_mul_lanes.hpp"
 #include "groth16/ntt.hpp"
 #include "test_util.hpp"
 #include "vector_file.hpp"
@@ -102,6 +103,57 @@ TEST(Field, ToIntIsTheMontgomeryProductByOneInEveryField) {
   expect_to_int_is_the_product_by_one<Fq>(2);
   expect_to_int_is_the_product_by_one<bls12_381::Fr>(3);
   expect_to_int_is_the_product_by_one<bls12_381::Fq>(4);
+}
+
+// The IFMA lanes (groth16/mont_mul_lanes.hpp) against the scalar product,
+// byte for byte, in every 4-limb field: edge values (0, 1, p − 1, p − 2, a
+// value with every 52-bit limb full), random ones, constant operands
+// (stride 0) and a result written over an operand. Skipped where the CPU has
+// no IFMA (the scalar path is then the only one).
+template <class F>
+void expect_lanes_match_scalar(uint64_t seed) {
+  using I = typename F::Int;
+  const I p = F::modulus();
+  std::mt19937_64 rng(seed);
+  auto value = [&](size_t k) {
+    I x;
+    for (auto& limb : x) limb = rng();
+    x[3] &= p[3] >> 1;
+    switch (k % 11) {
+      case 0: return I{};
+      case 1: return I{1, 0, 0, 0};
+      case 2: x = p; x[0] -= 1; return x;
+      case 3: x = p; x[0] -= 2; return x;
+      case 4: return I{(uint64_t(1) << 52) - 1, ~0ULL, ~0ULL, p[3] >> 1};
+      default: return x;
+    }
+  };
+  for (size_t n : {size_t(8), size_t(64), size_t(200)}) {
+    std::vector<F> a(n), b(n), r(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = F::from_mont(value(i));
+      b[i] = F::from_mont(value(i * 7 + 3));
+    }
+    const size_t m = n & ~size_t(7);
+    for (size_t a_stride : {0, 1})
+      for (size_t b_stride : {0, 1}) {
+        mont_mul_lanes_ifma(a[0].v, a_stride, b[0].v, b_stride, r[0].v, m, F::Params::kModulus, F::Params::kInv);
+        for (size_t i = 0; i < m; ++i)
+          ASSERT_EQ(r[i], a[i * a_stride] * b[i * b_stride]) << "n " << n << " lane " << i << " strides " << a_stride << b_stride;
+      }
+    std::vector<F> in_place = a;  // r = a
+    mont_mul_lanes_ifma(in_place[0].v, 1, b[0].v, 1, in_place[0].v, m, F::Params::kModulus, F::Params::kInv);
+    for (size_t i = 0; i < m; ++i) ASSERT_EQ(in_place[i], a[i] * b[i]) << i;
+  }
+}
+
+TEST(Field, IfmaLanesMatchTheScalarProductInEveryFourLimbField) {
+  if (!ifma_lanes_available()) GTEST_SKIP() << "no AVX-512 IFMA on this CPU";
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    expect_lanes_match_scalar<Fr>(seed);
+    expect_lanes_match_scalar<Fq>(seed + 100);
+    expect_lanes_match_scalar<bls12_381::Fr>(seed + 200);
+  }
 }
 
 // safegcd's inverse (Fp::inv for 4 limbs) against Fermat's x^(p−2) and
