@@ -166,7 +166,7 @@ int run(const std::string& generator, const std::string& zkey_path, const std::v
           proto::CircuitInput in{.generator = generator, .input = inputs[partition % inputs.size()],
                                  .input_name = inputs[partition % inputs.size()], .witness_engine = "graph"};
           proto::Synth s{.ref = {job, uint32_t(partition), slot, 1}, .span = {slot * slot_bytes, slot_bytes},
-                         .zkey = zkey_path, .witness = in};
+                         .zkey = zkey_path, .witness = in, .batch_of = b};
           sock.send(zmq::buffer(ws[w].route), zmq::send_flags::sndmore);
           sock.send(zmq::buffer(proto::encode(s)));
           ++ws[w].in_flight;

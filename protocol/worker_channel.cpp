@@ -161,6 +161,7 @@ struct WorkerChannel::Impl {
   std::deque<WorkRequest> waiting;     // accepted, not started: highest priority first, then arrival
   bool draining = false;               // SHUTDOWN received while busy
   bool hung = false;                   // ZKFARM_FAULT=hang triggered
+  std::optional<std::chrono::steady_clock::time_point> linger_until;  // waiting for the rest of a batch
   std::atomic<uint64_t> started{0};    // partitions started (compute threads)
 
   // Lanes computing now, and the first free one (nullopt: all busy).
@@ -348,10 +349,30 @@ struct WorkerChannel::Impl {
     waiting.insert(at, std::move(req));
   }
 
+  // A batch worker whose first waiting SYNTH was sent with others of its job
+  // (Synth::batch_of) holds it until they are here too, or batch_linger has
+  // passed since it began waiting (one of them lost or refused must not stall it).
+  bool batch_incomplete() {
+    if (!std::holds_alternative<SynthBatchHandler>(handler) || !std::holds_alternative<Synth>(waiting.front())) return false;
+    const Synth& first = std::get<Synth>(waiting.front());
+    const uint64_t want = std::min<uint64_t>({first.batch_of, std::max<size_t>(1, opt.batch), kMaxSynthBatch});
+    const size_t have = size_t(std::count_if(waiting.begin(), waiting.end(), [&](const WorkRequest& r) {
+      return std::holds_alternative<Synth>(r) && ref_of(r).job == first.ref.job;
+    }));
+    const auto now = std::chrono::steady_clock::now();
+    if (have >= want || (linger_until && now >= *linger_until)) {
+      linger_until.reset();
+      return false;
+    }
+    if (!linger_until) linger_until = now + opt.batch_linger;
+    return true;
+  }
+
   // Free lanes take the first waiting request each, and with it (a batch
   // worker) the waiting SYNTHs of the same job, up to options.batch.
   void start_waiting() {
     while (!waiting.empty() && free_lane()) {
+      if (batch_incomplete()) return;  // the rest of its batch is on its way
       std::vector<WorkRequest> batch;
       batch.push_back(std::move(waiting.front()));
       waiting.pop_front();
@@ -427,6 +448,9 @@ struct WorkerChannel::Impl {
       auto wait = hung ? milliseconds(200)
                        : std::clamp(std::chrono::duration_cast<milliseconds>(next_beat - Clock::now()),
                                     milliseconds(0), max_wait);
+      if (!hung && linger_until)  // wake when a lingering batch must start (+1: the deadline passed)
+        wait = std::min(wait, std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(
+                                                            *linger_until - Clock::now()) + milliseconds(1)));
       zmq::poll(hung ? items + 1 : items, hung ? 1 : 3, wait);
       now = Clock::now();
 

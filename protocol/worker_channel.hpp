@@ -87,6 +87,9 @@ struct WorkerOptions {
   /// a SynthBatchHandler takes kMaxSynthBatch): those waiting when a lane
   /// frees, in their order. The supervisor decides how many it sends.
   size_t batch = 1;
+  /// How long the first SYNTH of a batch that is not all here yet
+  /// (Synth::batch_of) waits for the rest before it starts with what came.
+  std::chrono::milliseconds batch_linger{200};
   TestFault fault;
 };
 

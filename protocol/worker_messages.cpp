@@ -75,6 +75,9 @@ Synth synth_body(const Message& msg, const WorkRef& ref) {
   } else {
     s.witness = WitnessFile{get_str(msg, "wtns")};
   }
+  // Lenient as "priority": a count it cannot read is no batch.
+  if (auto it = msg.find("batch_of"); it != msg.end() && it->is_number_unsigned())
+    s.batch_of = std::max<uint64_t>(1, it->get<uint64_t>());
   return s;
 }
 
@@ -163,6 +166,7 @@ std::string encode(const Synth& s) {
   } else {
     m["wtns"] = std::get<WitnessFile>(s.witness).path;
   }
+  if (s.batch_of > 1) m["batch_of"] = s.batch_of;
   return encode(m);
 }
 

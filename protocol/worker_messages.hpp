@@ -100,6 +100,12 @@ struct Synth {
   SlotSpan span;
   std::string zkey;  ///< "zkey": the farm's copy of the proving key (absolute path)
   std::variant<WitnessFile, CircuitInput> witness;
+  /// "batch_of" (optional): the SYNTHs of this job sent to the worker
+  /// together with this one, itself included. A worker that takes batches
+  /// waits briefly for the rest before it starts (frames arrive one by one,
+  /// and a slow sender lets the first be read alone). Absent, 0 or anything
+  /// but a non-negative integer reads as 1.
+  uint64_t batch_of = 1;
   bool operator==(const Synth&) const = default;
 };
 

@@ -21,9 +21,6 @@ set(ZKFARM_E2E_ENV
   "ZKFARM_SHARED_FIXTURES=${ZKFARM_FIXTURES}"
   "PYTHONDONTWRITEBYTECODE=1"
   "PYTHONUNBUFFERED=1")
-if(ZKFARM_SANITIZE)  # what depends on timing that ASan changes (test_witgen.py's batch check)
-  list(APPEND ZKFARM_E2E_ENV "ZKFARM_SANITIZED=1")
-endif()
 
 function(zkfarm_e2e prefix dir module)
   cmake_parse_arguments(E "" "TIMEOUT;PROCESSORS;COST" "LOCKS;ENVIRONMENT" ${ARGN})

@@ -438,16 +438,23 @@ TEST(WorkerChannel, MalformedFramesAreDroppedAndTheWorkerStillAnswers) {
 }
 
 // A synthesis worker's batches (issue 46): SYNTHs of one job sent together
-// start as one batch (each STARTED before any answer, each answered with its
-// own witness in its own slot); while a batch computes, kMaxSynthBatch more
-// wait and the next is refused "busy"; an ABORT withdraws a waiting one; a
-// SHUTDOWN finishes what computes and waits first.
+// (batch_of 2) start as one batch even when the second comes later (the
+// first waits for it: no STARTED meanwhile; each STARTED before any answer,
+// each answered with its own witness in its own slot); while a batch
+// computes, kMaxSynthBatch more wait and the next is refused "busy"; an
+// ABORT withdraws a waiting one; a SHUTDOWN finishes what computes and waits first.
 TEST(WorkerChannel, SynthsSentTogetherAreOneBatchBusyPastTheQueueAndShutdownFinishesFirst) {
   Farm f;
   Child synth(f.synth_args("synth-0"), "slow_ms:400");
   ASSERT_TRUE(f.sup.expect("synth-0", proto::kReady, kTimeout));
-  f.sup.send("synth-0", f.work(proto::kSynth, 9, 0, 0, test::shared_fixture("chain.2.wtns")));
-  f.sup.send("synth-0", f.work(proto::kSynth, 9, 1, 1, test::shared_fixture("chain.3.wtns")));
+  proto::Message first = f.work(proto::kSynth, 9, 0, 0, test::shared_fixture("chain.2.wtns"));
+  proto::Message second = f.work(proto::kSynth, 9, 1, 1, test::shared_fixture("chain.3.wtns"));
+  first["batch_of"] = second["batch_of"] = 2;
+  f.sup.send("synth-0", first);
+  // Without the wait for its batch the worker starts the first at once and
+  // says STARTED well within this (it then computes for 400 ms).
+  EXPECT_FALSE(f.sup.expect("synth-0", proto::kStarted, milliseconds(50))) << "started before its batch was here";
+  f.sup.send("synth-0", second);
   std::vector<proto::Message> got = f.sup.gather("synth-0", proto::kSynthDone, 2, kTimeout);
   std::vector<uint32_t> started_before_any_answer, synthesized;
   bool answered = false;
@@ -459,12 +466,7 @@ TEST(WorkerChannel, SynthsSentTogetherAreOneBatchBusyPastTheQueueAndShutdownFini
     EXPECT_TRUE(proto::get_bool(m, "ok")) << m.dump();
     synthesized.push_back(proto::get_u32(m, "partition"));
   }
-#if !defined(__SANITIZE_ADDRESS__)
-  // Under ASan the second SYNTH can arrive after the worker has read the
-  // first and started it alone (batches arrive in pieces: issue 46 left the
-  // worker starting what has come); a clean-clone sanitizer run saw it once.
   EXPECT_EQ(started_before_any_answer, std::vector<uint32_t>({0, 1}));
-#endif
   EXPECT_EQ(synthesized, std::vector<uint32_t>({0, 1}));
   for (uint32_t k : {0u, 1u}) {  // each slot holds its own partition's witness
     const Wtns w = Wtns::open(test::shared_fixture("chain." + std::to_string(k + 2) + ".wtns"));

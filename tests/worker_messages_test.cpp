@@ -163,6 +163,9 @@ TEST(WorkerMessages, EveryMessageRoundTrips) {
   EXPECT_EQ(from_supervisor<proto::Heartbeat>(proto::encode(proto::Heartbeat{})), proto::Heartbeat{});
   EXPECT_EQ(from_supervisor<proto::Synth>(proto::encode(synth_of_wtns())), synth_of_wtns());
   EXPECT_EQ(from_supervisor<proto::Synth>(proto::encode(synth_of_input())), synth_of_input());
+  proto::Synth batched = synth_of_input();
+  batched.batch_of = 16;
+  EXPECT_EQ(from_supervisor<proto::Synth>(proto::encode(batched)), batched);
   const proto::Prove prove{{UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX}, {UINT64_MAX, 0}, "/k.zkey", 2};
   EXPECT_EQ(from_supervisor<proto::Prove>(proto::encode(prove)), prove);
   EXPECT_EQ(from_supervisor<proto::Abort>(proto::encode(proto::Abort{kRef})), proto::Abort{kRef});
@@ -198,6 +201,12 @@ TEST(WorkerMessages, OptionalFieldsKeepTheirDefaultsAndLeniency) {
   EXPECT_EQ(in.statement, "");             // nothing to check
   EXPECT_EQ(in.graph_sha256, "");
   EXPECT_EQ(in.witness_engine, "auto");
+  EXPECT_EQ(s.batch_of, 1u);  // absent: alone (a zkfarmd before batch_of)
+  synth["batch_of"] = -3;
+  EXPECT_EQ(from_supervisor<proto::Synth>(proto::encode(synth)).batch_of, 1u);  // unreadable: alone
+  synth["batch_of"] = 0;
+  EXPECT_EQ(from_supervisor<proto::Synth>(proto::encode(synth)).batch_of, 1u);
+  synth.erase("batch_of");
   synth["wtns"] = "/w.wtns";  // "generator" decides, as before
   EXPECT_TRUE(std::holds_alternative<proto::CircuitInput>(from_supervisor<proto::Synth>(proto::encode(synth)).witness));
 

@@ -298,29 +298,33 @@ void Pipeline::dispatch() {
       batch.insert(batch.end(), more.begin(), more.end());
     }
     --idle;
-    size_t sent = 0;
+    // Slots first (the memory budget may hold fewer than the batch: the rest
+    // wait), then the SYNTHs, each saying how many were sent together.
+    std::vector<std::pair<PartRef, shm::Slot>> reserved;
+    const Job* job = jobs_.find(first->job);
     for (const PartRef& ref : batch) {
-      if (!send_synth(w, ref)) break;  // the memory budget is spent: the rest wait for slots
-      ++sent;
+      auto slot = slots_.allocate(job->slot_bytes);
+      if (!slot) break;
+      reserved.emplace_back(ref, *slot);
     }
-    if (!sent) break;
+    if (reserved.empty()) break;
+    for (const auto& [ref, slot] : reserved) send_synth(w, ref, slot, reserved.size());
+    const size_t sent = reserved.size();
     queued -= std::min(queued, sent);
     w.state = WorkerState::kBusy;
   }
   dispatch_gpu();
 }
 
-bool Pipeline::send_synth(Worker& w, const PartRef& ref) {
+void Pipeline::send_synth(Worker& w, const PartRef& ref, const shm::Slot& slot, size_t batch_of) {
   const Job* job = jobs_.find(ref.job);
   const Partition* p = jobs_.find(ref);
-  auto slot = slots_.allocate(job->slot_bytes);
-  if (!slot) return false;
   const int64_t queued_since = p->queued_since_ms;
-  if (jobs_.start_synthesis(ref, *slot, w.id, steady_ms(), wall_ms()))
+  if (jobs_.start_synthesis(ref, slot, w.id, steady_ms(), wall_ms()))
     journal_.write([this, id = job->id, t = job->started_ms] { ledger_.set_started(id, t); });
   if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
-  protocol::Synth m{.ref = work_ref(ref, *slot), .span = {slot->offset, slot->size}, .zkey = job->zkey,
-                    .witness = protocol::WitnessFile{p->wtns}};
+  protocol::Synth m{.ref = work_ref(ref, slot), .span = {slot.offset, slot.size}, .zkey = job->zkey,
+                    .witness = protocol::WitnessFile{p->wtns}, .batch_of = batch_of};
   if (job->inputs()) {  // circom inputs: the synthesis worker runs the circuit's generator
     m.witness = protocol::CircuitInput{.generator = job->generator,
                                        .input = p->input,
@@ -340,7 +344,6 @@ bool Pipeline::send_synth(Worker& w, const PartRef& ref) {
   }
   hooks_.send(w, protocol::encode(m));
   w.assigned.push_back(ref);
-  return true;
 }
 
 void Pipeline::dispatch_gpu() {

@@ -97,9 +97,9 @@ class Pipeline {
   /// ABORT for every partition a worker holds that `which` picks.
   void abort_where(const std::function<bool(const PartRef&)>& which);
   void send_prove(Worker& w, const PartRef& ref);
-  /// Queued → synthesizing in a new slot, SYNTH sent to `w`; false when the
-  /// arena has no room for its slot (nothing changed then).
-  bool send_synth(Worker& w, const PartRef& ref);
+  /// Queued → synthesizing in `slot` (allocated for it), SYNTH sent to `w`
+  /// saying it is one of `batch_of` sent together.
+  void send_synth(Worker& w, const PartRef& ref, const shm::Slot& slot, size_t batch_of);
   /// GPU workers' share of dispatch().
   void dispatch_gpu();
   /// Partitions of `job` one idle synthesis worker takes at once: its share
