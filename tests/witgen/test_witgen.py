@@ -653,6 +653,9 @@ class StatementTest(unittest.TestCase):
         ctl(farm.state, "stop")
         farm.proc.wait(timeout=120)
         shutil.copy(theirs, mine)  # a valid graph file, digest and all: another circuit's
+        # and its plan (graph.plan, bound to that graph's digest): left alone,
+        # the plan of the recorded graph would serve and the swap go unread.
+        shutil.copy(theirs + ".plan", mine + ".plan")
 
         def submit(farm, tag):
             out = os.path.join(farm.dir, "out-" + tag)
