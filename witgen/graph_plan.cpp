@@ -46,7 +46,13 @@ std::string plan_checksum(const void* p, size_t n) {
 
 namespace {
 
-void put(std::string& out, const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+void put(std::string& out, const void* p, size_t n) {
+  if (n) out.append(static_cast<const char*>(p), n);  // an empty vector's data() may be null
+}
+// memcpy of n bytes, none for n = 0 (whose empty vector's data() may be null: undefined for memcpy).
+void copy_bytes(void* to, const void* from, size_t n) {
+  if (n) std::memcpy(to, from, n);
+}
 void put32(std::string& out, uint32_t v) { put(out, &v, 4); }
 
 }  // namespace
@@ -101,42 +107,47 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
 std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256) {
   // 24 bytes an instruction, at most a few per node: within 2^40 bytes.
   const FileBytes buf = read_file_bytes(path, uint64_t(1) << 40, kTrailer);
-  const size_t body = buf.size - kTrailer;
-  if (plan_checksum(buf.begin(), body) != std::string(buf.end() - kTrailer, buf.end()))
-    throw GraphError(path + ": its checksum does not match its content (corrupted)");
   try {
-    Reader r(buf.begin(), body);
-    if (std::memcmp(r.bytes(8, "the magic"), kPlanMagic, 8) != 0) throw GraphError("not a graph plan (no ZKWPLAN magic)");
-    const uint32_t version = r.u32("the version");
-    if (version != kPlanVersion)
-      throw GraphError("plan version " + std::to_string(version) + ", this zkfarm reads " + std::to_string(kPlanVersion));
-    if (graph_sha256.size() != 64 || std::memcmp(r.bytes(64, "the graph's digest"), graph_sha256.data(), 64) != 0)
-      throw GraphError("made from another graph than the one beside it");
-    Graph g;
-    read_graph_head(r, g);
-    const uint32_t n_witness = r.count(4, "the witness");
-    g.witness.resize(n_witness);
-    std::memcpy(g.witness.data(), r.bytes(size_t(n_witness) * 4, "the witness"), size_t(n_witness) * 4);
-    Evaluator::PlanView v;
-    v.slots = r.u32("the field slots");
-    v.small_slots = r.u32("the integer slots");
-    const uint32_t n_code = r.count(sizeof(Evaluator::Instr), "the instructions");
-    const uint8_t* pad = r.bytes((8 - r.at() % 8) % 8, "the instructions' alignment");
-    for (const uint8_t* q = pad; q != buf.begin() + r.at(); ++q)
-      if (*q != 0) throw GraphError("the instructions' alignment is not zeros");
-    const uint8_t* code = r.bytes(size_t(n_code) * sizeof(Evaluator::Instr), "the instructions");
-    v.code = {reinterpret_cast<const Evaluator::Instr*>(code), n_code};
-    const uint32_t n_outs = r.count(4, "the witness indices");
-    const uint8_t* outs = r.bytes(size_t(n_outs) * 4, "the witness indices");
-    v.outs = {reinterpret_cast<const uint32_t*>(outs), n_outs};  // at a multiple of 4: after the 24-byte instructions
-    v.small_consts.resize(g.consts.size());
-    std::memcpy(v.small_consts.data(), r.bytes(g.consts.size() * 8, "the integer constants"), g.consts.size() * 8);
-    v.backing = buf.data;
-    if (r.left() != 0) throw GraphError(std::to_string(r.left()) + " bytes after the plan's end");
-    return std::make_unique<Evaluator>(std::move(g), std::move(v));
+    return parse_plan(buf, graph_sha256);
   } catch (const GraphError& e) {
     throw GraphError(path + ": " + e.what());
   }
+}
+
+std::unique_ptr<Evaluator> parse_plan(const FileBytes& buf, const std::string& graph_sha256) {
+  if (buf.size < kTrailer) throw GraphError("shorter than a plan's checksum");
+  const size_t body = buf.size - kTrailer;
+  if (plan_checksum(buf.begin(), body) != std::string(buf.end() - kTrailer, buf.end()))
+    throw GraphError("its checksum does not match its content (corrupted)");
+  Reader r(buf.begin(), body);
+  if (std::memcmp(r.bytes(8, "the magic"), kPlanMagic, 8) != 0) throw GraphError("not a graph plan (no ZKWPLAN magic)");
+  const uint32_t version = r.u32("the version");
+  if (version != kPlanVersion)
+    throw GraphError("plan version " + std::to_string(version) + ", this zkfarm reads " + std::to_string(kPlanVersion));
+  if (graph_sha256.size() != 64 || std::memcmp(r.bytes(64, "the graph's digest"), graph_sha256.data(), 64) != 0)
+    throw GraphError("made from another graph than the one beside it");
+  Graph g;
+  read_graph_head(r, g);
+  const uint32_t n_witness = r.count(4, "the witness");
+  g.witness.resize(n_witness);
+  copy_bytes(g.witness.data(), r.bytes(size_t(n_witness) * 4, "the witness"), size_t(n_witness) * 4);
+  Evaluator::PlanView v;
+  v.slots = r.u32("the field slots");
+  v.small_slots = r.u32("the integer slots");
+  const uint32_t n_code = r.count(sizeof(Evaluator::Instr), "the instructions");
+  const uint8_t* pad = r.bytes((8 - r.at() % 8) % 8, "the instructions' alignment");
+  for (const uint8_t* q = pad; q != buf.begin() + r.at(); ++q)
+    if (*q != 0) throw GraphError("the instructions' alignment is not zeros");
+  const uint8_t* code = r.bytes(size_t(n_code) * sizeof(Evaluator::Instr), "the instructions");
+  v.code = {reinterpret_cast<const Evaluator::Instr*>(code), n_code};
+  const uint32_t n_outs = r.count(4, "the witness indices");
+  const uint8_t* outs = r.bytes(size_t(n_outs) * 4, "the witness indices");
+  v.outs = {reinterpret_cast<const uint32_t*>(outs), n_outs};  // at a multiple of 4: after the 24-byte instructions
+  v.small_consts.resize(g.consts.size());
+  copy_bytes(v.small_consts.data(), r.bytes(g.consts.size() * 8, "the integer constants"), g.consts.size() * 8);
+  v.backing = buf.data;
+  if (r.left() != 0) throw GraphError(std::to_string(r.left()) + " bytes after the plan's end");
+  return std::make_unique<Evaluator>(std::move(g), std::move(v));
 }
 
 std::string claimed_graph_sha256(const std::string& graph_path) {

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "witgen/graph_eval.hpp"
+#include "witgen/graph_reader.hpp"
 
 namespace zkfarm::witgen::graph {
 
@@ -43,6 +44,10 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
 /// `graph_sha256`. Throws GraphError naming the file and the fault (damaged,
 /// another version, another graph).
 std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256);
+
+/// The same from a plan file's bytes (checksum included), which the
+/// evaluator keeps (it points into them). Throws GraphError naming the fault.
+std::unique_ptr<Evaluator> parse_plan(const FileBytes& bytes, const std::string& graph_sha256);
 
 /// The SHA-256 a graph file's last 64 bytes claim (not checked against its
 /// content: enough to tell which graph a plan belongs to). Throws GraphError.
