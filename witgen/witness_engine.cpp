@@ -142,6 +142,19 @@ files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count
   return fd;
 }
 
+namespace {
+
+// The input in `input_fd` evaluated into `out` (witness_size × 32 bytes);
+// false when one of its asserts failed (the generator then says why).
+bool evaluate_one(const graph::Evaluator& ev, int input_fd, uint8_t* out) {
+  const std::vector<U256> values = graph_input_values(ev, input_fd);
+  std::vector<graph::InputOutcome> outcome;
+  ev.evaluate({&values}, {out}, outcome);
+  return outcome[0].ok;
+}
+
+}  // namespace
+
 std::vector<U256> graph_input_values(const graph::Evaluator& ev, int input_fd) {
   try {
     return ev.arrange(parse_input(read_fd(input_fd), graph::curve_prime_le(ev.graph().curve)));
@@ -172,10 +185,7 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
     if (engine == WitnessEngine::kGraph) throw GenerateError("the circuit's witness graph is not of this key", false);
     return false;
   }
-  const std::vector<U256> values = graph_input_values(*ev, input_fd);
-  std::vector<graph::InputOutcome> outcome;
-  ev->evaluate({&values}, {out}, outcome);
-  return outcome[0].ok;  // else an assert failed: the generator says so in circom's words
+  return evaluate_one(*ev, input_fd, out);
 }
 
 files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, WitnessEngine engine) {
@@ -189,11 +199,8 @@ files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, Witnes
     return {};  // make_witness says why (kGraph) or takes the generator
   }
   const graph::Graph& g = ev->graph();
-  const std::vector<U256> values = graph_input_values(*ev, input_fd);
   std::vector<uint8_t> out(size_t(g.witness_size) * 32);
-  std::vector<graph::InputOutcome> outcome;
-  ev->evaluate({&values}, {out.data()}, outcome);
-  if (!outcome[0].ok) return {};  // an assert failed: the generator says so in circom's words
+  if (!evaluate_one(*ev, input_fd, out.data())) return {};
   return wtns_memfd(g.curve, out.data(), g.witness_size);
 }
 

@@ -293,15 +293,13 @@ void Pipeline::dispatch() {
     // A batch of the job's queued partitions (synth_batch_size), each in a
     // slot of its own; the worker evaluates them together.
     std::vector<PartRef> batch{*first};
-    if (const Job* job = jobs_.find(first->job)) {
-      auto more = jobs_.more_of_job(*first, PartState::kQueued, synth_batch_size(*job, queued, idle) - 1);
-      batch.insert(batch.end(), more.begin(), more.end());
-    }
+    const Job* job = jobs_.find(first->job);  // a queued partition's job is in the table
+    auto more = jobs_.more_of_job(*first, PartState::kQueued, synth_batch_size(*job, queued, idle) - 1);
+    batch.insert(batch.end(), more.begin(), more.end());
     --idle;
     // Slots first (the memory budget may hold fewer than the batch: the rest
     // wait), then the SYNTHs, each saying how many were sent together.
     std::vector<std::pair<PartRef, shm::Slot>> reserved;
-    const Job* job = jobs_.find(first->job);
     for (const PartRef& ref : batch) {
       auto slot = slots_.allocate(job->slot_bytes);
       if (!slot) break;
