@@ -33,7 +33,9 @@ json circuit_view(const CircuitRow& c) {
             {"wasm", c.wasm_upload.empty() ? json(nullptr) : json(c.wasm_upload)},
             {"inputs", !c.farm_name.empty()},
             {"created_ms", c.created_ms}};
-  for (const char* k : {"kind", "generator", "zkey_sha256", "n_vars", "n_public"})
+  // witness: how zkfarmd makes this circuit's witnesses, and why not the
+  // graph when it is not ("wasm (built from a wasm: …)", docs/witness.md).
+  for (const char* k : {"kind", "witness", "generator", "zkey_sha256", "n_vars", "n_public"})
     if (info.contains(k)) v[k] = info[k];
   return v;
 }
@@ -132,7 +134,7 @@ Response Service::circuit_create(Call& c, const Request& req) {
     const json fc = reply.value("circuit", json::object());
     info = {{"kind", fc.value("kind", "wasm")}};
     // generator: the SHA-256 of the built witness generator (zkfarmd's circuit object).
-    for (const char* k : {"generator", "zkey_sha256", "n_vars", "n_public"})
+    for (const char* k : {"witness", "generator", "zkey_sha256", "n_vars", "n_public"})
       if (fc.contains(k)) info[k] = fc[k];
   }
   row.info_json = info.dump();

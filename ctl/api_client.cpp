@@ -185,6 +185,9 @@ Message circuit_from_api(const Message& c) {
   // stays its own field); "-" for a circuit of witnesses, or one an older
   // zkfarm-api registered without keeping it.
   m["generator"] = c.value("generator", Message(nullptr));
+  // How zkfarmd makes its witnesses (graph, or the generator and why):
+  // "-" for a circuit of witnesses or one an older zkfarm-api registered.
+  if (c.contains("witness") && c["witness"].is_string()) m["witness"] = c["witness"];
   m["added_ms"] = c.value("created_ms", Message());
   return m;
 }

@@ -293,10 +293,15 @@ class ApiTest(unittest.TestCase):
         self.assertNotEqual(generator, zkey_sha)
         self.assertIn("generator " + generator[:16] + ",", p.stdout)
         self.assertNotIn(zkey_sha[:16], p.stdout)
+        # Issue 46 (5): a wasm-only circuit says why it has no witness graph,
+        # in zkfarmd's words, over the API as locally (not "witness: -").
+        self.assertTrue(farm_side[0]["witness"].startswith("wasm ("), farm_side[0])
+        self.assertIn("witness: " + farm_side[0]["witness"] + "\n", p.stdout)
         p = subprocess.run([*base, "circuit", "list", "--json"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         listed = [c for c in json.loads(p.stdout) if c["name"] == "pos2"]
         self.assertEqual(listed[0]["generator"], generator)
+        self.assertEqual(listed[0]["witness"], farm_side[0]["witness"])
         self.assertEqual(listed[0]["zkey_sha256"], zkey_sha)
         bad = os.path.join(self.farm.dir, "short-input.json")
         with open(bad, "w") as f:
