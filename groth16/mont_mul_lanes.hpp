@@ -31,4 +31,10 @@ bool ifma_lanes_available();
 void mont_mul_lanes_ifma(const uint64_t* a, size_t a_stride, const uint64_t* b, size_t b_stride, uint64_t* r,
                          size_t n, const uint64_t p[4], uint64_t inv);
 
+/// r[i] = a[i]·2⁻²⁵⁶ mod p for i < n, n a multiple of 8, consecutive elements
+/// (stride 1): Montgomery form back to the canonical integer (Fp::to_int),
+/// the product by the integer 1 without its multiplications (half the
+/// work of mont_mul_lanes_ifma). r may be a. Only where ifma_lanes_available().
+void mont_reduce_lanes_ifma(const uint64_t* a, uint64_t* r, size_t n, const uint64_t p[4], uint64_t inv);
+
 }  // namespace zkfarm

@@ -144,6 +144,13 @@ void expect_lanes_match_scalar(uint64_t seed) {
     std::vector<F> in_place = a;  // r = a
     mont_mul_lanes_ifma(in_place[0].v, 1, b[0].v, 1, in_place[0].v, m, F::Params::kModulus, F::Params::kInv);
     for (size_t i = 0; i < m; ++i) ASSERT_EQ(in_place[i], a[i] * b[i]) << i;
+    // The reduction alone is to_int, in another buffer and in place.
+    std::vector<I> canonical(n);
+    mont_reduce_lanes_ifma(a[0].v, canonical[0].data(), m, F::Params::kModulus, F::Params::kInv);
+    for (size_t i = 0; i < m; ++i) ASSERT_EQ(canonical[i], a[i].to_int()) << "n " << n << " lane " << i;
+    in_place = a;
+    mont_reduce_lanes_ifma(in_place[0].v, in_place[0].v, m, F::Params::kModulus, F::Params::kInv);
+    for (size_t i = 0; i < m; ++i) ASSERT_EQ(in_place[i].mont(), a[i].to_int()) << i;
   }
 }
 

@@ -34,6 +34,48 @@ std::string decimal(U256 x) {
   return s;
 }
 
+// r[i] = a[i] ± b[i] mod p for 4-limb elements, i < n (strides as Lanes:
+// 0 repeats element 0), each lane's limbs in locals and written once into
+// r[i]; r may be a or b. Fp's operators return a temporary that GCC kept on
+// the stack and reloaded 16 bytes at a time right after four 8-byte stores:
+// a store-forwarding stall on every lane (perf annotate of the long Poseidon
+// chain), and its a + b chose the reduction by a jump on the borrow. The
+// same values as Fp's, reduced by masks.
+template <class F, bool kSubtract>
+void add_sub_lanes(const F* a, size_t as, const F* b, size_t bs, F* r, size_t n) {
+  static_assert(F::N == 4);
+  const uint64_t* p = F::Params::kModulus;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t* x = a[i * as].v;
+    const uint64_t* y = b[i * bs].v;
+    unsigned long long t0, t1, t2, t3, s0, s1, s2, s3;
+    if constexpr (kSubtract) {
+      unsigned char c = _subborrow_u64(0, x[0], y[0], &t0);
+      c = _subborrow_u64(c, x[1], y[1], &t1);
+      c = _subborrow_u64(c, x[2], y[2], &t2);
+      c = _subborrow_u64(c, x[3], y[3], &t3);
+      const uint64_t m = 0 - uint64_t(c);  // borrowed: add p back
+      c = _addcarry_u64(0, t0, p[0] & m, &s0);
+      c = _addcarry_u64(c, t1, p[1] & m, &s1);
+      c = _addcarry_u64(c, t2, p[2] & m, &s2);
+      _addcarry_u64(c, t3, p[3] & m, &s3);
+      r[i].v[0] = s0, r[i].v[1] = s1, r[i].v[2] = s2, r[i].v[3] = s3;
+    } else {
+      unsigned char c = _addcarry_u64(0, x[0], y[0], &t0);  // < 2p < 2^256: no carry out
+      c = _addcarry_u64(c, x[1], y[1], &t1);
+      c = _addcarry_u64(c, x[2], y[2], &t2);
+      _addcarry_u64(c, x[3], y[3], &t3);
+      c = _subborrow_u64(0, t0, p[0], &s0);
+      c = _subborrow_u64(c, t1, p[1], &s1);
+      c = _subborrow_u64(c, t2, p[2], &s2);
+      c = _subborrow_u64(c, t3, p[3], &s3);
+      const uint64_t keep = 0 - uint64_t(c);  // t < p: keep t
+      r[i].v[0] = (t0 & keep) | (s0 & ~keep), r[i].v[1] = (t1 & keep) | (s1 & ~keep);
+      r[i].v[2] = (t2 & keep) | (s2 & ~keep), r[i].v[3] = (t3 & keep) | (s3 & ~keep);
+    }
+  }
+}
+
 }  // namespace
 
 // The planner's own operations (never in a graph file).
@@ -533,12 +575,14 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
     switch (ins.op) {
       case Op::kAdd: {
         const Lanes b = lanes(ins.b);
-        for (size_t i = 0; i < B; ++i) r[i] = a[i] + b[i];
+        if constexpr (F::N == 4) add_sub_lanes<F, false>(a.p, a.s, b.p, b.s, r, B);
+        else for (size_t i = 0; i < B; ++i) r[i] = a[i] + b[i];
         break;
       }
       case Op::kSub: {
         const Lanes b = lanes(ins.b);
-        for (size_t i = 0; i < B; ++i) r[i] = a[i] - b[i];
+        if constexpr (F::N == 4) add_sub_lanes<F, true>(a.p, a.s, b.p, b.s, r, B);
+        else for (size_t i = 0; i < B; ++i) r[i] = a[i] - b[i];
         break;
       }
       case Op::kNeg:
@@ -679,18 +723,17 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
     }
     if (ins.outs) {
       // A value that fills one witness entry is converted straight into its
-      // staging row; Montgomery values 8 lanes a step, as a Montgomery
-      // product by the integer 1 (a·1·2⁻²⁵⁶ = to_int(a), the same bytes):
-      // done one lane at a time, this conversion was most of a long
-      // Poseidon chain's time outside the products.
+      // staging row; Montgomery values 8 lanes a step (Montgomery's
+      // reduction alone, the same bytes as to_int): done one lane at a time,
+      // this conversion was most of a long Poseidon chain's time outside
+      // the products.
       const bool direct = B > 1 && ins.outs == 1;
       U256* v = direct ? staged.data() + n_staged * B : value.data();
       size_t i = 0;
       if constexpr (F::N == 4) {
         if (ins.form == kMont && ifma && B >= 8) {
-          static constexpr uint64_t kIntegerOne[4] = {1, 0, 0, 0};
           i = B & ~size_t(7);
-          mont_mul_lanes_ifma(r->v, 1, kIntegerOne, 0, v->data(), i, F::Params::kModulus, F::Params::kInv);
+          mont_reduce_lanes_ifma(r->v, v->data(), i, F::Params::kModulus, F::Params::kInv);
         }
       }
       for (; i < B; ++i)
