@@ -56,7 +56,7 @@ std::string public_to_json(const U256* witness, size_t n_public) {
   return j.dump(1);
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
+void write_file_atomic(const std::string& path, std::string_view text) {
   // files::write_file_safe: an unguessable temporary (O_TMPFILE, or 128 random
   // bits with O_EXCL|O_NOFOLLOW), fsync, rename over `path` (a symlink there is
   // replaced, not followed), folder fsync, every fault reported, no temp left.

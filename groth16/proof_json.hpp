@@ -6,6 +6,7 @@
 // witness[1..nPublic], decimal.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "groth16/prover.hpp"
 
@@ -28,6 +29,6 @@ std::string public_to_json(const U256* witness, size_t n_public);
 
 /// Writes `text` to `path` atomically: a temporary file in the same folder,
 /// fsync, rename. Throws InputError naming `path` when it cannot be written.
-void write_file_atomic(const std::string& path, const std::string& text);
+void write_file_atomic(const std::string& path, std::string_view text);
 
 }  // namespace zkfarm

@@ -9,6 +9,8 @@
 // not verify (a witness that does not satisfy the circuit); 1 an internal failure;
 // 3 the CUDA backend was asked for and cannot be used (no device, not built,
 // or a device error).
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -151,10 +153,20 @@ int witness(const std::string& generator_path, const std::string& input, const s
   using namespace zkfarm;
   const std::string exe = tools::generator_for(generator_path, wo, input);
   files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
-  std::string bytes;
-  char buf[1 << 16];
-  for (ssize_t n; (n = ::read(wtns_fd.get(), buf, sizeof buf)) > 0;) bytes.append(buf, size_t(n));
-  write_file_atomic(out, bytes);
+  // The memfd mapped and written out as it is (tens of MB for a large
+  // circuit: no copy into a string first).
+  struct stat st{};
+  if (::fstat(wtns_fd.get(), &st) != 0) throw InputError(input + ": its witness: " + std::strerror(errno));
+  const size_t size = size_t(st.st_size);
+  void* map = size ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, wtns_fd.get(), 0) : nullptr;
+  if (map == MAP_FAILED) throw InputError(input + ": its witness: " + std::strerror(errno));
+  try {
+    write_file_atomic(out, std::string_view(static_cast<const char*>(map), size));
+  } catch (...) {
+    if (map) ::munmap(map, size);
+    throw;
+  }
+  if (map) ::munmap(map, size);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
@@ -132,14 +133,28 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, cons
   return ev;
 }
 
-files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count) {
-  WtnsWriter w(graph::curve_prime_le(curve), count);
-  for (uint32_t i = 0; i < count; ++i) w.value(values + size_t(i) * 32, 32);
-  files::UniqueFd fd(::memfd_create("zkfarm-witness", MFD_CLOEXEC));
-  if (!fd || !w.write_to(fd.get()))
+WtnsMemfd::WtnsMemfd(uint32_t curve, uint32_t count) {
+  const std::vector<uint8_t> head = WtnsWriter::header(graph::curve_prime_le(curve), count);
+  values_at_ = head.size();
+  size_ = head.size() + size_t(count) * 32;
+  fd_.reset(::memfd_create("zkfarm-witness", MFD_CLOEXEC));
+  void* m = MAP_FAILED;
+  if (fd_ && ::ftruncate(fd_.get(), off_t(size_)) == 0)
+    m = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+  if (m == MAP_FAILED)
     throw GenerateError(std::string("cannot keep the witness in memory: ") + std::strerror(errno), false);
-  ::lseek(fd.get(), 0, SEEK_SET);
-  return fd;
+  map_ = static_cast<uint8_t*>(m);
+  std::memcpy(map_, head.data(), head.size());
+}
+
+WtnsMemfd::~WtnsMemfd() {
+  if (map_) ::munmap(map_, size_);
+}
+
+files::UniqueFd WtnsMemfd::finish() {
+  ::munmap(map_, size_);
+  map_ = nullptr;
+  return std::move(fd_);  // a fresh memfd's offset is 0: nothing was written through it
 }
 
 namespace {
@@ -199,9 +214,9 @@ files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, Witnes
     return {};  // make_witness says why (kGraph) or takes the generator
   }
   const graph::Graph& g = ev->graph();
-  std::vector<uint8_t> out(size_t(g.witness_size) * 32);
-  if (!evaluate_one(*ev, input_fd, out.data())) return {};
-  return wtns_memfd(g.curve, out.data(), g.witness_size);
+  WtnsMemfd out(g.curve, g.witness_size);
+  if (!evaluate_one(*ev, input_fd, out.values())) return {};
+  return out.finish();
 }
 
 files::UniqueFd make_witness(const std::string& exe, int input_fd, const GeneratorInfo& info,
@@ -209,10 +224,12 @@ files::UniqueFd make_witness(const std::string& exe, int input_fd, const Generat
   if (used_graph) *used_graph = false;
   const uint32_t curve = graph_curve_of(info.prime);
   if (engine != WitnessEngine::kGenerator && (curve || engine == WitnessEngine::kGraph)) {
-    std::vector<uint8_t> out(size_t(info.witness_size) * 32);
-    if (graph_witness_into(exe, input_fd, engine, curve, info.witness_size, out.data())) {
+    // No curve the graph knows: graph_witness_into refuses before it writes.
+    std::optional<WtnsMemfd> out;
+    if (curve) out.emplace(curve, info.witness_size);
+    if (graph_witness_into(exe, input_fd, engine, curve, info.witness_size, out ? out->values() : nullptr)) {
       if (used_graph) *used_graph = true;
-      return wtns_memfd(curve, out.data(), info.witness_size);
+      return out->finish();
     }
   }
   return generate_witness(exe, input_fd, info, opt);

@@ -96,8 +96,26 @@ bool graph_witness_into(const std::string& exe, int input_fd, WitnessEngine engi
 /// (input_fault) for an input that is not JSON or not of the circuit's shape.
 std::vector<U256> graph_input_values(const graph::Evaluator& ev, int input_fd);
 
-/// The .wtns of `values` (count × 32 bytes, canonical little-endian) of the
-/// curve's scalar field, in a memfd.
-files::UniqueFd wtns_memfd(uint32_t curve, const uint8_t* values, uint32_t count);
+/// A .wtns built in place in a memfd: the header written at construction,
+/// the values area (count × 32 bytes, canonical little-endian, of the
+/// curve's scalar field; zero until written) handed to the evaluator, and
+/// the descriptor at offset 0 from finish(). Nothing is copied: a
+/// 1M-constraint circuit's witness is 32 MB, and the one-shot path used to
+/// copy it four times. Throws GenerateError when the memfd cannot be made.
+class WtnsMemfd {
+ public:
+  WtnsMemfd(uint32_t curve, uint32_t count);
+  ~WtnsMemfd();
+  WtnsMemfd(const WtnsMemfd&) = delete;
+  WtnsMemfd& operator=(const WtnsMemfd&) = delete;
+  uint8_t* values() { return map_ + values_at_; }
+  /// Unmaps and returns the descriptor, at offset 0.
+  files::UniqueFd finish();
+
+ private:
+  files::UniqueFd fd_;
+  uint8_t* map_ = nullptr;
+  size_t size_ = 0, values_at_ = 0;
+};
 
 }  // namespace zkfarm::witgen

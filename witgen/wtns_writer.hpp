@@ -21,18 +21,28 @@ class WtnsWriter {
  public:
   /// `prime_le`: n8 bytes; `count`: the number of witness values to come.
   WtnsWriter(const std::vector<uint8_t>& prime_le, uint32_t count)
-      : n8_(uint32_t(prime_le.size())), out_(kHeader + prime_le.size() + 16 + size_t(n8_) * count, 0) {
-    std::memcpy(out_.data(), "wtns", 4);
-    put32(4, 2);               // version
-    put32(8, 2);               // sections
-    put32(12, 1);              // section 1: the header
-    put64(16, 8 + n8_);
-    put32(24, n8_);
-    std::memcpy(out_.data() + 28, prime_le.data(), n8_);
-    put32(28 + n8_, count);
-    put32(32 + n8_, 2);        // section 2: the values
-    put64(36 + n8_, uint64_t(n8_) * count);
-    at_ = 44 + n8_;
+      : n8_(uint32_t(prime_le.size())), out_(header(prime_le, count)) {
+    at_ = out_.size();
+    out_.resize(at_ + size_t(n8_) * count, 0);
+  }
+  /// The bytes before the first value (44 + n8): both sections' headers.
+  static std::vector<uint8_t> header(const std::vector<uint8_t>& prime_le, uint32_t count) {
+    const uint32_t n8 = uint32_t(prime_le.size());
+    std::vector<uint8_t> h(kHeader + n8 + 16, 0);
+    auto put = [&](size_t at, uint64_t v, int bytes) {
+      for (int i = 0; i < bytes; ++i) h[at + size_t(i)] = uint8_t(v >> (8 * i));
+    };
+    std::memcpy(h.data(), "wtns", 4);
+    put(4, 2, 4);   // version
+    put(8, 2, 4);   // sections
+    put(12, 1, 4);  // section 1: the header
+    put(16, 8 + n8, 8);
+    put(24, n8, 4);
+    std::memcpy(h.data() + 28, prime_le.data(), n8);
+    put(28 + n8, count, 4);
+    put(32 + n8, 2, 4);  // section 2: the values
+    put(36 + n8, uint64_t(n8) * count, 8);
+    return h;
   }
   /// The next value, n8 bytes little-endian (fewer are padded with zeros).
   void value(const uint8_t* le, size_t n) {
@@ -53,12 +63,6 @@ class WtnsWriter {
 
  private:
   static constexpr size_t kHeader = 28;  // magic, version, sections, id, length, n8
-  void put32(size_t at, uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_[at + i] = uint8_t(v >> (8 * i));
-  }
-  void put64(size_t at, uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_[at + i] = uint8_t(v >> (8 * i));
-  }
   uint32_t n8_;
   std::vector<uint8_t> out_;
   size_t at_ = 0;
