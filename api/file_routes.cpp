@@ -40,6 +40,15 @@ json circuit_view(const CircuitRow& c) {
   return v;
 }
 
+// zkfarmd's witness line as a tenant sees it: the engine, and its reason
+// only where the reason names no path (a graph's refusal can quote a
+// compiler's output or a host path; a wasm circuit's reason is fixed text).
+std::string tenant_witness_line(const std::string& line) {
+  const size_t open = line.find(" (");
+  if (open == std::string::npos || line.find('/') == std::string::npos) return line.substr(0, 512);
+  return line.substr(0, open) + " (the farm's log says why)";
+}
+
 }  // namespace
 
 Response Service::upload_create(Call& c, Request& req) {
@@ -134,8 +143,10 @@ Response Service::circuit_create(Call& c, const Request& req) {
     const json fc = reply.value("circuit", json::object());
     info = {{"kind", fc.value("kind", "wasm")}};
     // generator: the SHA-256 of the built witness generator (zkfarmd's circuit object).
-    for (const char* k : {"witness", "generator", "zkey_sha256", "n_vars", "n_public"})
+    for (const char* k : {"generator", "zkey_sha256", "n_vars", "n_public"})
       if (fc.contains(k)) info[k] = fc[k];
+    if (fc.contains("witness") && fc["witness"].is_string())
+      info["witness"] = tenant_witness_line(fc["witness"].get<std::string>());
   }
   row.info_json = info.dump();
   if (!store_.add_circuit(row)) throw ApiError{409, "conflict", "circuit '" + name + "' exists"};

@@ -152,7 +152,7 @@ WtnsMemfd::~WtnsMemfd() {
 }
 
 files::UniqueFd WtnsMemfd::finish() {
-  ::munmap(map_, size_);
+  if (map_) ::munmap(map_, size_);
   map_ = nullptr;
   return std::move(fd_);  // a fresh memfd's offset is 0: nothing was written through it
 }
@@ -224,9 +224,11 @@ files::UniqueFd make_witness(const std::string& exe, int input_fd, const Generat
   if (used_graph) *used_graph = false;
   const uint32_t curve = graph_curve_of(info.prime);
   if (engine != WitnessEngine::kGenerator && (curve || engine == WitnessEngine::kGraph)) {
-    // No curve the graph knows: graph_witness_into refuses before it writes.
+    // The memfd only where a graph may serve (a wasm circuit has none and
+    // pays nothing); with no curve the graph knows, or no graph,
+    // graph_witness_into refuses before it writes.
     std::optional<WtnsMemfd> out;
-    if (curve) out.emplace(curve, info.witness_size);
+    if (curve && graph_state(exe).present) out.emplace(curve, info.witness_size);
     if (graph_witness_into(exe, input_fd, engine, curve, info.witness_size, out ? out->values() : nullptr)) {
       if (used_graph) *used_graph = true;
       return out->finish();
