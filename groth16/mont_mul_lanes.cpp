@@ -117,14 +117,26 @@ ZKFARM_IFMA ZKFARM_INLINE void mul8(const __m512i a[5], const __m512i b[5], cons
   reduce8(c, p52, pinv, p, out);
 }
 
+// p in 52-bit limbs and −p⁻¹ mod 2⁵², broadcast to every lane.
+struct Modulus52 {
+  __m512i p52[5];
+  __m512i pinv;
+};
+
+ZKFARM_IFMA ZKFARM_INLINE Modulus52 modulus52(const uint64_t p[4], uint64_t inv) {
+  Modulus52 m;
+  __m512i p64[4];
+  for (int k = 0; k < 4; ++k) p64[k] = _mm512_set1_epi64(static_cast<long long>(p[k]));
+  to52(p64, m.p52);
+  m.pinv = _mm512_set1_epi64(static_cast<long long>(inv & ((uint64_t(1) << 52) - 1)));
+  return m;
+}
+
 }  // namespace
 
 ZKFARM_IFMA void mont_mul_lanes_ifma(const uint64_t* a, size_t a_stride, const uint64_t* b, size_t b_stride,
                                      uint64_t* r, size_t n, const uint64_t p[4], uint64_t inv) {
-  __m512i p64[4], p52[5];
-  for (int k = 0; k < 4; ++k) p64[k] = _mm512_set1_epi64(static_cast<long long>(p[k]));
-  to52(p64, p52);
-  const __m512i pinv = _mm512_set1_epi64(static_cast<long long>(inv & ((uint64_t(1) << 52) - 1)));
+  const Modulus52 m = modulus52(p, inv);
   // A constant operand (stride 0) is converted once, not once a group.
   __m512i y[4], b52[5];
   if (b_stride == 0) {
@@ -139,16 +151,13 @@ ZKFARM_IFMA void mont_mul_lanes_ifma(const uint64_t* a, size_t a_stride, const u
       load8(b + 4 * i * b_stride, b_stride, y);
       to52(y, b52);
     }
-    mul8(a52, b52, p52, pinv, p, out);
+    mul8(a52, b52, m.p52, m.pinv, p, out);
     store8(r + 4 * i, out);
   }
 }
 
 ZKFARM_IFMA void mont_reduce_lanes_ifma(const uint64_t* a, uint64_t* r, size_t n, const uint64_t p[4], uint64_t inv) {
-  __m512i p64[4], p52[5];
-  for (int k = 0; k < 4; ++k) p64[k] = _mm512_set1_epi64(static_cast<long long>(p[k]));
-  to52(p64, p52);
-  const __m512i pinv = _mm512_set1_epi64(static_cast<long long>(inv & ((uint64_t(1) << 52) - 1)));
+  const Modulus52 m = modulus52(p, inv);
   const __m512i zero = _mm512_setzero_si512();
   for (size_t i = 0; i + 8 <= n; i += 8) {
     // a·1: the columns are a's own limbs, no products to form.
@@ -156,7 +165,7 @@ ZKFARM_IFMA void mont_reduce_lanes_ifma(const uint64_t* a, uint64_t* r, size_t n
     load8(a + 4 * i, 1, x);
     to52(x, c);
     for (int k = 5; k < 10; ++k) c[k] = zero;
-    reduce8(c, p52, pinv, p, out);
+    reduce8(c, m.p52, m.pinv, p, out);
     store8(r + 4 * i, out);
   }
 }

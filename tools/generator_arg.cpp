@@ -107,6 +107,10 @@ files::UniqueFd witness_from_input(const std::string& exe, const std::string& ge
   } catch (const witgen::GenerateError& e) {
     throw InputError(input + ": " + e.what());
   }
+  // What `auto` could have from the graph it had just now: make_witness
+  // would only load and evaluate it again. `graph` still goes through it,
+  // for the reason it cannot serve.
+  if (engine == witgen::WitnessEngine::kAuto) engine = witgen::WitnessEngine::kGenerator;
   witgen::GeneratorInfo info;
   try {
     witgen::GenerateOptions io;  // zkfarm-prove runs circuit code with its user's own rights

@@ -9,8 +9,6 @@
 // not verify (a witness that does not satisfy the circuit); 1 an internal failure;
 // 3 the CUDA backend was asked for and cannot be used (no device, not built,
 // or a device error).
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +22,9 @@
 #include "version/build_info.hpp"
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
+#include "files/file_error.hpp"
+#include "files/input_file.hpp"
+#include "files/safe_write.hpp"
 #include "files/unique_fd.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
@@ -153,20 +154,19 @@ int witness(const std::string& generator_path, const std::string& input, const s
   using namespace zkfarm;
   const std::string exe = tools::generator_for(generator_path, wo, input);
   files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
-  // The memfd mapped and written out as it is (tens of MB for a large
-  // circuit: no copy into a string first).
-  struct stat st{};
-  if (::fstat(wtns_fd.get(), &st) != 0) throw InputError(input + ": its witness: " + std::strerror(errno));
-  const size_t size = size_t(st.st_size);
-  void* map = size ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, wtns_fd.get(), 0) : nullptr;
-  if (map == MAP_FAILED) throw InputError(input + ": its witness: " + std::strerror(errno));
+  // Copied from the memfd into the output's folder as write_file_atomic
+  // would (a temporary, fsync, rename; a symlink there replaced, not
+  // followed), without reading it into memory first (tens of MB for a large
+  // circuit); a witness that changed while it was copied is refused.
+  const size_t slash = out.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
   try {
-    write_file_atomic(out, std::string_view(static_cast<const char*>(map), size));
-  } catch (...) {
-    if (map) ::munmap(map, size);
-    throw;
+    const files::UniqueFd d = files::open_dir(dir);
+    files::copy_into(wtns_fd.get(), input + " (its witness)", d.get(), out.substr(slash + 1), 0644, {},
+                     files::TempMethod::kAuto, files::CopyHash::kNone);
+  } catch (const zkfarm::files::FileError& e) {
+    throw InputError(e.what());
   }
-  if (map) ::munmap(map, size);
   return 0;
 }
 
