@@ -1,7 +1,7 @@
 // A prepared graph (witgen/graph_plan.hpp): a plan read back evaluates as
 // the plan made in memory does, byte for byte; a damaged plan is refused or
-// stays in bounds; and load_graph takes a plan of its graph and plans again
-// when the plan beside it cannot be used.
+// stays in bounds; and load_graph takes a plan of its graph, and plans again
+// when the plan beside it cannot be used and replaces it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -67,6 +67,51 @@ TEST(GraphPlan, APlanReadBackEvaluatesAsThePlanMadeInMemory) {
     }
   }
   EXPECT_GT(narrow, 500u) << "the plans should hold integer instructions";
+}
+
+// A value that fills 255 or more witness entries (its count in the side
+// stream before its entries) and the selects' third operands (their own
+// stream), in memory and read back from a plan, one input and a batch.
+TEST(GraphPlan, ALongWitnessGroupAndSelectsRoundTrip) {
+  zkfarm::test::TempDir dir("zkfarm-plan");
+  constexpr uint32_t kCopies = 300;
+  GraphBytes g;
+  g.two_input_header(kCopies + 2);
+  g.u32(0);  // strings
+  g.u32(0);  // constants
+  g.u32(3);
+  g.node(Op::kMul, in(0), in(1));          // n0 = x·y
+  g.node(Op::kSelect, in(0), n(0), in(1));  // n1 = x ≠ 0 ? x·y : y
+  g.node(Op::kSub, n(1), in(1));           // n2 = n1 − y
+  for (uint32_t i = 0; i < kCopies; ++i) g.u32(n(0));
+  g.u32(n(1));
+  g.u32(n(2));
+  const std::string graph = dir.path.string() + "/graph";
+  const std::string digest = write_graph_file(graph, g.b);
+  const Evaluator planned(parse_graph(g.b.data(), g.b.size(), 100));
+  EXPECT_EQ(planned.third_operands().size(), 1u);
+  EXPECT_EQ(planned.witness_indices().size(), kCopies + 3u) << "the long group's count, then its entries";
+  write_plan_file(plan_path(graph), planned, digest);
+  const std::unique_ptr<Evaluator> loaded = read_plan_file(plan_path(graph), digest);
+  auto value = [](const std::vector<uint8_t>& w, size_t i) {
+    U256 v;
+    std::memcpy(v.data(), w.data() + i * 32, 32);
+    return v;
+  };
+  for (size_t batch : {size_t(1), size_t(9)}) {
+    std::vector<std::vector<U256>> inputs;
+    for (size_t i = 0; i < batch; ++i) inputs.push_back({u(i), u(1000 + i)});  // x = 0 once: the select's other side
+    for (const Evaluator* ev : {&planned, static_cast<const Evaluator*>(loaded.get())}) {
+      const Batch b = evaluate_batch(*ev, inputs);
+      for (size_t i = 0; i < batch; ++i) {
+        ASSERT_TRUE(b.outcome[i].ok);
+        const U256 product = u(i * (1000 + i)), chosen = i ? product : u(1000);
+        for (uint32_t c = 0; c < kCopies; ++c) ASSERT_EQ(value(b.out[i], c), product) << "copy " << c << " input " << i;
+        EXPECT_EQ(value(b.out[i], kCopies), chosen) << "input " << i;
+        EXPECT_EQ(value(b.out[i], kCopies + 1), u256::sub(chosen, u(1000 + i))) << "input " << i;
+      }
+    }
+  }
 }
 
 TEST(GraphPlan, APlanOfAnotherGraphOrVersionOrDamagedIsRefused) {
@@ -150,6 +195,10 @@ TEST(GraphPlan, LoadGraphTakesThePlanBesideTheGraphAndPlansAgainWhenItCannot) {
   EXPECT_FALSE(other_graph->graph().nodes.empty()) << "a plan of another graph was used";
   const Evaluator other_planned(parse_graph(other.rg.g.b.data(), other.rg.g.b.size(), 10000));
   EXPECT_EQ(evaluate_batch(*other_graph, inputs).out, evaluate_batch(other_planned, inputs).out);
+  // Both unusable plans were replaced by the ones just made: the next process reads them.
+  EXPECT_EQ(evaluate_batch(*read_plan_file(damaged.plan, damaged.digest), inputs).out, want.out);
+  EXPECT_EQ(evaluate_batch(*read_plan_file(stale.plan, other.digest), inputs).out,
+            evaluate_batch(other_planned, inputs).out);
 }
 
 }  // namespace

@@ -322,7 +322,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     }
     in.a = ops[0].packed();
     in.b = ops[1].packed();
-    in.c = ops[2].packed();
+    if (ar == 3) p_.thirds.push_back(ops[2].packed());  // a select's, kSelect or kSSelect
     const uint32_t here = instr_of[k];
     operands(nd, [&](uint32_t ref, int) {
       if (ref_kind(ref) != RefKind::kNode) return;
@@ -338,7 +338,9 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
       in.dst = new_slot(in.form);
       slot_of[k] = in.dst;
       form_of[k] = in.form;
-      in.outs = out_start[k + 1] - out_start[k];
+      const uint32_t n_outs = out_start[k + 1] - out_start[k];
+      in.outs = uint8_t(std::min<uint32_t>(n_outs, kOutsEscape));
+      if (n_outs >= kOutsEscape) p_.outs.push_back(n_outs);  // the long group's count, before it
       p_.outs.insert(p_.outs.end(), out_list.begin() + out_start[k], out_list.begin() + out_start[k + 1]);
       if (last_use[k] == kNone) {  // a witness value nobody reads: its slot is free again at once
         free_slot(in.form, in.dst);
@@ -351,6 +353,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
   if (p_.slots >= kMaxIndex || p_.small_slots >= kMaxIndex) throw GraphError("the graph is too large to plan (2^29 live values)");
   code_ = p_.code;
   outs_ = p_.outs;
+  thirds_ = p_.thirds;
 }
 
 size_t Evaluator::instructions() const { return code_.size(); }
@@ -358,8 +361,88 @@ uint32_t Evaluator::slots() const { return p_.slots; }
 uint32_t Evaluator::small_slots() const { return p_.small_slots; }
 size_t Evaluator::small_instructions() const { return size_t(p_.small_instructions); }
 
+namespace {
+
+// Operand kinds, as packed in an operand's top two bits (Operand::packed):
+// bit k of a mask allows kind k.
+constexpr uint8_t kFieldKinds = 0b0111;    // a field slot, a constant or an input
+constexpr uint8_t kIntegerKinds = 0b1010;  // an integer slot or a constant (its small_consts entry)
+constexpr uint8_t kEitherKinds = 0b1111;   // either of the two (a select's or an assert's condition)
+constexpr uint8_t kStringKind = 0b0010;    // kLogText's b: kind 1, an index into the strings
+
+// What the plan check requires of one operation's instructions.
+struct OpRule {
+  bool known = false;       ///< an operation run() has a case for
+  uint8_t a = 0, b = 0, c = 0;  ///< operand kinds allowed; 0: the operand is not read
+  bool b_if_sub_binary = false;  ///< b read only when Instr::sub takes two operands
+  bool b_string = false;     ///< b indexes the strings
+  bool canonical_sub = false;  ///< Instr::sub must be a canonical_op
+  bool small_result = false;  ///< writes an integer slot (form kSmall)
+  bool has_value = false;     ///< writes a slot (else it fills no witness entry)
+};
+struct PlanRules {
+  OpRule op[256];
+  bool sub_binary[256];     ///< arity(sub) >= 2
+  bool sub_canonical[256];  ///< canonical_op(sub)
+};
+
+const PlanRules& plan_rules() {
+  static const PlanRules rules = [] {
+    PlanRules t{};
+    for (int i = 0; i < 256; ++i) {
+      t.sub_binary[i] = arity(Op(i)) >= 2;
+      t.sub_canonical[i] = canonical_op(Op(i));
+    }
+    auto set = [&](Op op, uint8_t a, uint8_t b, uint8_t c, bool small) {
+      OpRule& r = t.op[uint8_t(op)];
+      r.known = true;
+      r.a = a, r.b = b, r.c = c;
+      r.small_result = small;
+      r.has_value = has_value(op);
+    };
+    for (int i = int(Op::kAdd); i <= int(Op::kLast); ++i)
+      set(Op(i), kFieldKinds, arity(Op(i)) >= 2 ? kFieldKinds : 0, 0, false);
+    set(Op::kSelect, kEitherKinds, kFieldKinds, kFieldKinds, false);
+    set(Op::kAssert, kEitherKinds, kEitherKinds, 0, false);
+    set(Op::kLogValue, kEitherKinds, kFieldKinds, 0, false);
+    set(Op::kLogText, kEitherKinds, kStringKind, 0, false);
+    t.op[uint8_t(Op::kLogText)].b_string = true;
+    set(kToMont, kFieldKinds, 0, 0, false);
+    set(kToCanon, kFieldKinds, 0, 0, false);
+    set(kMulMixed, kFieldKinds, kFieldKinds, 0, false);
+    set(kSmallToMont, kIntegerKinds, 0, 0, false);
+    set(kSmallToCanon, kIntegerKinds, 0, 0, false);
+    set(kSAdd, kIntegerKinds, kIntegerKinds, 0, true);
+    set(kSSub, kIntegerKinds, kIntegerKinds, 0, true);
+    set(kSMul, kIntegerKinds, kIntegerKinds, 0, true);
+    set(kSNeg, kIntegerKinds, 0, 0, true);
+    set(kSSelect, kEitherKinds, kIntegerKinds, kIntegerKinds, true);
+    set(kSCanon, kIntegerKinds, kIntegerKinds, 0, true);
+    set(kCanonToSmall, kFieldKinds, kFieldKinds, 0, true);
+    for (Op op : {kSCanon, kCanonToSmall}) {
+      t.op[uint8_t(op)].b_if_sub_binary = true;
+      t.op[uint8_t(op)].canonical_sub = true;
+    }
+    return t;
+  }();
+  return rules;
+}
+
+// Why the plan check refused an instruction (its rule given; the cold path).
+std::string plan_fault(const Evaluator::Instr& in, const OpRule& rule, const uint32_t* limits) {
+  if (!rule.known) return "unknown operation";
+  if (rule.canonical_sub && !canonical_op(in.sub)) return "its integer operation is not a canonical one";
+  if (rule.small_result != (in.form == Evaluator::kSmall) || in.form > Evaluator::kSmall)
+    return "its form is not its operation's";
+  if (rule.has_value ? in.dst >= (rule.small_result ? limits[3] : limits[0]) : in.outs != 0)
+    return "its result lies outside the slots";
+  return "an operand names nothing the evaluation holds";
+}
+
+}  // namespace
+
 Evaluator::Evaluator(Graph g, PlanView v)
-    : g_(std::move(g)), code_(v.code), outs_(v.outs), backing_(std::move(v.backing)) {
+    : g_(std::move(g)), code_(v.code), outs_(v.outs), thirds_(v.thirds), backing_(std::move(v.backing)) {
   g_.nodes.clear();
   g_.nodes.shrink_to_fit();
   p_.small_consts = std::move(v.small_consts);
@@ -367,54 +450,52 @@ Evaluator::Evaluator(Graph g, PlanView v)
   p_.small_slots = v.small_slots;
   if (p_.slots >= kMaxIndex || p_.small_slots >= kMaxIndex) throw GraphError("the plan has 2^29 slots or more");
   if (p_.small_consts.size() != g_.consts.size()) throw GraphError("the plan's integer constants are not the graph's");
-  // What run() reads for each operand, by the kind packed in it.
-  auto index_of = [](uint32_t packed) { return packed & (kMaxIndex - 1); };
-  auto field = [&](uint32_t packed) {  // lanes(): a field slot, a constant or an input
-    const uint32_t kind = packed >> 30, i = index_of(packed);
-    return kind == 0 ? i < p_.slots : kind == 1 ? i < g_.consts.size() : kind == 2 && i < g_.input_values;
+  // Every instruction is checked before run() trusts it (a damaged plan
+  // with a valid checksum stays in bounds): by the table of plan_rules(),
+  // without a branch that depends on the instruction, since a one-shot
+  // witness of a 2^20-constraint circuit checks 9 million of them a process
+  // (a switch a instruction was 18 % of that process). An instruction the
+  // table refuses is explained by plan_fault().
+  const uint32_t limits[4] = {p_.slots, uint32_t(g_.consts.size()), g_.input_values, p_.small_slots};
+  const uint32_t string_limits[4] = {0, uint32_t(g_.strings.size()), 0, 0};
+  const PlanRules& rules = plan_rules();
+  auto fits = [](uint32_t packed, uint8_t kinds, const uint32_t* lim) {
+    const uint32_t kind = packed >> 30;
+    return ((kinds >> kind) & 1) & ((packed & (kMaxIndex - 1)) < lim[kind]);
   };
-  auto integer = [&](uint32_t packed) {  // small_lanes(): an integer slot or a constant
-    const uint32_t kind = packed >> 30, i = index_of(packed);
-    return kind == 3 ? i < p_.small_slots : kind == 1 && i < g_.consts.size();
-  };
-  auto either = [&](uint32_t packed) { return packed >> 30 == 3 ? integer(packed) : field(packed); };  // nonzero()
-  uint64_t outs = 0, small = 0;
+  uint64_t small = 0;
+  size_t next_out = 0, next_third = 0;  // the side streams, read in program order as run() reads them
   for (size_t k = 0; k < code_.size(); ++k) {
     const Instr& in = code_[k];
-    auto fault = [&](const char* what) { return GraphError("plan instruction " + std::to_string(k) + ": " + what); };
-    bool ok = false, small_result = false;
-    switch (in.op) {
-      case kToMont: case kToCanon: ok = field(in.a); break;
-      case kMulMixed: ok = field(in.a) && field(in.b); break;
-      case kSmallToMont: case kSmallToCanon: ok = integer(in.a); break;
-      case kSAdd: case kSSub: case kSMul: ok = integer(in.a) && integer(in.b); small_result = true; break;
-      case kSNeg: ok = integer(in.a); small_result = true; break;
-      case kSSelect: ok = either(in.a) && integer(in.b) && integer(in.c); small_result = true; break;
-      case kSCanon:
-        ok = canonical_op(in.sub) && integer(in.a) && (arity(in.sub) < 2 || integer(in.b));
-        small_result = true;
-        break;
-      case kCanonToSmall:
-        ok = canonical_op(in.sub) && field(in.a) && (arity(in.sub) < 2 || field(in.b));
-        small_result = true;
-        break;
-      case Op::kSelect: ok = either(in.a) && field(in.b) && field(in.c); break;
-      case Op::kAssert: ok = either(in.a) && either(in.b); break;
-      case Op::kLogValue: ok = either(in.a) && field(in.b); break;
-      case Op::kLogText: ok = either(in.a) && in.b >> 30 == 1 && index_of(in.b) < g_.strings.size(); break;
-      default:
-        if (uint8_t(in.op) < uint8_t(Op::kAdd) || uint8_t(in.op) > uint8_t(Op::kLast)) throw fault("unknown operation");
-        ok = field(in.a) && (arity(in.op) < 2 || field(in.b));
-        break;
+    const OpRule& rule = rules.op[uint8_t(in.op)];
+    const bool read_b = rule.b && (!rule.b_if_sub_binary || rules.sub_binary[uint8_t(in.sub)]);
+    bool ok = rule.known;
+    ok &= !rule.a || fits(in.a, rule.a, limits);
+    ok &= !read_b || fits(in.b, rule.b, rule.b_string ? string_limits : limits);
+    if (rule.c) {
+      if (next_third >= thirds_.size()) throw GraphError("plan instruction " + std::to_string(k) + ": a select past the third operands");
+      ok &= fits(thirds_[next_third++], rule.c, limits);
     }
-    if (!ok) throw fault("an operand names nothing the evaluation holds");
-    if (small_result != (in.form == kSmall) || in.form > kSmall) throw fault("its form is not its operation's");
-    if (has_value(in.op) ? in.dst >= (small_result ? p_.small_slots : p_.slots) : in.outs != 0)
-      throw fault("its result lies outside the slots");
-    outs += in.outs;
-    small += small_result;
+    ok &= !rule.canonical_sub || rules.sub_canonical[uint8_t(in.sub)];
+    ok &= (rule.small_result == (in.form == kSmall)) & (in.form <= kSmall);
+    ok &= rule.has_value ? in.dst < (rule.small_result ? p_.small_slots : p_.slots) : in.outs == 0;
+    if (!ok) throw GraphError("plan instruction " + std::to_string(k) + ": " + plan_fault(in, rule, limits));
+    small += rule.small_result;
+    if (!in.outs) continue;
+    uint64_t n = in.outs;
+    if (in.outs == kOutsEscape) {
+      if (next_out >= outs_.size() || outs_[next_out] < kOutsEscape)
+        throw GraphError("plan instruction " + std::to_string(k) + ": its witness entries' count is missing");
+      n = outs_[next_out++];
+    }
+    if (n > outs_.size() - next_out) throw GraphError("the plan's witness entries do not add up");
+    for (const uint64_t end = next_out + n; next_out < end; ++next_out)
+      if (outs_[next_out] >= g_.witness_size)
+        throw GraphError("the plan fills witness entry " + std::to_string(outs_[next_out]) + " of " +
+                         std::to_string(g_.witness_size));
   }
-  if (outs != outs_.size()) throw GraphError("the plan's witness entries do not add up");
+  if (next_out != outs_.size()) throw GraphError("the plan's witness entries do not add up");
+  if (next_third != thirds_.size()) throw GraphError("the plan's third operands do not add up");
   if (g_.witness.size() != g_.witness_size) throw GraphError("the plan's witness is not of the graph's size");
   for (uint32_t ref : g_.witness) {  // run() copies the constants and inputs among them
     const uint32_t i = ref_index(ref);
@@ -423,8 +504,6 @@ Evaluator::Evaluator(Graph g, PlanView v)
                                            : ref_kind(ref) != RefKind::kNode)
       throw GraphError("the plan's witness names " + std::to_string(ref) + ", which is nothing");
   }
-  for (uint32_t w : outs_)
-    if (w >= g_.witness_size) throw GraphError("the plan fills witness entry " + std::to_string(w) + " of " + std::to_string(g_.witness_size));
   p_.small_instructions = small;
 }
 
@@ -558,6 +637,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
     n_staged = 0;
   };
   const uint32_t* next_out = outs_.data();
+  const uint32_t* next_third = thirds_.data();  // the selects' third operands, in program order
   static_assert(sizeof(F) == F::N * 8, "lanes of F are limbs side by side");
   const bool ifma = ifma_lanes_available();
   auto int_of = [](const F& v) { return v.mont(); };  // a canonical value's limbs
@@ -640,7 +720,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         break;
       }
       case Op::kSelect: {
-        const Lanes b = lanes(ins.b), c = lanes(ins.c);
+        const Lanes b = lanes(ins.b), c = lanes(*next_third++);
         const uint8_t* cond = nonzero(ins.a);
         for (size_t i = 0; i < B; ++i) r[i] = cond[i] ? b[i] : c[i];
         break;
@@ -683,7 +763,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       case kSNeg: small_binary(ins, [](int64_t x, int64_t) { return int64_t(0 - uint64_t(x)); }); break;
       case kSSelect: {
         const uint8_t* cond = nonzero(ins.a);
-        const SmallLanes x = small_lanes(ins.b), y = small_lanes(ins.c);
+        const SmallLanes x = small_lanes(ins.b), y = small_lanes(*next_third++);
         int64_t* rs = small.data() + size_t(ins.dst) * B;
         for (size_t i = 0; i < B; ++i) rs[i] = cond[i] ? x[i] : y[i];
         break;
@@ -722,12 +802,13 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       }
     }
     if (ins.outs) {
+      const uint32_t n_outs = ins.outs == kOutsEscape ? *next_out++ : ins.outs;  // a long group: its count first
       // A value that fills one witness entry is converted straight into its
       // staging row; Montgomery values 8 lanes a step (Montgomery's
       // reduction alone, the same bytes as to_int): done one lane at a time,
       // this conversion was most of a long Poseidon chain's time outside
       // the products.
-      const bool direct = B > 1 && ins.outs == 1;
+      const bool direct = B > 1 && n_outs == 1;
       U256* v = direct ? staged.data() + n_staged * B : value.data();
       size_t i = 0;
       if constexpr (F::N == 4) {
@@ -745,7 +826,7 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
         if (n_staged == kStaged) flush();
         continue;
       }
-      for (uint32_t o = 0; o < ins.outs; ++o) {  // a value may fill several witness entries
+      for (uint32_t o = 0; o < n_outs; ++o) {  // a value may fill several witness entries
         if (B == 1) {  // one buffer: nothing to stage
           std::memcpy(out[0] + size_t(*next_out++) * 32, value[0].data(), 32);
           continue;

@@ -88,21 +88,27 @@ class Evaluator {
     /// (An integer operand's form bit is unused: only kind 3 or a constant's table says so.)
     uint32_t packed() const { return (uint32_t(kind) << 30) | (uint32_t(form & 1) << 29) | index; }
   };
-  /// 24 bytes: the program of a 2^20-constraint circuit is millions of
-  /// these, read once per batch, so their size is the evaluator's memory traffic.
+  /// 16 bytes: the program of a 2^20-constraint circuit is millions of
+  /// these, read once per batch (and, for a one-shot witness, read, hashed
+  /// and checked once a process), so their size is the evaluator's memory
+  /// traffic. What few instructions need more lies in side streams read in
+  /// program order: a select's third operand (Plan::thirds), and the count
+  /// of a value that fills kOutsEscape or more witness entries (the word
+  /// before its entries in Plan::outs).
   struct Instr {
     Op op;                 ///< a graph operation, or one of the planner's (graph_eval.cpp)
     uint8_t form = kMont;  ///< the form of the value it writes
     Op sub = Op(0);        ///< the graph operation an integer instruction computes
-    uint8_t unused = 0;    ///< no padding: a plan file keeps Instr's bytes as they are
+    uint8_t outs = 0;      ///< witness entries this value fills (the next ones of Plan::outs); kOutsEscape: see above
     uint32_t dst = 0;      ///< slot of the value (ops with a value)
-    uint32_t a = 0, b = 0, c = 0;  ///< Operand::packed(); kLogText: b's index is the string
-    uint32_t outs = 0;     ///< witness entries this value fills: the next ones of Plan::outs
+    uint32_t a = 0, b = 0;  ///< Operand::packed(); kLogText: b's index is the string
   };
+  static constexpr uint8_t kOutsEscape = 255;
   /// What planning gives: the program and the sizes evaluation allocates.
   struct Plan {
     std::vector<Instr> code;
-    std::vector<uint32_t> outs;          ///< witness indices, grouped by instruction
+    std::vector<uint32_t> outs;          ///< witness indices, grouped by instruction (a long group after its count)
+    std::vector<uint32_t> thirds;        ///< the third operand (Operand::packed) of each select, in program order
     std::vector<int64_t> small_consts;   ///< each constant's integer (0 where it is not narrow)
     uint32_t slots = 0, small_slots = 0;
     uint64_t small_instructions = 0;
@@ -112,15 +118,18 @@ class Evaluator {
   struct PlanView {
     std::span<const Instr> code;
     std::span<const uint32_t> outs;
+    std::span<const uint32_t> thirds;
     std::vector<int64_t> small_consts;
     uint32_t slots = 0, small_slots = 0;
     std::shared_ptr<const void> backing;
   };
 
 
-  /// The program, and the witness entries its instructions fill (in order, Instr::outs each).
+  /// The program, and the witness entries its instructions fill (in order, Instr::outs each, a long group after its count).
   std::span<const Instr> code() const { return code_; }
   std::span<const uint32_t> witness_indices() const { return outs_; }
+  /// The selects' third operands, in program order.
+  std::span<const uint32_t> third_operands() const { return thirds_; }
   /// Each constant's value as an integer (0 where it is not narrow).
   const std::vector<int64_t>& small_consts() const { return p_.small_consts; }
 
@@ -133,6 +142,7 @@ class Evaluator {
   Plan p_;  ///< a plan read back keeps only its sizes and small_consts here
   std::span<const Instr> code_;      ///< p_.code, or a plan file's bytes
   std::span<const uint32_t> outs_;   ///< p_.outs, or a plan file's bytes
+  std::span<const uint32_t> thirds_;  ///< p_.thirds, or a plan file's bytes
   std::shared_ptr<const void> backing_;
 };
 

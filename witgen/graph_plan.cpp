@@ -23,7 +23,7 @@
 namespace zkfarm::witgen::graph {
 
 static_assert(std::endian::native == std::endian::little, "plan files keep Instr's bytes: little-endian only");
-static_assert(sizeof(Evaluator::Instr) == 24 && std::is_trivially_copyable_v<Evaluator::Instr>,
+static_assert(sizeof(Evaluator::Instr) == 16 && std::is_trivially_copyable_v<Evaluator::Instr>,
               "Instr's bytes are the plan file's: change kPlanVersion with its layout");
 
 namespace {
@@ -65,7 +65,8 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
   const std::span<const Evaluator::Instr> code = ev.code();
   const std::span<const uint32_t> outs = ev.witness_indices();
   std::string out;
-  out.reserve(code.size() * sizeof(Evaluator::Instr) + outs.size() * 4 + g.consts.size() * 40 + 4096);
+  out.reserve(code.size() * sizeof(Evaluator::Instr) + (outs.size() + ev.third_operands().size()) * 4 +
+              g.consts.size() * 40 + 4096);
   put(out, kPlanMagic, 8);
   put32(out, kPlanVersion);
   out += graph_sha256;
@@ -94,6 +95,9 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
   put(out, code.data(), code.size() * sizeof(Evaluator::Instr));
   put32(out, uint32_t(outs.size()));
   put(out, outs.data(), outs.size() * 4);
+  const std::span<const uint32_t> thirds = ev.third_operands();
+  put32(out, uint32_t(thirds.size()));
+  put(out, thirds.data(), thirds.size() * 4);
   put(out, ev.small_consts().data(), ev.small_consts().size() * 8);
   out += plan_checksum(out.data(), out.size());
   const std::filesystem::path fp(path);
@@ -105,7 +109,7 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
 }
 
 std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256) {
-  // 24 bytes an instruction, at most a few per node: within 2^40 bytes.
+  // 16 bytes an instruction, at most a few per node: within 2^40 bytes.
   const FileBytes buf = read_file_bytes(path, uint64_t(1) << 40, kTrailer);
   try {
     return parse_plan(buf, graph_sha256);
@@ -142,7 +146,10 @@ std::unique_ptr<Evaluator> parse_plan(const FileBytes& buf, const std::string& g
   v.code = {reinterpret_cast<const Evaluator::Instr*>(code), n_code};
   const uint32_t n_outs = r.count(4, "the witness indices");
   const uint8_t* outs = r.bytes(size_t(n_outs) * 4, "the witness indices");
-  v.outs = {reinterpret_cast<const uint32_t*>(outs), n_outs};  // at a multiple of 4: after the 24-byte instructions
+  v.outs = {reinterpret_cast<const uint32_t*>(outs), n_outs};  // at a multiple of 4: after the 16-byte instructions
+  const uint32_t n_thirds = r.count(4, "the third operands");
+  const uint8_t* thirds = r.bytes(size_t(n_thirds) * 4, "the third operands");
+  v.thirds = {reinterpret_cast<const uint32_t*>(thirds), n_thirds};
   v.small_consts.resize(g.consts.size());
   copy_bytes(v.small_consts.data(), r.bytes(g.consts.size() * 8, "the integer constants"), g.consts.size() * 8);
   v.backing = buf.data;

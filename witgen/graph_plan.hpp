@@ -10,8 +10,9 @@
 //   (64 hex digits: the graph this plan was made from) · the graph's head
 //   (curve … constants, as in the graph file) · u32 witness size + one
 //   reference each · u32 field slots · u32 integer slots · u32 count ·
-//   zeros to a multiple of 8 · instructions (24 bytes each, Evaluator::Instr's bytes) · u32 count +
-//   witness indices · one i64 per constant (its integer) · XXH3-128 of all
+//   zeros to a multiple of 8 · instructions (16 bytes each, Evaluator::Instr's bytes) · u32 count +
+//   witness indices (a long group after its count) · u32 count + the selects'
+//   third operands · one i64 per constant (its integer) · XXH3-128 of all
 //   of the above (32 hex digits: a checksum against damage, graph_plan.cpp).
 // A plan is zkfarm's own output (written by the process that built and
 // checked the graph, in zkfarm's cache), but it is read as the graph is:
@@ -27,7 +28,7 @@ namespace zkfarm::witgen::graph {
 
 /// Bumped whenever the planner's operations, their meaning or Instr's layout
 /// change: a plan of another version is not used (the graph is planned again).
-inline constexpr uint32_t kPlanVersion = 2;
+inline constexpr uint32_t kPlanVersion = 3;  // 3: 16-byte instructions, side streams
 
 /// A plan file's trailer for `n` bytes of body: XXH3-128, 32 hex digits.
 std::string plan_checksum(const void* p, size_t n);

@@ -90,7 +90,9 @@ namespace {
 // graph (the digest recorded for the circuit, or else the one the graph file
 // claims); null when there is none or it cannot be used: the graph is then
 // read and planned, so a damaged plan costs time, never a witness.
-std::shared_ptr<const graph::Evaluator> read_prepared(const std::string& path, const std::string& expected_sha256) {
+// `unusable` is set when a plan is there but cannot be used.
+std::shared_ptr<const graph::Evaluator> read_prepared(const std::string& path, const std::string& expected_sha256,
+                                                      bool& unusable) {
   const std::string plan = graph::plan_path(path);
   struct stat st{};
   if (::lstat(plan.c_str(), &st) != 0) return nullptr;
@@ -99,7 +101,21 @@ std::shared_ptr<const graph::Evaluator> read_prepared(const std::string& path, c
     return graph::read_plan_file(plan, digest);
   } catch (const graph::GraphError& e) {
     std::fprintf(stderr, "zkfarm: the witness graph's plan is not used, the graph is planned again: %s\n", e.what());
+    unusable = true;
     return nullptr;
+  }
+}
+
+// A plan that could not be used (damaged, or of an older zkfarm's layout
+// after an upgrade) replaced by the one just made from the checked graph, so
+// only the first process after pays for planning. Best effort: a reader
+// without write access to the graph's folder (a sandboxed synthesis worker)
+// plans again next time, as before.
+void replace_plan(const std::string& path, const graph::Evaluator& ev, const std::string& expected_sha256) {
+  try {
+    const std::string digest = expected_sha256.empty() ? graph::claimed_graph_sha256(path) : expected_sha256;
+    graph::write_plan_file(graph::plan_path(path), ev, digest);
+  } catch (const graph::GraphError&) {
   }
 }
 
@@ -123,8 +139,12 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, cons
   if (loaded.size() >= 16) loaded.erase(loaded.begin());  // a worker serves few circuits at once
   std::shared_ptr<const graph::Evaluator> ev;
   try {
-    ev = read_prepared(path, expected_sha256);
-    if (!ev) ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
+    bool unusable = false;
+    ev = read_prepared(path, expected_sha256, unusable);
+    if (!ev) {
+      ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
+      if (unusable) replace_plan(path, *ev, expected_sha256);
+    }
   } catch (const graph::GraphError& e) {
     loaded.emplace(key, Loaded{nullptr, e.what()});
     throw;
