@@ -197,6 +197,19 @@ FileBytes read_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t 
   return buf;
 }
 
+FileBytes map_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t min_bytes) {
+  const files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st{};
+  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
+  if (uint64_t(st.st_size) > max_bytes || uint64_t(st.st_size) < min_bytes || st.st_size == 0)
+    throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
+  const size_t n = size_t(st.st_size);
+  void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.get(), 0);
+  if (p == MAP_FAILED) throw GraphError(path + ": cannot map: " + std::strerror(errno));
+  return FileBytes{std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(p), [n](uint8_t* q) { ::munmap(q, n); }), n};
+}
+
 FileBytes read_checked_file(const std::string& path, uint64_t max_bytes) {
   FileBytes buf = read_file_bytes(path, max_bytes, 64);
   const size_t body = buf.size - 64;

@@ -108,9 +108,9 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
   }
 }
 
-std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256) {
+std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256, bool map) {
   // 16 bytes an instruction, at most a few per node: within 2^40 bytes.
-  const FileBytes buf = read_file_bytes(path, uint64_t(1) << 40, kTrailer);
+  const FileBytes buf = map ? map_file_bytes(path, uint64_t(1) << 40, kTrailer) : read_file_bytes(path, uint64_t(1) << 40, kTrailer);
   try {
     return parse_plan(buf, graph_sha256);
   } catch (const GraphError& e) {

@@ -43,8 +43,9 @@ void write_plan_file(const std::string& path, const Evaluator& ev, const std::st
 
 /// The evaluator kept in `path`, when it was made from the graph of digest
 /// `graph_sha256`. Throws GraphError naming the file and the fault (damaged,
-/// another version, another graph).
-std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256);
+/// another version, another graph). `map`: the file mapped, not read
+/// (map_file_bytes, graph_reader.hpp: only for a plan no other user can write).
+std::unique_ptr<Evaluator> read_plan_file(const std::string& path, const std::string& graph_sha256, bool map = false);
 
 /// The same from a plan file's bytes (checksum included), which the
 /// evaluator keeps (it points into them). Throws GraphError naming the fault.

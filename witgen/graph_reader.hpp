@@ -75,6 +75,15 @@ struct FileBytes {
 /// `min_bytes` to `max_bytes`, read whole. Throws GraphError naming the file.
 FileBytes read_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t min_bytes);
 
+/// The bytes of `path` as read_file_bytes checks them, mapped read-only
+/// (MAP_PRIVATE, populated) instead of copied: no fresh memory to zero and
+/// no copy of a file of hundreds of megabytes. Only for a file that nobody
+/// but its reader's own user can write (a one-shot `zkfarm-prove`'s plan in
+/// its user's generator cache, beside the generator it runs): a mapping
+/// shows a later change of the file, so another writer could change what
+/// was checked. Throws GraphError naming the file.
+FileBytes map_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t min_bytes);
+
 /// read_file_bytes, its last 64 bytes the hex SHA-256 of the rest, checked.
 /// Throws GraphError naming the file.
 FileBytes read_checked_file(const std::string& path, uint64_t max_bytes);

@@ -92,13 +92,13 @@ namespace {
 // read and planned, so a damaged plan costs time, never a witness.
 // `unusable` is set when a plan is there but cannot be used.
 std::shared_ptr<const graph::Evaluator> read_prepared(const std::string& path, const std::string& expected_sha256,
-                                                      bool& unusable) {
+                                                      bool map, bool& unusable) {
   const std::string plan = graph::plan_path(path);
   struct stat st{};
   if (::lstat(plan.c_str(), &st) != 0) return nullptr;
   try {
     const std::string digest = expected_sha256.empty() ? graph::claimed_graph_sha256(path) : expected_sha256;
-    return graph::read_plan_file(plan, digest);
+    return graph::read_plan_file(plan, digest, map);
   } catch (const graph::GraphError& e) {
     std::fprintf(stderr, "zkfarm: the witness graph's plan is not used, the graph is planned again: %s\n", e.what());
     unusable = true;
@@ -121,7 +121,8 @@ void replace_plan(const std::string& path, const graph::Evaluator& ev, const std
 
 }  // namespace
 
-std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256) {
+std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256,
+                                                   bool map_plan) {
   // A graph that was refused stays refused (its error kept): the file, up to
   // gigabytes, is not read and hashed again for every partition.
   struct Loaded {
@@ -140,7 +141,7 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, cons
   std::shared_ptr<const graph::Evaluator> ev;
   try {
     bool unusable = false;
-    ev = read_prepared(path, expected_sha256, unusable);
+    ev = read_prepared(path, expected_sha256, map_plan, unusable);
     if (!ev) {
       ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
       if (unusable) replace_plan(path, *ev, expected_sha256);
@@ -229,7 +230,7 @@ files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, Witnes
   if (!st.present || (engine == WitnessEngine::kAuto && st.slower)) return {};
   std::shared_ptr<const graph::Evaluator> ev;
   try {
-    ev = load_graph(st.path);
+    ev = load_graph(st.path, {}, /*map_plan=*/true);
   } catch (const graph::GraphError&) {
     return {};  // make_witness says why (kGraph) or takes the generator
   }

@@ -63,8 +63,10 @@ def _ensure_user(name):
 
 
 def ensure_group_member(group, user):
-    """Creates `group` if missing and makes `user` a member (both idempotent)."""
+    """Creates `group` and `user` if missing and makes `user` a member (all
+    idempotent): a test run alone has no earlier test to have made the user."""
     with _UsersLock():
+        _ensure_user(user)
         subprocess.run(["groupadd", "--system", "-f", group], check=True, capture_output=True)
         if user not in grp.getgrnam(group).gr_mem:
             subprocess.run(["usermod", "-a", "-G", group, user], check=True, capture_output=True)
