@@ -1,6 +1,7 @@
 #include "tools/generator_arg.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,6 +93,40 @@ std::string generator_for(const std::string& path, const WitnessOptions& wo, con
   }
 }
 
+namespace {
+
+// The graph's plan is mapped, not copied (witgen::graph::map_file_bytes): a
+// plan truncated under the mapping while this process reads it (only its own
+// user can: the cache is theirs) raises SIGBUS. Said plainly and ended with
+// exit 1 instead of a core dump; nothing has been written yet (outputs are
+// renamed into place at the end).
+void plan_truncated(int) {
+  static const char kText[] =
+      "zkfarm-prove: the witness graph's plan (graph.plan in the generator cache) was cut short while in use; "
+      "nothing was written; run the command again\n";
+  (void)!::write(2, kText, sizeof kText - 1);
+  ::_exit(1);
+}
+
+// SIGBUS handled as above while the mapped plan is in use (restored after).
+class PlanMappingGuard {
+ public:
+  PlanMappingGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = plan_truncated;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &old_);
+  }
+  ~PlanMappingGuard() { ::sigaction(SIGBUS, &old_, nullptr); }
+  PlanMappingGuard(const PlanMappingGuard&) = delete;
+  PlanMappingGuard& operator=(const PlanMappingGuard&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
+
+}  // namespace
+
 files::UniqueFd witness_from_input(const std::string& exe, const std::string& generator_path, const std::string& input,
                                    const WitnessOptions& wo) {
   // The input: a regular file, opened without blocking on a FIFO.
@@ -103,6 +138,7 @@ files::UniqueFd witness_from_input(const std::string& exe, const std::string& ge
   witgen::WitnessEngine engine = witgen::WitnessEngine::kAuto;
   witgen::parse_witness_engine(wo.engine, engine);
   try {  // the graph alone first: no generator process at all
+    const PlanMappingGuard guard;
     if (files::UniqueFd w = witgen::graph_witness_alone(exe, in.get(), engine)) return w;
   } catch (const witgen::GenerateError& e) {
     throw InputError(input + ": " + e.what());
