@@ -108,9 +108,10 @@ std::shared_ptr<const graph::Evaluator> read_prepared(const std::string& path, c
 
 // A plan that could not be used (damaged, or of an older zkfarm's layout
 // after an upgrade) replaced by the one just made from the checked graph, so
-// only the first process after pays for planning. Best effort: a reader
-// without write access to the graph's folder (a sandboxed synthesis worker)
-// plans again next time, as before.
+// only the first one-shot process after pays for planning. Only in the
+// user's own cache (load_graph's own_cache): a synthesis worker never
+// writes into zkfarmd's build folder, and plans once a process instead.
+// Best effort: an unwritable folder means planning again next time.
 void replace_plan(const std::string& path, const graph::Evaluator& ev, const std::string& expected_sha256) {
   try {
     const std::string digest = expected_sha256.empty() ? graph::claimed_graph_sha256(path) : expected_sha256;
@@ -122,7 +123,7 @@ void replace_plan(const std::string& path, const graph::Evaluator& ev, const std
 }  // namespace
 
 std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256,
-                                                   bool map_plan) {
+                                                   bool own_cache) {
   // A graph that was refused stays refused (its error kept): the file, up to
   // gigabytes, is not read and hashed again for every partition.
   struct Loaded {
@@ -141,10 +142,10 @@ std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, cons
   std::shared_ptr<const graph::Evaluator> ev;
   try {
     bool unusable = false;
-    ev = read_prepared(path, expected_sha256, map_plan, unusable);
+    ev = read_prepared(path, expected_sha256, own_cache, unusable);
     if (!ev) {
       ev = std::make_shared<const graph::Evaluator>(graph::read_graph_file(path, graph::kIndexMask, expected_sha256));
-      if (unusable) replace_plan(path, *ev, expected_sha256);
+      if (unusable && own_cache) replace_plan(path, *ev, expected_sha256);
     }
   } catch (const graph::GraphError& e) {
     loaded.emplace(key, Loaded{nullptr, e.what()});
@@ -230,7 +231,7 @@ files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, Witnes
   if (!st.present || (engine == WitnessEngine::kAuto && st.slower)) return {};
   std::shared_ptr<const graph::Evaluator> ev;
   try {
-    ev = load_graph(st.path, {}, /*map_plan=*/true);
+    ev = load_graph(st.path, {}, /*own_cache=*/true);
   } catch (const graph::GraphError&) {
     return {};  // make_witness says why (kGraph) or takes the generator
   }

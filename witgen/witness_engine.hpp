@@ -55,11 +55,14 @@ std::string witness_engine_line(const std::string& generator_exe, const std::str
 /// own and written once). With `expected_sha256`, a file of another digest
 /// is refused (graph::read_graph_file). Throws graph::GraphError; a refusal
 /// is kept too and thrown again without reading the file (the generator
-/// serves that circuit until the worker restarts). `map_plan`: the plan
-/// beside the graph mapped instead of read (graph::map_file_bytes: only
-/// where no other user can write the folder, as a one-shot's own cache).
+/// serves that circuit until the worker restarts). `own_cache`: the graph
+/// lies in the calling user's own generator cache (a one-shot zkfarm-prove),
+/// so its plan is mapped instead of read (graph::map_file_bytes) and a plan
+/// that cannot be used is replaced by the one made now; elsewhere (a
+/// synthesis worker on zkfarmd's build folder) the plan is read and nothing
+/// is written.
 std::shared_ptr<const graph::Evaluator> load_graph(const std::string& path, const std::string& expected_sha256 = {},
-                                                   bool map_plan = false);
+                                                   bool own_cache = false);
 
 /// The witness of the input in `input_fd` (read from its start, at most
 /// kMaxInputBytes) as a .wtns in a memfd. With the graph when `engine`
@@ -76,8 +79,7 @@ files::UniqueFd make_witness(const std::string& exe, int input_fd, const Generat
 /// (a one-shot witness's --info). Null otherwise, and for an input the graph
 /// fails: the caller goes on with generator_info and make_witness. Throws
 /// GenerateError (input_fault) for an input of the wrong shape. For a
-/// one-shot process on its user's own generator cache: the plan is mapped
-/// (load_graph's map_plan).
+/// one-shot process on its user's own generator cache (load_graph's own_cache).
 files::UniqueFd graph_witness_alone(const std::string& exe, int input_fd, WitnessEngine engine);
 
 /// The witness of the input in `input_fd` evaluated from the circuit's
