@@ -134,7 +134,8 @@ class Evaluator {
   const std::vector<int64_t>& small_consts() const { return p_.small_consts; }
 
  private:
-  template <class F>
+  /// kOne: one input (the commonest integer instructions without lanes).
+  template <class F, bool kOne>
   void run(const std::vector<const std::vector<U256>*>& inputs, const std::vector<uint8_t*>& out,
            std::vector<InputOutcome>& outcomes) const;
 
