@@ -1,8 +1,10 @@
 #include "groth16/proof_json.hpp"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "files/file_error.hpp"
+#include "files/input_file.hpp"
 #include "files/safe_write.hpp"
 #include "groth16/curve_list.hpp"
 #include "groth16/decimal.hpp"
@@ -56,15 +58,34 @@ std::string public_to_json(const U256* witness, size_t n_public) {
   return j.dump(1);
 }
 
+namespace {
+
+// An output path's folder ("" for the working folder) and last component.
+std::pair<std::string, std::string> split_output_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {"", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, std::string_view text) {
   // files::write_file_safe: an unguessable temporary (O_TMPFILE, or 128 random
   // bits with O_EXCL|O_NOFOLLOW), fsync, rename over `path` (a symlink there is
   // replaced, not followed), folder fsync, every fault reported, no temp left.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const auto [dir, name] = split_output_path(path);
   try {
     files::write_file_safe(dir, name, text, 0644);
+  } catch (const files::FileError& e) {
+    throw InputError(e.what());
+  }
+}
+
+void copy_file_atomic(const std::string& path, int src_fd, const std::string& src_name) {
+  const auto [dir, name] = split_output_path(path);
+  try {
+    const files::UniqueFd d = files::open_dir(dir.empty() ? "." : dir);
+    files::copy_into(src_fd, src_name, d.get(), name, 0644, {}, files::TempMethod::kAuto, files::CopyHash::kNone);
   } catch (const files::FileError& e) {
     throw InputError(e.what());
   }

@@ -31,4 +31,10 @@ std::string public_to_json(const U256* witness, size_t n_public);
 /// fsync, rename. Throws InputError naming `path` when it cannot be written.
 void write_file_atomic(const std::string& path, std::string_view text);
 
+/// The same with the bytes of the open file `src_fd` (read from its start,
+/// not loaded into memory first: files::copy_into); a source that changes
+/// while it is copied is refused. `src_name` names it in messages. Throws
+/// InputError naming the fault.
+void copy_file_atomic(const std::string& path, int src_fd, const std::string& src_name);
+
 }  // namespace zkfarm

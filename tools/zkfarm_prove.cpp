@@ -22,9 +22,6 @@
 #include "version/build_info.hpp"
 #include "gpu_worker/select_backend.hpp"
 #include "groth16/decimal.hpp"
-#include "files/file_error.hpp"
-#include "files/input_file.hpp"
-#include "files/safe_write.hpp"
 #include "files/unique_fd.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/proof_json.hpp"
@@ -154,19 +151,9 @@ int witness(const std::string& generator_path, const std::string& input, const s
   using namespace zkfarm;
   const std::string exe = tools::generator_for(generator_path, wo, input);
   files::UniqueFd wtns_fd = tools::witness_from_input(exe, generator_path, input, wo);
-  // Copied from the memfd into the output's folder as write_file_atomic
-  // would (a temporary, fsync, rename; a symlink there replaced, not
-  // followed), without reading it into memory first (tens of MB for a large
-  // circuit); a witness that changed while it was copied is refused.
-  const size_t slash = out.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
-  try {
-    const files::UniqueFd d = files::open_dir(dir);
-    files::copy_into(wtns_fd.get(), input + " (its witness)", d.get(), out.substr(slash + 1), 0644, {},
-                     files::TempMethod::kAuto, files::CopyHash::kNone);
-  } catch (const zkfarm::files::FileError& e) {
-    throw InputError(e.what());
-  }
+  // Copied from the memfd (tens of MB for a large circuit: not read into
+  // memory first); a witness that changed while it was copied is refused.
+  copy_file_atomic(out, wtns_fd.get(), input + " (its witness)");
   return 0;
 }
 

@@ -459,11 +459,11 @@ Evaluator::Evaluator(Graph g, PlanView v)
   if (p_.slots >= kMaxIndex || p_.small_slots >= kMaxIndex) throw GraphError("the plan has 2^29 slots or more");
   if (p_.small_consts.size() != g_.consts.size()) throw GraphError("the plan's integer constants are not the graph's");
   // Every instruction is checked before run() trusts it (a damaged plan
-  // with a valid checksum stays in bounds): by the table of plan_rules(),
-  // without a branch that depends on the instruction, since a one-shot
-  // witness of a 2^20-constraint circuit checks 9 million of them a process
-  // (a switch a instruction was 18 % of that process). An instruction the
-  // table refuses is explained by plan_fault().
+  // with a valid checksum stays in bounds): by the table of plan_rules()
+  // instead of a switch, since a one-shot witness of a 2^20-constraint
+  // circuit checks 9 million of them a process (the switch was 18 % of that
+  // process; a fully branch-free check was slower still: docs/decisions.md).
+  // An instruction the table refuses is explained by plan_fault().
   const uint32_t limits[4] = {p_.slots, uint32_t(g_.consts.size()), g_.input_values, p_.small_slots};
   const uint32_t string_limits[4] = {0, uint32_t(g_.strings.size()), 0, 0};
   const PlanRules& rules = plan_rules();
@@ -667,18 +667,19 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
   };
   for (const Instr& ins : code_) {
     F* r = has_value(ins.op) && ins.form != kSmall ? slot.data() + size_t(ins.dst) * B : nullptr;
-    if (kOne && ins.form == kSmall) {
-      int64_t* rs = small.data() + ins.dst;
-      bool done = true;
-      switch (ins.op) {
-        case kSAdd: *rs = small_add(one_value(ins.a), one_value(ins.b)); break;
-        case kSSub: *rs = small_sub(one_value(ins.a), one_value(ins.b)); break;
-        case kSMul: *rs = small_mul(one_value(ins.a), one_value(ins.b)); break;
-        case kSNeg: *rs = small_neg(one_value(ins.a), 0); break;
-        default: done = false; break;
+    if constexpr (kOne) {
+      if (ins.form == kSmall) {
+        int64_t* rs = small.data() + ins.dst;
+        bool done = true;
+        switch (ins.op) {
+          case kSAdd: *rs = small_add(one_value(ins.a), one_value(ins.b)); break;
+          case kSSub: *rs = small_sub(one_value(ins.a), one_value(ins.b)); break;
+          case kSMul: *rs = small_mul(one_value(ins.a), one_value(ins.b)); break;
+          case kSNeg: *rs = small_neg(one_value(ins.a), 0); break;
+          default: done = false; break;
+        }
+        if (done) goto witness_entries;
       }
-      if (done && !ins.outs) continue;
-      if (done) goto witness_entries;
     }
     {
     const Lanes a = lanes(ins.a);
@@ -787,10 +788,12 @@ void Evaluator::run(const std::vector<const std::vector<U256>*>& inputs, const s
       }
       // Integers: exact, since range analysis bounds every result below 2^62
       // (computed as unsigned, so even a damaged plan's overflow is defined).
-      case kSAdd: small_binary(ins, [](int64_t x, int64_t y) { return small_add(x, y); }); break;  // a lambda: inlined (a function pointer was called per lane)
-      case kSSub: small_binary(ins, [](int64_t x, int64_t y) { return small_sub(x, y); }); break;  // a lambda: inlined (a function pointer was called per lane)
-      case kSMul: small_binary(ins, [](int64_t x, int64_t y) { return small_mul(x, y); }); break;  // a lambda: inlined (a function pointer was called per lane)
-      case kSNeg: small_binary(ins, [](int64_t x, int64_t y) { return small_neg(x, y); }); break;  // a lambda: inlined (a function pointer was called per lane)
+      // Lambdas, not the functions themselves: a function pointer was called
+      // once a lane (batch 64 half as fast).
+      case kSAdd: small_binary(ins, [](int64_t x, int64_t y) { return small_add(x, y); }); break;
+      case kSSub: small_binary(ins, [](int64_t x, int64_t y) { return small_sub(x, y); }); break;
+      case kSMul: small_binary(ins, [](int64_t x, int64_t y) { return small_mul(x, y); }); break;
+      case kSNeg: small_binary(ins, [](int64_t x, int64_t y) { return small_neg(x, y); }); break;
       case kSSelect: {
         const uint8_t* cond = nonzero(ins.a);
         const SmallLanes x = small_lanes(ins.b), y = small_lanes(*next_third++);

@@ -103,6 +103,7 @@ class Evaluator {
     uint32_t dst = 0;      ///< slot of the value (ops with a value)
     uint32_t a = 0, b = 0;  ///< Operand::packed(); kLogText: b's index is the string
   };
+  /// Instr::outs of a value filling 255 or more witness entries: its count is the next word of Plan::outs.
   static constexpr uint8_t kOutsEscape = 255;
   /// What planning gives: the program and the sizes evaluation allocates.
   struct Plan {

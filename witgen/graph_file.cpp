@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 #include <filesystem>
@@ -176,17 +177,26 @@ std::shared_ptr<uint8_t[]> file_buffer(size_t n) {
   return std::shared_ptr<uint8_t[]>(new uint8_t[n]);
 }
 
+// `path` opened without following a link or blocking on a FIFO, a plain
+// file of min_bytes to max_bytes; its size through `size`.
+files::UniqueFd open_graph_file(const std::string& path, uint64_t max_bytes, uint64_t min_bytes, size_t& size) {
+  files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st{};
+  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
+  if (uint64_t(st.st_size) > max_bytes || uint64_t(st.st_size) < min_bytes)
+    throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
+  size = size_t(st.st_size);
+  return file;
+}
+
 }  // namespace
 
 FileBytes read_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t min_bytes) {
-  const files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
+  size_t size = 0;
+  const files::UniqueFd file = open_graph_file(path, max_bytes, min_bytes, size);
   const int fd = file.get();
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
-  if (uint64_t(st.st_size) > max_bytes || uint64_t(st.st_size) < min_bytes)
-    throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
-  FileBytes buf{file_buffer(size_t(st.st_size)), size_t(st.st_size)};
+  FileBytes buf{file_buffer(size), size};
   size_t got = 0;
   while (got < buf.size) {
     const ssize_t n = ::read(fd, buf.data.get() + got, buf.size - got);
@@ -198,13 +208,8 @@ FileBytes read_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t 
 }
 
 FileBytes map_file_bytes(const std::string& path, uint64_t max_bytes, uint64_t min_bytes) {
-  const files::UniqueFd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!file) throw GraphError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st{};
-  if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw GraphError(path + ": not a plain file");
-  if (uint64_t(st.st_size) > max_bytes || uint64_t(st.st_size) < min_bytes || st.st_size == 0)
-    throw GraphError(path + ": size " + std::to_string(st.st_size) + " is not a graph's");
-  const size_t n = size_t(st.st_size);
+  size_t n = 0;
+  const files::UniqueFd file = open_graph_file(path, max_bytes, std::max<uint64_t>(min_bytes, 1), n);  // mmap of 0 bytes fails
   void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.get(), 0);
   if (p == MAP_FAILED) throw GraphError(path + ": cannot map: " + std::strerror(errno));
   return FileBytes{std::shared_ptr<uint8_t[]>(static_cast<uint8_t*>(p), [n](uint8_t* q) { ::munmap(q, n); }), n};

@@ -21,18 +21,31 @@ ARENA_MIB = 256
 MIB = 1 << 20
 
 
+def memfd_fds(pid, label):
+    """The /proc/PID/fd/N entries of `pid` that are the memfd `label` ([] when
+    the process is gone or another user's)."""
+    needle = "/memfd:" + label + " "
+    found = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if (os.readlink(f"/proc/{pid}/fd/{fd}") + " ").startswith(needle):
+                    found.append(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return found
+
+
 def memfd_allocated_bytes(pid, label):
     """Bytes of tmpfs pages the memfd `label` held open by `pid` has (st_blocks of
     /proc/PID/fd/N, 512-byte units). The arena's own count, unlike Shmem of
     /proc/meminfo, which is the whole machine's and moves with the tests beside."""
-    needle = "/memfd:" + label + " "
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if (os.readlink(f"/proc/{pid}/fd/{fd}") + " ").startswith(needle):
-                return os.stat(f"/proc/{pid}/fd/{fd}").st_blocks * 512
-        except OSError:
-            pass
-    raise AssertionError(f"pid {pid} holds no memfd:{label}")
+    fds = memfd_fds(pid, label)
+    if not fds:
+        raise AssertionError(f"pid {pid} holds no memfd:{label}")
+    return os.stat(fds[0]).st_blocks * 512
 
 
 def state_hash(state):
@@ -52,21 +65,13 @@ def memfd_users(label):
         if not entry.isdigit():
             continue
         pid = int(entry)
-        mapped = held = False
+        mapped = False
         try:
             with open(f"/proc/{pid}/maps") as f:
                 mapped = any(needle in line + " " for line in f)
         except OSError:  # gone, or another user's
             pass
-        try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                try:
-                    if (os.readlink(f"/proc/{pid}/fd/{fd}") + " ").startswith(needle):
-                        held = True
-                except OSError:
-                    pass
-        except OSError:
-            pass
+        held = bool(memfd_fds(pid, label))
         if mapped or held:
             users[pid] = (mapped, held)
     return users
