@@ -12,6 +12,7 @@
 #include "witgen/graph_eval.hpp"
 #include "witgen/graph_file.hpp"
 #include "witgen/graph_format.hpp"
+#include "witgen/graph_inversions.hpp"
 #include "witgen/graph_rewrite.hpp"
 #include "graph_bytes.hpp"
 
@@ -113,6 +114,112 @@ TEST(WitnessGraph, InversionsAndDivisionsOfABatchMatchOneAtATimeWithZeroLanes) {
         EXPECT_EQ(std::memcmp(outs[i].data() + 32 * w, want[w].data(), 32), 0)
             << "batch " << batch << " input " << i << " witness " << w;
     }
+  }
+}
+
+// Fermat's inverse with circom's 0⁻¹ = 0: the naive reference.
+Fr inverse_or_zero(const Fr& x) { return x.inv_fermat(); }
+
+// The decimal of a 256-bit integer, by long division (the reference for a log line).
+std::string decimal(U256 v) {
+  std::string d;
+  do {
+    unsigned __int128 rem = 0;
+    for (int i = 3; i >= 0; --i) {
+      const unsigned __int128 cur = (rem << 64) | v[i];
+      v[i] = uint64_t(cur / 10);
+      rem = cur % 10;
+    }
+    d.insert(d.begin(), char('0' + int(rem)));
+  } while (v[0] | v[1] | v[2] | v[3]);
+  return d;
+}
+
+// `m` inversions and divisions of x + 1, x + 2, …, x + m (even i: y / (x +
+// i + 1), odd i: (x + i + 1)⁻¹), all of one depth: the witness is 1 then
+// each quotient. With `chain`, each divisor is instead the previous
+// quotient plus 1, so no two share a depth.
+std::vector<uint8_t> inversions_graph(uint32_t m, bool chain) {
+  GraphBytes g;
+  g.two_input_header(m + 1);
+  g.u32(0);  // strings
+  g.u32(1);  // constants: 1
+  for (uint64_t c : {1, 0, 0, 0}) g.u64(c);
+  g.u32(2 * m);
+  for (uint32_t i = 0; i < m; ++i) {
+    const uint32_t base = i == 0 ? in(0) : chain ? n(2 * i - 1) : n(2 * i - 2);
+    g.node(Op::kAdd, base, k(0));  // 2i: the divisor
+    if (i % 2 == 0) g.node(Op::kDiv, in(1), n(2 * i));
+    else g.node(Op::kInv, n(2 * i));
+  }
+  g.u32(k(0));
+  for (uint32_t i = 0; i < m; ++i) g.u32(n(2 * i + 1));
+  return g.b;
+}
+
+// Independent inversions share one modular inversion per level (windows of
+// kInversionWindow), with zero divisors in some lanes; a chain shares none.
+// Every value is checked against one-at-a-time Fermat inverses.
+TEST(WitnessGraph, InversionsOfOneDepthShareOneInversionAndMatchTheNaiveValues) {
+  for (const bool chain : {false, true}) {
+    const uint32_t m = chain ? 40 : kInversionWindow + 44;
+    const std::vector<uint8_t> bytes = inversions_graph(m, chain);
+    Evaluator ev(parse_graph(bytes.data(), bytes.size(), 10000));
+    EXPECT_EQ(ev.inversions(), chain ? size_t(m) : 2u) << "chain " << chain;
+    std::mt19937_64 rng(23);
+    for (size_t batch : {1, 9, 64}) {
+      std::vector<std::vector<U256>> inputs;
+      for (size_t i = 0; i < batch; ++i) {
+        U256 x{rng(), rng(), rng(), rng() >> 3};
+        // x = −j makes divisor j − 1 zero (of the independent ones): a zero among nonzero ones.
+        if (i % 3 == 1) x = (-Fr::from_u256(u(1 + rng() % m))).to_u256();
+        inputs.push_back({x, U256{rng(), rng(), rng(), rng() >> 3}});
+      }
+      const auto [outs, outcome] = evaluate_batch(ev, inputs);
+      for (size_t i = 0; i < batch; ++i) {
+        const Fr x = Fr::from_u256(inputs[i][0]), y = Fr::from_u256(inputs[i][1]);
+        Fr prev = x;
+        for (uint32_t j = 0; j < m; ++j) {
+          const Fr d = (chain ? prev : x + Fr::from_u256(u(j))) + Fr::one();
+          const Fr q = j % 2 == 0 ? y * inverse_or_zero(d) : inverse_or_zero(d);
+          prev = chain ? q : prev;
+          const U256 want = q.to_u256();
+          ASSERT_EQ(std::memcmp(outs[i].data() + 32 * (j + 1), want.data(), 32), 0)
+              << "chain " << chain << " batch " << batch << " input " << i << " quotient " << j;
+        }
+        EXPECT_TRUE(outcome[i].ok);
+      }
+    }
+  }
+}
+
+// Reordering by depth never moves a log before an earlier one: a log of a
+// value of depth 0 written after a log of an inverse keeps its place.
+TEST(WitnessGraph, SharedInversionsKeepTheLogsInOrder) {
+  GraphBytes g;
+  g.two_input_header(3);
+  g.u32(1);  // strings: " "
+  g.u32(1);
+  g.b.push_back(' ');
+  g.u32(1);  // constants: 1
+  for (uint64_t c : {1, 0, 0, 0}) g.u64(c);
+  g.u32(7);
+  g.node(Op::kInv, in(0));            // 0: x⁻¹ (depth 1)
+  g.node(Op::kInv, in(1));            // 1: y⁻¹ (depth 1, shares with 0)
+  g.node(Op::kLogValue, k(0), n(0));  // 2: x⁻¹
+  g.node(Op::kLogText, k(0), 0);      // 3: " "
+  g.node(Op::kLogValue, k(0), in(1)); // 4: y (depth 0, stays after 2)
+  g.node(Op::kLogText, k(0), 0);      // 5: " "
+  g.node(Op::kLogValue, k(0), n(1));  // 6: y⁻¹
+  for (uint32_t w : {k(0), n(0), n(1)}) g.u32(w);
+  Evaluator ev(parse_graph(g.b.data(), g.b.size(), 100));
+  EXPECT_EQ(ev.inversions(), 1u);
+  const std::vector<std::vector<U256>> inputs = {{u(5), u(7)}, {u(0), u(9)}};
+  const auto [outs, outcome] = evaluate_batch(ev, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Fr x = Fr::from_u256(inputs[i][0]), y = Fr::from_u256(inputs[i][1]);
+    const std::string xi = decimal(inverse_or_zero(x).to_u256()), yi = decimal(inverse_or_zero(y).to_u256());
+    EXPECT_EQ(outcome[i].log, xi + " " + decimal(y.to_u256()) + " " + yi) << "input " << i;
   }
 }
 

@@ -3,12 +3,14 @@
 #include <emmintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "groth16/bls12_381.hpp"
 #include "groth16/bn254.hpp"
 #include "groth16/mont_mul_lanes.hpp"
 #include "witgen/graph_format.hpp"
+#include "witgen/graph_inversions.hpp"
 #include "witgen/graph_range.hpp"
 
 namespace zkfarm::witgen::graph {
@@ -140,6 +142,9 @@ inline int64_t small_neg(int64_t x, int64_t) { return int64_t(0 - uint64_t(x)); 
 bool is_linear(Op op) { return op == Op::kAdd || op == Op::kSub || op == Op::kNeg || op == Op::kSelect; }
 
 Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
+  // Before anything is planned: one inversion per depth, not per node.
+  // ZKFARM_NO_SHARED_INVERSIONS plans as before (to compare, or to rule it out).
+  if (!std::getenv("ZKFARM_NO_SHARED_INVERSIONS")) share_inversions(g_);
   const uint32_t n = uint32_t(g_.nodes.size());
   auto operands = [&](const Node& nd, auto&& f) {  // the references a node reads
     f(nd.a, 0);
@@ -368,6 +373,9 @@ size_t Evaluator::instructions() const { return code_.size(); }
 uint32_t Evaluator::slots() const { return p_.slots; }
 uint32_t Evaluator::small_slots() const { return p_.small_slots; }
 size_t Evaluator::small_instructions() const { return size_t(p_.small_instructions); }
+size_t Evaluator::inversions() const {
+  return size_t(std::count_if(code_.begin(), code_.end(), [](const Instr& in) { return in.op == Op::kInv || in.op == Op::kDiv; }));
+}
 
 namespace {
 

@@ -60,6 +60,9 @@ class Evaluator {
   uint32_t small_slots() const;
   /// Instructions computed on machine integers (narrow values).
   size_t small_instructions() const;
+  /// Modular inversions one evaluation pays per input (kInv and kDiv
+  /// instructions; inversions of one depth share one: graph_inversions.hpp).
+  size_t inversions() const;
 
   /// The values of one parsed input file (parse_input), in the circuit's
   /// input order, canonical. Throws InputFault in the generators' words: a

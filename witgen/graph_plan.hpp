@@ -28,7 +28,7 @@ namespace zkfarm::witgen::graph {
 
 /// Bumped whenever the planner's operations, their meaning or Instr's layout
 /// change: a plan of another version is not used (the graph is planned again).
-inline constexpr uint32_t kPlanVersion = 3;  // 3: 16-byte instructions, side streams
+inline constexpr uint32_t kPlanVersion = 4;  // 3: 16-byte instructions, side streams; 4: shared inversions
 
 /// A plan file's trailer for `n` bytes of body: XXH3-128, 32 hex digits.
 std::string plan_checksum(const void* p, size_t n);

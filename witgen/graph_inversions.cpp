@@ -1,0 +1,152 @@
+// Grouped inversions (graph_inversions.hpp): depth, levels, then the
+// reordered program with each shared level's Montgomery block in front of
+// the nodes of its depth.
+#include "witgen/graph_inversions.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "witgen/graph_format.hpp"
+
+namespace zkfarm::witgen::graph {
+
+namespace {
+
+constexpr uint32_t kNoLevel = ~uint32_t(0);
+
+bool is_log(Op op) { return op == Op::kLogText || op == Op::kLogValue; }
+
+// The references node `nd` reads, by operand number (kLogText's second
+// operand is a string index, not a reference).
+template <class F>
+void for_each_ref(const Node& nd, F&& f) {
+  const int ar = nd.op == Op::kLogText ? 1 : arity(nd.op);
+  f(nd.a, 0);
+  if (ar >= 2) f(nd.b, 1);
+  if (ar >= 3) f(nd.c, 2);
+}
+
+// The index of constant `v` in g.consts, added when missing.
+uint32_t const_ref(Graph& g, uint64_t v) {
+  const U256 want{v, 0, 0, 0};
+  for (size_t i = 0; i < g.consts.size(); ++i)
+    if (g.consts[i] == want) return make_ref(RefKind::kConst, uint32_t(i));
+  g.consts.push_back(want);
+  return make_ref(RefKind::kConst, uint32_t(g.consts.size() - 1));
+}
+
+}  // namespace
+
+size_t share_inversions(Graph& g, uint32_t level_members) {
+  const uint32_t n = uint32_t(g.nodes.size());
+  if (level_members < 2) level_members = 2;
+  // Depths (counted from the window's start: a value of an earlier window is
+  // there already) and inversion levels, in one forward pass (nodes are
+  // topological). A window closes once one of its levels holds
+  // level_members inversions: the reorder never crosses a window, so the
+  // values it keeps alive at once stay bounded (about three per member of
+  // a level) however many independent inversions a circuit has.
+  std::vector<uint32_t> depth(n, 0), level(n, kNoLevel);
+  uint32_t window_start = 0;
+  auto depth_of = [&](uint32_t ref) {
+    if (ref_kind(ref) != RefKind::kNode || ref_index(ref) < window_start) return 0u;
+    return depth[ref_index(ref)];
+  };
+  struct Window {
+    uint32_t start, end, max_depth;
+  };
+  std::vector<Window> windows;
+  std::vector<uint32_t> level_count;
+  size_t saved = 0;
+  uint32_t max_depth = 0, log_depth = 0;
+  auto close_window = [&](uint32_t end) {
+    for (uint32_t c : level_count)
+      if (c >= 2) saved += c - 1;
+    windows.push_back({window_start, end, max_depth});
+    window_start = end;
+    level_count.clear();
+    max_depth = log_depth = 0;
+  };
+  for (uint32_t k = 0; k < n; ++k) {
+    const Node& nd = g.nodes[k];
+    uint32_t d = 0;
+    for_each_ref(nd, [&](uint32_t ref, int) { d = std::max(d, depth_of(ref)); });
+    if (nd.op == Op::kInv) {
+      level[k] = d + 1;
+      d = level[k];
+    } else if (nd.op == Op::kDiv) {
+      level[k] = depth_of(nd.b) + 1;
+      d = std::max(level[k], depth_of(nd.a));
+    }
+    if (is_log(nd.op)) log_depth = d = std::max(d, log_depth);  // logs stay in order
+    depth[k] = d;
+    max_depth = std::max(max_depth, d);
+    if (level[k] != kNoLevel) {
+      if (level_count.size() <= level[k]) level_count.resize(size_t(level[k]) + 1, 0);
+      if (++level_count[level[k]] == level_members) close_window(k + 1);
+    }
+  }
+  if (window_start < n) close_window(n);
+  if (saved == 0) return 0;  // nothing shared: the program keeps its order
+
+  const uint32_t zero = const_ref(g, 0), one = const_ref(g, 1);
+  std::vector<Node> out;
+  out.reserve(size_t(n) + 7 * saved);
+  auto emit = [&](Op op, uint32_t a, uint32_t b = 0, uint32_t c = 0) {
+    out.push_back(Node{op, a, b, c});
+    return make_ref(RefKind::kNode, uint32_t(out.size() - 1));
+  };
+  std::vector<uint32_t> new_ref(n, 0), zero_of(n, 0), inverse_of(n, 0);
+  auto remap = [&](uint32_t ref) { return ref_kind(ref) == RefKind::kNode ? new_ref[ref_index(ref)] : ref; };
+  std::vector<std::vector<uint32_t>> by_depth, members;
+  std::vector<uint32_t> d_or_one, prefix;
+  for (const Window& w : windows) {
+    by_depth.assign(size_t(w.max_depth) + 1, {});
+    members.assign(size_t(w.max_depth) + 1, {});
+    for (uint32_t k = w.start; k < w.end; ++k) {
+      by_depth[depth[k]].push_back(k);
+      if (level[k] != kNoLevel) members[level[k]].push_back(k);
+    }
+    auto shared = [&](uint32_t k) { return level[k] != kNoLevel && members[level[k]].size() >= 2; };
+    for (uint32_t L = 0; L <= w.max_depth; ++L) {
+      // Level L's block: its divisors are all of depth < L, already emitted.
+      if (const auto& m = members[L]; m.size() >= 2) {
+        d_or_one.clear();
+        prefix.clear();
+        for (uint32_t k : m) {
+          const Node& nd = g.nodes[k];
+          const uint32_t d = remap(nd.op == Op::kInv ? nd.a : nd.b);
+          zero_of[k] = emit(Op::kEq, d, zero);
+          d_or_one.push_back(emit(Op::kSelect, zero_of[k], one, d));
+          prefix.push_back(prefix.empty() ? d_or_one.back() : emit(Op::kMul, prefix.back(), d_or_one.back()));
+        }
+        uint32_t inv = emit(Op::kInv, prefix.back());  // (Π d'_j)⁻¹
+        for (size_t j = m.size(); j-- > 1;) {
+          inverse_of[m[j]] = emit(Op::kMul, inv, prefix[j - 1]);
+          inv = emit(Op::kMul, inv, d_or_one[j]);
+        }
+        inverse_of[m[0]] = inv;
+      }
+      for (uint32_t k : by_depth[L]) {
+        Node nd = g.nodes[k];
+        if (shared(k)) {
+          uint32_t q = inverse_of[k];
+          if (nd.op == Op::kDiv && remap(nd.a) != one) q = emit(Op::kMul, remap(nd.a), q);
+          new_ref[k] = emit(Op::kSelect, zero_of[k], zero, q);
+          continue;
+        }
+        const int ar = nd.op == Op::kLogText ? 1 : arity(nd.op);
+        nd.a = remap(nd.a);
+        if (ar >= 2) nd.b = remap(nd.b);
+        if (ar >= 3) nd.c = remap(nd.c);
+        new_ref[k] = emit(nd.op, nd.a, nd.b, nd.c);
+      }
+    }
+  }
+  for (uint32_t& w : g.witness) w = remap(w);
+  g.nodes = std::move(out);
+  return saved;
+}
+
+}  // namespace zkfarm::witgen::graph
