@@ -89,6 +89,14 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
   }
   if (window_start < n) close_window(n);
   if (saved == 0) return 0;  // nothing shared: the program keeps its order
+  // At most 8 nodes a shared member (eq, select, two products, the result's
+  // select and product, and its level's inversion): a graph that would pass
+  // the references' index range is left as it was (the planner refuses it).
+  if (uint64_t(n) + 8 * uint64_t(n) > kIndexMask) {
+    uint64_t members = 0;
+    for (uint32_t k = 0; k < n; ++k) members += level[k] != kNoLevel;
+    if (uint64_t(n) + 8 * members > kIndexMask) return 0;
+  }
 
   const uint32_t zero = const_ref(g, 0), one = const_ref(g, 1);
   std::vector<Node> out;
