@@ -107,22 +107,33 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
   };
   std::vector<uint32_t> new_ref(n, 0), zero_of(n, 0), inverse_of(n, 0);
   auto remap = [&](uint32_t ref) { return ref_kind(ref) == RefKind::kNode ? new_ref[ref_index(ref)] : ref; };
-  std::vector<std::vector<uint32_t>> by_depth, members;
+  // Each window's nodes by depth and its inversions by level: counting sorts
+  // (stable, so each list keeps the program's order), flat arrays.
+  std::vector<uint32_t> depth_start, by_depth, level_start, by_level, cursor;
+  auto sort_by = [&](const Window& w, const std::vector<uint32_t>& key, std::vector<uint32_t>& start,
+                     std::vector<uint32_t>& sorted) {
+    start.assign(size_t(w.max_depth) + 2, 0);
+    for (uint32_t k = w.start; k < w.end; ++k)
+      if (key[k] != kNoLevel) ++start[key[k] + 1];
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    sorted.resize(start.back());
+    cursor.assign(start.begin(), start.end() - 1);
+    for (uint32_t k = w.start; k < w.end; ++k)
+      if (key[k] != kNoLevel) sorted[cursor[key[k]]++] = k;
+  };
   std::vector<uint32_t> d_or_one, prefix;
   for (const Window& w : windows) {
-    by_depth.assign(size_t(w.max_depth) + 1, {});
-    members.assign(size_t(w.max_depth) + 1, {});
-    for (uint32_t k = w.start; k < w.end; ++k) {
-      by_depth[depth[k]].push_back(k);
-      if (level[k] != kNoLevel) members[level[k]].push_back(k);
-    }
-    auto shared = [&](uint32_t k) { return level[k] != kNoLevel && members[level[k]].size() >= 2; };
+    sort_by(w, depth, depth_start, by_depth);
+    sort_by(w, level, level_start, by_level);
+    auto level_size = [&](uint32_t L) { return level_start[L + 1] - level_start[L]; };
     for (uint32_t L = 0; L <= w.max_depth; ++L) {
       // Level L's block: its divisors are all of depth < L, already emitted.
-      if (const auto& m = members[L]; m.size() >= 2) {
+      if (const uint32_t m = level_size(L); m >= 2) {
+        const uint32_t* member = by_level.data() + level_start[L];
         d_or_one.clear();
         prefix.clear();
-        for (uint32_t k : m) {
+        for (uint32_t j = 0; j < m; ++j) {
+          const uint32_t k = member[j];
           const Node& nd = g.nodes[k];
           const uint32_t d = remap(nd.op == Op::kInv ? nd.a : nd.b);
           zero_of[k] = emit(Op::kEq, d, zero);
@@ -130,15 +141,16 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
           prefix.push_back(prefix.empty() ? d_or_one.back() : emit(Op::kMul, prefix.back(), d_or_one.back()));
         }
         uint32_t inv = emit(Op::kInv, prefix.back());  // (Π d'_j)⁻¹
-        for (size_t j = m.size(); j-- > 1;) {
-          inverse_of[m[j]] = emit(Op::kMul, inv, prefix[j - 1]);
+        for (uint32_t j = m; j-- > 1;) {
+          inverse_of[member[j]] = emit(Op::kMul, inv, prefix[j - 1]);
           inv = emit(Op::kMul, inv, d_or_one[j]);
         }
-        inverse_of[m[0]] = inv;
+        inverse_of[member[0]] = inv;
       }
-      for (uint32_t k : by_depth[L]) {
+      for (uint32_t i = depth_start[L]; i < depth_start[L + 1]; ++i) {
+        const uint32_t k = by_depth[i];
         Node nd = g.nodes[k];
-        if (shared(k)) {
+        if (level[k] != kNoLevel && level_size(level[k]) >= 2) {  // a member of a shared level
           uint32_t q = inverse_of[k];
           if (nd.op == Op::kDiv && remap(nd.a) != one) q = emit(Op::kMul, remap(nd.a), q);
           new_ref[k] = emit(Op::kSelect, zero_of[k], zero, q);
