@@ -223,6 +223,37 @@ TEST(WitnessGraph, SharedInversionsKeepTheLogsInOrder) {
   }
 }
 
+// A dead inversion never joins a shared level: the dead x \ 0 beneath it
+// must not start failing the input. The graph has no constant 1 (0 and 1
+// are then made as nodes, the constants left as they are).
+TEST(WitnessGraph, DeadInversionsStayDeadAndTheConstantsStayTheGraphs) {
+  GraphBytes g;
+  g.two_input_header(3);
+  g.u32(0);  // strings
+  g.u32(1);  // constants: 0
+  for (uint64_t c : {0, 0, 0, 0}) g.u64(c);
+  g.u32(4);
+  g.node(Op::kInv, in(0));            // 0: x⁻¹, live
+  g.node(Op::kIdiv, in(1), k(0));     // 1: y \ 0, dead (a fault if evaluated)
+  g.node(Op::kInv, n(1));             // 2: dead, of depth 1 like 0 and 3
+  g.node(Op::kInv, in(1));            // 3: y⁻¹, live
+  for (uint32_t w : {n(0), n(3), in(0)}) g.u32(w);
+  Graph parsed = parse_graph(g.b.data(), g.b.size(), 100);
+  Graph rewritten = parsed;
+  EXPECT_EQ(share_inversions(rewritten), 1u) << "the two live inversions share one";
+  EXPECT_EQ(rewritten.consts, parsed.consts);
+  Evaluator ev(std::move(parsed));
+  EXPECT_EQ(ev.inversions(), 1u);
+  const std::vector<std::vector<U256>> inputs = {{u(5), u(7)}, {u(0), u(9)}, {u(4), u(0)}};
+  const auto [outs, outcome] = evaluate_batch(ev, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_TRUE(outcome[i].ok) << "input " << i;
+    const U256 want[2] = {inverse_or_zero(Fr::from_u256(inputs[i][0])).to_u256(),
+                          inverse_or_zero(Fr::from_u256(inputs[i][1])).to_u256()};
+    for (int w = 0; w < 2; ++w) EXPECT_EQ(std::memcmp(outs[i].data() + 32 * w, want[w].data(), 32), 0) << i;
+  }
+}
+
 TEST(WitnessGraph, InputsAreCheckedInTheGeneratorsWords) {
   const std::vector<uint8_t> bytes = sample_graph();
   Evaluator ev(parse_graph(bytes.data(), bytes.size(), 100));
@@ -340,16 +371,22 @@ TEST(WitnessGraph, RewriteRoutesTruthTestsAssertsAndLogsToTheRecorder) {
 // what it must not (inputs near p, Bnot, inversions), evaluated in batches
 // and compared, witness value by witness value, with the naive reference:
 // each node on its own through FieldOps (graph_ops.hpp), Fr throughout.
+// Random graphs against the naive field reference, node by node. The seeds
+// past 12 first share their inversions in windows of 2 or 3 a level (the
+// evaluator's own rewrite then finds nothing more to share across them), so
+// that values cross many windows.
 TEST(WitnessGraph, NarrowIntegerEvaluationMatchesTheFieldReferenceOnRandomGraphs) {
   using Ops = FieldOps<Fr>;
-  size_t narrow_total = 0;
-  for (uint64_t seed = 1; seed <= 12; ++seed) {
+  size_t narrow_total = 0, shared_small = 0;
+  for (uint64_t seed = 1; seed <= 18; ++seed) {
     std::mt19937_64 rng(seed);
     const uint32_t n_nodes = 600;
     const RandomGraph rg = random_graph(rng, n_nodes);
     const auto& nodes = rg.nodes;
     const auto& consts = rg.consts;
-    Evaluator ev(parse_graph(rg.g.b.data(), rg.g.b.size(), 10000));
+    Graph parsed = parse_graph(rg.g.b.data(), rg.g.b.size(), 10000);
+    if (seed > 12) shared_small += share_inversions(parsed, uint32_t(2 + seed % 2));
+    Evaluator ev(std::move(parsed));
     narrow_total += ev.small_instructions();
 
     // 13: 8 lanes through the SIMD paths (where the CPU has them) and 5 past them.
@@ -377,4 +414,5 @@ TEST(WitnessGraph, NarrowIntegerEvaluationMatchesTheFieldReferenceOnRandomGraphs
     }
   }
   EXPECT_GT(narrow_total, 1000u) << "the graphs should exercise the integer path";
+  EXPECT_GT(shared_small, 6u) << "the small windows should share inversions";
 }

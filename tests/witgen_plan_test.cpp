@@ -69,6 +69,43 @@ TEST(GraphPlan, APlanReadBackEvaluatesAsThePlanMadeInMemory) {
   EXPECT_GT(narrow, 500u) << "the plans should hold integer instructions";
 }
 
+// Shared inversions in a plan read back: a graph without the constants 0
+// and 1 (the rewrite makes them as nodes, since the plan is read beside the
+// graph file's own constants), one inversion for ten, as in memory.
+TEST(GraphPlan, APlanOfSharedInversionsWithoutConstantsZeroAndOneRoundTrips) {
+  zkfarm::test::TempDir dir("zkfarm-plan");
+  GraphBytes g;
+  g.two_input_header(10);
+  g.u32(0);  // strings
+  g.u32(1);  // constants: 5
+  for (uint64_t c : {5, 0, 0, 0}) g.u64(c);
+  g.u32(20);
+  for (uint32_t i = 0; i < 10; ++i) {
+    g.node(Op::kAdd, i == 0 ? in(0) : n(2 * i - 2), k(0));  // x + 5(i + 1)
+    g.node(i % 2 ? Op::kInv : Op::kDiv, i % 2 ? n(2 * i) : in(1), i % 2 ? 0 : n(2 * i));
+  }
+  for (uint32_t i = 0; i < 10; ++i) g.u32(n(2 * i + 1));
+  const std::string graph = dir.path.string() + "/graph";
+  const std::string digest = write_graph_file(graph, g.b);
+  const Evaluator planned(parse_graph(g.b.data(), g.b.size(), 100));
+  EXPECT_EQ(planned.inversions(), 1u);
+  write_plan_file(plan_path(graph), planned, digest);
+  const std::unique_ptr<Evaluator> loaded = read_plan_file(plan_path(graph), digest);
+  EXPECT_EQ(loaded->inversions(), 1u);
+  const U256 p = FieldOps<Fr>::modulus();
+  const std::vector<std::vector<U256>> inputs = {{u(3), u(7)}, {u256::sub(p, u(10)), u(2)}, {u(0), u(0)}};
+  const Batch want = evaluate_batch(planned, inputs), got = evaluate_batch(*loaded, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(got.out[i], want.out[i]) << "input " << i;
+    const Fr x = Fr::from_u256(inputs[i][0]), y = Fr::from_u256(inputs[i][1]);
+    for (uint32_t j = 0; j < 10; ++j) {  // the naive value: x + 5(j + 1), inverted (0⁻¹ = 0)
+      const Fr d = x + Fr::from_u256(u(5 * (j + 1)));
+      const U256 q = (j % 2 ? d.inv_fermat() : y * d.inv_fermat()).to_u256();
+      EXPECT_EQ(std::memcmp(got.out[i].data() + 32 * j, q.data(), 32), 0) << "input " << i << " quotient " << j;
+    }
+  }
+}
+
 // A value that fills 255 or more witness entries (its count in the side
 // stream before its entries) and the selects' third operands (their own
 // stream), in memory and read back from a plan, one input and a batch.

@@ -27,13 +27,14 @@ void for_each_ref(const Node& nd, F&& f) {
   if (ar >= 3) f(nd.c, 2);
 }
 
-// The index of constant `v` in g.consts, added when missing.
-uint32_t const_ref(Graph& g, uint64_t v) {
+// The reference of constant `v` in g.consts, or kNoLevel when the graph has
+// none (the consts are the graph file's: a plan made from this graph is
+// read back beside that file, so nothing is added to them).
+uint32_t find_const(const Graph& g, uint64_t v) {
   const U256 want{v, 0, 0, 0};
   for (size_t i = 0; i < g.consts.size(); ++i)
     if (g.consts[i] == want) return make_ref(RefKind::kConst, uint32_t(i));
-  g.consts.push_back(want);
-  return make_ref(RefKind::kConst, uint32_t(g.consts.size() - 1));
+  return kNoLevel;
 }
 
 }  // namespace
@@ -41,12 +42,26 @@ uint32_t const_ref(Graph& g, uint64_t v) {
 size_t share_inversions(Graph& g, uint32_t level_members) {
   const uint32_t n = uint32_t(g.nodes.size());
   if (level_members < 2) level_members = 2;
+  // Only live inversions share (what a witness value, assert or log reaches,
+  // as the planner counts it): a dead one in a block would make its divisor's
+  // cone live, and a dead x \ 0 there would fail inputs it never failed.
+  std::vector<uint8_t> live(n, 0);
+  for (uint32_t w : g.witness)
+    if (ref_kind(w) == RefKind::kNode) live[ref_index(w)] = 1;
+  for (uint32_t k = n; k-- > 0;) {
+    if (!has_value(g.nodes[k].op)) live[k] = 1;
+    if (live[k])
+      for_each_ref(g.nodes[k], [&](uint32_t ref, int) {
+        if (ref_kind(ref) == RefKind::kNode) live[ref_index(ref)] = 1;
+      });
+  }
   // Depths (counted from the window's start: a value of an earlier window is
   // there already) and inversion levels, in one forward pass (nodes are
   // topological). A window closes once one of its levels holds
-  // level_members inversions: the reorder never crosses a window, so the
-  // values it keeps alive at once stay bounded (about three per member of
-  // a level) however many independent inversions a circuit has.
+  // level_members inversions: the reorder never crosses a window, so a
+  // level's block keeps at most about three values a member alive, however
+  // many independent inversions a circuit has (values of a low depth that
+  // the reorder moves up still live until their readers run).
   std::vector<uint32_t> depth(n, 0), level(n, kNoLevel);
   uint32_t window_start = 0;
   auto depth_of = [&](uint32_t ref) {
@@ -72,7 +87,9 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
     const Node& nd = g.nodes[k];
     uint32_t d = 0;
     for_each_ref(nd, [&](uint32_t ref, int) { d = std::max(d, depth_of(ref)); });
-    if (nd.op == Op::kInv) {
+    if (!live[k]) {
+      // no level: left as it is (the planner drops it)
+    } else if (nd.op == Op::kInv) {
       level[k] = d + 1;
       d = level[k];
     } else if (nd.op == Op::kDiv) {
@@ -90,20 +107,26 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
   if (window_start < n) close_window(n);
   if (saved == 0) return 0;  // nothing shared: the program keeps its order
   // At most 8 nodes a shared member (eq, select, two products, the result's
-  // select and product, and its level's inversion): a graph that would pass
-  // the references' index range is left as it was (the planner refuses it).
-  if (uint64_t(n) + 8 * uint64_t(n) > kIndexMask) {
-    uint64_t members = 0;
-    for (uint32_t k = 0; k < n; ++k) members += level[k] != kNoLevel;
-    if (uint64_t(n) + 8 * members > kIndexMask) return 0;
-  }
+  // select and product, its level's inversion; two more once for 0 and 1): a
+  // graph that could grow past kMaxRewrittenNodes is left as it was, so the
+  // rewrite never multiplies a large graph's memory.
+  uint64_t members = 0;
+  for (uint32_t k = 0; k < n; ++k) members += level[k] != kNoLevel;
+  if (uint64_t(n) + 8 * members + 2 > kMaxRewrittenNodes) return 0;
 
-  const uint32_t zero = const_ref(g, 0), one = const_ref(g, 1);
   std::vector<Node> out;
-  out.reserve(size_t(n) + 7 * saved);
+  out.reserve(size_t(n) + 7 * saved + 2);
   auto emit = [&](Op op, uint32_t a, uint32_t b = 0, uint32_t c = 0) {
     out.push_back(Node{op, a, b, c});
     return make_ref(RefKind::kNode, uint32_t(out.size() - 1));
+  };
+  // 0 and 1: the graph's constants, or else two nodes made once, before the
+  // first block, from its first divisor (d ≠ d is 0, d == d is 1).
+  const uint32_t const_one = find_const(g, 1);
+  uint32_t zero = find_const(g, 0), one = const_one;
+  auto need_zero_one = [&](uint32_t d) {
+    if (zero == kNoLevel) zero = emit(Op::kNeq, d, d);
+    if (one == kNoLevel) one = emit(Op::kEq, d, d);
   };
   std::vector<uint32_t> new_ref(n, 0), zero_of(n, 0), inverse_of(n, 0);
   auto remap = [&](uint32_t ref) { return ref_kind(ref) == RefKind::kNode ? new_ref[ref_index(ref)] : ref; };
@@ -136,6 +159,7 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
           const uint32_t k = member[j];
           const Node& nd = g.nodes[k];
           const uint32_t d = remap(nd.op == Op::kInv ? nd.a : nd.b);
+          need_zero_one(d);
           zero_of[k] = emit(Op::kEq, d, zero);
           d_or_one.push_back(emit(Op::kSelect, zero_of[k], one, d));
           prefix.push_back(prefix.empty() ? d_or_one.back() : emit(Op::kMul, prefix.back(), d_or_one.back()));
@@ -152,7 +176,7 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
         Node nd = g.nodes[k];
         if (level[k] != kNoLevel && level_size(level[k]) >= 2) {  // a member of a shared level
           uint32_t q = inverse_of[k];
-          if (nd.op == Op::kDiv && remap(nd.a) != one) q = emit(Op::kMul, remap(nd.a), q);
+          if (nd.op == Op::kDiv && remap(nd.a) != const_one) q = emit(Op::kMul, remap(nd.a), q);
           new_ref[k] = emit(Op::kSelect, zero_of[k], zero, q);
           continue;
         }

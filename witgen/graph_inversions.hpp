@@ -33,10 +33,18 @@ namespace zkfarm::witgen::graph {
 /// of 64 (measured: docs/performance.md, 2026-12-06 session 7).
 inline constexpr uint32_t kInversionWindow = 256;
 
-/// Rewrites `g` (its nodes, its witness references, and its constants: 0 and
-/// 1 are added when missing) so that inversions and divisions of one depth
-/// share one inversion. A graph with no level of two or more is left exactly
-/// as it was. Returns the number of inversions the rewrite saved (members of
+/// The most nodes a rewritten graph may have (the default of
+/// witness_graph_max_nodes, the recorder's limit): a graph that could grow
+/// past it is not rewritten.
+inline constexpr uint64_t kMaxRewrittenNodes = uint64_t(1) << 26;
+
+/// Rewrites `g` (its nodes and witness references; its constants, strings
+/// and inputs stay as they are, so a plan made from the result is read back
+/// beside the graph file) so that live inversions and divisions of one
+/// depth share one inversion; dead ones are left alone, so which nodes are
+/// live, and which inputs fail, does not change. A graph with no level of
+/// two or more, or one that could grow past kMaxRewrittenNodes, is left
+/// exactly as it was. Returns the number of inversions the rewrite saved (members of
 /// shared levels minus the levels). Evaluator(Graph) calls it unless
 /// ZKFARM_NO_SHARED_INVERSIONS is set in the environment.
 size_t share_inversions(Graph& g, uint32_t level_members = kInversionWindow);
