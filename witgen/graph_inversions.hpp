@@ -19,7 +19,10 @@
 // factorization", Math. Comp. 48 (1987), the simultaneous inversion.)
 // Every result is the same field element as before, so witnesses stay byte
 // for byte the same (the graph build still holds them to the generator).
-// Logs keep their order: a log never moves before an earlier log.
+// Logs keep their order: a log never moves before an earlier log. Dead
+// inversions are not shared (that would make their cones live). Reordering
+// happens inside windows, each closed once one of its levels holds
+// kInversionWindow inversions.
 #include <cstddef>
 #include <cstdint>
 
