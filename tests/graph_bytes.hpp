@@ -5,6 +5,7 @@
 // rich in masks, shifts, relations and negative constants.
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -35,6 +36,14 @@ struct GraphBytes {
     u64(0x2222);
     u32(1);
     u32(1);
+  }
+  /// The constants section: a count, then each (below 2^64) as 4 limbs.
+  void consts(std::initializer_list<uint64_t> values) {
+    u32(uint32_t(values.size()));
+    for (uint64_t v : values) {
+      u64(v);
+      for (int i = 0; i < 3; ++i) u64(0);
+    }
   }
   void node(Op op, uint32_t a, uint32_t x = 0, uint32_t c = 0) {
     b.push_back(uint8_t(op));

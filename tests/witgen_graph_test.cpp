@@ -31,13 +31,7 @@ std::vector<uint8_t> sample_graph() {
   g.u32(2);
   g.b.push_back('x');
   g.b.push_back('=');
-  g.u32(3);  // constants 1, 3, 7
-  for (uint64_t c : {1, 3, 7}) {
-    g.u64(c);
-    g.u64(0);
-    g.u64(0);
-    g.u64(0);
-  }
+  g.consts({1, 3, 7});
   g.u32(6);
   g.node(Op::kMul, in(0), in(1));          // 0: x·y
   g.node(Op::kNeq, in(0), k(1));           // 1: x != 3
@@ -77,8 +71,7 @@ std::vector<uint8_t> division_graph() {
   GraphBytes g;
   g.two_input_header(5);
   g.u32(0);  // strings
-  g.u32(1);  // constants: 1
-  for (uint64_t c : {1, 0, 0, 0}) g.u64(c);
+  g.consts({1});
   g.u32(6);
   g.node(Op::kInv, in(0));           // 0: x⁻¹
   g.node(Op::kDiv, in(1), in(0));    // 1: y / x
@@ -143,8 +136,7 @@ std::vector<uint8_t> inversions_graph(uint32_t m, bool chain) {
   GraphBytes g;
   g.two_input_header(m + 1);
   g.u32(0);  // strings
-  g.u32(1);  // constants: 1
-  for (uint64_t c : {1, 0, 0, 0}) g.u64(c);
+  g.consts({1});
   g.u32(2 * m);
   for (uint32_t i = 0; i < m; ++i) {
     const uint32_t base = i == 0 ? in(0) : chain ? n(2 * i - 1) : n(2 * i - 2);
@@ -201,8 +193,7 @@ TEST(WitnessGraph, SharedInversionsKeepTheLogsInOrder) {
   g.u32(1);  // strings: " "
   g.u32(1);
   g.b.push_back(' ');
-  g.u32(1);  // constants: 1
-  for (uint64_t c : {1, 0, 0, 0}) g.u64(c);
+  g.consts({1});
   g.u32(7);
   g.node(Op::kInv, in(0));            // 0: x⁻¹ (depth 1)
   g.node(Op::kInv, in(1));            // 1: y⁻¹ (depth 1, shares with 0)
@@ -230,8 +221,7 @@ TEST(WitnessGraph, DeadInversionsStayDeadAndTheConstantsStayTheGraphs) {
   GraphBytes g;
   g.two_input_header(3);
   g.u32(0);  // strings
-  g.u32(1);  // constants: 0
-  for (uint64_t c : {0, 0, 0, 0}) g.u64(c);
+  g.consts({0});
   g.u32(4);
   g.node(Op::kInv, in(0));            // 0: x⁻¹, live
   g.node(Op::kIdiv, in(1), k(0));     // 1: y \ 0, dead (a fault if evaluated)

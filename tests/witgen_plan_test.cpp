@@ -77,8 +77,7 @@ TEST(GraphPlan, APlanOfSharedInversionsWithoutConstantsZeroAndOneRoundTrips) {
   GraphBytes g;
   g.two_input_header(10);
   g.u32(0);  // strings
-  g.u32(1);  // constants: 5
-  for (uint64_t c : {5, 0, 0, 0}) g.u64(c);
+  g.consts({5});
   g.u32(20);
   for (uint32_t i = 0; i < 10; ++i) {
     g.node(Op::kAdd, i == 0 ? in(0) : n(2 * i - 2), k(0));  // x + 5(i + 1)

@@ -146,31 +146,21 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
   // ZKFARM_NO_SHARED_INVERSIONS plans as before (to compare, or to rule it out).
   if (!std::getenv("ZKFARM_NO_SHARED_INVERSIONS")) share_inversions(g_);
   const uint32_t n = uint32_t(g_.nodes.size());
-  auto operands = [&](const Node& nd, auto&& f) {  // the references a node reads
-    f(nd.a, 0);
-    if (nd.op != Op::kLogText && arity(nd.op) >= 2) f(nd.b, 1);
-    if (arity(nd.op) == 3) f(nd.c, 2);
-  };
   // Dead code: what no witness value, assert or log reaches.
-  std::vector<uint8_t> live(n, 0);
+  const std::vector<uint8_t> live = live_nodes(g_);
   std::vector<uint32_t> votes_canon(n, 0), votes_mont(n, 0);
   for (uint32_t w : g_.witness)
-    if (ref_kind(w) == RefKind::kNode) {
-      live[ref_index(w)] = 1;
-      ++votes_canon[ref_index(w)];  // the witness is written canonical
-    }
-  // Backwards: liveness, and the form each value's readers want (a reader
-  // that only adds passes on the form its own readers want).
+    if (ref_kind(w) == RefKind::kNode) ++votes_canon[ref_index(w)];  // the witness is written canonical
+  // Backwards: the form each value's readers want (a reader that only adds
+  // passes on the form its own readers want).
   std::vector<uint8_t> pref(n, kMont);
   for (uint32_t k = n; k-- > 0;) {
     const Node& nd = g_.nodes[k];
-    if (!has_value(nd.op)) live[k] = 1;
     if (!live[k]) continue;
     pref[k] = votes_canon[k] > votes_mont[k] ? kCanon : kMont;
-    operands(nd, [&](uint32_t ref, int which) {
+    for_each_ref(nd, [&](uint32_t ref, int which) {
       if (ref_kind(ref) != RefKind::kNode) return;
       const uint32_t src = ref_index(ref);
-      live[src] = 1;
       if (canonical_op(nd.op) || nd.op == Op::kLogValue) ++votes_canon[src];
       else if (is_linear(nd.op) && !(nd.op == Op::kSelect && which == 0)) ++(pref[k] == kCanon ? votes_canon : votes_mont)[src];
       else if (nd.op != Op::kAssert && nd.op != Op::kSelect && nd.op != Op::kLogText) ++votes_mont[src];
@@ -182,7 +172,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
   for (uint32_t k = 0; k < n; ++k)
     if (live[k]) instr_of[k] = count++;
   for (uint32_t k = 0; k < n; ++k)
-    if (live[k]) operands(g_.nodes[k], [&](uint32_t ref, int) {
+    if (live[k]) for_each_ref(g_.nodes[k], [&](uint32_t ref, int) {
       if (ref_kind(ref) == RefKind::kNode) last_use[ref_index(ref)] = instr_of[k];
     });
   // Witness entries by node (counting sort: a node's entries side by side, in witness order).
@@ -227,7 +217,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     int flexible[3] = {1, 1, 1};  // a constant or an input: read in whichever form is wanted
     uint8_t have[3] = {kMont, kMont, kMont};
     bool readable_small[3] = {false, false, false};  // an integer slot or a narrow constant
-    operands(nd, [&](uint32_t ref, int which) {
+    for_each_ref(nd, [&](uint32_t ref, int which) {
       Operand& o = ops[which];
       o.index = ref_index(ref);
       switch (ref_kind(ref)) {
@@ -337,7 +327,7 @@ Evaluator::Evaluator(Graph g) : g_(std::move(g)) {
     in.b = ops[1].packed();
     if (ar == 3) p_.thirds.push_back(ops[2].packed());  // a select's, kSelect or kSSelect
     const uint32_t here = instr_of[k];
-    operands(nd, [&](uint32_t ref, int) {
+    for_each_ref(nd, [&](uint32_t ref, int) {
       if (ref_kind(ref) != RefKind::kNode) return;
       const uint32_t src = ref_index(ref);
       if (last_use[src] == here && slot_of[src] != kNone) {

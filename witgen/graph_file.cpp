@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <filesystem>
@@ -78,6 +78,21 @@ void read_graph_head(Reader& r, Graph& g) {
       }
     if (!below) throw GraphError("constant at byte " + std::to_string(r.at() - 32) + " is not below the prime");
   }
+}
+
+std::vector<uint8_t> live_nodes(const Graph& g) {
+  const uint32_t n = uint32_t(g.nodes.size());
+  std::vector<uint8_t> live(n, 0);
+  for (uint32_t w : g.witness)
+    if (ref_kind(w) == RefKind::kNode) live[ref_index(w)] = 1;
+  for (uint32_t k = n; k-- > 0;) {  // backwards: a node's readers come after it
+    if (!has_value(g.nodes[k].op)) live[k] = 1;
+    if (live[k])
+      for_each_ref(g.nodes[k], [&](uint32_t ref, int) {
+        if (ref_kind(ref) == RefKind::kNode) live[ref_index(ref)] = 1;
+      });
+  }
+  return live;
 }
 
 Graph parse_graph(const uint8_t* data, size_t size, uint64_t max_nodes) {

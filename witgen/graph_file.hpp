@@ -35,6 +35,15 @@ struct Node {
   uint32_t a = 0, b = 0, c = 0;
 };
 
+/// f(reference, operand number) for each reference `nd` reads (kLogText's
+/// second operand is a string index, not a reference).
+template <class F>
+void for_each_ref(const Node& nd, F&& f) {
+  f(nd.a, 0);
+  if (nd.op != Op::kLogText && arity(nd.op) >= 2) f(nd.b, 1);
+  if (arity(nd.op) == 3) f(nd.c, 2);
+}
+
 /// A parsed graph, valid by construction (parse_graph's checks).
 struct Graph {
   uint32_t curve = 0;         ///< kCurveBn254 or kCurveBls12381
@@ -46,6 +55,10 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<uint32_t> witness;  ///< a reference per witness value
 };
+
+/// Which of g's nodes are live (1): those a witness value, an assert or a
+/// log reaches; the planner drops the others. One byte a node.
+std::vector<uint8_t> live_nodes(const Graph& g);
 
 /// Parses a graph as the recorder writes it (no trailer). At most
 /// `max_nodes` nodes. Throws GraphError.

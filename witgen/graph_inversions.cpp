@@ -17,16 +17,6 @@ constexpr uint32_t kNoLevel = ~uint32_t(0);
 
 bool is_log(Op op) { return op == Op::kLogText || op == Op::kLogValue; }
 
-// The references node `nd` reads, by operand number (kLogText's second
-// operand is a string index, not a reference).
-template <class F>
-void for_each_ref(const Node& nd, F&& f) {
-  const int ar = nd.op == Op::kLogText ? 1 : arity(nd.op);
-  f(nd.a, 0);
-  if (ar >= 2) f(nd.b, 1);
-  if (ar >= 3) f(nd.c, 2);
-}
-
 // The reference of constant `v` in g.consts, or kNoLevel when the graph has
 // none (the consts are the graph file's: a plan made from this graph is
 // read back beside that file, so nothing is added to them).
@@ -42,19 +32,16 @@ uint32_t find_const(const Graph& g, uint64_t v) {
 size_t share_inversions(Graph& g, uint32_t level_members) {
   const uint32_t n = uint32_t(g.nodes.size());
   if (level_members < 2) level_members = 2;
-  // Only live inversions share (what a witness value, assert or log reaches,
-  // as the planner counts it): a dead one in a block would make its divisor's
-  // cone live, and a dead x \ 0 there would fail inputs it never failed.
-  std::vector<uint8_t> live(n, 0);
-  for (uint32_t w : g.witness)
-    if (ref_kind(w) == RefKind::kNode) live[ref_index(w)] = 1;
-  for (uint32_t k = n; k-- > 0;) {
-    if (!has_value(g.nodes[k].op)) live[k] = 1;
-    if (live[k])
-      for_each_ref(g.nodes[k], [&](uint32_t ref, int) {
-        if (ref_kind(ref) == RefKind::kNode) live[ref_index(ref)] = 1;
-      });
-  }
+  // Most graphs (SHA-256, Poseidon) have no two inversions: nothing to
+  // allocate for them.
+  if (std::count_if(g.nodes.begin(), g.nodes.end(), [](const Node& nd) {
+        return nd.op == Op::kInv || nd.op == Op::kDiv;
+      }) < 2)
+    return 0;
+  // Only live inversions share (live_nodes: as the planner counts them): a
+  // dead one in a block would make its divisor's cone live, and a dead
+  // x \ 0 there would fail inputs it never failed.
+  const std::vector<uint8_t> live = live_nodes(g);
   // Depths (counted from the window's start: a value of an earlier window is
   // there already) and inversion levels, in one forward pass (nodes are
   // topological). A window closes once one of its levels holds
@@ -73,7 +60,7 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
   };
   std::vector<Window> windows;
   std::vector<uint32_t> level_count;
-  size_t saved = 0;
+  size_t saved = 0, members = 0;
   uint32_t max_depth = 0, log_depth = 0;
   auto close_window = [&](uint32_t end) {
     for (uint32_t c : level_count)
@@ -100,6 +87,7 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
     depth[k] = d;
     max_depth = std::max(max_depth, d);
     if (level[k] != kNoLevel) {
+      ++members;
       if (level_count.size() <= level[k]) level_count.resize(size_t(level[k]) + 1, 0);
       if (++level_count[level[k]] == level_members) close_window(k + 1);
     }
@@ -110,8 +98,6 @@ size_t share_inversions(Graph& g, uint32_t level_members) {
   // select and product, its level's inversion; two more once for 0 and 1): a
   // graph that could grow past kMaxRewrittenNodes is left as it was, so the
   // rewrite never multiplies a large graph's memory.
-  uint64_t members = 0;
-  for (uint32_t k = 0; k < n; ++k) members += level[k] != kNoLevel;
   if (uint64_t(n) + 8 * members + 2 > kMaxRewrittenNodes) return 0;
 
   std::vector<Node> out;
