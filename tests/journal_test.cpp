@@ -1,6 +1,6 @@
 // The journal under faults: durability across SIGKILL, a real full disk (a
-// small tmpfs), SQLite's own page cap, injected I/O errors, pruning by index,
-// and the schema additions. The WAL check at open and the acknowledged mark:
+// small tmpfs), SQLite's own page cap, injected I/O errors
+// and pruning by index. The WAL check at open and the acknowledged mark:
 // wal_check_test.cpp.
 #include <fcntl.h>
 #include <signal.h>
@@ -481,7 +481,7 @@ TEST(Journal, CorruptMainFileIsRefusedUntouched) {
   EXPECT_EQ(read_file(db), bytes);
 }
 
-// ---- pruning and the schema additions --------------------------------------
+// ---- pruning --------------------------------------
 
 TEST(Journal, PruneDeletesFinishedJobsByTheIndex) {
   TempDir dir("zkfarm-journal");
@@ -508,23 +508,7 @@ TEST(Journal, PruneDeletesFinishedJobsByTheIndex) {
   EXPECT_NE(plan.find("USING INDEX jobs_finished"), std::string::npos) << plan;
 }
 
-TEST(Journal, AJournalWithoutTheAdditionsGetsThemAtOpen) {
-  TempDir dir("zkfarm-journal");
-  const std::string db = dir / "journal.sqlite";
-  { Journal j(db); j.add_job(make_job(1)); }
-  raw_sql(db, "DROP TABLE meta");  // as a journal of the first schema 1 zkfarmd
-  raw_sql(db, "DROP INDEX jobs_finished");
-  EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'jobs_finished')"), "0");
-  {
-    Journal j(db);
-    EXPECT_TRUE(j.writable()) << j.last_error();
-    EXPECT_TRUE(j.writable());
-    EXPECT_EQ(j.load().size(), 1u);
-  }
-  EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'jobs_finished')"), "2");
-  EXPECT_EQ(raw_sql(db, "SELECT probes FROM meta"), "2");
-  EXPECT_EQ(raw_sql(db, "PRAGMA user_version"), "1");
-}
+// The schema's migrations: tests/supervisor/ledger/journal_schema_test.cpp.
 
 }  // namespace
 }  // namespace zkfarm::supervisor

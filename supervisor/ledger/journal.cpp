@@ -14,20 +14,16 @@
 
 #include "supervisor/ledger/acked_mark.hpp"
 #include "supervisor/ledger/wal_check.hpp"
+#include "supervisor/ledger/journal_schema.hpp"
 #include "sql/journal.sql.hpp"
-#include "sql/journal_additions.sql.hpp"
-#include "sql/journal_schema.sql.hpp"
 
 namespace zkfarm::supervisor {
 
 namespace {
 
-// PRAGMA application_id marks the file as ours; user_version is the schema.
-// The objects of sql/journal_additions.sql came later without a
-// new version: they are additive, and a zkfarmd of schema 1 that knows
-// neither reads and writes such a journal unchanged (a downgrade keeps working).
+// PRAGMA application_id marks the file as ours; the schema is numbered
+// migrations (journal_schema.hpp), user_version its min_reader.
 constexpr int kApplicationId = 0x7a6b6672;  // "zkfr"
-constexpr int kSchemaVersion = 1;
 
 constexpr int kBusyMs = 5000;  // another connection holding the write lock (an operator's sqlite3)
 // A TRUNCATE checkpoint waits this long for readers of an older snapshot
@@ -144,13 +140,14 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
   sqlite3_wal_hook(db_.get(), &Journal::on_wal_commit, this);
   try {
     // Read before writing anything: a file that is not ours is left untouched.
-    int64_t app = 0, version = 0, n_tables = 0;
+    int64_t app = 0, min_reader = 0, n_tables = 0;
     try {
       app = pragma_int(db_, "application_id", where);
-      version = pragma_int(db_, "user_version", where);
+      min_reader = pragma_int(db_, "user_version", where);
       Stmt tables(db_, sql::journal::count_objects, where);  // finalized before any write
       tables.step();
       n_tables = tables.i64(0);
+      schema_version_ = n_tables > 0 ? read_schema_version(where) : 0;
     } catch (const JournalError& e) {
       const int code = e.sqlite_code() & 0xff;
       const std::string what = e.what();  // "WHERE: SQLite's message (CODE)"
@@ -200,9 +197,11 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
                        std::to_string(held) + " acknowledged transactions it holds, and a new mark";
       }
     }
-    if (app == kApplicationId && version > kSchemaVersion)
-      throw JournalError(path + ": journal schema " + std::to_string(version) + " is newer than this zkfarmd's (" +
-                         std::to_string(kSchemaVersion) + ")");
+    if (app == kApplicationId) {
+      const std::string verdict =
+          schema_verdict("the journal", kJournalSchemaVersion, schema_version_, int(min_reader));
+      if (!verdict.empty()) throw JournalError(path + ": " + verdict);
+    }
     {
       Stmt mode(db_, "PRAGMA journal_mode=WAL", where);
       if (!mode.step() || mode.text(0) != "wal")
@@ -218,12 +217,10 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     // overwritten.
     db_.exec("PRAGMA journal_size_limit=0", where);
     default_max_pages_ = pragma_int(db_, "max_page_count", where);
-    if (n_tables == 0) {
+    if (n_tables == 0) {  // a new journal: every migration in one transaction, or none
       db_.exec("BEGIN IMMEDIATE", where);
-      db_.exec(sql::journal_schema::text, where);
-      db_.exec(sql::journal_additions::text, where);
       db_.exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str(), where);
-      db_.exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str(), where);
+      for (const SchemaMigration& m : journal_migrations()) apply_migration(m, where);
       db_.exec("COMMIT", where);
     }
     {
@@ -238,11 +235,6 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
                            " .recover` may salvage rows");
       }
     }
-    {
-      Stmt s(db_, sql::journal::count_additions, where);
-      s.step();
-      schema_current_ = s.i64(0) == 9;
-    }
   } catch (...) {
     // A refused journal stays as it was: the last connection's close would
     // otherwise checkpoint the WAL into the main file and delete it, folding
@@ -250,8 +242,8 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     db_.close(/*keep_wal=*/true);
     throw;
   }
-  // Clear what a killed predecessor left in the WAL and add the newer schema
-  // objects. On a full disk this fails, the journal still opens for reads, and
+  // Clear what a killed predecessor left in the WAL and run the migrations
+  // the journal lacks. On a full disk this fails, the journal still opens for reads, and
   // the next write tries again (prepare_write).
   try {
     prepare_write(where);
@@ -311,17 +303,40 @@ void Journal::prepare_write(const std::string& where) {
     truncate_wal(kTruncateBusyMs, where);
     wal_dirty_ = false;
   }
-  if (!schema_current_) {
+  for (const SchemaMigration& m : journal_migrations()) {
+    if (m.version <= schema_version_) continue;
     try {
       db_.exec("BEGIN IMMEDIATE", where);
-      db_.exec(sql::journal_additions::text, where);
+      apply_migration(m, where);
       db_.exec("COMMIT", where);
     } catch (...) {
+      schema_version_ = m.version - 1;  // the rolled-back one runs again at the next write
       after_failed_write();
       throw;
     }
-    schema_current_ = true;
   }
+}
+
+// The last migration applied: schema_migrations' newest row, or 1 for a
+// journal of zkfarmd before numbered migrations (no such table).
+int Journal::read_schema_version(const std::string& where) {
+  Stmt has(db_, sql::journal::has_schema_migrations, where);
+  has.step();
+  if (has.i64(0) == 0) return 1;
+  Stmt v(db_, sql::journal::schema_version, where);
+  return v.step() ? int(v.i64(0)) : 1;
+}
+
+// Migration m's SQL, its row in schema_migrations and its min_reader in
+// user_version, inside the caller's transaction.
+void Journal::apply_migration(const SchemaMigration& m, const std::string& where) {
+  db_.exec(m.sql, where);
+  db_.exec(sql::journal::create_schema_migrations, where);
+  Stmt rec(db_, sql::journal::record_migration, where);
+  rec.bind(1, int64_t(m.version)).bind(2, int64_t(m.min_reader)).bind(3, int64_t(::time(nullptr)) * 1000);
+  rec.run();
+  db_.exec(("PRAGMA user_version=" + std::to_string(m.min_reader)).c_str(), where);
+  schema_version_ = m.version;
 }
 
 void Journal::after_failed_write() {

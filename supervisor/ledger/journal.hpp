@@ -25,6 +25,7 @@
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/ledger/journal_error.hpp"
 #include "supervisor/ledger/ledger.hpp"
+#include "supervisor/ledger/schema_migrations.hpp"
 #include "sqlite/db.hpp"
 
 
@@ -168,6 +169,8 @@ class Journal : public Ledger {
   std::string write_mark(uint64_t seq, bool sync = true);
   void statement(const char* op, const std::function<void(const std::string& where)>& body);
   void prepare_write(const std::string& where);
+  int read_schema_version(const std::string& where);
+  void apply_migration(const SchemaMigration& m, const std::string& where);
   void after_failed_write();
   void after_commit();
   void truncate_wal(int busy_ms, const std::string& where);
@@ -176,7 +179,7 @@ class Journal : public Ledger {
   std::string path_;
   sqlite::Db db_;
   bool wal_dirty_ = true;        ///< the WAL may hold bytes past its last commit: truncate before writing
-  bool schema_current_ = false;  ///< the meta table and the jobs_finished index exist
+  int schema_version_ = 0;       ///< the last migration applied (journal_schema.hpp)
   int wal_frames_ = 0;           ///< frames in the WAL after the last commit (SQLite's WAL hook)
   int checkpoint_at_ = 1000;     ///< wal_frames_ at which a commit is followed by a TRUNCATE checkpoint
   int64_t default_max_pages_ = 0;  ///< PRAGMA max_page_count at open (set_max_pages(0) restores it)

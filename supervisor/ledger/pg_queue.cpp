@@ -68,9 +68,9 @@ void PgQueue::open() {
       return r.rows() ? std::stoi(r.text(0, 0)) : 0;
     };
     const int version = meta("schema_version"), min_reader = meta("min_reader_version");
-    const std::string verdict = pg_schema_verdict(kPgSchemaVersion, version, min_reader);
+    const std::string verdict = schema_verdict("the queue", kPgSchemaVersion, version, min_reader);
     if (!verdict.empty()) throw JournalError(safe_url_ + ": " + verdict);
-    for (const PgMigration& m : pg_migrations()) {
+    for (const SchemaMigration& m : pg_migrations()) {
       if (m.version <= version) continue;
       exec("schema", "BEGIN");
       try {

@@ -1,7 +1,7 @@
 -- The SQLite journal's statements (journal.hpp), one place to read them:
 -- each `-- name: X` becomes zkfarm::sql::journal::X (cmake/embed_sql.cmake).
 -- ?n are bound in the C++ in the order the comment names them. The tables:
--- journal_schema.sql and journal_additions.sql.
+-- the numbered migrations journal_migration_N.sql (journal_schema.hpp).
 
 -- name: count_objects
 -- Tables and indexes: none in a new file.
@@ -15,11 +15,26 @@ SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'acknowledged
 -- The acknowledged transactions the journal holds (acked_mark.hpp).
 SELECT seq FROM acknowledged WHERE id = 1
 
--- name: count_additions
--- The objects of journal_additions.sql present: 9 when the schema is current.
-SELECT count(*)
-FROM sqlite_master
-WHERE (type = 'table' AND name IN ('meta', 'job_meta', 'job_inputs', 'partition_inputs', 'circuits', 'acknowledged', 'generator_inputs', 'generator_graphs')) OR (type = 'index' AND name = 'jobs_finished')
+-- name: has_schema_migrations
+-- Whether the journal records its migrations (one of zkfarmd before numbered
+-- migrations does not: it is at version 1).
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'
+
+-- name: schema_version
+-- The last migration applied.
+SELECT coalesce(max(version), 1) FROM schema_migrations
+
+-- name: create_schema_migrations
+-- The record of migrations applied, made by the first one a journal runs.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+  version INTEGER PRIMARY KEY,
+  min_reader INTEGER NOT NULL,
+  applied_ms INTEGER NOT NULL
+)
+
+-- name: record_migration
+-- ?1 version, ?2 min_reader, ?3 applied_ms (wall clock: for the operator only).
+INSERT OR REPLACE INTO schema_migrations (version, min_reader, applied_ms) VALUES (?1, ?2, ?3)
 
 -- name: bump_acknowledged
 -- One more transaction whose success a client hears of.

@@ -1,7 +1,7 @@
--- What came after schema 1 without a new version: additive, so a zkfarmd
--- of schema 1 that knows none of it reads and writes such a journal
--- unchanged (a downgrade keeps working). Run at every open (IF NOT EXISTS)
--- until every object is there.
+-- Journal migration 2, additive (min_reader 1): what zkfarmd of schema 1
+-- added at every open before migrations were numbered, so each object may
+-- already be there (IF NOT EXISTS, INSERT OR IGNORE). A zkfarmd of schema 1
+-- that knows none of it reads and writes such a journal unchanged.
 -- meta: one row whose counter writable() bumps (a real write that touches no
 -- job). jobs_finished: prune's range scan, so an hourly prune with nothing
 -- due reads a few index pages instead of every job. job_meta: who submitted a

@@ -1,5 +1,6 @@
--- The journal's schema 1 (PRAGMA user_version), made in one transaction
--- with journal_additions.sql when the file is new.
+-- Journal migration 1: the first schema (jobs, partitions, proofs, …).
+-- A new journal runs every migration in one transaction (journal_schema.cpp);
+-- schema_migrations records each one applied.
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   priority INTEGER NOT NULL,
