@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/errors.hpp"
 #include "groth16/r1cs.hpp"
 
@@ -135,8 +136,8 @@ Circuit<C> circuit_from_r1cs(const R1cs& r1cs) {
                        "'s: make the key with --curve " + curve_name(k->id) + " (or compile the circuit with circom -p " +
                        C::kName + ")");
     throw InputError(r1cs.path + ": the circuit's prime (" + std::to_string(r1cs.n8) +
-                     " bytes) is none of bn128's or bls12381's scalar fields: compile it with circom -p " + C::kName +
-                     " (--curve bn128|bls12381 picks the key's curve)");
+                     " bytes) is none of these curves' scalar fields: " + curve_names(Curves{}) +
+                     "; compile it with circom -p " + C::kName + " (--curve picks the key's curve)");
   }
   Circuit<C> c;
   c.n_public = r1cs.n_pub_out + r1cs.n_pub_in;
@@ -171,8 +172,7 @@ Circuit<C> circuit_from_r1cs(const std::string& path) {
   template Circuit<C> make_circuit<C>(uint32_t, uint32_t, uint64_t);                            \
   template Circuit<C> circuit_from_r1cs<C>(const R1cs&);                                        \
   template Circuit<C> circuit_from_r1cs<C>(const std::string&);
-ZKFARM_TESTKEY_CIRCUIT(Bn254)
-ZKFARM_TESTKEY_CIRCUIT(bls12_381::Curve)
+ZKFARM_FOR_EACH_CURVE(ZKFARM_TESTKEY_CIRCUIT)
 #undef ZKFARM_TESTKEY_CIRCUIT
 
 }  // namespace zkfarm::testkey

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "groth16/binwriter.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/ntt.hpp"
 #include "groth16/proof_json.hpp"
 #include "groth16/roots.hpp"
@@ -259,8 +260,7 @@ void write_zkey(const Circuit<C>& c, const ToxicWaste<C>& tw, const std::string&
   template void write_wtns<C>(const std::vector<C::Fr>&, const std::string&);                               \
   template void write_zkey<C>(const Circuit<C>&, const ToxicWaste<C>&, const std::string&, const std::string&, \
                               ThreadPool&);
-ZKFARM_TESTKEY_SETUP(Bn254)
-ZKFARM_TESTKEY_SETUP(bls12_381::Curve)
+ZKFARM_FOR_EACH_CURVE(ZKFARM_TESTKEY_SETUP)
 #undef ZKFARM_TESTKEY_SETUP
 
 }  // namespace zkfarm::testkey

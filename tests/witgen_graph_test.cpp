@@ -9,6 +9,7 @@
 #include <random>
 
 #include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "witgen/graph_eval.hpp"
 #include "witgen/graph_file.hpp"
 #include "witgen/graph_format.hpp"
@@ -41,6 +42,32 @@ std::vector<uint8_t> sample_graph() {
   g.node(Op::kLogValue, k(0), in(0));      // 5: x
   for (uint32_t w : {k(0), n(0), n(3), in(0), n(0)}) g.u32(w);
   return g.b;
+}
+
+// A graph's curve number is its CurveId + 1 for every curve of the groth16
+// list, and a number of none is refused at parse, naming it: never read as
+// BN254 (issue 48: one table per closed set).
+TEST(WitnessGraph, CurveNumbersComeFromTheCurveListAndAnUnknownOneIsRefused) {
+  for_each_curve([]<class C>(std::type_identity<C>) {
+    const uint32_t number = graph_curve_number(C::kId);
+    ASSERT_EQ(graph_curve_id(number), C::kId);
+    EXPECT_STREQ(curve_name(number), C::kName);
+    EXPECT_EQ(std::memcmp(curve_modulus(number), C::Fr::Params::kModulus, 32), 0);
+  });
+  for (uint32_t none : {0u, uint32_t(Curves::kSize) + 1, 0xffffffffu}) {
+    EXPECT_FALSE(graph_curve_id(none).has_value());
+    EXPECT_EQ(curve_modulus(none), nullptr);
+    EXPECT_STREQ(curve_name(none), "unknown");
+    GraphBytes g;
+    g.two_input_header(1);
+    std::memcpy(g.b.data() + 12, &none, 4);  // the curve, after the magic and the version
+    try {
+      parse_graph(g.b.data(), g.b.size(), 1 << 20);
+      ADD_FAILURE() << "curve " << none << " parsed";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("unknown curve " + std::to_string(none)), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(WitnessGraph, EvaluatesABatchWithAFailedAssertFailingOnlyItsInput) {

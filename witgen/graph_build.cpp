@@ -12,8 +12,7 @@
 #include <random>
 #include <sstream>
 
-#include "groth16/bls12_381.hpp"
-#include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "files/safe_write.hpp"
 #include "witgen/generator_run.hpp"
 #include "witgen/graph_eval.hpp"
@@ -150,9 +149,12 @@ std::string check_test_input(const std::string& exe, const GeneratorInfo& info, 
 }
 
 uint32_t graph_curve_of(const std::string& prime) {
-  for (uint32_t curve : {graph::kCurveBn254, graph::kCurveBls12381})
-    if (prime == to_decimal(graph::curve_prime_le(curve))) return curve;
-  return 0;
+  uint32_t found = 0;
+  for_each_curve([&]<class C>(std::type_identity<C>) {
+    const uint32_t curve = graph::graph_curve_number(C::kId);
+    if (prime == to_decimal(graph::curve_prime_le(curve))) found = curve;
+  });
+  return found;
 }
 
 GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir, const BuildOptions& opt) {

@@ -6,8 +6,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "groth16/bls12_381.hpp"
-#include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "groth16/mont_mul_lanes.hpp"
 #include "witgen/graph_format.hpp"
 #include "witgen/graph_inversions.hpp"
@@ -881,9 +880,14 @@ void Evaluator::evaluate(const std::vector<const std::vector<U256>*>& inputs, co
   // One input gets its own instantiation: its fast path in the batch's loop
   // made GCC compile batches of 64 half as fast (SHA-256 35 blocks 28 → 44–49 ms a witness).
   const bool one = inputs.size() == 1;
-  if (g_.curve == kCurveBls12381) one ? run<Fp<bls12_381::FrParams>, true>(inputs, out, outcomes)
-                                      : run<Fp<bls12_381::FrParams>, false>(inputs, out, outcomes);
-  else one ? run<Fp<FrParams>, true>(inputs, out, outcomes) : run<Fp<FrParams>, false>(inputs, out, outcomes);
+  // The graph's curve was checked at load (read_graph_head); a number of no
+  // curve here is a bug, refused rather than evaluated over another field.
+  const std::optional<CurveId> id = graph_curve_id(g_.curve);
+  if (!id) throw GraphError("a graph of unknown curve " + std::to_string(g_.curve) + " reached the evaluator");
+  with_curve(*id, [&]<class C>(std::type_identity<C>) {
+    using F = typename C::Fr;
+    one ? run<F, true>(inputs, out, outcomes) : run<F, false>(inputs, out, outcomes);
+  });
 }
 
 }  // namespace zkfarm::witgen::graph

@@ -15,18 +15,25 @@
 #include "files/safe_write.hpp"
 #include "files/sha256.hpp"
 #include "files/unique_fd.hpp"
-#include "groth16/bls12_381.hpp"
-#include "groth16/bn254.hpp"
+#include "groth16/curve_list.hpp"
 #include "witgen/graph_format.hpp"
 #include "witgen/graph_reader.hpp"
 
 namespace zkfarm::witgen::graph {
 
 
+std::optional<CurveId> graph_curve_id(uint32_t curve) {
+  std::optional<CurveId> id;
+  for_each_curve([&]<class C>(std::type_identity<C>) {
+    if (graph_curve_number(C::kId) == curve) id = C::kId;
+  });
+  return id;
+}
+
 const uint64_t* curve_modulus(uint32_t curve) {
-  if (curve == kCurveBn254) return FrParams::kModulus;
-  if (curve == kCurveBls12381) return bls12_381::FrParams::kModulus;
-  return nullptr;
+  const std::optional<CurveId> id = graph_curve_id(curve);
+  if (!id) return nullptr;
+  return with_curve(*id, []<class C>(std::type_identity<C>) -> const uint64_t* { return C::Fr::Params::kModulus; });
 }
 
 std::vector<uint8_t> curve_prime_le(uint32_t curve) {
@@ -38,7 +45,8 @@ std::vector<uint8_t> curve_prime_le(uint32_t curve) {
 }
 
 const char* curve_name(uint32_t curve) {
-  return curve == kCurveBn254 ? "bn128" : curve == kCurveBls12381 ? "bls12381" : "unknown";
+  const std::optional<CurveId> id = graph_curve_id(curve);
+  return id ? zkfarm::curve_name(*id) : "unknown";
 }
 
 void read_graph_head(Reader& r, Graph& g) {

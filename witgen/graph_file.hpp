@@ -6,10 +6,12 @@
 // bounds. Graph files zkfarm keeps end in the SHA-256 of their content (64
 // hex digits).
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "groth16/curve_id.hpp"
 #include "groth16/field.hpp"
 #include "witgen/graph_ops.hpp"
 
@@ -80,6 +82,10 @@ Graph read_graph_file(const std::string& path, uint64_t max_nodes, const std::st
 /// The SHA-256 (64 hex digits) a graph file carries, checked against its
 /// content (not parsed). Throws GraphError naming the file.
 std::string graph_file_sha256(const std::string& path);
+
+/// The curve of a graph file's curve number (graph_curve_number), or none
+/// when no curve of the groth16 curve list has that number.
+std::optional<CurveId> graph_curve_id(uint32_t curve);
 
 /// The scalar field's prime of a graph curve (kCurveBn254, kCurveBls12381) as
 /// 4 little-endian limbs, and as the 32 little-endian bytes a .wtns header and

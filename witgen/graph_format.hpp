@@ -23,12 +23,19 @@
 // a string index instead.
 #include <cstdint>
 
+#include "groth16/curve_id.hpp"
+
 namespace zkfarm::witgen::graph {
 
 inline constexpr char kMagic[8] = {'Z', 'K', 'W', 'G', 'R', 'A', 'P', 'H'};
 inline constexpr uint32_t kVersion = 1;
-inline constexpr uint32_t kCurveBn254 = 1;
-inline constexpr uint32_t kCurveBls12381 = 2;
+/// The file's number for a curve: its CurveId + 1 (0 names none). Code
+/// that handles a curve goes through graph_curve_id (graph_file.hpp) and the
+/// groth16 curve list, never through these numbers one by one.
+constexpr uint32_t graph_curve_number(CurveId c) { return uint32_t(c) + 1; }
+inline constexpr uint32_t kCurveBn254 = graph_curve_number(CurveId::bn254);
+inline constexpr uint32_t kCurveBls12381 = graph_curve_number(CurveId::bls12_381);
+static_assert(kCurveBn254 == 1 && kCurveBls12381 == 2, "graph files written so far hold these numbers");
 inline constexpr uint32_t kMaxString = 4096;
 
 /// What a reference names (its top two bits).

@@ -39,8 +39,10 @@
 #include "fr.hpp"
 #if ZKG_CURVE == 2
 #include "groth16/bls12_381.hpp"
-#else
+#elif ZKG_CURVE == 1
 #include "groth16/bn254.hpp"
+#else
+#error "ZKG_CURVE must be a graph curve number (witgen/graph_format.hpp): 1 BN254, 2 BLS12-381"
 #endif
 #include "witgen/graph_format.hpp"
 #include "witgen/graph_hooks.hpp"
@@ -59,7 +61,7 @@ namespace g = zkfarm::witgen::graph;
 #if ZKG_CURVE == 2
 using F = zkfarm::bls12_381::Fr;
 static constexpr uint32_t kCurve = g::kCurveBls12381;
-#else
+#elif ZKG_CURVE == 1
 using F = zkfarm::Fr;
 static constexpr uint32_t kCurve = g::kCurveBn254;
 #endif
