@@ -101,10 +101,10 @@ std::string Supervisor::render_metrics() const {
   out += metrics_.proving.render("zkfarm_proving_seconds", "Time a partition spent in the prove step.");
 
   std::map<std::pair<std::string, std::string>, uint64_t> states;
-  for (WorkerKind k : {WorkerKind::kSynth, WorkerKind::kGpu})
+  for (const WorkerKindInfo& k : kWorkerKinds)
     for (WorkerState st : {WorkerState::kStarting, WorkerState::kIdle, WorkerState::kBusy, WorkerState::kStopping,
                            WorkerState::kReleasing, WorkerState::kExited, WorkerState::kFailed})
-      states[{worker_kind_name(k), worker_state_name(st)}] = 0;
+      states[{k.name, worker_state_name(st)}] = 0;
   std::vector<Sample> release, info;
   for (const auto& [id, w] : workers_->all()) {
     ++states[{worker_kind_name(w.kind), worker_state_name(w.state)}];
@@ -113,7 +113,7 @@ std::string Supervisor::render_metrics() const {
                         (w.pid > 0 ? std::to_string(w.pid) : std::string()) + "\",version=\"" + escape_label(w.version) +
                         "\",binary=\"" + escape_label(w.binary) + "\"",
                     1});
-    if (w.kind == WorkerKind::kGpu)
+    if (kind_info(w.kind).holds_device)
       release.push_back({"worker=\"" + escape_label(id) + "\"",
                          w.release_wait ? double(w.release_wait->elapsed().count()) / 1000.0 : 0.0});
   }

@@ -174,9 +174,9 @@ void ClusterMirror::tick() {
 
   // claim: while there is room for more, this host asks for work. Room: every
   // synthesis worker busy and one more queued each, every GPU worker's queue.
-  size_t synth = 0, gpu = 0;
-  for (const auto& [id, w] : workers_.all()) (w.kind == WorkerKind::kSynth ? synth : gpu) += 1;
-  const size_t target = 2 * synth + gpu * cfg_.gpu_queue_depth;
+  PerKind<size_t> count{};
+  for (const auto& [id, w] : workers_.all()) ++count[size_t(w.kind)];
+  const size_t target = 2 * count[size_t(WorkerKind::kSynth)] + count[size_t(WorkerKind::kGpu)] * cfg_.gpu_queue_depth;
   const size_t held = jobs_.leases().size() + claim_.preparing;
   const bool may_claim = feed_.synced && reach_.reachable && !lifecycle_.stopping() && !lifecycle_.draining() && journal_.intake_fault().empty() &&
                          now >= claim_.paused_until_ms && workers_.ready() > 0;

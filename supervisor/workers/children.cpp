@@ -18,8 +18,6 @@ namespace zkfarm::supervisor {
 
 namespace bp = boost::process;
 
-const char* worker_kind_name(WorkerKind k) { return k == WorkerKind::kSynth ? "synth" : "gpu"; }
-
 const char* worker_state_name(WorkerState s) {
   switch (s) {
     case WorkerState::kStarting: return "starting";
@@ -34,24 +32,16 @@ const char* worker_state_name(WorkerState s) {
 }
 
 SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, int arena_fd) {
-  const bool synth = w.kind == WorkerKind::kSynth;
+  const WorkerKindInfo& kind = kind_info(w.kind);
   if (arena_fd < 0) throw std::runtime_error("cannot start " + w.binary + ": no arena descriptor to pass");
   const std::string arena = "fd:" + std::to_string(shm::kArenaChildFd);
   std::vector<std::string> args = {"--endpoint", endpoint, "--arena", arena, "--id", w.id,
                                    "--heartbeat-ms", std::to_string(cfg.heartbeat_ms),
                                    "--heartbeat-timeout-ms", std::to_string(cfg.heartbeat_timeout_ms)};
-  if (synth) {
-    args.insert(args.end(), {"--threads", std::to_string(cfg.synth_threads)});
-  } else {
-    args.insert(args.end(), {"--threads", std::to_string(cfg.gpu_threads), "--backend",
-                             w.device.empty() && cfg.backend == "auto" ? "cpu" : cfg.backend,
-                             "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent), "--msm-copies",
-                             std::to_string(cfg.gpu_msm_copies)});
-    // Only when asked for: a worker binary from before lanes still starts.
-    if (cfg.gpu_lanes > 1) args.insert(args.end(), {"--lanes", std::to_string(cfg.gpu_lanes)});
-  }
+  const std::vector<std::string> own = kind.options(cfg, w.device);
+  args.insert(args.end(), own.begin(), own.end());
   bp::environment env = boost::this_process::environment();
-  if (!synth && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;
+  if (kind.holds_device && !w.device.empty()) env["CUDA_VISIBLE_DEVICES"] = w.device;
   // The worker's stdout and stderr go to a pipe the loop reads (worker_output.hpp).
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));

@@ -12,14 +12,12 @@
 #include "supervisor/config.hpp"
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/workers/release.hpp"
+#include "supervisor/workers/worker_kinds.hpp"
 #include "supervisor/workers/worker_output.hpp"
 
 #include <memory>
 
 namespace zkfarm::supervisor {
-
-enum class WorkerKind { kSynth, kGpu };
-const char* worker_kind_name(WorkerKind k);
 
 /// starting: spawned, no READY yet; idle/busy: READY, without/with partitions;
 /// stopping: asked to exit (SHUTDOWN sent); releasing: reaped, waiting until its

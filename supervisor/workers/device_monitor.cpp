@@ -10,7 +10,7 @@ void DeviceMonitor::sample(int64_t now, const WorkerTable& workers) {
   if (now < next_sample_ms_) return;
   next_sample_ms_ = now + 5000;
   for (const auto& [id, w] : workers.all()) {
-    if (w.kind != WorkerKind::kGpu || w.device.empty()) continue;
+    if (!kind_info(w.kind).holds_device || w.device.empty()) continue;
     if (auto u = check_->usage(w.device)) usage_[w.device] = *u;
     else usage_.erase(w.device);
   }

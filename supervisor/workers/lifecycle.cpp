@@ -73,11 +73,11 @@ bool Lifecycle::advance_stop(int64_t now) {
 }
 
 
-void Lifecycle::start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
-                               const std::optional<std::string>& gpu_binary, const std::string& what) {
+void Lifecycle::start_rolling(const std::vector<std::string>& ids, const PerKind<std::optional<std::string>>& binaries,
+                              const std::string& what) {
   for (const auto& id : ids) {
     Worker& w = *workers_.find(id);
-    const auto& fresh = w.kind == WorkerKind::kSynth ? synth_binary : gpu_binary;
+    const std::optional<std::string>& fresh = binaries[size_t(w.kind)];
     rolling_.push_back({id, fresh.value_or(w.binary), w.binary});
   }
   rolling_op_ = RollingOp{rolling_op_.id + 1, what, "running", "", ids.size(), 0, wall_ms(), 0};
@@ -215,7 +215,7 @@ json Lifecycle::roll(const protocol::Rolling& req) {
   if (rolling_current_ || !rolling_.empty())
     return {{"ok", false}, {"error", "a rolling " + rolling_op_.what + " is in progress (see status)"}};
   std::vector<std::string> ids;
-  std::optional<std::string> synth_bin, gpu_bin;
+  PerKind<std::optional<std::string>> binaries;  // upgrade: each kind's new executable, if any
   if (type == "restart") {
     const std::string& target = req.target;
     for (const auto& [id, w] : workers_.all()) {
@@ -223,9 +223,12 @@ json Lifecycle::roll(const protocol::Rolling& req) {
     }
     if (ids.empty()) return {{"ok", false}, {"error", "no worker '" + target + "' (a worker id, synth, gpu or all)"}};
   } else {
-    synth_bin = req.synth;
-    gpu_bin = req.gpu;
-    if (!synth_bin && !gpu_bin) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
+    bool any = false;
+    for (const WorkerKindInfo& k : kWorkerKinds) {
+      binaries[size_t(k.kind)] = req.*k.upgrade_binary;
+      any = any || binaries[size_t(k.kind)].has_value();
+    }
+    if (!any) return {{"ok", false}, {"error", "upgrade needs --synth PATH and/or --gpu PATH"}};
     // Only programs inside the configured upgrade_dir (an operator's choice
     // in the config file, not a request's: any root-owned program, such as
     // /usr/bin/env, would otherwise run as a worker) that nobody but root
@@ -236,23 +239,23 @@ json Lifecycle::roll(const protocol::Rolling& req) {
               {"error", "refused: upgrades are off: set upgrade_dir in zkfarmd's configuration to the folder new "
                         "builds are installed under (e.g. /opt/zkfarm); zkfarmd then runs only binaries inside it "
                         "(docs/configuration.md)"}};
-    for (auto* p : {&synth_bin, &gpu_bin}) {
-      if (!*p) continue;
+    for (std::optional<std::string>& p : binaries) {
+      if (!p) continue;
       try {
-        **p = trusted_binary(**p);
-        if (!inside_folder(**p, cfg_.upgrade_dir))
+        *p = trusted_binary(*p);
+        if (!inside_folder(*p, cfg_.upgrade_dir))
           return {{"ok", false},
-                  {"error", "refused: " + **p + " is not inside upgrade_dir (" + cfg_.upgrade_dir +
+                  {"error", "refused: " + *p + " is not inside upgrade_dir (" + cfg_.upgrade_dir +
                                 "): zkfarmd runs new worker binaries only from there"}};
       } catch (const std::exception& e) {
         return {{"ok", false}, {"error", std::string("refused: ") + e.what()}};
       }
     }
     for (const auto& [id, w] : workers_.all()) {
-      if ((w.kind == WorkerKind::kSynth && synth_bin) || (w.kind == WorkerKind::kGpu && gpu_bin)) ids.push_back(id);
+      if (binaries[size_t(w.kind)]) ids.push_back(id);
     }
   }
-  start_rolling(ids, synth_bin, gpu_bin, type);
+  start_rolling(ids, binaries, type);
   return {{"ok", true}, {"workers", ids}, {"rolling_id", rolling_op_.id}};
 }
 

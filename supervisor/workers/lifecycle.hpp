@@ -110,8 +110,9 @@ class Lifecycle {
     std::string old_binary;  ///< to fall back to when the new one fails READY
     bool started = false;    ///< the (new) binary was started for this step
   };
-  void start_rolling(const std::vector<std::string>& ids, const std::optional<std::string>& synth_binary,
-                     const std::optional<std::string>& gpu_binary, const std::string& what);
+  /// Queues `ids` for replacement, each with its kind's binary of `binaries` (none: its own).
+  void start_rolling(const std::vector<std::string>& ids, const PerKind<std::optional<std::string>>& binaries,
+                     const std::string& what);
   /// Ends the rolling operation in progress with `error` ("" = done).
   void end_rolling(const std::string& error);
 

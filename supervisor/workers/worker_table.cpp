@@ -37,7 +37,7 @@ WorkerTable::WorkerTable(const Config& cfg, std::shared_ptr<spdlog::logger> log,
   }
   for (auto& [id, w] : workers_) {
     w.backoff_ms = cfg_.restart_backoff_ms;
-    w.binary = w.kind == WorkerKind::kSynth ? cfg_.synth_binary : cfg_.gpu_binary;
+    w.binary = cfg_.*kind_info(w.kind).binary;
   }
 }
 
@@ -60,7 +60,7 @@ size_t WorkerTable::failed() const {
 
 void WorkerTable::start(Worker& w, int64_t now) {
   try {
-    if (w.kind == WorkerKind::kGpu) release_.baseline(w.device);
+    if (kind_info(w.kind).holds_device) release_.baseline(w.device);
     SpawnedWorker spawned = spawn_worker(cfg_, w, endpoint_, arena_fd_);
     w.pid = spawned.pid;
     w.output = std::make_shared<WorkerOutput>(std::move(spawned.output));
@@ -176,7 +176,7 @@ void WorkerTable::after_exit(Worker& w, bool crashed, const std::string& why, bo
     log_->info("worker {}: exited ({})", w.id, why);
   }
   w.kill_sent = false;
-  if (w.kind == WorkerKind::kGpu && old_pid > 0) {
+  if (kind_info(w.kind).holds_device && old_pid > 0) {
     const WorkerState after = w.state;  // exited or failed once released
     w.state = WorkerState::kReleasing;
     w.release_wait = std::make_shared<ReleaseWait>(release_, old_pid, w.device,
