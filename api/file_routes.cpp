@@ -14,6 +14,7 @@
 #include "api/call.hpp"
 #include "api/service.hpp"
 #include "supervisor/clock.hpp"
+#include "protocol/control_verbs.hpp"
 
 namespace zkfarm::api {
 
@@ -131,7 +132,7 @@ Response Service::circuit_create(Call& c, const Request& req) {
     add.submitter = c.who.tenant;  // zkfarmd's build slot is per tenant, not per zkfarm-api
     // zkfarm-api is an admin to zkfarmd: a name a local user holds would be
     // replaced, so such a name is refused here instead.
-    for (const auto& fc : farm_.call(protocol::make("circuit_list")).value("circuits", json::array()))
+    for (const auto& fc : farm_.call(protocol::make(protocol::Verb::kCircuitList)).value("circuits", json::array()))
       if (fc.value("name", "") == row.farm_name && fc.value("owner_uid", uint64_t(::getuid())) != uint64_t(::getuid()))
         throw ApiError{409, "conflict", "circuit '" + name + "': the farm has another owner's circuit of that name"};
     json reply;

@@ -411,9 +411,9 @@ Response Service::run(Call& c, Request& req) {
     case Route::kJobResults: return job_results(c, req.head);
     case Route::kJobFile: return job_file(c);
     case Route::kJobCancel: return job_cancel(c);
-    case Route::kFarmStatus: return farm_request(c, "status");
-    case Route::kFarmDrain: return farm_request(c, "drain");
-    case Route::kFarmResume: return farm_request(c, "resume");
+    case Route::kFarmStatus: return farm_request(c, protocol::Verb::kStatus);
+    case Route::kFarmDrain: return farm_request(c, protocol::Verb::kDrain);
+    case Route::kFarmResume: return farm_request(c, protocol::Verb::kResume);
   }
   return error_reply(404, "not_found", "no such path");
 }
@@ -430,16 +430,17 @@ Response Service::whoami(Call& c) {
 
 // The operator role's farm routes. The status leaves out the job list and
 // paths: they are every tenant's, and the state dir's.
-Response Service::farm_request(Call& c, const char* type) {
+Response Service::farm_request(Call& c, protocol::Verb verb) {
+  const char* type = protocol::verb_info(verb).type;
   json reply;
   try {
-    reply = farm_.call(protocol::make(type));
+    reply = farm_.call(protocol::make(verb));
   } catch (const FarmRefused& e) {
     return error_reply(409, "refused", tenant_text(e.what()));
   }
-  if (opts_.log && std::string(type) != "status")
+  if (opts_.log && verb != protocol::Verb::kStatus)
     opts_.log(std::string("farm ") + type + " by tenant " + c.who.tenant + " (token " + c.who.token_id + ")");
-  if (std::string(type) != "status") return json_reply(200, {{"ok", true}});
+  if (verb != protocol::Verb::kStatus) return json_reply(200, {{"ok", true}});
   json st = reply.value("status", json::object());
   for (const char* k : {"jobs", "state_dir", "arena"}) st.erase(k);
   if (st.contains("workers") && st["workers"].is_array())

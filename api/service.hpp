@@ -22,6 +22,7 @@
 #include "api/farm_link.hpp"
 #include "api/http_server.hpp"
 #include "api/store.hpp"
+#include "protocol/control_verbs.hpp"
 #include "protocol/messages.hpp"
 #include "supervisor/check_pool.hpp"
 
@@ -79,7 +80,7 @@ class Service : public Handler {
   Response run(Call& call, Request& req);
   // Routes (job_routes.cpp, file_routes.cpp, service.cpp).
   Response whoami(Call& c);
-  Response farm_request(Call& c, const char* type);
+  Response farm_request(Call& c, protocol::Verb verb);
   Response upload_create(Call& c, Request& req);
   Response upload_list(Call& c);
   Response upload_get(Call& c);

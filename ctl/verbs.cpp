@@ -21,6 +21,7 @@
 #include "ctl/suggest.hpp"
 #include "files/file_error.hpp"
 #include "files/safe_write.hpp"
+#include "protocol/control_verbs.hpp"
 
 namespace zkfarm::ctl {
 
@@ -114,7 +115,7 @@ int run_submit(Caller& client, const SubmitOptions& opt) {
 }
 
 int run_status(Caller& client, bool json, const std::string& worker, size_t log_lines) {
-  Message reply = client.call(protocol::make("status"));
+  Message reply = client.call(protocol::make(protocol::Verb::kStatus));
   const Message& status = reply_field(reply, "status", Message::value_t::object, "an object");
   if (worker.empty()) {
     std::cout << (json ? to_json_text(status) + "\n" : format_status(status));
@@ -155,7 +156,7 @@ int run_status(Caller& client, bool json, const std::string& worker, size_t log_
 }
 
 int run_logs(Caller& client, long lines, bool follow_it) {
-  Message reply = client.call(protocol::make("status"));
+  Message reply = client.call(protocol::make(protocol::Verb::kStatus));
   const Message& status = reply_field(reply, "status", Message::value_t::object, "an object");
   const std::string log = protocol::find_str(status, "log_file").value_or("");
   if (log.empty()) throw CtlError(kExitFailed, "this zkfarmd names no log file in its status (log_file)");
@@ -235,7 +236,7 @@ int run_cancel(Caller& client, uint64_t job) {
 }
 
 int run_resume(Client& client) {
-  client.call(protocol::make("resume"));
+  client.call(protocol::make(protocol::Verb::kResume));
   std::cout << "zkfarmd at " << client.state_dir() << " takes partitions again\n";
   return kExitOk;
 }
@@ -244,7 +245,7 @@ int run_kill(Client& client, const std::string& worker) {
   if (worker.empty()) {
     // The old spelling of `stop --now`, kept so that scripts go on working.
     note("`kill` without a worker is `stop --now` (kill WORKER kills one worker)");
-    client.call(protocol::make("kill"));
+    client.call(protocol::make(protocol::Verb::kKill));
     std::cout << "zkfarmd at " << client.state_dir() << " is stopping now (workers killed)\n";
     return kExitOk;
   }
@@ -274,7 +275,7 @@ int run_circuit_add(Caller& client, const CircuitAddOptions& opt) {
 }
 
 int run_circuit_list(Caller& client, bool json) {
-  Message reply = client.call(protocol::make("circuit_list"));
+  Message reply = client.call(protocol::make(protocol::Verb::kCircuitList));
   const Message& list = reply_field(reply, "circuits", Message::value_t::array, "a list");
   if (json) {
     std::cout << to_json_text(list) << "\n";

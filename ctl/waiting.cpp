@@ -17,6 +17,7 @@
 #include "ctl/render.hpp"
 #include "ctl/results.hpp"
 #include "ctl/verbs.hpp"
+#include "protocol/control_verbs.hpp"
 
 namespace zkfarm::ctl {
 
@@ -61,7 +62,7 @@ const Message& object_field(const Message& m, const char* key) {
 /// beside a held call, or a poll that must survive zkfarmd coming and going).
 Message status_of(const std::string& state_dir, int timeout_ms) {
   Client c(state_dir, timeout_ms);
-  return object_field(c.call(protocol::make("status")), "status");
+  return object_field(c.call(protocol::make(protocol::Verb::kStatus)), "status");
 }
 
 // Why a status is not ready, in words ("" when it is).
@@ -253,7 +254,7 @@ int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, 
   }
   // The watch on zkfarmd's process and state lock is set up now, while it
   // surely runs (ctl/exit_watch.hpp), on the process that answers here.
-  const Message before = object_field(client.call(protocol::make("status")), "status");
+  const Message before = object_field(client.call(protocol::make(protocol::Verb::kStatus)), "status");
   ExitWatch watch(client.peer_pid(), dir);
   if (auto p = before.find("pid"); p != before.end() && p->is_number_integer()) watch.answered_by(p->get<int>());
   stop.wait = true;  // the reply comes as zkfarmd exits, with its exit code
@@ -310,7 +311,7 @@ int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, 
 }
 
 int run_drain(Client& client, bool wait, double timeout_s) {
-  Message reply = client.call(protocol::make("drain"));
+  Message reply = client.call(protocol::make(protocol::Verb::kDrain));
   if (!quiet())
     std::cerr << "zkfarmd at " << client.state_dir() << " is draining: "
               << plural(reply.value("in_flight", uint64_t(0)), "partition") << " in flight\n";
@@ -318,7 +319,7 @@ int run_drain(Client& client, bool wait, double timeout_s) {
   const Deadline deadline(timeout_s);
   ProgressLine progress;
   for (;;) {
-    const Message st = object_field(client.call(protocol::make("status")), "status");
+    const Message st = object_field(client.call(protocol::make(protocol::Verb::kStatus)), "status");
     const uint64_t n = protocol::get_u64(st, "in_flight");
     progress.show("in flight: " + plural(n, "partition"), "draining");
     if (n == 0) {
@@ -343,7 +344,7 @@ int follow_rolling(Client& client, uint64_t id, const std::string& what, const W
   ProgressLine progress(limit.quiet);
   try {
     for (;;) {
-      const Message st = object_field(client.call(protocol::make("status")), "status");
+      const Message st = object_field(client.call(protocol::make(protocol::Verb::kStatus)), "status");
       auto r = st.find("rolling");
       if (r != st.end() && r->is_object() && r->value("id", uint64_t(0)) == id) {
         const std::string result = r->value("result", "");

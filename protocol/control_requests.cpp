@@ -1,5 +1,6 @@
 // Control requests as types (control_requests.hpp).
 #include "protocol/control_requests.hpp"
+#include "protocol/control_verbs.hpp"
 
 namespace zkfarm::protocol {
 
@@ -32,7 +33,7 @@ std::optional<uint64_t> find_u64(const Message& req, const char* field) {
 }  // namespace
 
 Message to_message(const Submit& s) {
-  Message m = make("submit");
+  Message m = make(Verb::kSubmit);
   if (s.circuit) {
     m["circuit"] = *s.circuit;
     m["inputs"] = string_array(s.inputs);
@@ -62,7 +63,7 @@ Submit decode_submit(const Message& req) {
 }
 
 Message to_message(const Result& r) {
-  Message m = make("result");
+  Message m = make(Verb::kResult);
   m["job"] = r.job;
   m["from"] = r.from;
   return m;
@@ -76,7 +77,7 @@ Result decode_result(const Message& req) {
 }
 
 Message to_message(const JobQuery& q) {
-  Message m = make("job");
+  Message m = make(Verb::kJob);
   m["job"] = q.job;
   if (q.wait_ms) m["wait_ms"] = q.wait_ms;
   if (q.seen_state) m["seen_state"] = *q.seen_state;
@@ -94,7 +95,7 @@ JobQuery decode_job(const Message& req) {
 }
 
 Message to_message(const JobsPage& q) {
-  Message m = make("jobs");
+  Message m = make(Verb::kJobs);
   if (q.state) m["state"] = *q.state;
   if (q.limit) m["limit"] = *q.limit;
   if (q.before) m["before"] = *q.before;
@@ -112,7 +113,7 @@ JobsPage decode_jobs(const Message& req) {
 }
 
 Message to_message(const Cancel& c) {
-  Message m = make("cancel");
+  Message m = make(Verb::kCancel);
   m["job"] = c.job;
   return m;
 }
@@ -120,7 +121,7 @@ Message to_message(const Cancel& c) {
 Cancel decode_cancel(const Message& req) { return Cancel{get_u64(req, "job")}; }
 
 Message to_message(const Stop& s) {
-  Message m = make("stop");
+  Message m = make(Verb::kStop);
   if (s.timeout_s) m["timeout_s"] = *s.timeout_s;
   if (s.wait) m["wait"] = true;
   if (s.now) m["now"] = true;
@@ -136,7 +137,7 @@ Stop decode_stop(const Message& req) {
 }
 
 Message to_message(const KillWorker& k) {
-  Message m = make("kill_worker");
+  Message m = make(Verb::kKillWorker);
   m["worker"] = k.worker;
   return m;
 }
@@ -144,7 +145,7 @@ Message to_message(const KillWorker& k) {
 KillWorker decode_kill_worker(const Message& req) { return KillWorker{get_str(req, "worker")}; }
 
 Message to_message(const Rolling& r) {
-  Message m = make(r.upgrade ? "upgrade" : "restart");
+  Message m = make(r.upgrade ? Verb::kUpgrade : Verb::kRestart);
   if (!r.upgrade) m["target"] = r.target;
   if (r.synth) m["synth"] = *r.synth;
   if (r.gpu) m["gpu"] = *r.gpu;
@@ -164,7 +165,7 @@ Rolling decode_rolling(const Message& req) {
 }
 
 Message to_message(const CircuitAdd& c) {
-  Message m = make("circuit_add");
+  Message m = make(Verb::kCircuitAdd);
   m["name"] = c.name;
   m["zkey"] = c.zkey;
   if (c.wasm) m["wasm"] = *c.wasm;
@@ -189,7 +190,7 @@ CircuitAdd decode_circuit_add(const Message& req) {
 }
 
 Message to_message(const CircuitRemove& c) {
-  Message m = make("circuit_remove");
+  Message m = make(Verb::kCircuitRemove);
   m["name"] = c.name;
   return m;
 }

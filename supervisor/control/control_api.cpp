@@ -4,6 +4,7 @@
 // who may make which.
 #include <unistd.h>
 
+#include "protocol/control_verbs.hpp"
 #include "protocol/messages.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/control/control_api.hpp"
@@ -15,11 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-// Requests that change the farm for everyone: an admin's only.
-bool admin_only(const std::string& type) {
-  return type == "stop" || type == "drain" || type == "resume" || type == "kill" || type == "kill_worker" ||
-         type == "restart" || type == "upgrade";
-}
+using protocol::Verb;
 
 // A long-polled `job` is held at most this long, and at most this many
 // replies are held at once (each is one waiting client; control.sock's
@@ -60,7 +57,15 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
     json req = protocol::decode(frame);
     const std::string type = protocol::type_of(req);
     const Role role = role_of(*peer, cfg_.admin_group);
-    if (type == "submit") {
+    // Who may call what: the verb table (protocol/control_verbs.hpp).
+    const std::optional<Verb> verb = protocol::verb_of(type);
+    if (!verb) return reply(identity, {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}});
+    if (protocol::verb_info(*verb).caller == protocol::Caller::kAdmin && role != Role::kAdmin) {
+      hooks_.warn("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
+                  type + "'");
+      return reply(identity, denied(type));
+    }
+    if (*verb == Verb::kSubmit) {
       const protocol::Submit submit = protocol::decode_submit(req);
       // Critical jumps every queue, on every worker: the operator grants it
       // (admin_group, critical_group), as nice(1) reserves negative values.
@@ -75,22 +80,16 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
       hooks_.submit(identity, submit, *peer);  // answered when its files are checked (admission.hpp)
       return;
     }
-    if (type == "result") {
+    if (*verb == Verb::kResult) {
       hooks_.result(identity, protocol::decode_result(req), *peer, role);  // answered once the proofs are read (delivery.hpp)
       return;
     }
-    if (type == "circuit_add") {
+    if (*verb == Verb::kCircuitAdd) {
       circuits_.start_add(identity, protocol::decode_circuit_add(req), *peer, role, lifecycle_.stopping());  // answered once the generator is built (circuits.cpp)
       return;
     }
-    if (admin_only(type) && role != Role::kAdmin) {
-      hooks_.warn("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
-                   type.substr(0, 32) + "'");
-      answer = denied(type);
-    } else {
-      answer = handle(identity, req, *peer, role);
-      if (answer.is_null()) return;  // held: answered later (answer_held)
-    }
+    answer = handle(*verb, identity, req, *peer, role);
+    if (answer.is_null()) return;  // held: answered later (answer_held)
   } catch (const protocol::ProtocolError& e) {
     hooks_.warn(std::string("control: dropped a bad request: ") + e.what());
     answer = {{"ok", false}, {"error", std::string("bad request: ") + e.what()}};
@@ -100,8 +99,7 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
 
 void ControlApi::reply(const std::string& identity, json reply) { channel_->reply(identity, std::move(reply), hooks_.warn); }
 
-json ControlApi::handle(const std::string& identity, const json& req, const Peer& peer, Role role) {
-  const std::string type = protocol::type_of(req);
+json ControlApi::handle(Verb verb, const std::string& identity, const json& req, const Peer& peer, Role role) {
   // A user sees and touches only the jobs it submitted; another's job is "no job".
   const std::optional<uint32_t> owner =
       role == Role::kAdmin ? std::nullopt : std::optional<uint32_t>(uint32_t(peer.uid));
@@ -109,54 +107,68 @@ json ControlApi::handle(const std::string& identity, const json& req, const Peer
     const Job* job = jobs_.find(id);
     return job && (!owner || job->owner_uid == *owner) ? job : nullptr;
   };
-  if (type == "status") return {{"ok", true}, {"status", hooks_.status(owner)}};
-  if (type == "jobs") return jobs_page(jobs_, protocol::decode_jobs(req), owner);
-  if (type == "job") {
-    const protocol::JobQuery q = protocol::decode_job(req);
-    const Job* job = visible(q.job);
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(q.job)}};
-    // A long poll (`zkfarmctl wait`): with wait_ms, the reply waits until the
-    // job differs from what the client last saw (seen_state, seen_done), the
-    // time passes, or zkfarmd stops; so a waiter hears the job's end even
-    // when zkfarmd stops right after it.
-    const uint64_t wait_ms = std::min<uint64_t>(q.wait_ms, kMaxHoldMs);
-    if (wait_ms && !job->terminal() && held_.size() < kMaxHeldReplies &&
-        q.seen_state.value_or("") == job_state_name(job->state) && q.seen_done.value_or(UINT64_MAX) == job->done_count()) {
-      held_.push_back({identity, false, job->id, job_state_name(job->state), job->done_count(), owner,
-                       steady_ms() + int64_t(wait_ms)});
-      return nullptr;  // answered by answer_held
+  // Every verb is a case (-Werror=switch): one without a handler does not build.
+  switch (verb) {
+    case Verb::kSubmit:
+    case Verb::kResult:
+    case Verb::kCircuitAdd:
+      break;  // answered later: on_frame hands them on before this
+    case Verb::kStatus: return {{"ok", true}, {"status", hooks_.status(owner)}};
+    case Verb::kJobs: return jobs_page(jobs_, protocol::decode_jobs(req), owner);
+    case Verb::kJob: {
+      const protocol::JobQuery q = protocol::decode_job(req);
+      const Job* job = visible(q.job);
+      if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(q.job)}};
+      // A long poll (`zkfarmctl wait`): with wait_ms, the reply waits until the
+      // job differs from what the client last saw (seen_state, seen_done), the
+      // time passes, or zkfarmd stops; so a waiter hears the job's end even
+      // when zkfarmd stops right after it.
+      const uint64_t wait_ms = std::min<uint64_t>(q.wait_ms, kMaxHoldMs);
+      if (wait_ms && !job->terminal() && held_.size() < kMaxHeldReplies &&
+          q.seen_state.value_or("") == job_state_name(job->state) &&
+          q.seen_done.value_or(UINT64_MAX) == job->done_count()) {
+        held_.push_back({identity, false, job->id, job_state_name(job->state), job->done_count(), owner,
+                         steady_ms() + int64_t(wait_ms)});
+        return nullptr;  // answered by answer_held
+      }
+      return {{"ok", true}, {"job", job_json(*job)}};
     }
-    return {{"ok", true}, {"job", job_json(*job)}};
-  }
-  if (type == "cancel") {
-    const uint64_t id = protocol::decode_cancel(req).job;
-    const Job* job = visible(id);
-    if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
-    if (job->terminal()) return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
-    hooks_.cancel(id, peer.uid);
-    return {{"ok", true}};
-  }
-  if (type == "stop") {
-    const protocol::Stop stop = protocol::decode_stop(req);
-    if (stop.now) {
-      lifecycle_.stop_now("zkfarmctl stop --now");
-    } else {
-      lifecycle_.begin_stop("zkfarmctl stop");
-      if (stop.timeout_s) lifecycle_.set_drain_timeout_s(*stop.timeout_s);
+    case Verb::kCancel: {
+      const uint64_t id = protocol::decode_cancel(req).job;
+      const Job* job = visible(id);
+      if (!job) return {{"ok", false}, {"error", "no job " + std::to_string(id)}};
+      if (job->terminal())
+        return {{"ok", false}, {"error", "job " + std::to_string(id) + " is already " + job_state_name(job->state)}};
+      hooks_.cancel(id, peer.uid);
+      return {{"ok", true}};
     }
-    // With wait, the reply comes as zkfarmd exits, with its exit code.
-    if (stop.wait && held_.size() < kMaxHeldReplies) {
-      held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
-      return nullptr;
+    case Verb::kStop: {
+      const protocol::Stop stop = protocol::decode_stop(req);
+      if (stop.now) {
+        lifecycle_.stop_now("zkfarmctl stop --now");
+      } else {
+        lifecycle_.begin_stop("zkfarmctl stop");
+        if (stop.timeout_s) lifecycle_.set_drain_timeout_s(*stop.timeout_s);
+      }
+      // With wait, the reply comes as zkfarmd exits, with its exit code.
+      if (stop.wait && held_.size() < kMaxHeldReplies) {
+        held_.push_back({identity, true, 0, {}, 0, std::nullopt, 0});
+        return nullptr;
+      }
+      return {{"ok", true}, {"pid", getpid()}};
     }
-    return {{"ok", true}, {"pid", getpid()}};
+    case Verb::kDrain: return lifecycle_.drain();
+    case Verb::kResume: return lifecycle_.resume();
+    case Verb::kKill:
+      lifecycle_.stop_now("zkfarmctl kill");
+      return {{"ok", true}};
+    case Verb::kKillWorker: return hooks_.kill_worker(protocol::decode_kill_worker(req).worker);
+    case Verb::kCircuitList: return circuits_.list(peer, role);
+    case Verb::kCircuitRemove: return circuits_.remove(protocol::decode_circuit_remove(req), peer, role);
+    case Verb::kRestart:
+    case Verb::kUpgrade: return lifecycle_.roll(protocol::decode_rolling(req));
   }
-  if (type == "kill_worker") return hooks_.kill_worker(protocol::decode_kill_worker(req).worker);
-  if (type == "circuit_list") return circuits_.list(peer, role);
-  if (type == "circuit_remove") return circuits_.remove(protocol::decode_circuit_remove(req), peer, role);
-  if (type == "restart" || type == "upgrade") return lifecycle_.roll(protocol::decode_rolling(req));
-  if (admin_only(type)) return lifecycle_.request(type);
-  return {{"ok", false}, {"error", "unknown request '" + type.substr(0, 64) + "'"}};
+  return {{"ok", false}, {"error", std::string("no handler for '") + protocol::verb_info(verb).type + "'"}};
 }
 
 }  // namespace zkfarm::supervisor

@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 
 #include "protocol/control_requests.hpp"
+#include "protocol/control_verbs.hpp"
 #include "supervisor/intake/circuit_registry.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_channel.hpp"
@@ -79,8 +80,10 @@ class ControlApi {
     int64_t deadline_ms = 0;        ///< monotonic; a job poll is answered then at the latest
   };
   void on_frame(const std::string& identity, const std::string& frame, const std::optional<Peer>& peer);
-  /// One request of the kinds answered on the spot; null when it is held.
-  nlohmann::json handle(const std::string& identity, const nlohmann::json& req, const Peer& peer, Role role);
+  /// One request of the verbs answered on the spot (the caller checked who
+  /// may make it); null when it is held.
+  nlohmann::json handle(protocol::Verb verb, const std::string& identity, const nlohmann::json& req, const Peer& peer,
+                        Role role);
   nlohmann::json held_job_reply(const HeldReply& h, bool at_exit) const;
 
   const Config& cfg_;

@@ -189,23 +189,17 @@ std::string Lifecycle::rolling_step(const Worker& w) const {
   return std::string("waiting for READY from ") + (fresh ? "the new binary" : "the restarted worker");
 }
 
-json Lifecycle::request(const std::string& type) {
-  if (type == "drain") {
-    draining_ = true;
-    hooks_.release_queued_claims("drain");
-    log_->info("drain: no new partitions start; {} in flight", in_flight());
-    return {{"ok", true}, {"in_flight", in_flight()}};
-  }
-  if (type == "resume") {
-    draining_ = false;
-    log_->info("resume: taking partitions again");
-    return {{"ok", true}};
-  }
-  if (type == "kill") {
-    stop_now("zkfarmctl kill");
-    return {{"ok", true}};
-  }
-  return {{"ok", false}, {"error", "unknown request '" + type + "'"}};
+json Lifecycle::drain() {
+  draining_ = true;
+  hooks_.release_queued_claims("drain");
+  log_->info("drain: no new partitions start; {} in flight", in_flight());
+  return {{"ok", true}, {"in_flight", in_flight()}};
+}
+
+json Lifecycle::resume() {
+  draining_ = false;
+  log_->info("resume: taking partitions again");
+  return {{"ok", true}};
 }
 
 // `restart TARGET` or `upgrade --synth/--gpu PATH`: the workers it replaces, one at a time.

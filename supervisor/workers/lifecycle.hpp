@@ -74,9 +74,11 @@ class Lifecycle {
   /// (or the drain timed out); true when every worker is reaped and released.
   bool advance_stop(int64_t now);
 
-  /// The admin requests drain, resume, kill, restart and upgrade
-  /// (docs/protocol.md); the reply object.
-  nlohmann::json request(const std::string& type);
+  /// `drain`: no new partitions start (queued claims go back to the shared
+  /// queue); the reply counts those in flight.
+  nlohmann::json drain();
+  /// `resume`: partitions start again after a drain.
+  nlohmann::json resume();
   /// `restart TARGET` or `upgrade --synth/--gpu PATH`: the workers it
   /// replaces, one at a time; the reply names the operation.
   nlohmann::json roll(const protocol::Rolling& req);
