@@ -246,11 +246,11 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                       .circuit_of = [this](const std::string& generator) -> const CircuitRecord* {
                         return circuits_ ? circuits_->by_generator(generator) : nullptr;
                       }});
-  if (ledger_->shared()) {
+  if (SharedQueue* queue = ledger_->queue()) {
     bool created = false;
-    const std::string queue_id = ledger_->queue_id(&created);
+    const std::string queue_id = queue->queue_id(&created);
     check_shared_dir(cfg_.shared_dir, queue_id, created);
-    ledger_->register_host();  // only now: a start refused above leaves no trace in the hosts table
+    queue->register_host();  // only now: a start refused above leaves no trace in the hosts table
     log_->info("queue: {} as host '{}' (lease {} s, shared dir {})", ledger_->where(), cfg_.host_id,
                cfg_.lease_seconds, cfg_.shared_dir);
   } else {
@@ -284,8 +284,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                        .remove_inputs = [this](const Job& job) { remove_job_inputs(job); },
                        .queue_fault = [this] { return cluster_ && !cluster_->reachable() ? cluster_->fault() : std::string(); },
                        .queue_wake = [this] { if (cluster_) cluster_->wake(); }});
-  if (ledger_->shared())
-    cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, *ledger_, *journal_, inbox_, jobs_, *workers_, *lifecycle_,
+  if (SharedQueue* queue = ledger_->queue())
+    cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, *ledger_, *queue, *journal_, inbox_, jobs_, *workers_, *lifecycle_,
                                                *pipeline_, *circuits_, *intake_,
                                                ClusterMirror::Hooks{.job_ended = [this](const Job& job) { count_job_end(job); }});
   control_ = std::make_unique<ControlApi>(

@@ -20,12 +20,13 @@ constexpr int64_t kHostFaultPauseMs = 30000;  // no claims after this host's sha
 }  // namespace
 
 ClusterMirror::ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger,
-                             JournalLane& journal, LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers,
+                             SharedQueue& queue, JournalLane& journal, LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers,
                              const Lifecycle& lifecycle, Pipeline& pipeline, CircuitRegistry& circuits,
                              const Intake& intake, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
       ledger_(ledger),
+      queue_(queue),
       journal_(journal),
       inbox_(inbox),
       jobs_(jobs),
@@ -48,8 +49,8 @@ void ClusterMirror::leave() {
   for (const auto& [ref, token] : jobs_.leases()) left.push_back(token);
   journal_.post([this, left] {
     try {
-      if (!left.empty()) ledger_.release(left);
-      ledger_.deregister();
+      if (!left.empty()) queue_.release(left);
+      queue_.deregister();
     } catch (const std::exception& e) {
       inbox_.post([this, what = std::string(e.what())] { log_->warn("queue: at exit: {}", what); });
     }
@@ -60,7 +61,7 @@ void ClusterMirror::leave() {
 void ClusterMirror::release_quietly(uint64_t token) {
   journal_.post([this, token] {
     try {
-      ledger_.release({token});
+      queue_.release({token});
     } catch (const std::exception&) {
     }
   });
@@ -99,8 +100,8 @@ void ClusterMirror::tick() {
     if (circuits) feed_.next_circuits_ms = now + kCircuitsMs;
     journal_.post([this, since = feed_.cursor, wall = wall_ms(), circuits] {
       try {
-        ledger_.sweep(wall);  // progress of every job, once a second over all hosts
-        Changes c = ledger_.changes_since(since);
+        queue_.sweep(wall);  // progress of every job, once a second over all hosts
+        Changes c = queue_.changes_since(since);
         std::optional<std::vector<CircuitRecord>> cs;
         if (circuits) cs = ledger_.circuits();
         inbox_.post([this, c = std::move(c), cs = std::move(cs)]() mutable {
@@ -127,7 +128,7 @@ void ClusterMirror::tick() {
     const std::string state = lifecycle_.run_state();
     journal_.post([this, tokens, state, sent = now] {
       try {
-        std::vector<uint64_t> held = ledger_.renew(tokens, state);
+        std::vector<uint64_t> held = queue_.renew(tokens, state);
         inbox_.post([this, tokens, held = std::move(held), sent] {
           renew_.in_flight = false;
           reached(true, "");
@@ -158,7 +159,7 @@ void ClusterMirror::tick() {
     expire_.next_ms = now + std::max<int64_t>(lease_ms / 2, 1000);
     journal_.post([this] {
       try {
-        const size_t n = ledger_.expire_leases();
+        const size_t n = queue_.expire_leases();
         inbox_.post([this, n] {
           expire_.in_flight = false;
           if (n) log_->warn("queue: {} expired leases went back to the queue (or failed: max_attempts)", n);
@@ -185,7 +186,7 @@ void ClusterMirror::tick() {
     const unsigned n = unsigned(target - held);
     journal_.post([this, n] {
       try {
-        auto claims = ledger_.claim(n);
+        auto claims = queue_.claim(n);
         inbox_.post([this, claims = std::move(claims)]() mutable {
           claim_.in_flight = false;
           reached(true, "");
@@ -209,7 +210,7 @@ void ClusterMirror::tick() {
     view_step_.next_ms = now + kViewMs;
     journal_.post([this] {
       try {
-        ClusterView v = ledger_.cluster();
+        ClusterView v = queue_.cluster();
         inbox_.post([this, v = std::move(v)]() mutable {
           view_step_.in_flight = false;
           view_.rows = std::move(v);
@@ -313,8 +314,8 @@ void ClusterMirror::on_prepared(PreparedClaim p) {
     if (p.host_fault) claim_.paused_until_ms = steady_ms() + kHostFaultPauseMs;
     journal_.post([this, l, error = p.error, host = p.host_fault] {
       try {
-        if (host) ledger_.release({l.token});  // this host's fault: not counted against the partition
-        else ledger_.give_back(l.token, error);
+        if (host) queue_.release({l.token});  // this host's fault: not counted against the partition
+        else queue_.give_back(l.token, error);
       } catch (const std::exception&) {
       }
     });
@@ -364,7 +365,7 @@ void ClusterMirror::release_queued_claims(const std::string& why) {
   log_->info("queue: handing back {} claimed partitions not yet started ({})", tokens.size(), why);
   journal_.post([this, tokens] {
     try {
-      ledger_.release(tokens);
+      queue_.release(tokens);
     } catch (const std::exception& e) {
       // Unreachable: they expire after lease_seconds and go back then.
       inbox_.post([this, what = std::string(e.what())] { reached(false, what); });

@@ -56,7 +56,7 @@ class ClusterMirror {
 
   /// The host is registered already (Supervisor's start); this starts the
   /// claim preparation threads and LISTENs on a connection of its own.
-  ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, JournalLane& journal,
+  ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, SharedQueue& queue, JournalLane& journal,
                 LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers, const Lifecycle& lifecycle,
                 Pipeline& pipeline, CircuitRegistry& circuits, const Intake& intake, Hooks hooks);
 
@@ -101,7 +101,8 @@ class ClusterMirror {
 
   const Config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
-  Ledger& ledger_;
+  Ledger& ledger_;       ///< the record (jobs, proofs, circuits)
+  SharedQueue& queue_;   ///< the same store's claims, leases and hosts
   JournalLane& journal_;
   LoopInbox& inbox_;
   JobTable& jobs_;

@@ -126,27 +126,6 @@ class Journal : public Ledger {
   const char* kind() const override { return "sqlite"; }
   bool shared() const override { return false; }
 
-  // One host (ledger.hpp): every partition is this host's from its submit
-  // on, so there is no queue to join, nothing to claim, and no lease ends.
-  /// No shared folder, so no queue id: "".
-  std::string queue_id(bool* created) override {
-    *created = false;
-    return {};
-  }
-  void register_host() override {}
-  void deregister() override {}
-  /// Nothing: the loop dispatches this host's queued partitions itself.
-  std::vector<ClaimedPartition> claim(unsigned) override { return {}; }
-  /// Every lease is kept (there are none to lose).
-  std::vector<uint64_t> renew(const std::vector<uint64_t>& tokens, const std::string&) override { return tokens; }
-  size_t release(const std::vector<uint64_t>&) override { return 0; }
-  bool give_back(uint64_t, const std::string&) override { return false; }
-  size_t expire_leases() override { return 0; }
-  /// Nothing to sweep: a job's progress is the loop's own.
-  bool sweep(int64_t) override { return false; }
-  /// Nothing to follow: load() brought every job at start.
-  Changes changes_since(const std::string&) override { return {}; }
-  ClusterView cluster() override { return {}; }
   std::string where() const override { return path_; }
   /// The connection's journal mode and synchronous level, read from SQLite.
   JournalDurability durability();

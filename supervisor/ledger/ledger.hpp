@@ -151,6 +151,11 @@ struct CompleteResult {
   std::string why;        ///< for kFenced and kDuplicate: what the ledger says of the partition now
 };
 
+class SharedQueue;
+
+/// The durable record of jobs, partitions, proofs and circuits: the SQLite
+/// journal of one host (journal.hpp) or the PostgreSQL queue several share
+/// (pg_queue.hpp), which is also a SharedQueue.
 class Ledger {
  public:
   virtual ~Ledger() = default;
@@ -230,20 +235,32 @@ class Ledger {
   /// shared queue returns none (its jobs are mirrored by changes_since()).
   /// Read-only; throws JournalError on a read fault.
   virtual std::vector<Job> load() = 0;
+  /// The shared queue's part of this ledger (claims, leases, hosts), or
+  /// null for a record of one host, which has none of it.
+  virtual SharedQueue* queue() { return nullptr; }
+};
+
+/// What several hosts sharing one ledger do beyond keeping the record
+/// (docs/cluster.md): the queue's identity and membership, claims of
+/// partitions into leases with fencing tokens, and following the jobs other
+/// hosts change. On one host every partition is this host's from its submit
+/// on, so a ledger of one host has no SharedQueue at all (Ledger::queue()
+/// is null) rather than functions that do nothing. Calls run on the journal
+/// thread, as the Ledger's do.
+class SharedQueue {
+ public:
+  virtual ~SharedQueue() = default;
   /// The id of the queue that names the shared folder's marker, made by the
-  /// first host to ask (`created`: this call made it); "" for a ledger of one
-  /// host (no shared folder). Throws JournalError.
+  /// first host to ask (`created`: this call made it). Throws JournalError.
   virtual std::string queue_id(bool* created) = 0;
   /// Records this host as running (and hands back what an earlier run of it
-  /// held); nothing on one host. Throws std::runtime_error when another live
+  /// held). Throws std::runtime_error when another live
   /// host has this host's name, JournalError on a fault.
   virtual void register_host() = 0;
-  /// Records a clean stop of this host (and gives up its maintenance turn);
-  /// nothing on one host. Throws JournalError.
+  /// Records a clean stop of this host (and gives up its maintenance turn). Throws JournalError.
   virtual void deregister() = 0;
 
-  // -- Claims and leases (docs/cluster.md). On one host every partition is
-  // this host's from its submit on: nothing is claimed, leased or expired.
+  // -- Claims and leases.
   /// Claims up to `n` queued partitions into leases of lease_seconds.
   virtual std::vector<ClaimedPartition> claim(unsigned n) = 0;
   /// Extends the leases of `tokens` and records this host's heartbeat and
@@ -267,9 +284,9 @@ class Ledger {
   /// second over all hosts); true when this call did it. `now_ms`: Unix ms.
   virtual bool sweep(int64_t now_ms) = 0;
   /// Jobs whose rows changed since `snapshot` ("" for every job), and the
-  /// snapshot to pass next time; nothing to follow on one host.
+  /// snapshot to pass next time.
   virtual Changes changes_since(const std::string& snapshot) = 0;
-  /// Hosts and partition counts for status; empty on one host.
+  /// Hosts and partition counts for status.
   virtual ClusterView cluster() = 0;
 };
 

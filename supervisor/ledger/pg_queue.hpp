@@ -56,7 +56,7 @@ struct PgOptions {
   bool register_host = true;
 };
 
-class PgQueue : public Ledger {
+class PgQueue : public Ledger, public SharedQueue {
  public:
   /// Connects, migrates the schema (pg_schema.hpp) and, with
   /// opt.register_host, registers this host. Throws JournalError (a
@@ -68,6 +68,7 @@ class PgQueue : public Ledger {
 
   const char* kind() const override { return "postgresql"; }
   bool shared() const override { return true; }
+  SharedQueue* queue() override { return this; }
   std::string where() const override { return safe_url_; }
 
   /// Inserts the job and its partitions (queued; a job of inputs with each

@@ -139,7 +139,10 @@ TEST_F(PgQueueTest, ACircuitsInputsComeBackByItsGenerator) {
 }
 
 TEST_F(PgQueueTest, AHostOfTheNextSchemaSharesTheQueueUnlessItsReadersMustBeNewer) {
-  { auto q = queue("h1"); }
+  {
+    auto q = queue("h1");
+    EXPECT_EQ(q->queue(), static_cast<SharedQueue*>(q.get()));  // the shared store is its own queue part
+  }
   // A newer zkfarm migrated additively (min_reader stays): this host goes on.
   sql(url_, "UPDATE zkfarm_meta SET value = '" + std::to_string(kPgSchemaVersion + 1) +
                 "' WHERE key = 'schema_version'");
