@@ -22,50 +22,18 @@
 
 #include "supervisor/ledger/pg_queue.hpp"
 #include "supervisor/ledger/pg_schema.hpp"
+#include "pg_test_db.hpp"
 
 using namespace zkfarm::supervisor;
+using namespace zkfarm::test_pg;
 
 namespace {
-
-std::string base_url() {
-  const char* f = std::getenv("ZKFARM_TEST_PG_URL_FILE");
-  if (!f) return {};
-  std::ifstream in(f);
-  std::string url;
-  std::getline(in, url);
-  return url;
-}
-
-// Runs one statement on `url` (test set-up); fails the test on an error.
-void sql(const std::string& url, const std::string& stmt) {
-  PGconn* c = PQconnectdb(url.c_str());
-  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-  PGresult* r = PQexec(c, stmt.c_str());
-  const auto st = PQresultStatus(r);
-  EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << stmt << ": " << PQresultErrorMessage(r);
-  PQclear(r);
-  PQfinish(c);
-}
-
-// One value of a query on `url`.
-std::string value(const std::string& url, const std::string& query) {
-  PGconn* c = PQconnectdb(url.c_str());
-  PGresult* r = PQexec(c, query.c_str());
-  std::string v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? PQgetvalue(r, 0, 0) : "?";
-  PQclear(r);
-  PQfinish(c);
-  return v;
-}
 
 class PgQueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string base = base_url();
-    if (base.empty()) GTEST_FAIL() << "ZKFARM_TEST_PG_URL_FILE is not set: run through ctest (fixture pg_cluster)";
-    std::random_device rd;
-    db_ = "t" + std::to_string(rd()) + std::to_string(rd());
-    sql(base, "CREATE DATABASE " + db_);
-    url_ = base.substr(0, base.rfind('/') + 1) + db_;
+    url_ = fresh_database(&db_);
+    if (url_.empty()) GTEST_FAIL() << "ZKFARM_TEST_PG_URL_FILE is not set: run through ctest (fixture pg_cluster)";
   }
 
   std::unique_ptr<PgQueue> queue(const std::string& host, unsigned lease_seconds = 30, unsigned max_attempts = 3,
