@@ -8,6 +8,7 @@
 #include <bit>
 #include <string>
 
+#include "groth16/curve_list.hpp"
 #include "groth16/curves.hpp"
 #include "groth16/errors.hpp"
 
@@ -88,7 +89,7 @@ void check_named_point(const Zkey& k, const char* name, const uint8_t* p, bool g
 }
 
 [[noreturn]] void wrong_curve(const BinFile& f, const std::string& what) {
-  f.fail(2, "wrong curve: key is over " + what + ", zkfarm supports bn128 and bls12381");
+  f.fail(2, "wrong curve: key is over " + what + ", zkfarm supports " + curve_names(Curves{}));
 }
 
 // Section 2 up to and including r: which curve the key is over. This comes

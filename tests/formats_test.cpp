@@ -629,7 +629,7 @@ TEST_F(FormatsBad, ForeignCurvesAreRefused) {
   put_u32(c40.payload(2), 0, 40);
   const std::string p40 = write("n8q40.zkey", c40.bytes());
   expect_error([&] { Zkey::open(p40); }, p40,
-               "section 2: wrong curve: key is over a base field of 40 bytes, zkfarm supports bn128 and bls12381");
+               "section 2: wrong curve: key is over a base field of 40 bytes, zkfarm supports bn128, bls12381");
   // Same length as BN254 but another q.
   Container c(slurp(shared("tiny.zkey")));
   c.payload(2)[4] ^= 2;

@@ -188,7 +188,7 @@ GraphBuildResult build_graph(const GeneratorSources& src, const std::string& dir
     return finish(std::string("the generator's --info failed: ") + e.what());
   }
   const uint32_t curve = graph_curve_of(info.prime);
-  if (!curve) return finish("its prime is neither bn128's nor bls12381's scalar field");
+  if (!curve) return finish("its prime is the scalar field of none of " + curve_names(Curves{}));
 
   std::error_code ec;
   fs::create_directories(work, ec);
