@@ -62,25 +62,7 @@ class LedgerContract : public ::testing::Test {
   Ledger& ledger() { return *store.ledger; }
 
   // A job of `k` witness partitions, its files where a shared store wants them.
-  static Job job(uint32_t k) {
-    Job j;
-    j.priority = Priority::kNormal;
-    j.zkey = "/shared/jobs/tok/k.zkey";
-    j.zkey_sha256 = std::string(64, 'a');
-    j.zkey_source = "/keys/k.zkey";
-    j.out = "/out";
-    j.n_public = 1;
-    j.slot_bytes = 64;
-    j.submitted_ms = 1;
-    j.files_dir = "/shared/jobs/tok";
-    j.parts.resize(k);
-    for (uint32_t i = 0; i < k; ++i) {
-      j.parts[i].wtns = "/shared/jobs/tok/" + std::to_string(i) + ".wtns";
-      j.parts[i].wtns_sha256 = std::string(64, 'b');
-      j.parts[i].public_json = "[\"" + std::to_string(i) + "\"]";
-    }
-    return j;
-  }
+  static Job job(uint32_t k) { return zkfarm::test_pg::shared_job(k); }
 
   // The proof of (job, index) with `fill`, under the lease a shared store
   // gives this host for it (none on one host).

@@ -50,25 +50,8 @@ class PgQueueTest : public ::testing::Test {
     return q;
   }
 
-  // A job of `k` witness partitions at `priority`.
-  static Job job(uint32_t k, Priority priority = Priority::kNormal) {
-    Job j;
-    j.priority = priority;
-    j.zkey_sha256 = std::string(64, 'a');
-    j.zkey_source = "/keys/k.zkey";
-    j.out = "/out";
-    j.n_public = 1;
-    j.slot_bytes = 64;
-    j.submitted_ms = 1;
-    j.files_dir = "/shared/jobs/tok";
-    j.parts.resize(k);
-    for (uint32_t i = 0; i < k; ++i) {
-      j.parts[i].wtns = "/shared/jobs/tok/" + std::to_string(i) + ".wtns";
-      j.parts[i].wtns_sha256 = std::string(64, 'b');
-      j.parts[i].public_json = "[\"1\"]";
-    }
-    return j;
-  }
+  // A job of `k` witness partitions at `priority` (pg_test_db.hpp).
+  static Job job(uint32_t k, Priority priority = Priority::kNormal) { return shared_job(k, priority); }
 
   static ProofRecord proof(uint64_t token, char fill = 'p') {
     ProofRecord r;

@@ -10,6 +10,8 @@
 #include <random>
 #include <string>
 
+#include "supervisor/model/jobs.hpp"
+
 namespace zkfarm::test_pg {
 
 inline std::string base_url() {
@@ -52,6 +54,29 @@ inline std::string fresh_database(std::string* name = nullptr) {
   sql(base, "CREATE DATABASE " + db);
   if (name) *name = db;
   return base.substr(0, base.rfind('/') + 1) + db;
+}
+
+// A job of `k` witness partitions at `priority`, its files under the shared
+// dir "/shared" as a shared queue keeps them; partition i's public signals
+// are ["i"].
+inline supervisor::Job shared_job(uint32_t k, supervisor::Priority priority = supervisor::Priority::kNormal) {
+  supervisor::Job j;
+  j.priority = priority;
+  j.zkey = "/shared/jobs/tok/k.zkey";
+  j.zkey_sha256 = std::string(64, 'a');
+  j.zkey_source = "/keys/k.zkey";
+  j.out = "/out";
+  j.n_public = 1;
+  j.slot_bytes = 64;
+  j.submitted_ms = 1;
+  j.files_dir = "/shared/jobs/tok";
+  j.parts.resize(k);
+  for (uint32_t i = 0; i < k; ++i) {
+    j.parts[i].wtns = "/shared/jobs/tok/" + std::to_string(i) + ".wtns";
+    j.parts[i].wtns_sha256 = std::string(64, 'b');
+    j.parts[i].public_json = "[\"" + std::to_string(i) + "\"]";
+  }
+  return j;
 }
 
 }  // namespace zkfarm::test_pg
