@@ -1,5 +1,5 @@
 #pragma once
-// Helpers of the journal's tests (journal_test.cpp, wal_check_test.cpp):
+// Helpers of the journal's tests (tests/supervisor/ledger/: journal_test.cpp, wal_check_test.cpp, journal_schema_test.cpp, …):
 // jobs to journal, a child killed with the journal open, raw SQL on the file.
 #include <signal.h>
 #include <sqlite3.h>
