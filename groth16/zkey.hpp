@@ -49,7 +49,7 @@ struct Zkey {
   /// Maps PATH and validates it. Throws InputError "PATH: FAULT" (container
   /// faults, see BinFile) or "PATH: section N: FAULT", e.g.
   /// "unsupported protocol 2, only Groth16 (1)",
-  /// "wrong curve: key is over a base field of 40 bytes, zkfarm supports bn128 and bls12381",
+  /// "wrong curve: key is over a base field of 40 bytes, zkfarm supports bn128, bls12381",
   /// "size 131073 bytes, expected 131072 (H: domainSize 2048 G1 points of 64 bytes)",
   /// "coefficient 17: signal 900 out of range (nVars 812)",
   /// "point 3 (y.c1): coordinate not canonical (>= q)".

@@ -147,7 +147,8 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
       Stmt tables(db_, sql::journal::count_objects, where);  // finalized before any write
       tables.step();
       n_tables = tables.i64(0);
-      schema_version_ = n_tables > 0 ? read_schema_version(where) : 0;
+      // Only in a file that is ours: anyone's schema_migrations table is not (refused below).
+      schema_version_ = n_tables > 0 && app == kApplicationId ? read_schema_version(where) : 0;
     } catch (const JournalError& e) {
       const int code = e.sqlite_code() & 0xff;
       const std::string what = e.what();  // "WHERE: SQLite's message (CODE)"
@@ -335,7 +336,10 @@ void Journal::apply_migration(const SchemaMigration& m, const std::string& where
   Stmt rec(db_, sql::journal::record_migration, where);
   rec.bind(1, int64_t(m.version)).bind(2, int64_t(m.min_reader)).bind(3, int64_t(::time(nullptr)) * 1000);
   rec.run();
-  db_.exec(("PRAGMA user_version=" + std::to_string(m.min_reader)).c_str(), where);
+  // Never lowered: a min_reader that a newer zkfarmd raised stays the
+  // older ones' refusal.
+  const int64_t min_reader = std::max<int64_t>(m.min_reader, pragma_int(db_, "user_version", where));
+  db_.exec(("PRAGMA user_version=" + std::to_string(min_reader)).c_str(), where);
   schema_version_ = m.version;
 }
 

@@ -1,11 +1,16 @@
 #include "supervisor/ledger/schema_migrations.hpp"
 
+#include <algorithm>
+
 namespace zkfarm::supervisor {
 
 std::string schema_verdict(const std::string& store, int mine, int db_version, int db_min_reader) {
-  if (db_version <= mine) return {};
-  if (db_min_reader <= mine) return {};  // a newer, additive schema: this zkfarmd still reads it
-  return store + "'s schema is version " + std::to_string(db_version) + " and needs zkfarmd of schema " +
+  // Only min_reader decides: an older store, or a newer additive one, is read
+  // here; one whose readers must be newer is refused even where its version
+  // reads lower (a store whose two numbers disagree was not written by rule).
+  if (db_min_reader <= mine) return {};
+  return store + "'s schema is version " + std::to_string(std::max(db_version, db_min_reader)) +
+         " and needs zkfarmd of schema " +
          std::to_string(db_min_reader) + " or later; this zkfarmd writes schema " + std::to_string(mine) +
          ": upgrade this host's zkfarm";
 }

@@ -28,7 +28,8 @@ struct SchemaMigration {
 /// What a zkfarmd of schema `mine` does with `store` (named in the message,
 /// e.g. "the journal" or "the queue") at schema `db_version` whose readers
 /// must be at least `db_min_reader`: "" to go on (migrating first when
-/// db_version < mine), else why it must not, with the operator's fix.
+/// db_version < mine) whenever db_min_reader ≤ mine, else why it must not,
+/// with the operator's fix.
 std::string schema_verdict(const std::string& store, int mine, int db_version, int db_min_reader);
 
 /// Whether `migrations` are numbered 1, 2, … in order with min_reader never

@@ -25,6 +25,8 @@ TEST(SchemaMigrations, AStoreOpensUnlessItIsNewerAndItsReadersMustBeNewerToo) {
   EXPECT_EQ(schema_verdict("the journal", 2, 1, 1), "");  // older store: migrated forward
   EXPECT_EQ(schema_verdict("the journal", 2, 0, 0), "");  // a new one
   EXPECT_EQ(schema_verdict("the journal", 2, 5, 2), "");  // newer, additive since 2
+  // Numbers that disagree (no rule writes them): min_reader alone decides.
+  EXPECT_NE(schema_verdict("the journal", 2, 1, 3), "");
   const std::string refused = schema_verdict("the queue", 2, 5, 3);
   EXPECT_NE(refused.find("the queue's schema is version 5"), std::string::npos) << refused;
   EXPECT_NE(refused.find("upgrade this host"), std::string::npos) << refused;
@@ -102,6 +104,33 @@ TEST(JournalSchema, ANewerAdditiveJournalOpensAndOneThatNeedsNewerReadersIsRefus
     EXPECT_NE(std::string(e.what()).find(db), std::string::npos) << e.what();
   }
   EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM jobs"), "1");
+}
+
+// Found in review: a journal without schema_migrations whose user_version
+// asks for newer readers was read as version 1, migrated, and its
+// user_version lowered to 1, removing the older zkfarmd's refusal.
+TEST(JournalSchema, AMinReaderAboveThisZkfarmdIsRefusedEvenWithoutAMigrationsTable) {
+  TempDir dir("zkfarm-journal-schema");
+  const std::string db = dir / "journal.sqlite";
+  { Journal j(db); j.add_job(make_job(1)); }
+  raw_sql(db, "DROP TABLE schema_migrations");
+  raw_sql(db, "PRAGMA user_version = " + std::to_string(kJournalSchemaVersion + 1));
+  EXPECT_THROW(Journal j(db), JournalError);
+  EXPECT_EQ(raw_sql(db, "PRAGMA user_version"), std::to_string(kJournalSchemaVersion + 1));  // untouched
+}
+
+// Found in review: another program's SQLite file with a schema_migrations
+// table of its own got SQLite's error instead of "not a zkfarm journal".
+TEST(JournalSchema, AnotherProgramsMigrationsTableIsNotReadAndItsFileIsRefusedByName) {
+  TempDir dir("zkfarm-journal-schema");
+  const std::string db = dir / "other.sqlite";
+  raw_sql(db, "CREATE TABLE schema_migrations (v TEXT)");
+  try {
+    Journal j(db);
+    FAIL() << "another program's database opened as a journal";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a zkfarm journal"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
