@@ -30,26 +30,25 @@ struct VerbInfo {
   Verb verb;
   const char* type;  ///< the message's "type" on control.sock
   Caller caller;
-  const char* does;  ///< one line, for messages and docs
 };
 
 inline constexpr std::array<VerbInfo, 16> kVerbs = {{
-    {Verb::kSubmit, "submit", Caller::kAnyone, "queue a job of witnesses or circom inputs"},
-    {Verb::kResult, "result", Caller::kAnyone, "a page of a finished job's proofs"},
-    {Verb::kCircuitAdd, "circuit_add", Caller::kAnyone, "register a circuit and build its generator"},
-    {Verb::kStatus, "status", Caller::kAnyone, "the farm's status"},
-    {Verb::kJobs, "jobs", Caller::kAnyone, "a page of jobs"},
-    {Verb::kJob, "job", Caller::kAnyone, "one job, or a long poll on it"},
-    {Verb::kCancel, "cancel", Caller::kAnyone, "cancel a job"},
-    {Verb::kCircuitList, "circuit_list", Caller::kAnyone, "the registered circuits"},
-    {Verb::kCircuitRemove, "circuit_remove", Caller::kAnyone, "remove a registered circuit"},
-    {Verb::kStop, "stop", Caller::kAdmin, "drain and exit (or at once, with now)"},
-    {Verb::kDrain, "drain", Caller::kAdmin, "start no new partitions"},
-    {Verb::kResume, "resume", Caller::kAdmin, "take partitions again after a drain"},
-    {Verb::kKill, "kill", Caller::kAdmin, "stop at once (stop --now's old spelling)"},
-    {Verb::kKillWorker, "kill_worker", Caller::kAdmin, "SIGKILL one worker"},
-    {Verb::kRestart, "restart", Caller::kAdmin, "replace workers one at a time"},
-    {Verb::kUpgrade, "upgrade", Caller::kAdmin, "replace workers one at a time with new binaries"},
+    {Verb::kSubmit, "submit", Caller::kAnyone},
+    {Verb::kResult, "result", Caller::kAnyone},
+    {Verb::kCircuitAdd, "circuit_add", Caller::kAnyone},
+    {Verb::kStatus, "status", Caller::kAnyone},
+    {Verb::kJobs, "jobs", Caller::kAnyone},
+    {Verb::kJob, "job", Caller::kAnyone},
+    {Verb::kCancel, "cancel", Caller::kAnyone},
+    {Verb::kCircuitList, "circuit_list", Caller::kAnyone},
+    {Verb::kCircuitRemove, "circuit_remove", Caller::kAnyone},
+    {Verb::kStop, "stop", Caller::kAdmin},
+    {Verb::kDrain, "drain", Caller::kAdmin},
+    {Verb::kResume, "resume", Caller::kAdmin},
+    {Verb::kKill, "kill", Caller::kAdmin},
+    {Verb::kKillWorker, "kill_worker", Caller::kAdmin},
+    {Verb::kRestart, "restart", Caller::kAdmin},
+    {Verb::kUpgrade, "upgrade", Caller::kAdmin},
 }};
 
 /// The row of `v`.

@@ -43,6 +43,13 @@ int64_t pragma_int(const sqlite::Db& db, const char* name, const std::string& wh
   return s.step() ? s.i64(0) : 0;
 }
 
+// Whether the journal has table `name` (an older one may lack one).
+bool has_table(const sqlite::Db& db, const std::string& name, const std::string& where) {
+  Stmt s(db, sql::journal::has_table, where);
+  s.bind(1, name);
+  return s.step() && s.i64(0) > 0;
+}
+
 JobState job_state_from(const std::string& s) {
   if (s == "done") return JobState::kDone;
   if (s == "failed") return JobState::kFailed;
@@ -166,9 +173,7 @@ Journal::Journal(const std::string& path, const JournalOptions& options) : path_
     // main file and lose the evidence): is every acknowledged transaction here?
     int64_t held = 0;
     if (n_tables > 0) {
-      Stmt has(db_, sql::journal::has_acknowledged, where);
-      has.step();
-      if (has.i64(0) > 0) {
+      if (has_table(db_, "acknowledged", where)) {
         Stmt seq(db_, sql::journal::acknowledged_seq, where);
         held = seq.step() ? seq.i64(0) : 0;
       }
@@ -321,9 +326,7 @@ void Journal::prepare_write(const std::string& where) {
 // The last migration applied: schema_migrations' newest row, or 1 for a
 // journal of zkfarmd before numbered migrations (no such table).
 int Journal::read_schema_version(const std::string& where) {
-  Stmt has(db_, sql::journal::has_schema_migrations, where);
-  has.step();
-  if (has.i64(0) == 0) return 1;
+  if (!has_table(db_, "schema_migrations", where)) return 1;
   Stmt v(db_, sql::journal::schema_version, where);
   return v.step() ? int(v.i64(0)) : 1;
 }
@@ -640,8 +643,7 @@ bool Journal::writable() {
     int64_t seq = 0;
     transact("write probe", [&](const std::string& where) {
       db_.exec(sql::journal::probe, where);
-      Stmt has(db_, sql::journal::has_acknowledged, where);
-      if (has.step() && has.i64(0) > 0) {
+      if (has_table(db_, "acknowledged", where)) {
         Stmt s(db_, sql::journal::acknowledged_seq, where);
         seq = s.step() ? s.i64(0) : 0;
       }

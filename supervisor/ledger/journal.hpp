@@ -124,7 +124,6 @@ class Journal : public Ledger {
   /// The message of the last fault of any call ("" once a write succeeds).
   const std::string& last_error() const override { return last_error_; }
   const char* kind() const override { return "sqlite"; }
-  bool shared() const override { return false; }
 
   std::string where() const override { return path_; }
   /// The connection's journal mode and synchronous level, read from SQLite.

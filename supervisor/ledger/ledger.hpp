@@ -13,8 +13,8 @@
 // store. shared() says only what follows from several hosts sharing the
 // record (a shared folder for the inputs, a mirror of the queue's jobs).
 // The supervisor calls a ledger only from its ledger thread (background.hpp),
-// in the order the loop posted the calls; none is thread-safe (shared() and
-// kind() excepted: constant for the ledger's life).
+// in the order the loop posted the calls; none is thread-safe (shared(),
+// queue() and kind() excepted: constant for the ledger's life).
 //
 // Faults are JournalError (journal_error.hpp) naming the store, the operation
 // and the cause; storage_fault() says that retrying later may work (a full
@@ -163,8 +163,9 @@ class Ledger {
   virtual const char* kind() const = 0;
   /// Whether several hosts share this record (docs/cluster.md): inputs then
   /// live in the shared folder, the jobs are followed through changes_since()
-  /// rather than load(), and partitions are proved under leases.
-  virtual bool shared() const = 0;
+  /// rather than load(), and partitions are proved under leases. The same
+  /// fact as queue() being there, so it is read from it.
+  bool shared() { return queue() != nullptr; }
   /// Where it is, for messages (a file, or a database URL without its password).
   virtual std::string where() const = 0;
 
@@ -175,8 +176,10 @@ class Ledger {
   /// Stores the proof of (job, partition) under proof.lease_token (the
   /// journal has no claims: its one proof is kept, a second is kDuplicate; the
   /// queue stores it only while that lease is current, else kFenced, and ends
-  /// the job with its last proof). Throws JournalError (also when the
-  /// partition does not exist); then nothing changed.
+  /// the job with its last proof). A partition that does not exist: the
+  /// journal throws JournalError, the queue fences the proof (kFenced, `why`:
+  /// its job is no longer in the queue, as for a job pruned meanwhile).
+  /// Throws JournalError on a fault; then nothing changed.
   virtual CompleteResult complete(uint64_t job, uint32_t index, const ProofRecord& proof) = 0;
   /// complete(), for a caller that needs only what happened to the proof.
   ProofStored add_proof(uint64_t job, uint32_t index, const ProofRecord& proof) {

@@ -67,7 +67,6 @@ class PgQueue : public Ledger, public SharedQueue {
   PgQueue& operator=(const PgQueue&) = delete;
 
   const char* kind() const override { return "postgresql"; }
-  bool shared() const override { return true; }
   SharedQueue* queue() override { return this; }
   std::string where() const override { return safe_url_; }
 

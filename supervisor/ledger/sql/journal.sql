@@ -7,18 +7,14 @@
 -- Tables and indexes: none in a new file.
 SELECT count(*) FROM sqlite_master
 
--- name: has_acknowledged
--- Whether the journal counts acknowledged transactions (an older one does not).
-SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'acknowledged'
+-- name: has_table
+-- ?1 name: whether the journal has that table (an older one may lack
+-- `acknowledged` or `schema_migrations`).
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
 -- name: acknowledged_seq
 -- The acknowledged transactions the journal holds (acked_mark.hpp).
 SELECT seq FROM acknowledged WHERE id = 1
-
--- name: has_schema_migrations
--- Whether the journal records its migrations (one of zkfarmd before numbered
--- migrations does not: it is at version 1).
-SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'
 
 -- name: schema_version
 -- The last migration applied.

@@ -1,5 +1,5 @@
 -- Journal migration 1: the first schema (jobs, partitions, proofs, …).
--- A new journal runs every migration in one transaction (journal_schema.cpp);
+-- A new journal runs every migration in one transaction (journal.cpp);
 -- schema_migrations records each one applied.
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
