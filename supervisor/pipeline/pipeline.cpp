@@ -115,7 +115,7 @@ void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol:
   }
   w.assigned.erase(held);
   std::erase_if(w.computing, [&](const PartRef& c) { return same_part(c, ref); });
-  if (w.assigned.empty() && w.state == WorkerState::kBusy) w.state = WorkerState::kIdle;
+  if (w.assigned.empty()) w.state.on(WorkerEvent::kAllAnswered);  // refused unless busy (a stopping worker stays so)
   const Partition* p = jobs_.find(ref);
   const Job* job = jobs_.find(ref.job);
   if (!p || !job) return;
@@ -134,7 +134,7 @@ void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol:
     fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + error);
     return;
   }
-  w.backoff_ms = cfg_.restart_backoff_ms;  // a worker that delivers is healthy again
+  w.history.backoff_ms = cfg_.restart_backoff_ms;  // a worker that delivers is healthy again
   if (synth) {
     jobs_.synthesized(ref, steady_ms());
     // A witness made from circom inputs: its public signals (values 1..nPublic)
@@ -309,7 +309,7 @@ void Pipeline::dispatch() {
     for (const auto& [ref, slot] : reserved) send_synth(w, ref, slot, reserved.size());
     const size_t sent = reserved.size();
     queued -= std::min(queued, sent);
-    w.state = WorkerState::kBusy;
+    workers_.move(w, WorkerEvent::kAssigned);
   }
   dispatch_gpu();
 }
@@ -387,7 +387,7 @@ void Pipeline::send_prove(Worker& w, const PartRef& ref) {
                                                      .zkey = job->zkey,
                                                      .priority = uint64_t(job->priority)}));
   w.assigned.push_back(ref);
-  w.state = WorkerState::kBusy;
+  workers_.move(w, WorkerEvent::kAssigned);
 }
 
 // Tells the workers holding the partitions `which` picks to abandon them

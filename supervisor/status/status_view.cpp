@@ -81,7 +81,7 @@ json status_json(const FarmView& v, std::optional<uint32_t> only_owner) {
     j["job"] = shown ? json(shown->job) : json(nullptr);
     j["partition_index"] = shown ? json(shown->index) : json(nullptr);
     j["held"] = w.assigned.size();
-    j["restarts"] = w.restarts;
+    j["restarts"] = w.history.restarts;
     j["retiring"] = w.retiring;
     j["binary"] = w.binary;
     j["uptime_s"] = w.pid > 0 ? json(double(now - w.started_ms) / 1000.0) : json(nullptr);

@@ -18,19 +18,6 @@ namespace zkfarm::supervisor {
 
 namespace bp = boost::process;
 
-const char* worker_state_name(WorkerState s) {
-  switch (s) {
-    case WorkerState::kStarting: return "starting";
-    case WorkerState::kIdle: return "idle";
-    case WorkerState::kBusy: return "busy";
-    case WorkerState::kStopping: return "stopping";
-    case WorkerState::kReleasing: return "releasing";
-    case WorkerState::kExited: return "exited";
-    case WorkerState::kFailed: return "failed";
-  }
-  return "?";
-}
-
 SpawnedWorker spawn_worker(const Config& cfg, const Worker& w, const std::string& endpoint, int arena_fd) {
   const WorkerKindInfo& kind = kind_info(w.kind);
   if (arena_fd < 0) throw std::runtime_error("cannot start " + w.binary + ": no arena descriptor to pass");

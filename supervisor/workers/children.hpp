@@ -11,6 +11,7 @@
 
 #include "supervisor/config.hpp"
 #include "supervisor/model/jobs.hpp"
+#include "supervisor/model/worker_life.hpp"
 #include "supervisor/workers/release.hpp"
 #include "supervisor/workers/worker_kinds.hpp"
 #include "supervisor/workers/worker_output.hpp"
@@ -19,14 +20,6 @@
 
 namespace zkfarm::supervisor {
 
-/// starting: spawned, no READY yet; idle/busy: READY, without/with partitions;
-/// stopping: asked to exit (SHUTDOWN sent); releasing: reaped, waiting until its
-/// (GPU or pinned) memory is really released; exited: gone, a restart may be
-/// due; failed: crashed too often in a window (flapping), not restarted until
-/// `zkfarmctl restart`.
-enum class WorkerState { kStarting, kIdle, kBusy, kStopping, kReleasing, kExited, kFailed };
-const char* worker_state_name(WorkerState s);
-
 struct Worker {
   std::string id;                ///< "synth-0", "gpu-1": also its ZeroMQ routing id
   WorkerKind kind = WorkerKind::kSynth;
@@ -34,7 +27,7 @@ struct Worker {
   pid_t pid = 0;                 ///< 0 when no process runs
   int pidfd = -1;                ///< signals go through it (no PID-reuse race)
   std::string binary;            ///< the executable this worker runs (upgrades change it)
-  WorkerState state = WorkerState::kExited;
+  WorkerLife state;              ///< written only through state.on(event): model/worker_life.hpp
   std::string version, backend;  ///< from READY
   /// Partitions handed to it and not yet answered, in the order sent: a
   /// synthesis worker holds at most one, a GPU worker gpu_queue_depth (one
@@ -43,19 +36,16 @@ struct Worker {
   /// The ones of `assigned` its STARTED named and not yet answered: those
   /// computing (one, or up to gpu_lanes for a GPU worker with lanes), oldest first.
   std::vector<PartRef> computing;
-  unsigned restarts = 0;         ///< crash restarts so far
-  unsigned backoff_ms = 0;       ///< delay before the next restart
+  CrashRecord history;           ///< crash restarts, the next backoff, recent crash times
   int64_t started_ms = 0, last_seen_ms = 0, stop_deadline_ms = 0;
   int64_t restart_at_ms = 0;     ///< when exited and a restart is due; 0: none
   bool kill_sent = false;
   bool term_sent = false;        ///< SIGTERM sent during a stop
   bool retiring = false;         ///< a rolling restart: no new work, then stop
   bool operator_stop = false;    ///< stopped by the operator: never counts as a crash
-  std::vector<int64_t> crashes;  ///< times (ms) of recent crashes, for flapping
   std::string release_detail;    ///< progress of the release wait, for status
   std::shared_ptr<ReleaseWait> release_wait;  ///< while releasing: the wait for the old process's memory
   int64_t release_logged_ms = 0;  ///< last progress line in the log
-  WorkerState after_release = WorkerState::kExited;  ///< state once released
   std::string kill_reason;       ///< why the supervisor killed it ("heartbeat", "no_ready", "stop_timeout")
   std::shared_ptr<WorkerOutput> output;  ///< its stdout/stderr pipe, read by the loop into the log
   std::string failed_reason;     ///< why it is failed (flapping, a do-not-respawn exit code, a release timeout), for status

@@ -121,8 +121,8 @@ void Lifecycle::advance_rolling(int64_t now) {
     // Gone (and its memory released): start the (new) binary.
     w.retiring = false;
     w.binary = step.binary;
-    w.crashes.clear();
-    w.backoff_ms = cfg_.restart_backoff_ms;
+    w.history.crash_times.clear();
+    w.history.backoff_ms = cfg_.restart_backoff_ms;
     w.restart_at_ms = 0;
     step.started = true;
     workers_.start(w, now);

@@ -73,7 +73,7 @@ void WorkerLink::on_frame(const std::string& identity, const std::string& frame,
   if (const auto* ready = std::get_if<protocol::Ready>(&msg)) {
     w.version = ready->version;
     w.backend = ready->backend;
-    if (w.state == WorkerState::kStarting) w.state = WorkerState::kIdle;
+    w.state.on(WorkerEvent::kReady);  // refused unless starting (a READY after SHUTDOWN changes nothing)
     log_->info("worker {}: READY (version {}, backend {}, pid {})", w.id, w.version, w.backend, ready->pid);
   } else if (const auto* started = std::get_if<protocol::Started>(&msg)) {
     hooks_.started(w, *started);

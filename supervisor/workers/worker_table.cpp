@@ -36,7 +36,7 @@ WorkerTable::WorkerTable(const Config& cfg, std::shared_ptr<spdlog::logger> log,
     workers_.emplace(w.id, w);
   }
   for (auto& [id, w] : workers_) {
-    w.backoff_ms = cfg_.restart_backoff_ms;
+    w.history.backoff_ms = cfg_.restart_backoff_ms;
     w.binary = cfg_.*kind_info(w.kind).binary;
   }
 }
@@ -69,12 +69,11 @@ void WorkerTable::start(Worker& w, int64_t now) {
   } catch (const std::exception& e) {
     log_->error("worker {}: {}", w.id, e.what());
     w.pid = 0;
-    w.state = WorkerState::kExited;
-    w.restart_at_ms = now + w.backoff_ms;
-    w.backoff_ms = std::min(w.backoff_ms * 2, cfg_.restart_backoff_max_ms);
+    move(w, WorkerEvent::kSpawnFailed);
+    w.restart_at_ms = spawn_retry_at(w.history, respawn_rule(), now);
     return;
   }
-  w.state = WorkerState::kStarting;
+  move(w, WorkerEvent::kSpawned);
   w.started_ms = w.last_seen_ms = now;
   w.restart_at_ms = 0;
   w.kill_sent = false;
@@ -136,7 +135,7 @@ pid_t WorkerTable::close_process(Worker& w, int64_t now) {
   w.pid = 0;
   w.assigned.clear();
   w.computing.clear();
-  w.state = WorkerState::kExited;
+  move(w, WorkerEvent::kProcessGone);
   record_children();
   return old;
 }
@@ -144,46 +143,48 @@ pid_t WorkerTable::close_process(Worker& w, int64_t now) {
 void WorkerTable::after_exit(Worker& w, bool crashed, const std::string& why, bool no_respawn, bool restart_now,
                              int64_t now) {
   const pid_t old_pid = close_process(w, now);
-  if (restart_now) {
-    w.restart_at_ms = now;
-  } else if (crashed && no_respawn) {
-    // Retired, not restarted: its own exit code says a restart cannot help.
-    w.failed_reason = why + ": the worker cannot start in this environment (do not respawn)" +
-                      (w.output && !w.output->last_line().empty() ? "; its last line: " + w.output->last_line() : "") +
-                      "; fix the cause, then `zkfarmctl restart " + w.id + "`";
-    log_->error("worker {}: {}", w.id, w.failed_reason);
-    ++metrics_.restarts[{worker_kind_name(w.kind), "no_respawn"}];
-    w.state = WorkerState::kFailed;
-    w.restart_at_ms = 0;
-  } else if (crashed) {
-    ++w.restarts;
+  const ExitKind how = restart_now ? ExitKind::kRestartAtOnce
+                       : !crashed  ? ExitKind::kAsked
+                       : no_respawn ? ExitKind::kCannotBoot
+                                    : ExitKind::kCrash;
+  const RespawnVerdict verdict = decide_respawn(w.history, respawn_rule(), how, now);
+  using Do = RespawnVerdict::Do;
+  if (how == ExitKind::kCrash)
     ++metrics_.restarts[{worker_kind_name(w.kind), w.kill_sent ? w.kill_reason : std::string("crash")}];
-    w.crashes.push_back(now);
-    std::erase_if(w.crashes, [&](int64_t t) { return now - t > int64_t(cfg_.flap_window_ms); });
-    if (w.crashes.size() > cfg_.flap_max_crashes) {
-      w.failed_reason = std::to_string(w.crashes.size()) + " crashes within " + std::to_string(cfg_.flap_window_ms) +
-                        " ms (flapping); last: " + why;
+  switch (verdict.what) {
+    case Do::kNothing:
+      log_->info("worker {}: exited ({})", w.id, why);
+      break;
+    case Do::kRestart:
+      if (how == ExitKind::kCrash) log_->error("worker {}: {}; restarting in {} ms", w.id, why, verdict.delay_ms);
+      w.restart_at_ms = verdict.restart_at_ms;
+      break;
+    case Do::kRetire:
+      // Retired, not restarted: its own exit code says a restart cannot help.
+      w.failed_reason = why + ": the worker cannot start in this environment (do not respawn)" +
+                        (w.output && !w.output->last_line().empty() ? "; its last line: " + w.output->last_line() : "") +
+                        "; fix the cause, then `zkfarmctl restart " + w.id + "`";
+      log_->error("worker {}: {}", w.id, w.failed_reason);
+      ++metrics_.restarts[{worker_kind_name(w.kind), "no_respawn"}];
+      move(w, WorkerEvent::kGivenUp);
+      w.restart_at_ms = 0;
+      break;
+    case Do::kRetireFlapping:
+      w.failed_reason = std::to_string(w.history.crash_times.size()) + " crashes within " +
+                        std::to_string(cfg_.flap_window_ms) + " ms (flapping); last: " + why;
       log_->error("worker {}: failed (flapping): {}; not restarted until `zkfarmctl restart {}`", w.id,
                   w.failed_reason, w.id);
-      w.state = WorkerState::kFailed;
+      move(w, WorkerEvent::kGivenUp);
       w.restart_at_ms = 0;
-    } else {
-      log_->error("worker {}: {}; restarting in {} ms", w.id, why, w.backoff_ms);
-      w.restart_at_ms = now + w.backoff_ms;
-      w.backoff_ms = std::min(w.backoff_ms * 2, cfg_.restart_backoff_max_ms);
-    }
-  } else {
-    log_->info("worker {}: exited ({})", w.id, why);
+      break;
   }
   w.kill_sent = false;
   if (kind_info(w.kind).holds_device && old_pid > 0) {
-    const WorkerState after = w.state;  // exited or failed once released
-    w.state = WorkerState::kReleasing;
+    move(w, WorkerEvent::kAwaitRelease);  // exited or failed again once released
     w.release_wait = std::make_shared<ReleaseWait>(release_, old_pid, w.device,
                                                    std::chrono::milliseconds(cfg_.release_timeout_ms));
     w.release_detail = "waiting for pid " + std::to_string(old_pid) + "'s memory";
     w.release_logged_ms = now;
-    w.after_release = after;
     log_->info("worker {}: waiting until the memory of pid {} is released (release_timeout {} ms)", w.id, old_pid,
                cfg_.release_timeout_ms);
   }
@@ -237,7 +238,7 @@ void WorkerTable::advance_release_waits(int64_t now, bool stopping) {
       log_->info("worker {}: memory of pid {} released after {} ms", id, wait.pid(), wait.elapsed().count());
       w.release_detail.clear();
       w.release_wait.reset();
-      w.state = w.after_release;
+      move(w, WorkerEvent::kReleased);
       if (w.restart_at_ms && w.restart_at_ms < now) w.restart_at_ms = now;
       continue;
     }
@@ -246,7 +247,7 @@ void WorkerTable::advance_release_waits(int64_t now, bool stopping) {
       ++metrics_.release_timeouts;
       w.failed_reason = "release wait timed out: " + st.detail;
       w.release_wait.reset();
-      w.state = WorkerState::kFailed;
+      move(w, WorkerEvent::kReleaseTimedOut);
       w.restart_at_ms = 0;
       release_failed_ = true;
       continue;
@@ -265,7 +266,7 @@ void WorkerTable::advance_release_waits(int64_t now, bool stopping) {
 
 void WorkerTable::ask_to_stop(Worker& w, const std::function<void(const Worker&)>& send_shutdown, int64_t now) {
   send_shutdown(w);
-  w.state = WorkerState::kStopping;
+  move(w, WorkerEvent::kStopAsked);
   w.stop_deadline_ms = now + cfg_.stop_timeout_ms;
 }
 
@@ -287,6 +288,18 @@ std::string WorkerTable::kill_one(const std::string& id, const std::string& why)
   w->kill_sent = true;
   w->kill_reason = "operator";
   return "";
+}
+
+RespawnRule WorkerTable::respawn_rule() const {
+  return {cfg_.restart_backoff_ms, cfg_.restart_backoff_max_ms, cfg_.flap_window_ms, cfg_.flap_max_crashes};
+}
+
+void WorkerTable::move(Worker& w, WorkerEvent e) {
+  // Every caller here knows the state it moves from; a refusal is a fault of
+  // the supervisor's, logged loudly and otherwise harmless (nothing changes).
+  if (!w.state.on(e))
+    log_->error("worker {}: internal error: event '{}' is not a move from state {}", w.id, worker_event_name(e),
+                worker_state_name(w.state));
 }
 
 void WorkerTable::record_children() {

@@ -99,6 +99,11 @@ class WorkerTable {
   void clean_stale_children();
   /// Whether a release wait timed out (zkfarmd then exits 1).
   bool release_failed() const { return release_failed_; }
+  /// The restart settings of the configuration, as the respawn decision reads them.
+  RespawnRule respawn_rule() const;
+  /// Applies `e` to `w`'s state (model/worker_life.hpp); a move the table
+  /// refuses changes nothing and is logged as an internal error.
+  void move(Worker& w, WorkerEvent e);
 
  private:
   const Config& cfg_;

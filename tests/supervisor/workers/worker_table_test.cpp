@@ -43,7 +43,13 @@ struct TableFixture : ::testing::Test {
   static void running(Worker& w, WorkerState state, int64_t now) {
     w.pid = 999999;
     w.pidfd = -1;
-    w.state = state;
+    // Its state is reached through the model's events, as the supervisor's are.
+    w.state = WorkerLife{};
+    ASSERT_TRUE(w.state.on(WorkerEvent::kSpawned));
+    if (state != WorkerState::kStarting) ASSERT_TRUE(w.state.on(WorkerEvent::kReady));
+    if (state == WorkerState::kBusy) ASSERT_TRUE(w.state.on(WorkerEvent::kAssigned));
+    if (state == WorkerState::kStopping) ASSERT_TRUE(w.state.on(WorkerEvent::kStopAsked));
+    ASSERT_EQ(w.state, state);
     w.started_ms = w.last_seen_ms = now;
   }
 };
@@ -58,7 +64,7 @@ TEST_F(TableFixture, HoldsOneSynthesisWorkerEachAndOneGpuWorkerPerDeviceNoneStar
   for (const auto& [id, w] : t->all()) {
     EXPECT_EQ(w.state, WorkerState::kExited) << id;
     EXPECT_EQ(w.pid, 0) << id;
-    EXPECT_EQ(w.backoff_ms, cfg.restart_backoff_ms) << id;
+    EXPECT_EQ(w.history.backoff_ms, cfg.restart_backoff_ms) << id;
   }
   EXPECT_EQ(t->ready(), 0u);
   running(*t->find("synth-0"), WorkerState::kIdle, 0);
@@ -82,7 +88,7 @@ TEST_F(TableFixture, ACrashRestartsAfterABackoffThatDoublesUpToItsCap) {
     EXPECT_EQ(w.restart_at_ms, now + delay);
     now += 100000;  // past the flapping window: no flapping
   }
-  EXPECT_EQ(w.restarts, 3u);
+  EXPECT_EQ(w.history.restarts, 3u);
   EXPECT_EQ((metrics.restarts[{"synth", "crash"}]), 3u);
 }
 
@@ -113,7 +119,7 @@ TEST_F(TableFixture, AnExitCodeThatSaysCannotBootRetiresTheWorkerInsteadOfALoop)
   EXPECT_NE(w.failed_reason.find("do not respawn"), std::string::npos) << w.failed_reason;
   EXPECT_NE(w.failed_reason.find("zkfarmctl restart synth-0"), std::string::npos) << w.failed_reason;
   EXPECT_EQ((metrics.restarts[{"synth", "no_respawn"}]), 1u);
-  EXPECT_EQ(w.restarts, 0u);
+  EXPECT_EQ(w.history.restarts, 0u);
 }
 
 TEST_F(TableFixture, AnAskedExitIsNoCrashAndSchedulesNoRestart) {
@@ -123,8 +129,8 @@ TEST_F(TableFixture, AnAskedExitIsNoCrashAndSchedulesNoRestart) {
   t->after_exit(w, /*crashed=*/false, "exit code 0", false, false, 100);
   EXPECT_EQ(w.state, WorkerState::kExited);
   EXPECT_EQ(w.restart_at_ms, 0);
-  EXPECT_EQ(w.restarts, 0u);
-  EXPECT_TRUE(w.crashes.empty());
+  EXPECT_EQ(w.history.restarts, 0u);
+  EXPECT_TRUE(w.history.crash_times.empty());
   for (const auto& [key, n] : metrics.restarts) EXPECT_EQ(n, 0u) << key.first << " " << key.second;
 }
 
@@ -135,7 +141,7 @@ TEST_F(TableFixture, RestartNowIsDueAtOnceWithoutCountingACrash) {
   t->after_exit(w, false, "new binary failed", false, /*restart_now=*/true, 777);
   EXPECT_EQ(w.state, WorkerState::kExited);
   EXPECT_EQ(w.restart_at_ms, 777);
-  EXPECT_EQ(w.restarts, 0u);
+  EXPECT_EQ(w.history.restarts, 0u);
 }
 
 TEST_F(TableFixture, AGpuWorkerWaitsForItsMemoryThenTakesTheStateItsExitDecided) {
@@ -144,7 +150,7 @@ TEST_F(TableFixture, AGpuWorkerWaitsForItsMemoryThenTakesTheStateItsExitDecided)
   running(w, WorkerState::kBusy, 0);
   t->after_exit(w, true, "died (signal Segmentation fault)", false, false, 1000);
   EXPECT_EQ(w.state, WorkerState::kReleasing);
-  EXPECT_EQ(w.after_release, WorkerState::kExited);
+  EXPECT_EQ(w.state.after_release(), WorkerState::kExited);
   EXPECT_NE(w.release_detail.find("999999"), std::string::npos) << w.release_detail;
   t->restart_due(1000000, false);  // nothing starts while its memory is held
   EXPECT_EQ(w.pid, 0);
