@@ -190,22 +190,17 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   auto control_channel = std::make_unique<ControlChannel>(ipc_path(cfg_.state_dir, "control.sock"), control_gid,
                                                          cfg_.control_max_connections, log_);
 
+  // The loop's own handler: a job's end is counted for /metrics, whichever part ended it.
+  bus_.on<JobEnded>([this](const JobEnded& e) { count_job_end(e.job); });
   workers_ = std::make_unique<WorkerTable>(cfg_, log_, metrics_, devices_.release_check(), gpu_devices(cfg_), worker_socket_->endpoint(),
                                            arena_.fd());
   worker_link_ = std::make_unique<WorkerLink>(
-      cfg_, log_, *worker_socket_, *workers_,
-      WorkerLink::Hooks{.started = [this](Worker& w, const protocol::Started& m) { pipeline_->on_started(w, m); },
-                        .done = [this](Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result,
-                                       bool synth) { pipeline_->on_done(w, ref, result, synth); },
-                        .warn = [this](const std::string& line) { warn_limited(line); }});
+      cfg_, log_, *worker_socket_, *workers_, bus_, [this](const std::string& line) { warn_limited(line); });
   size_t n = 0;
   for (const auto& [id, w] : workers_->all()) n += w.kind == WorkerKind::kGpu;
   lifecycle_ = std::make_unique<Lifecycle>(
-      cfg_, log_, *workers_, jobs_, metrics_,
-      Lifecycle::Hooks{[this](const Worker& w) { worker_link_->send(w, protocol::encode(protocol::Shutdown{})); },
-                       [this](const std::string& why) {
-                         if (cluster_) cluster_->release_queued_claims(why);
-                       }});
+      cfg_, log_, *workers_, jobs_, metrics_, bus_,
+      [this](const Worker& w) { worker_link_->send(w, protocol::encode(protocol::Shutdown{})); });
   // Inputs are kept by content under STATE/inputs (submit.cpp), private to
   // zkfarmd; a shared queue's claims are copied into inputs/claims (cluster/claim_prep.cpp).
   for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"}) {
@@ -226,23 +221,11 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
   }
-  journal_ = std::make_unique<JournalLane>(
-      cfg_, log_, *ledger_, inbox_, metrics_,
-      JournalLane::Hooks{.notify = [this](const std::string& state) { lifecycle_->notify(state); },
-                         .ledger_reached =
-                             [this](bool reached, const std::string& why) {
-                               if (cluster_) cluster_->reached(reached, why);
-                             }});
-  delivery_ = std::make_unique<Delivery>(
-      cfg_, log_, jobs_, *ledger_, *journal_, inbox_,
-      Delivery::Hooks{.reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
-                      .job_ended = [this](const Job& job) { count_job_end(job); }});
+  journal_ = std::make_unique<JournalLane>(cfg_, log_, *ledger_, inbox_, metrics_, bus_);
+  delivery_ = std::make_unique<Delivery>(cfg_, log_, jobs_, *ledger_, *journal_, inbox_, bus_);
   pipeline_ = std::make_unique<Pipeline>(
-      cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *ledger_, *journal_, inbox_,
+      cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *ledger_, *journal_, inbox_, bus_,
       Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { worker_link_->send(w, frame); },
-                      .publish = [this](const Job& job, uint32_t index) { delivery_->publish(job, index); },
-                      .store_shared = [this](const PartRef& ref, ProofRecord rec) { cluster_->store_proof(ref, std::move(rec)); },
-                      .job_ended = [this](const Job& job) { count_job_end(job); },
                       .circuit_of = [this](const std::string& generator) -> const CircuitRecord* {
                         return circuits_ ? circuits_->by_generator(generator) : nullptr;
                       }});
@@ -259,8 +242,8 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   intake_ = std::make_unique<Intake>(cfg_, ledger_->shared());
   circuits_ = std::make_unique<CircuitRegistry>(
       cfg_, log_, ledger_->shared(), witgen::find_witgen_root(fs::path(cfg_.synth_binary).parent_path().string()),
+      bus_,
       CircuitRegistry::Hooks{
-          .reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
           .submit_context = [this] { return intake_->context(); },
           .put =
               [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
@@ -280,16 +263,15 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   circuits_->replace_all(ledger_->circuits());
   admission_ = std::make_unique<Admission>(
       cfg_, log_, *intake_, *circuits_, *lifecycle_, *journal_, *ledger_, inbox_, jobs_, slots_, *pipeline_, metrics_,
-      Admission::Hooks{.reply = [this](const std::string& identity, json reply) { send_reply(identity, std::move(reply)); },
-                       .remove_inputs = [this](const Job& job) { remove_job_inputs(job); },
+      bus_,
+      Admission::Hooks{.remove_inputs = [this](const Job& job) { remove_job_inputs(job); },
                        .queue_fault = [this] { return cluster_ && !cluster_->reachable() ? cluster_->fault() : std::string(); },
                        .queue_wake = [this] { if (cluster_) cluster_->wake(); }});
   if (SharedQueue* queue = ledger_->queue())
     cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, *ledger_, *queue, *journal_, inbox_, jobs_, *workers_, *lifecycle_,
-                                               *pipeline_, *circuits_, *intake_,
-                                               ClusterMirror::Hooks{.job_ended = [this](const Job& job) { count_job_end(job); }});
+                                               *pipeline_, *circuits_, *intake_, bus_);
   control_ = std::make_unique<ControlApi>(
-      cfg_, log_, std::move(control_channel), jobs_, *lifecycle_, *circuits_, metrics_,
+      cfg_, log_, std::move(control_channel), jobs_, *lifecycle_, *circuits_, metrics_, bus_,
       ControlApi::Hooks{
           .submit = [this](const std::string& identity, const protocol::Submit& req,
                            const Peer& peer) { admission_->start(identity, req, peer); },
@@ -332,8 +314,6 @@ void Supervisor::finish_background() {
   inbox_.run();
   journal_->finish();
 }
-
-void Supervisor::send_reply(const std::string& identity, json reply) { control_->reply(identity, std::move(reply)); }
 
 // Brings back every journaled job: partitions without a proof are queued again
 // (what was in flight when the last instance died is proved anew), finished jobs

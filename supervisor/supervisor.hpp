@@ -27,6 +27,7 @@
 #include "supervisor/workers/device_monitor.hpp"
 #include "supervisor/intake/admission.hpp"
 #include "supervisor/intake/intake.hpp"
+#include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/intake/key_cache.hpp"
@@ -103,7 +104,6 @@ class Supervisor {
   // removal of input copies no live job or pending submit uses.
   void housekeeping(bool at_start);
   void remove_job_inputs(const Job& job);
-  void send_reply(const std::string& identity, nlohmann::json reply);
   void restore_from_journal();
   /// A ledger write on the journal lane (journal_lane.hpp), in order, retried while storage fails.
   void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
@@ -118,6 +118,9 @@ class Supervisor {
 
   Config cfg_;
   std::shared_ptr<spdlog::logger> log_;
+  /// The loop's events (model/event_bus.hpp): declared before every part
+  /// that subscribes, so it outlives their handlers.
+  EventBus bus_;
   /// The ledger (ledger.hpp): the SQLite journal of this host, or the
   /// PostgreSQL queue several hosts share; used on the journal lane's thread only (journal_lane.hpp).
   std::unique_ptr<Ledger> ledger_;

@@ -22,7 +22,7 @@ constexpr int64_t kHostFaultPauseMs = 30000;  // no claims after this host's sha
 ClusterMirror::ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger,
                              SharedQueue& queue, JournalLane& journal, LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers,
                              const Lifecycle& lifecycle, Pipeline& pipeline, CircuitRegistry& circuits,
-                             const Intake& intake, Hooks hooks)
+                             const Intake& intake, EventBus& bus)
     : cfg_(cfg),
       log_(std::move(log)),
       ledger_(ledger),
@@ -35,13 +35,16 @@ ClusterMirror::ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> 
       pipeline_(pipeline),
       circuits_(circuits),
       intake_(intake),
-      hooks_(std::move(hooks)) {
+      bus_(bus) {
   prep_pool_ = std::make_unique<CheckPool>(2, 1024);
   listener_ = std::make_unique<PgListener>(cfg_.queue_url, [this](const std::string& payload) {
     if (payload == "circuit" || payload == "connected") notified_.circuits = true;
     notified_.any = true;
     inbox_.post([] {});  // wakes the loop's poll
   });
+  bus_.on<LedgerReach>([this](const LedgerReach& e) { reached(e.reached, e.why); });
+  bus_.on<ClaimsToHandBack>([this](const ClaimsToHandBack& e) { release_queued_claims(e.why); });
+  bus_.on<SharedProofVerified>([this](const SharedProofVerified& e) { store_proof(e.ref, e.rec); });
 }
 
 void ClusterMirror::leave() {
@@ -265,7 +268,7 @@ void ClusterMirror::apply_changes(Changes changes) {
       // Ended by the queue: a worker still on one of its partitions stops at
       // its next stage boundary; the answer is then dropped.
       pipeline_.abort_in_flight(j.id);
-      hooks_.job_ended(*after);
+      bus_.emit(JobEnded{*after});
       log_->info("job {}: {} (in the queue){}", j.id, job_state_name(after->state),
                  after->error.empty() ? "" : ": " + after->error);
     }

@@ -47,18 +47,17 @@ namespace zkfarm::supervisor {
 /// loop's JobTable, the leases this host holds, and its claims. Exists only
 /// when the ledger is shared; loop thread only, but for the listener's
 /// wake-ups.
+///
+/// Events (model/event_bus.hpp): handles LedgerReach (journal_lane.hpp),
+/// ClaimsToHandBack (lifecycle.hpp) and SharedProofVerified (pipeline.hpp);
+/// emits JobEnded (a job the queue ended: failed or cancelled elsewhere).
 class ClusterMirror {
  public:
-  struct Hooks {
-    /// A live job ended in this instance (by the queue: failed or cancelled elsewhere): /metrics.
-    std::function<void(const Job& job)> job_ended;
-  };
-
   /// The host is registered already (Supervisor's start); this starts the
   /// claim preparation threads and LISTENs on a connection of its own.
   ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, SharedQueue& queue, JournalLane& journal,
                 LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers, const Lifecycle& lifecycle,
-                Pipeline& pipeline, CircuitRegistry& circuits, const Intake& intake, Hooks hooks);
+                Pipeline& pipeline, CircuitRegistry& circuits, const Intake& intake, EventBus& bus);
 
   /// One pass: sync, renew, expire, claim, view, each when it is due and not
   /// already on its way.
@@ -111,7 +110,7 @@ class ClusterMirror {
   Pipeline& pipeline_;
   CircuitRegistry& circuits_;
   const Intake& intake_;
-  Hooks hooks_;
+  EventBus& bus_;
 
   /// One of the periodic queue calls: whether it is on its way, and when it is next due (steady ms).
   struct Step {

@@ -34,7 +34,7 @@ json denied(const std::string& type) {
 
 ControlApi::ControlApi(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::unique_ptr<ControlChannel> channel,
                        const JobTable& jobs, Lifecycle& lifecycle, CircuitRegistry& circuits, Metrics& metrics,
-                       Hooks hooks)
+                       EventBus& bus, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
       channel_(std::move(channel)),
@@ -42,7 +42,9 @@ ControlApi::ControlApi(const Config& cfg, std::shared_ptr<spdlog::logger> log, s
       lifecycle_(lifecycle),
       circuits_(circuits),
       metrics_(metrics),
-      hooks_(std::move(hooks)) {}
+      hooks_(std::move(hooks)) {
+  bus.on<ControlReply>([this](const ControlReply& e) { reply(e.identity, e.reply); });
+}
 
 void ControlApi::serve(int64_t now, size_t max) {
   channel_->poll_cap(now);

@@ -25,11 +25,15 @@
 #include "supervisor/control/control_channel.hpp"
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/workers/lifecycle.hpp"
+#include "supervisor/model/event_bus.hpp"
+#include "supervisor/model/loop_events.hpp"
 #include "supervisor/model/metrics.hpp"
 #include "supervisor/model/peer.hpp"
 
 namespace zkfarm::supervisor {
 
+/// Events (model/event_bus.hpp): handles ControlReply (loop_events.hpp), the
+/// answers of requests other parts held.
 class ControlApi {
  public:
   /// The calls a request becomes on components the API does not hold.
@@ -51,7 +55,8 @@ class ControlApi {
 
   /// Takes the bound channel; `jobs` is read for job requests and held polls.
   ControlApi(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::unique_ptr<ControlChannel> channel,
-             const JobTable& jobs, Lifecycle& lifecycle, CircuitRegistry& circuits, Metrics& metrics, Hooks hooks);
+             const JobTable& jobs, Lifecycle& lifecycle, CircuitRegistry& circuits, Metrics& metrics, EventBus& bus,
+             Hooks hooks);
 
   /// The channel's listening socket, for the loop's poll.
   zmq::pollitem_t pollitem() { return channel_->pollitem(); }

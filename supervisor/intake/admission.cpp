@@ -12,7 +12,7 @@ using nlohmann::json;
 
 Admission::Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Intake& intake, CircuitRegistry& circuits,
                      const Lifecycle& lifecycle, JournalLane& journal, Ledger& ledger, LoopInbox& inbox, JobTable& jobs,
-                     const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, Hooks hooks)
+                     const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, EventBus& bus, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
       intake_(intake),
@@ -25,13 +25,14 @@ Admission::Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Int
       slots_(slots),
       pipeline_(pipeline),
       metrics_(metrics),
+      bus_(bus),
       hooks_(std::move(hooks)) {}
 
 void Admission::refuse(const std::string& identity, const std::string& why, RefusedReason reason) {
   ++metrics_.jobs_refused[refused_reason_name(reason)];
   if (reason == RefusedReason::kBusy)  // not the request's fault: zkfarmctl retries it (exit 75 if it gives up)
-    return hooks_.reply(identity, {{"ok", false}, {"error", why}, {"busy", true}, {"retry_after_ms", 200}});
-  hooks_.reply(identity, {{"ok", false}, {"error", why}});
+    return bus_.emit(ControlReply{identity, {{"ok", false}, {"error", why}, {"busy", true}, {"retry_after_ms", 200}}});
+  bus_.emit(ControlReply{identity, {{"ok", false}, {"error", why}}});
 }
 
 void Admission::start(const std::string& identity, const protocol::Submit& req, const Peer& peer) {
@@ -155,7 +156,7 @@ void Admission::finish_accept(const std::string& identity, const std::shared_ptr
                        : "; results written by the client (zkfarmd cannot act as that user)");
   json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
   if (client) reply["delivery_reason"] = ledger_.shared() ? "queue" : no_out ? "none" : "user";
-  hooks_.reply(identity, reply);
+  bus_.emit(ControlReply{identity, reply});
 }
 
 }  // namespace zkfarm::supervisor

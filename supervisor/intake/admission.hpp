@@ -21,7 +21,9 @@
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/ledger/ledger.hpp"
 #include "supervisor/workers/lifecycle.hpp"
+#include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/jobs.hpp"
+#include "supervisor/model/loop_events.hpp"
 #include "supervisor/pipeline/pipeline.hpp"
 #include "supervisor/model/metrics.hpp"
 
@@ -30,11 +32,11 @@ namespace zkfarm::supervisor {
 /// The loop's side of a submit, from the request to the reply that names
 /// the job. Loop thread only; the check runs on Intake's pool, the journal
 /// write on the journal lane.
+///
+/// Events (model/event_bus.hpp): emits ControlReply (the submit's answer).
 class Admission {
  public:
   struct Hooks {
-    /// Sends a control reply to the client `identity`.
-    std::function<void(const std::string& identity, nlohmann::json reply)> reply;
     /// Removes the copies a refused job's check made (housekeeping).
     std::function<void(const Job& job)> remove_inputs;
     /// Why a shared queue cannot take a job now ("" when it can, or on one host).
@@ -47,7 +49,7 @@ class Admission {
   /// fit is refused); `ledger`: used on the journal lane's thread.
   Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Intake& intake, CircuitRegistry& circuits,
             const Lifecycle& lifecycle, JournalLane& journal, Ledger& ledger, LoopInbox& inbox, JobTable& jobs,
-            const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, Hooks hooks);
+            const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, EventBus& bus, Hooks hooks);
 
   /// `zkfarmctl submit` from `peer`: refused at once (a reply) when intake is
   /// closed or submit_queue checks are waiting, else its check is queued.
@@ -77,6 +79,7 @@ class Admission {
   const shm::SlotAllocator& slots_;
   Pipeline& pipeline_;
   Metrics& metrics_;
+  EventBus& bus_;
   Hooks hooks_;
 };
 

@@ -24,11 +24,12 @@ bool valid_name(const std::string& n) {
 }  // namespace
 
 CircuitRegistry::CircuitRegistry(const Config& cfg, std::shared_ptr<spdlog::logger> log, bool shared,
-                                 std::string witgen_root, Hooks hooks)
+                                 std::string witgen_root, EventBus& bus, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
       shared_(shared),
       witgen_root_(std::move(witgen_root)),
+      bus_(bus),
       hooks_(std::move(hooks)),
       build_pool_(cfg.generator_builds, 16) {}
 
@@ -61,7 +62,7 @@ void CircuitRegistry::replace_all(std::vector<CircuitRecord> circuits) {
 
 void CircuitRegistry::start_add(const std::string& identity, const protocol::CircuitAdd& req, const Peer& peer, Role role,
                                 bool stopping) {
-  auto refuse = [&](const std::string& why) { hooks_.reply(identity, {{"ok", false}, {"error", why}}); };
+  auto refuse = [&](const std::string& why) { reply(identity, {{"ok", false}, {"error", why}}); };
   const std::string& name = req.name;
   if (!valid_name(name))
     return refuse("circuit names are 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-'");
@@ -108,7 +109,7 @@ void CircuitRegistry::start_add(const std::string& identity, const protocol::Cir
   bc.info_run.sandbox = run_sandbox;
   auto build = build_pool_.run([req, peer, ctx, bc] { return build_circuit(req, peer, ctx, bc); });
   if (!build)
-    return hooks_.reply(identity, {{"ok", false},
+    return reply(identity, {{"ok", false},
                                    {"error", "zkfarmd is busy: too many circuits are being built; retry later"},
                                    {"busy", true},
                                    {"retry_after_ms", 1000}});
@@ -135,7 +136,7 @@ void CircuitRegistry::finish_adds() {
     building_.erase(name);
     if (!b.circuit) {
       log_->warn("circuit {}: not added: {}", name, b.error);
-      hooks_.reply(identity, {{"ok", false}, {"error", "circuit " + name + ": " + b.error}});
+      reply(identity, {{"ok", false}, {"error", "circuit " + name + ": " + b.error}});
       continue;
     }
     auto record = std::make_shared<CircuitRecord>(*b.circuit);
@@ -144,12 +145,12 @@ void CircuitRegistry::finish_adds() {
     if (b.vk) hooks_.remember_vk(record->zkey_sha256, b.vk);
     hooks_.put(record, [this, identity, record](const std::string& error) {
       if (!error.empty())
-        return hooks_.reply(identity, {{"ok", false}, {"error", "cannot journal the circuit: " + error}});
+        return reply(identity, {{"ok", false}, {"error", "cannot journal the circuit: " + error}});
       circuits_[record->name] = *record;
       log_->info("circuit {}: added ({} generator {}, key {}, {} signals, {} public)", record->name, record->kind,
                  record->generator.substr(0, 16), record->zkey_sha256.substr(0, 16), record->n_vars,
                  record->n_public);
-      hooks_.reply(identity, {{"ok", true},
+      reply(identity, {{"ok", true},
                               {"circuit", circuit_json(*record, witgen::witness_engine_line(
                                                                     generator_path(record->generator), record->kind))}});
     });

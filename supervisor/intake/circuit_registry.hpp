@@ -22,16 +22,17 @@
 #include "supervisor/check_pool.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/ledger/ledger.hpp"
+#include "supervisor/model/event_bus.hpp"
+#include "supervisor/model/loop_events.hpp"
 #include "supervisor/intake/submission.hpp"
 
 namespace zkfarm::supervisor {
 
+/// Events (model/event_bus.hpp): emits ControlReply (a held `circuit add`'s answer).
 class CircuitRegistry {
  public:
   /// What the registry asks of the rest of the farm (all called on the loop).
   struct Hooks {
-    /// Answers a held `circuit add` request.
-    std::function<void(const std::string& identity, nlohmann::json reply)> reply;
     /// Where a build's copies go, and the caches it uses (a submit's context).
     std::function<SubmitContext()> submit_context;
     /// Journals a new circuit on the journal thread; `done` runs on the loop
@@ -47,7 +48,7 @@ class CircuitRegistry {
   /// `shared`: a shared queue (circuits' keys and generators are published
   /// under cfg.shared_dir). `witgen_root`: the generator hosts' sources.
   CircuitRegistry(const Config& cfg, std::shared_ptr<spdlog::logger> log, bool shared, std::string witgen_root,
-                  Hooks hooks);
+                  EventBus& bus, Hooks hooks);
 
   /// Every circuit journaled (at start), or the queue's current set (a
   /// shared queue's sync): replaces the table.
@@ -86,6 +87,10 @@ class CircuitRegistry {
   std::shared_ptr<spdlog::logger> log_;
   bool shared_;
   std::string witgen_root_;
+  /// Answers a held `circuit add` request (a ControlReply event).
+  void reply(const std::string& identity, nlohmann::json r) { bus_.emit(ControlReply{identity, std::move(r)}); }
+
+  EventBus& bus_;
   Hooks hooks_;
   std::map<std::string, CircuitRecord> circuits_;  ///< by name (journaled)
   CheckPool build_pool_;                           ///< generator builds, generator_builds at once

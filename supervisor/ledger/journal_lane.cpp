@@ -15,8 +15,8 @@ constexpr int64_t kJournalRetryMs = 1000;
 }
 
 JournalLane::JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, LoopInbox& inbox,
-                         Metrics& metrics, Hooks hooks)
-    : cfg_(cfg), log_(std::move(log)), ledger_(ledger), inbox_(inbox), metrics_(metrics), hooks_(std::move(hooks)) {}
+                         Metrics& metrics, EventBus& bus)
+    : cfg_(cfg), log_(std::move(log)), ledger_(ledger), inbox_(inbox), metrics_(metrics), bus_(bus) {}
 
 void JournalLane::write(std::function<void()> write) {
   std::lock_guard lock(batch_mutex_);
@@ -85,7 +85,7 @@ void JournalLane::run_write(const std::function<void()>& write) {
           on_fault("journal write failed: " + what);
           // A shared queue's write failed: the queue calls wait behind it on
           // this thread, so none of them would say so; status must.
-          hooks_.ledger_reached(false, what);
+          bus_.emit(LedgerReach{false, what});
         });
       faulted = true;
     }
@@ -111,14 +111,14 @@ void JournalLane::on_fault(const std::string& why) {
   faulted_ = true;
   if (intake_fault_.empty()) {
     log_->error("{}; intake is closed until the journal takes writes again (in-flight work goes on)", why);
-    hooks_.notify("STATUS=refusing jobs: " + why);
+    bus_.emit(ServiceNotice{"STATUS=refusing jobs: " + why});
   }
   intake_fault_ = why;
 }
 
 void JournalLane::on_recovered() {
   faulted_ = false;
-  hooks_.ledger_reached(true, "");  // the write that was held reached the ledger
+  bus_.emit(LedgerReach{true, ""});  // the write that was held reached the ledger
   if (!intake_fault_.empty()) log_->info("journal: writes work again; intake reopened ({})", intake_fault_);
   intake_fault_.clear();
 }

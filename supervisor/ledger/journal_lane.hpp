@@ -23,25 +23,33 @@
 #include "supervisor/background.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/ledger/ledger.hpp"
+#include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/metrics.hpp"
 
 namespace zkfarm::supervisor {
 
+/// A held write reached (true) or failed to reach (false, with why) the
+/// ledger: a shared queue's reachability follows it. Handled by the cluster mirror.
+struct LedgerReach {
+  bool reached;
+  std::string why;
+};
+
+/// A line for the init system (sd_notify(3), "STATUS=…": intake closed).
+/// Handled by the lifecycle, which talks to systemd.
+struct ServiceNotice {
+  std::string line;
+};
+
+/// Events (model/event_bus.hpp), emitted on the loop's thread: LedgerReach,
+/// ServiceNotice.
 class JournalLane {
  public:
-  /// What the lane tells the rest of the farm (on the loop's thread).
-  struct Hooks {
-    /// sd_notify(3) a state line (intake closed).
-    std::function<void(const std::string& state)> notify;
-    /// A held write reached (true) or failed to reach (false, with why) the
-    /// ledger: a shared queue's reachability follows it.
-    std::function<void(bool reached, const std::string& why)> ledger_reached;
-  };
 
   /// Starts the journal thread. `ledger` and `inbox` outlive the lane; tasks
   /// that come back to the loop are posted to `inbox`.
   JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, LoopInbox& inbox,
-              Metrics& metrics, Hooks hooks);
+              Metrics& metrics, EventBus& bus);
 
   /// Runs `task` on the journal thread, in order with every write (reads,
   /// a shared queue's calls). It must not throw.
@@ -100,7 +108,7 @@ class JournalLane {
   Ledger& ledger_;
   LoopInbox& inbox_;
   Metrics& metrics_;
-  Hooks hooks_;
+  EventBus& bus_;
   std::string intake_fault_;  ///< non-empty: intake refused for this reason
   bool faulted_ = false;      ///< the journal thread holds a write that failed (intake closed)
   bool probe_in_flight_ = false;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "files/file_error.hpp"
+#include "supervisor/pipeline/pipeline.hpp"
 #include "files/fs_credentials.hpp"
 #include "files/safe_write.hpp"
 #include "groth16/proof_json.hpp"
@@ -91,9 +92,10 @@ int delivery_delay_ms() {
 }  // namespace
 
 Delivery::Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, Ledger& ledger,
-                   JournalLane& journal, LoopInbox& inbox, Hooks hooks)
-    : cfg_(cfg), log_(std::move(log)), jobs_(jobs), ledger_(ledger), journal_(journal), inbox_(inbox),
-      hooks_(std::move(hooks)) {}
+                   JournalLane& journal, LoopInbox& inbox, EventBus& bus)
+    : cfg_(cfg), log_(std::move(log)), jobs_(jobs), ledger_(ledger), journal_(journal), inbox_(inbox), bus_(bus) {
+  bus_.on<PartitionProved>([this](const PartitionProved& e) { publish(e.job, e.index); });
+}
 
 void Delivery::finish() { thread_.finish(); }
 
@@ -147,7 +149,7 @@ void Delivery::on_published(const PartRef& ref, const std::string& error) {
           " --out DIR` writes them elsewhere)";
   }
   if (!jobs_.mark_delivered(ref, wall_ms(), why)) return;
-  hooks_.job_ended(*job);
+  bus_.emit(JobEnded{*job});
   journal_.write([this, id = ref.job, st = job->state, e = job->error, t = job->finished_ms] {
     ledger_.finish_job(id, st, e, t);
   });

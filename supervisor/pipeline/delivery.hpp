@@ -20,27 +20,26 @@
 #include "supervisor/model/peer.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
 #include "supervisor/ledger/ledger.hpp"
+#include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/jobs.hpp"
+#include "supervisor/model/loop_events.hpp"
 
 namespace zkfarm::supervisor {
 
 /// Writes results off the loop (a thread of its own) and answers `result`
 /// pages from memory or the ledger (on the journal lane). Its methods are
 /// called on the loop's thread; their answers come back through the inbox.
+///
+/// Events (model/event_bus.hpp): handles PartitionProved (pipeline.hpp);
+/// emits ControlReply (a `result` page) and JobEnded (done, or failed by a
+/// write).
 class Delivery {
  public:
-  struct Hooks {
-    /// Sends a control reply to the client `identity`.
-    std::function<void(const std::string& identity, nlohmann::json reply)> reply;
-    /// A live job ended in this instance (done or failed by its delivery): /metrics.
-    std::function<void(const Job& job)> job_ended;
-  };
-
   /// `jobs`: the loop's table; `ledger`: read for proofs of earlier
   /// instances (on the loop's thread only before the loop runs, then on
   /// `journal`'s thread).
   Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, Ledger& ledger,
-           JournalLane& journal, LoopInbox& inbox, Hooks hooks);
+           JournalLane& journal, LoopInbox& inbox, EventBus& bus);
 
   /// At start, before the loop runs: the proved partitions of `job` (proofs
   /// from memory or the ledger) into `out`, as `as`; with `only_missing`, a
@@ -62,7 +61,7 @@ class Delivery {
 
  private:
   void on_published(const PartRef& ref, const std::string& error);
-  void reply(const std::string& identity, nlohmann::json r) { hooks_.reply(identity, std::move(r)); }
+  void reply(const std::string& identity, nlohmann::json r) { bus_.emit(ControlReply{identity, std::move(r)}); }
 
   const Config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
@@ -70,7 +69,7 @@ class Delivery {
   Ledger& ledger_;
   JournalLane& journal_;
   LoopInbox& inbox_;
-  Hooks hooks_;
+  EventBus& bus_;
   SerialWorker thread_{"zkfarmd-deliver"};  ///< the only writer of output files
 };
 

@@ -31,7 +31,7 @@ constexpr size_t kMaxVerifyBatch = 64;
 
 Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
                    const shm::Arena& arena, WorkerTable& workers, const Lifecycle& lifecycle, Metrics& metrics,
-                   Ledger& ledger, JournalLane& journal, LoopInbox& inbox, Hooks hooks)
+                   Ledger& ledger, JournalLane& journal, LoopInbox& inbox, EventBus& bus, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
       jobs_(jobs),
@@ -43,8 +43,12 @@ Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTa
       ledger_(ledger),
       journal_(journal),
       inbox_(inbox),
+      bus_(bus),
       hooks_(std::move(hooks)),
-      checks_(keys_, verify_threads(cfg_), kMaxVerifyBatch) {}
+      checks_(keys_, verify_threads(cfg_), kMaxVerifyBatch) {
+  bus_.on<WorkerStarted>([this](const WorkerStarted& e) { on_started(e.worker, e.msg); });
+  bus_.on<WorkerAnswered>([this](const WorkerAnswered& e) { on_done(e.worker, e.ref, e.result, e.synth); });
+}
 
 void Pipeline::free_slot(const std::optional<shm::Slot>& slot) {
   if (slot) slots_.free(slot->id);
@@ -234,7 +238,7 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
                ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
     free_slot(p->slot);
     jobs_.mark_done(ref, proof_bytes);
-    hooks_.store_shared(ref, std::move(rec));
+    bus_.emit(SharedProofVerified{ref, std::move(rec)});
     return;
   }
   // Journal first, on the journal thread: once it commits the proof survives
@@ -246,7 +250,7 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
   log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
              ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
   jobs_.mark_done(ref, proof_bytes);
-  hooks_.publish(*job, ref.index);  // the job is done once its files are written (on_published)
+  bus_.emit(PartitionProved{*job, ref.index});  // the job is done once its files are written (on_published)
 }
 
 // The witness of a partition of circom inputs was made by its synthesis
@@ -265,7 +269,7 @@ void Pipeline::fail_job(uint64_t id, const std::string& error) {
   const bool was_live = before && !before->terminal();
   free_slots(jobs_.fail(id, error.substr(0, 2000), wall_ms()));
   if (const Job* job = jobs_.find(id)) {
-    if (was_live) hooks_.job_ended(*job);
+    if (was_live) bus_.emit(JobEnded{*job});
     journal_.write([this, id, e = job->error, t = job->finished_ms] { ledger_.finish_job(id, JobState::kFailed, e, t); });
   }
   log_->error("job {}: failed: {}", id, error.substr(0, 2000));
@@ -415,7 +419,7 @@ void Pipeline::cancel_job(uint64_t id, uint32_t by_uid) {
   const Job* job = jobs_.find(id);
   if (!job || job->terminal()) return;
   free_slots(jobs_.cancel(id, wall_ms()));
-  hooks_.job_ended(*job);
+  bus_.emit(JobEnded{*job});
   journal_.write([this, id, t = job->finished_ms] { ledger_.finish_job(id, JobState::kCancelled, "", t); });
   abort_in_flight(id);
   log_->info("job {}: cancelled by uid {}", id, by_uid);

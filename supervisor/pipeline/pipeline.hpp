@@ -27,26 +27,41 @@
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/pipeline/proof_checks.hpp"
 #include "supervisor/pipeline/verifying_keys.hpp"
+#include "supervisor/model/event_bus.hpp"
+#include "supervisor/model/loop_events.hpp"
 #include "supervisor/model/metrics.hpp"
+#include "supervisor/workers/worker_link.hpp"
 #include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {
 
+/// Partition `index` of `job` was proved, its proof verified and journaled:
+/// its files are written next (delivery.hpp), and the job ends once every
+/// partition is delivered. Handled by Delivery.
+struct PartitionProved {
+  const Job& job;
+  uint32_t index;
+};
+
+/// A shared queue's partition was proved here and its proof verified: stored
+/// under its lease. Handled by the cluster mirror.
+struct SharedProofVerified {
+  PartRef ref;
+  ProofRecord rec;
+};
+
 /// The pipeline: jobs' partitions, their slots of the arena and their
 /// dispatch, over the loop's JobTable and WorkerTable. Loop thread only.
+///
+/// Events (model/event_bus.hpp): handles WorkerStarted and WorkerAnswered
+/// (worker_link.hpp); emits PartitionProved, SharedProofVerified and JobEnded
+/// (a partition failed, a cancel).
 class Pipeline {
  public:
-  /// What the pipeline asks of the rest of the farm.
+  /// What the pipeline asks of the rest of the farm (a command and a query).
   struct Hooks {
     /// Sends `frame` (a protocol::encode of worker_messages.hpp) to worker `w`.
     std::function<void(const Worker& w, const std::string& frame)> send;
-    /// Writes partition `index` of `job`, just proved and journaled, to its
-    /// output (delivery.hpp); the job ends once every partition is delivered.
-    std::function<void(const Job& job, uint32_t index)> publish;
-    /// A shared queue's proof, verified: stored under its lease (cluster mirror).
-    std::function<void(const PartRef& ref, ProofRecord rec)> store_shared;
-    /// A live job ended in this instance (done, failed, cancelled): /metrics.
-    std::function<void(const Job& job)> job_ended;
     /// The registered circuit whose generator is `generator` (a job's
     /// STATE/circuits/HASH/generator), nullptr when none is now: its input
     /// positions and graph hash go to the synthesis worker with the partition.
@@ -59,7 +74,7 @@ class Pipeline {
   /// through `inbox`.
   Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
            const shm::Arena& arena, WorkerTable& workers, const Lifecycle& lifecycle, Metrics& metrics,
-           Ledger& ledger, JournalLane& journal, LoopInbox& inbox, Hooks hooks);
+           Ledger& ledger, JournalLane& journal, LoopInbox& inbox, EventBus& bus, Hooks hooks);
 
   /// Queued partitions to idle synthesis workers (one slot each, while the
   /// arena has room; a batch of one job's partitions each: synth_batch_size), synthesized ones to GPU workers (up to gpu_queue_depth
@@ -135,6 +150,7 @@ class Pipeline {
   Ledger& ledger_;
   JournalLane& journal_;
   LoopInbox& inbox_;
+  EventBus& bus_;
   Hooks hooks_;
   VerifyingKeys keys_;
   ProofChecks checks_;  // last: its threads use keys_, and stop before it goes

@@ -20,9 +20,12 @@ namespace zkfarm::supervisor {
 using nlohmann::json;
 
 Lifecycle::Lifecycle(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerTable& workers,
-                     const JobTable& jobs, Metrics& metrics, Hooks hooks)
-    : cfg_(cfg), log_(std::move(log)), workers_(workers), jobs_(jobs), metrics_(metrics), hooks_(std::move(hooks)) {
+                     const JobTable& jobs, Metrics& metrics, EventBus& bus,
+                     std::function<void(const Worker&)> send_shutdown)
+    : cfg_(cfg), log_(std::move(log)), workers_(workers), jobs_(jobs), metrics_(metrics), bus_(bus),
+      send_shutdown_(std::move(send_shutdown)) {
   if (sd_watchdog_enabled(0, &watchdog_usec_) <= 0) watchdog_usec_ = 0;
+  bus_.on<ServiceNotice>([this](const ServiceNotice& e) { notify(e.line); });
 }
 
 size_t Lifecycle::in_flight() const {
@@ -35,7 +38,7 @@ void Lifecycle::begin_stop(const std::string& reason) {
   stopping_ = true;
   if (rolling_running()) end_rolling("zkfarmd is stopping (" + reason + ")");
   notify("STOPPING=1\nSTATUS=stopping: " + reason);
-  hooks_.release_queued_claims("stopping: " + reason);
+  bus_.emit(ClaimsToHandBack{"stopping: " + reason});
   drain_deadline_ms_ = steady_ms() + cfg_.drain_timeout_ms;
   log_->info("stopping ({}): intake closed, letting in-flight partitions finish (drain_timeout {} ms)", reason,
              cfg_.drain_timeout_ms);
@@ -65,7 +68,7 @@ bool Lifecycle::advance_stop(int64_t now) {
     if (in_flight) log_->warn("drain_timeout passed with partitions in flight; stopping the workers anyway");
     for (auto& [id, w] : workers_.all()) {
       if (w.pid <= 0) continue;
-      workers_.ask_to_stop(w, hooks_.send_shutdown, now);
+      workers_.ask_to_stop(w, send_shutdown_, now);
     }
     shutdown_sent_ = true;
   }
@@ -114,7 +117,7 @@ void Lifecycle::advance_rolling(int64_t now) {
     if (w.pid > 0) {  // running: retire it first
       w.retiring = true;
       if (w.state == WorkerState::kIdle)  // its partition is done: ask it to exit
-        workers_.ask_to_stop(w, hooks_.send_shutdown, now);
+        workers_.ask_to_stop(w, send_shutdown_, now);
       return;
     }
     if (w.state == WorkerState::kReleasing || w.state == WorkerState::kStopping) return;
@@ -191,7 +194,7 @@ std::string Lifecycle::rolling_step(const Worker& w) const {
 
 json Lifecycle::drain() {
   draining_ = true;
-  hooks_.release_queued_claims("drain");
+  bus_.emit(ClaimsToHandBack{"drain"});
   log_->info("drain: no new partitions start; {} in flight", in_flight());
   return {{"ok", true}, {"in_flight", in_flight()}};
 }

@@ -19,6 +19,8 @@
 
 #include "protocol/control_requests.hpp"
 #include "supervisor/config.hpp"
+#include "supervisor/ledger/journal_lane.hpp"
+#include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/model/metrics.hpp"
 #include "supervisor/workers/worker_table.hpp"
@@ -36,21 +38,22 @@ struct RollingOp {
   int64_t started_ms = 0, finished_ms = 0;  ///< Unix ms (for people)
 };
 
+/// The farm begins to drain or stop: a shared queue's leases of partitions
+/// not yet started go back to the queue. Handled by the cluster mirror.
+struct ClaimsToHandBack {
+  std::string why;
+};
+
+/// Events (model/event_bus.hpp): handles ServiceNotice (journal_lane.hpp);
+/// emits ClaimsToHandBack.
 class Lifecycle {
  public:
-  /// What the lifecycle asks of the rest of the farm.
-  struct Hooks {
-    /// Sends SHUTDOWN to a worker over its channel.
-    std::function<void(const Worker&)> send_shutdown;
-    /// Hands back a shared queue's leases of partitions not yet started (drain, stop).
-    std::function<void(const std::string& why)> release_queued_claims;
-  };
 
   /// `workers` and `jobs` are the loop's tables (read for in-flight counts,
   /// changed only through the worker table's calls); `metrics` counts
   /// rolling operations.
   Lifecycle(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerTable& workers, const JobTable& jobs,
-            Metrics& metrics, Hooks hooks);
+            Metrics& metrics, EventBus& bus, std::function<void(const Worker&)> send_shutdown);
 
   bool stopping() const { return stopping_; }
   bool draining() const { return draining_; }
@@ -123,7 +126,8 @@ class Lifecycle {
   WorkerTable& workers_;
   const JobTable& jobs_;
   Metrics& metrics_;
-  Hooks hooks_;
+  EventBus& bus_;
+  std::function<void(const Worker&)> send_shutdown_;  ///< SHUTDOWN to a worker over its channel
   bool stopping_ = false, shutdown_sent_ = false, draining_ = false, notified_ready_ = false;
   int64_t drain_deadline_ms_ = 0;
   std::deque<RollingStep> rolling_;

@@ -22,8 +22,8 @@ std::string printable(std::string_view s, size_t max) {
 }  // namespace
 
 WorkerLink::WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerSocket& socket,
-                       WorkerTable& workers, Hooks hooks)
-    : cfg_(cfg), log_(std::move(log)), socket_(socket), workers_(workers), hooks_(std::move(hooks)) {}
+                       WorkerTable& workers, EventBus& bus, std::function<void(const std::string& line)> warn)
+    : cfg_(cfg), log_(std::move(log)), socket_(socket), workers_(workers), bus_(bus), warn_(std::move(warn)) {}
 
 void WorkerLink::send(const Worker& w, const std::string& frame) {
   const std::string error = socket_.send(protocol::worker_route(w.id, long(w.pid)), frame);
@@ -34,7 +34,7 @@ void WorkerLink::on_frame(const std::string& identity, const std::string& frame,
   const auto route = protocol::parse_worker_route(identity);
   Worker* found = route ? workers_.find(route->first) : nullptr;
   if (!found) {
-    hooks_.warn("dropped a message from unknown worker '" + printable(identity, 64) + "'");
+    warn_("dropped a message from unknown worker '" + printable(identity, 64) + "'");
     return;
   }
   Worker& w = *found;
@@ -42,7 +42,7 @@ void WorkerLink::on_frame(const std::string& identity, const std::string& frame,
   // (SO_PEERCRED at connect): nothing else can speak, or prove, in its name.
   // The pid in the routing id must be that process too: replies go to it.
   if (!peer || w.pid <= 0 || peer->pid != w.pid || route->second != long(w.pid) || peer->uid != ::geteuid()) {
-    hooks_.warn("worker " + w.id + ": dropped a message from pid " + (peer ? std::to_string(peer->pid) : "?") +
+    warn_("worker " + w.id + ": dropped a message from pid " + (peer ? std::to_string(peer->pid) : "?") +
                          ", not the worker's process (pid " + std::to_string(w.pid) + ")");
     return;
   }
@@ -50,7 +50,7 @@ void WorkerLink::on_frame(const std::string& identity, const std::string& frame,
   try {
     map = protocol::decode(frame);
   } catch (const protocol::VersionError& e) {
-    hooks_.warn("worker " + w.id + ": dropped a malformed message: " + e.what());
+    warn_("worker " + w.id + ": dropped a malformed message: " + e.what());
     if (w.state == WorkerState::kStarting) {
       log_->error("worker {}: speaks another protocol version; asking it to exit", w.id);
       workers_.ask_to_stop(w, [this](const Worker& x) { send(x, protocol::encode(protocol::Shutdown{})); },
@@ -58,7 +58,7 @@ void WorkerLink::on_frame(const std::string& identity, const std::string& frame,
     }
     return;
   } catch (const protocol::ProtocolError& e) {
-    hooks_.warn("worker " + w.id + ": dropped a malformed message: " + e.what());
+    warn_("worker " + w.id + ": dropped a malformed message: " + e.what());
     return;
   }
   // A frame that decodes is a sign of life, even when its fields do not.
@@ -76,11 +76,11 @@ void WorkerLink::on_frame(const std::string& identity, const std::string& frame,
     w.state.on(WorkerEvent::kReady);  // refused unless starting (a READY after SHUTDOWN changes nothing)
     log_->info("worker {}: READY (version {}, backend {}, pid {})", w.id, w.version, w.backend, ready->pid);
   } else if (const auto* started = std::get_if<protocol::Started>(&msg)) {
-    hooks_.started(w, *started);
+    bus_.emit(WorkerStarted{w, *started});
   } else if (const auto* done = std::get_if<protocol::SynthDone>(&msg)) {
-    hooks_.done(w, done->ref, done->result, true);
+    bus_.emit(WorkerAnswered{w, done->ref, done->result, true});
   } else if (const auto* proved = std::get_if<protocol::ProveDone>(&msg)) {
-    hooks_.done(w, proved->ref, proved->result, false);
+    bus_.emit(WorkerAnswered{w, proved->ref, proved->result, false});
   }  // else HEARTBEAT: last_seen_ms is all it says
 }
 

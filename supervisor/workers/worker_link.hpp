@@ -16,26 +16,35 @@
 
 #include "protocol/worker_messages.hpp"
 #include "supervisor/config.hpp"
+#include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/peer.hpp"
 #include "supervisor/workers/worker_socket.hpp"
 #include "supervisor/workers/worker_table.hpp"
 
 namespace zkfarm::supervisor {
 
+/// A worker's STARTED, from its own process: the partition it computes now.
+/// Handled by the pipeline.
+struct WorkerStarted {
+  Worker& worker;
+  const protocol::Started& msg;
+};
+
+/// A worker's SYNTH_DONE (`synth`) or PROVE_DONE of the request under `ref`,
+/// from its own process. Handled by the pipeline.
+struct WorkerAnswered {
+  Worker& worker;
+  const protocol::WorkRef& ref;
+  const protocol::WorkResult& result;
+  bool synth;
+};
+
+/// Events (model/event_bus.hpp): emits WorkerStarted and WorkerAnswered.
 class WorkerLink {
  public:
-  /// Where a worker's answers go.
-  struct Hooks {
-    /// STARTED: the partition the worker computes now.
-    std::function<void(Worker& w, const protocol::Started& msg)> started;
-    /// SYNTH_DONE (`synth`) or PROVE_DONE of the request under `ref`.
-    std::function<void(Worker& w, const protocol::WorkRef& ref, const protocol::WorkResult& result, bool synth)> done;
-    /// A line a client can cause at will (a bad frame): rate-limited by the loop.
-    std::function<void(const std::string& line)> warn;
-  };
-
+  /// `warn`: a line a client can cause at will (a bad frame), rate-limited by the loop.
   WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerSocket& socket, WorkerTable& workers,
-             Hooks hooks);
+             EventBus& bus, std::function<void(const std::string& line)> warn);
 
   /// Sends `frame` (one protocol::encode overload's bytes) to worker `w`'s
   /// process; a failed send is logged (the heartbeat deadline covers a gone worker).
@@ -53,7 +62,8 @@ class WorkerLink {
   std::shared_ptr<spdlog::logger> log_;
   WorkerSocket& socket_;
   WorkerTable& workers_;
-  Hooks hooks_;
+  EventBus& bus_;
+  std::function<void(const std::string& line)> warn_;
   int64_t next_heartbeat_ms_ = 0;
 };
 

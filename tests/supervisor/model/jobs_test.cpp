@@ -1,0 +1,162 @@
+// The job table (supervisor/model/jobs.hpp) on its own: dispatch order, the
+// live index, the transitions that carry a partition through the pipeline and
+// back, a job's end, and pruning.
+#include <gtest/gtest.h>
+
+#include "supervisor/model/jobs.hpp"
+
+namespace zkfarm::supervisor {
+namespace {
+
+Job make_job(Priority p, size_t parts) {
+  Job j;
+  j.priority = p;
+  j.parts.resize(parts);
+  return j;
+}
+
+TEST(JobTable, OrderIsPriorityThenOldestJobThenLowestPartition) {
+  JobTable t;
+  uint64_t a = t.add(make_job(Priority::kNormal, 3));
+  uint64_t b = t.add(make_job(Priority::kNormal, 2));
+  uint64_t c = t.add(make_job(Priority::kCritical, 2));
+  uint64_t d = t.add(make_job(Priority::kLow, 1));
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  while (auto ref = t.next(PartState::kQueued)) {
+    order.emplace_back(ref->job, ref->index);
+    t.start_synthesis(*ref, shm::Slot{}, "synth-0", 0, 0);
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> expect = {{c, 0}, {c, 1}, {a, 0}, {a, 1}, {a, 2}, {b, 0}, {b, 1}, {d, 0}};
+  EXPECT_EQ(order, expect);
+}
+
+// Issue 31: every loop pass walked every retained job (1.8 % of a core idle
+// at 5,400 jobs). next() and count() now walk the live ones only.
+TEST(JobTable, AWalkMeetsOnlyLiveJobsHoweverManyEndedOnesAreRetained) {
+  JobTable t;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 2000; ++i) ids.push_back(t.add(make_job(Priority::kNormal, 2)));
+  for (size_t i = 0; i + 1 < ids.size(); ++i) t.cancel(ids[i], 5);
+  Job ended = make_job(Priority::kCritical, 1);
+  ended.id = 90000;
+  ended.state = JobState::kDone;
+  ended.parts[0].state = PartState::kDone;
+  t.restore(ended);  // a retained finished job from the journal
+  Job live = make_job(Priority::kLow, 1);
+  live.id = 90001;
+  t.restore(live);
+  EXPECT_EQ(t.count(PartState::kQueued), 3u);  // the last added job's 2 and the restored live one
+  EXPECT_EQ(t.live_index_size(), 2u) << "ended jobs left the walk when it met them";
+  auto first = t.next(PartState::kQueued);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->job, ids.back()) << "normal before low";
+  EXPECT_EQ(t.all().size(), 2002u) << "the ended jobs are still retained for status and result";
+  t.cancel(ids.back(), 6);
+  t.cancel(90001, 6);
+  EXPECT_FALSE(t.next(PartState::kQueued).has_value());
+  EXPECT_EQ(t.live_index_size(), 0u);
+  EXPECT_EQ(t.count(PartState::kCancelled), 0u) << "count walks live jobs only, as documented";
+}
+
+TEST(JobTable, DoneWhenAllPartitionsAreProvedAndDeliveredAndCancelSkipsTheJob) {
+  JobTable t;
+  uint64_t a = t.add(make_job(Priority::kHigh, 2));
+  uint64_t b = t.add(make_job(Priority::kNormal, 1));
+  t.mark_done({a, 0});
+  t.mark_done({a, 1});
+  EXPECT_NE(t.find(a)->state, JobState::kDone) << "proved is not done: the files are not written yet";
+  EXPECT_FALSE(t.mark_delivered({a, 1}, 10));
+  EXPECT_NE(t.find(a)->state, JobState::kDone);
+  EXPECT_TRUE(t.mark_delivered({a, 0}, 20));
+  EXPECT_EQ(t.find(a)->state, JobState::kDone);
+  EXPECT_EQ(t.find(a)->finished_ms, 20);
+  t.mark_done({b, 0});
+  t.cancel(b, 30);
+  EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
+  EXPECT_FALSE(t.mark_delivered({b, 0}, 40)) << "a delivery after the cancel must not make the job done";
+  EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
+  EXPECT_FALSE(t.next(PartState::kQueued).has_value());
+  EXPECT_EQ(t.find(b)->to_json()["state"], "cancelled");
+}
+
+TEST(JobTable, TransitionsCarryAPartitionThroughThePipelineAndBack) {
+  JobTable t;
+  const uint64_t a = t.add(make_job(Priority::kNormal, 2), /*now=*/100);
+  EXPECT_EQ(t.find({a, 0})->queued_since_ms, 100);
+  shm::Slot slot{};
+  slot.id = 7;
+  EXPECT_TRUE(t.start_synthesis({a, 0}, slot, "synth-0", 200, 5000)) << "the job's first start";
+  EXPECT_FALSE(t.start_synthesis({a, 1}, slot, "synth-1", 210, 6000));
+  EXPECT_EQ(t.find(a)->state, JobState::kRunning);
+  EXPECT_EQ(t.find(a)->started_ms, 5000);
+  t.worker_started({a, 0}, 250);
+  EXPECT_EQ(t.find({a, 0})->queued_ms, 50);
+  t.synthesized({a, 0}, 400);
+  EXPECT_EQ(t.find({a, 0})->synth_ms, 150);
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesized);
+  EXPECT_EQ(t.next(PartState::kSynthesized)->index, 0u);
+  t.start_proving({a, 0}, "gpu-0", 500);
+  EXPECT_EQ(t.find({a, 0})->worker, "gpu-0");
+  // A dead GPU worker: back to the GPU queue in its slot, renewed.
+  shm::Slot renewed = slot;
+  renewed.generation = 2;
+  t.reprove_in_slot({a, 0}, renewed);
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesized);
+  EXPECT_EQ(t.find({a, 0})->slot->generation, 2u);
+  // A dead synthesis worker: back to the queue, its slot handed back to free.
+  auto freed = t.back_to_queue({a, 1}, 700);
+  ASSERT_TRUE(freed.has_value());
+  EXPECT_EQ(freed->id, 7u);
+  EXPECT_EQ(t.find({a, 1})->state, PartState::kQueued);
+  EXPECT_EQ(t.find({a, 1})->queued_since_ms, 700);
+  EXPECT_EQ(t.count_crash({a, 1}), 1u);
+  EXPECT_EQ(t.count_crash({a, 1}), 2u);
+  // Proved, verified, delivered: done.
+  t.start_proving({a, 0}, "gpu-0", 800);
+  t.proving_ended({a, 0}, 900);
+  EXPECT_EQ(t.find({a, 0})->prove_ms, 100);
+  t.mark_done({a, 0}, std::string(256, 'p'));
+  EXPECT_EQ(t.find({a, 0})->proof.size(), 256u);
+  EXPECT_FALSE(t.find({a, 0})->slot.has_value());
+  // The other partition's result cannot be written: the job ends failed with that error.
+  t.start_synthesis({a, 1}, slot, "synth-0", 1000, 7000);
+  t.synthesized({a, 1}, 1100);
+  t.start_proving({a, 1}, "gpu-0", 1200);
+  t.mark_done({a, 1});
+  EXPECT_FALSE(t.mark_delivered({a, 1}, 8000, "disk full"));
+  EXPECT_TRUE(t.mark_delivered({a, 0}, 9000));
+  EXPECT_EQ(t.find(a)->state, JobState::kFailed);
+  EXPECT_EQ(t.find(a)->error, "disk full");
+  EXPECT_EQ(t.find(a)->finished_ms, 9000);
+}
+
+TEST(JobTable, APartitionOfAnEndedJobTakesTheJobsEndInsteadOfTheQueue) {
+  JobTable t;
+  const uint64_t a = t.add(make_job(Priority::kNormal, 2));
+  shm::Slot slot{};
+  t.start_synthesis({a, 0}, slot, "synth-0", 0, 0);
+  t.cancel(a, 10);
+  EXPECT_EQ(t.find({a, 1})->state, PartState::kCancelled) << "queued partitions end with the job";
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesizing) << "in a worker's hands until it answers";
+  EXPECT_TRUE(t.back_to_queue({a, 0}, 20).has_value());
+  EXPECT_EQ(t.find({a, 0})->state, PartState::kCancelled);
+  EXPECT_FALSE(t.next(PartState::kQueued).has_value());
+}
+
+TEST(JobTable, PruneForgetsOnlyOldFinishedJobs) {
+  JobTable t;
+  Job j;
+  j.parts.resize(1);
+  const uint64_t old_done = t.add(j), new_done = t.add(j), live = t.add(j);
+  t.mark_done({old_done, 0});
+  t.mark_done({new_done, 0});
+  t.mark_delivered({old_done, 0}, 1000);
+  t.mark_delivered({new_done, 0}, 5000);
+  EXPECT_EQ(t.prune(2000), 1u);
+  EXPECT_EQ(t.find(old_done), nullptr);
+  EXPECT_NE(t.find(new_done), nullptr);
+  EXPECT_NE(t.find(live), nullptr);
+}
+
+}  // namespace
+}  // namespace zkfarm::supervisor
