@@ -158,5 +158,71 @@ TEST(JobTable, PruneForgetsOnlyOldFinishedJobs) {
   EXPECT_NE(t.find(live), nullptr);
 }
 
+
+// A shared queue's transitions and their refusals (docs/cluster.md): a
+// partition is held only when it is elsewhere in a live job; a lost lease
+// leaves a partition in a worker's hands alone (the answer is then dropped)
+// and sends one not in its hands elsewhere with its slot returned.
+Job shared_row(uint64_t id, size_t parts, JobState state = JobState::kQueued) {
+  Job row = make_job(Priority::kNormal, parts);
+  row.id = id;
+  row.shared = true;
+  row.state = state;
+  return row;
+}
+
+TEST(JobTable, HoldRefusesAnUnknownJobAnEndedJobAndAPartitionNotElsewhere) {
+  JobTable t;
+  t.mirror(shared_row(5, 2));
+  ASSERT_EQ(t.find({5, 0})->state, PartState::kElsewhere);
+  EXPECT_FALSE(t.hold({9, 0}, 11, 1000, "/w", "", "", "[]", {}, 0)) << "unknown job";
+  EXPECT_FALSE(t.hold({5, 7}, 11, 1000, "/w", "", "", "[]", {}, 0)) << "no such partition";
+  EXPECT_TRUE(t.hold({5, 0}, 11, 1000, "/w", "", "", "[]", {}, 0));
+  EXPECT_EQ(t.find({5, 0})->state, PartState::kQueued);
+  EXPECT_EQ(t.find({5, 0})->lease, 11u);
+  EXPECT_FALSE(t.hold({5, 0}, 12, 1000, "/w", "", "", "[]", {}, 0)) << "held already: not elsewhere";
+  EXPECT_EQ(t.find({5, 0})->lease, 11u) << "a refusal changes nothing";
+  // The queue cancels the job: nothing of it can be held any more.
+  t.mirror(shared_row(5, 2, JobState::kCancelled));
+  EXPECT_TRUE(t.find(5)->terminal());
+  EXPECT_FALSE(t.hold({5, 1}, 13, 1000, "/w", "", "", "[]", {}, 0)) << "ended job";
+}
+
+TEST(JobTable, ALostLeaseLeavesWorkInAWorkersHandsAndSendsTheRestElsewhere) {
+  JobTable t;
+  t.mirror(shared_row(5, 2));
+  ASSERT_TRUE(t.hold({5, 0}, 11, 1000, "/w0", "", "", "[]", {}, 0));
+  ASSERT_TRUE(t.hold({5, 1}, 12, 1000, "/w1", "", "", "[]", {}, 0));
+  shm::Slot slot{};
+  slot.id = 3;
+  t.start_synthesis({5, 0}, slot, "synth-0", 10, 10);
+  t.start_synthesis({5, 1}, slot, "synth-1", 10, 10);
+  t.synthesized({5, 1}, 20);
+  // In a worker's hands: keeps its slot and state, loses its lease (the answer is dropped).
+  EXPECT_FALSE(t.lose_lease({5, 0}).has_value());
+  EXPECT_EQ(t.find({5, 0})->state, PartState::kSynthesizing);
+  EXPECT_EQ(t.find({5, 0})->lease, 0u);
+  // Synthesized, waiting for a GPU: elsewhere again, its slot returned to free.
+  const auto freed = t.lose_lease({5, 1});
+  ASSERT_TRUE(freed.has_value());
+  EXPECT_EQ(freed->id, 3u);
+  EXPECT_EQ(t.find({5, 1})->state, PartState::kElsewhere);
+  EXPECT_FALSE(t.find({5, 1})->slot.has_value());
+  EXPECT_TRUE(t.leases().empty());
+  EXPECT_FALSE(t.lose_lease({8, 0}).has_value()) << "an unknown partition: nothing to free";
+}
+
+TEST(JobTable, DeliveryNeverEndsAJobThatEndedMeanwhile) {
+  JobTable t;
+  const uint64_t a = t.add(make_job(Priority::kNormal, 1));
+  t.start_synthesis({a, 0}, shm::Slot{}, "synth-0", 0, 0);
+  t.synthesized({a, 0}, 1);
+  t.start_proving({a, 0}, "gpu-0", 2);
+  t.mark_done({a, 0}, std::string(256, 'p'));
+  t.cancel(a, 5);
+  EXPECT_FALSE(t.mark_delivered({a, 0}, 9)) << "cancelled before its files were written";
+  EXPECT_EQ(t.find(a)->state, JobState::kCancelled);
+  EXPECT_EQ(t.find(a)->finished_ms, 5);
+}
 }  // namespace
 }  // namespace zkfarm::supervisor
