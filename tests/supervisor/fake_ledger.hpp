@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "supervisor/ledger/journal_error.hpp"
 #include "supervisor/ledger/ledger.hpp"
 
 namespace zkfarm::supervisor::fakes {
@@ -51,6 +52,12 @@ class FakeLedger : public Ledger {
   const std::string& last_error() const override { return error_; }
   std::vector<Job> load() override { return {}; }
 
+  /// The next `n` writes fail as storage faults (JournalError::storage_fault).
+  void fail_next_writes(int n) {
+    std::lock_guard lock(mutex_);
+    failing_writes_ = n;
+  }
+
   /// Waits (up to `limit`) until `ready()` holds over the ledger's state.
   template <class F>
   bool wait_until(F ready, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
@@ -63,6 +70,8 @@ class FakeLedger : public Ledger {
     auto it = finished_.find(job);
     return it == finished_.end() ? std::nullopt : std::optional(it->second);
   }
+  /// Writes tried, failed ones included.
+  int writes_tried() const { return writes_tried_; }
   /// The jobs whose start was journaled, in order.
   const std::vector<uint64_t>& started() const { return started_; }
 
@@ -70,10 +79,18 @@ class FakeLedger : public Ledger {
   template <class F>
   std::invoke_result_t<F> note(F write) {
     std::lock_guard lock(mutex_);
+    ++writes_tried_;
+    if (failing_writes_ > 0) {
+      --failing_writes_;
+      changed_.notify_all();
+      throw JournalError::of_store("fake ledger: disk full", /*storage=*/true);
+    }
     auto r = write();
     changed_.notify_all();
     return r;
   }
+  int failing_writes_ = 0;
+  int writes_tried_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t next_id_ = 0;
