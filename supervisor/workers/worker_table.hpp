@@ -1,13 +1,15 @@
 #pragma once
 // The worker table: every child process of zkfarmd (synth-0…, gpu-0…), each
-// with an explicit state (children.hpp: starting, idle, busy, stopping,
-// releasing, exited, failed), and the one place where their lives are
-// decided, as s6-supervise and nginx's master keep theirs:
+// with an explicit state (model/worker_life.hpp: starting, idle, busy,
+// stopping, releasing, exited, failed, moved only by that table's events),
+// and the one place where their lives are carried out, as s6-supervise and
+// nginx's master keep theirs:
 //   start()          spawns a worker's binary (or schedules a retry);
 //   reap()           the one exit handler: waits for exited children and reads
 //                    each exit status against the exit-code contract;
-//   after_exit()     the one respawn decision: backoff, flapping, do-not-
-//                    respawn, and the wait for a GPU worker's memory;
+//   after_exit()     carries out the model's one respawn decision
+//                    (decide_respawn: backoff, flapping, do-not-respawn) and
+//                    starts the wait for a GPU worker's memory;
 //   enforce_deadlines() kills what missed READY, heartbeats or a stop;
 //   restart_due()    starts those whose backoff passed.
 // What a worker held (partitions) is the supervisor's to requeue before
