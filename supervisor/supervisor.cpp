@@ -304,7 +304,9 @@ Supervisor::~Supervisor() {
   worker_link_.reset();
   worker_socket_.reset();
   // Replies sent at exit (answer_held) get up to a second to leave; the
-  // context's destruction waits for them, then for nothing.
+  // context's destruction waits for them, then for nothing. From here on no
+  // event may be emitted: the bus still holds the control API's handler
+  // (nothing runs the inbox or a part's method during destruction).
   control_.reset();
 }
 

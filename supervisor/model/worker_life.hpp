@@ -45,9 +45,13 @@ inline constexpr WorkerState kAllWorkerStates[] = {WorkerState::kStarting,  Work
                                                     WorkerState::kFailed};
 
 /// A worker's state, written only by on(): reading it as a WorkerState is
-/// free (`w.state == WorkerState::kIdle`), assigning one is not possible.
+/// free (`w.state == WorkerState::kIdle`); neither a WorkerState nor another
+/// WorkerLife can be assigned to it (copy-assignment is private), so no
+/// code outside the table moves a worker. A new one is exited.
 class WorkerLife {
  public:
+  WorkerLife() = default;
+  WorkerLife(const WorkerLife&) = default;
   operator WorkerState() const { return state_; }  // NOLINT: read as the plain state everywhere
   /// While releasing: the state the worker takes once its memory is released
   /// (exited, or failed when it was retired before the wait).
@@ -58,6 +62,7 @@ class WorkerLife {
   bool on(WorkerEvent e);
 
  private:
+  WorkerLife& operator=(const WorkerLife&) = default;  // on() only
   WorkerState state_ = WorkerState::kExited;
   WorkerState after_release_ = WorkerState::kExited;
 };

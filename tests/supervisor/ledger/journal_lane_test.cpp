@@ -83,8 +83,12 @@ TEST_F(JournalLaneFixture, AWriteThatFailsForStorageClosesIntakeIsRetriedInOrder
 
 TEST_F(JournalLaneFixture, WritesThatLandTellNobody) {
   lane.write([this] { ledger.set_started(7, 0); });
+  // A barrier: a task after the write on the journal thread posts to the
+  // inbox after anything the write itself would have posted.
+  bool behind = false;
+  lane.post([&] { inbox.post([&] { behind = true; }); });
+  ASSERT_TRUE(loop_until([&] { return behind; }));
   EXPECT_TRUE(ledger.wait_until([](fakes::FakeLedger& l) { return l.started().size() == 1; }));
-  inbox.run();
   EXPECT_TRUE(lane.intake_fault().empty());
   EXPECT_TRUE(notices.empty());
   EXPECT_TRUE(reaches.empty());

@@ -140,6 +140,19 @@ TEST_F(PipelineFixture, AStaleAnswerIsIgnoredAndADeadGpuWorkersPartitionIsProved
   EXPECT_GT(p->slot->generation, proving.generation) << "renewed: the dead worker's answer would be stale";
   EXPECT_EQ(p->crashes, 1u);
   EXPECT_EQ(metrics.partitions_requeued_intact, 1u);
+  // The worker is back (READY): the partition is proved again from that slot, no new synthesis.
+  Worker& gpu = worker("gpu-0");
+  gpu.assigned.clear();
+  ASSERT_TRUE(gpu.state.on(WorkerEvent::kProcessGone));
+  ASSERT_TRUE(gpu.state.on(WorkerEvent::kSpawned));
+  ASSERT_TRUE(gpu.state.on(WorkerEvent::kReady));
+  const size_t before = sent.size();
+  pipeline.dispatch();
+  ASSERT_EQ(sent.size(), before + 1);
+  const auto* again = std::get_if<protocol::Prove>(&sent.back().second);
+  ASSERT_NE(again, nullptr) << "a PROVE, not a SYNTH";
+  EXPECT_EQ(again->ref.slot, proving.slot);
+  EXPECT_EQ(again->ref.generation, p->slot->generation);
 }
 
 TEST_F(PipelineFixture, AFailedSynthesisFailsItsJobOnceAndTheEndIsJournaled) {

@@ -74,7 +74,6 @@ TEST_F(LifecycleFixture, AStopWaitsForPartitionsInFlightThenStopsEveryWorkerAndE
   j.parts.resize(1);
   const uint64_t a = jobs.add(j);
   jobs.start_synthesis({a, 0}, shm::Slot{}, "synth-0", 0, 0);
-  lifecycle.set_drain_timeout_s(3600);
   lifecycle.begin_stop("SIGTERM");
   lifecycle.begin_stop("SIGTERM again");  // once
   EXPECT_STREQ(lifecycle.run_state(), "stopping");

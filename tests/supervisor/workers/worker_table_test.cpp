@@ -44,7 +44,9 @@ struct TableFixture : ::testing::Test {
     w.pid = 999999;
     w.pidfd = -1;
     // Its state is reached through the model's events, as the supervisor's are.
-    w.state = WorkerLife{};
+    // A worker still running (called again in a test) is reaped first.
+    if (w.state != WorkerState::kExited && w.state != WorkerState::kFailed)
+      ASSERT_TRUE(w.state.on(WorkerEvent::kProcessGone));
     ASSERT_TRUE(w.state.on(WorkerEvent::kSpawned));
     if (state != WorkerState::kStarting) ASSERT_TRUE(w.state.on(WorkerEvent::kReady));
     if (state == WorkerState::kBusy) ASSERT_TRUE(w.state.on(WorkerEvent::kAssigned));
