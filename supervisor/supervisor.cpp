@@ -224,7 +224,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   journal_ = std::make_unique<JournalLane>(cfg_, log_, *ledger_, inbox_, metrics_, bus_);
   delivery_ = std::make_unique<Delivery>(cfg_, log_, jobs_, *ledger_, *journal_, inbox_, bus_);
   pipeline_ = std::make_unique<Pipeline>(
-      cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *ledger_, *journal_, inbox_, bus_,
+      cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *journal_, inbox_, bus_,
       Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { worker_link_->send(w, frame); },
                       .circuit_of = [this](const std::string& generator) -> const CircuitRecord* {
                         return circuits_ ? circuits_->by_generator(generator) : nullptr;
@@ -257,7 +257,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                   inbox_.post([done, error] { done(error); });
                 });
               },
-          .remove = [this](const std::string& name) { journal_write([this, name] { ledger_->remove_circuit(name); }); },
+          .remove = [this](const std::string& name) { journal_->remove_circuit(name); },
           .remember_vk = [this](const std::string& sha,
                                 std::shared_ptr<const ProofVerifier> vk) { pipeline_->keys().remember(sha, std::move(vk)); }});
   circuits_->replace_all(ledger_->circuits());
@@ -323,8 +323,8 @@ void Supervisor::finish_background() {
 // are rewritten from the journal.
 void Supervisor::restore_from_journal() {
   size_t requeued = 0, jobs = 0;
-  // The journal thread runs these once this function no longer reads the journal.
-  std::vector<std::function<void()>> ended;
+  // Journaled (on the journal thread) once this function no longer reads the journal.
+  std::vector<uint64_t> ended;
   for (Job& job : ledger_->load()) {
     ++jobs;
     requeued += job.count(PartState::kQueued);
@@ -341,14 +341,15 @@ void Supervisor::restore_from_journal() {
       job.state = error.empty() ? JobState::kDone : JobState::kFailed;
       if (!error.empty()) job.error = "a result cannot be written: " + error;
       job.finished_ms = wall_ms();
-      ended.push_back([this, id = job.id, st = job.state, e = job.error, t = job.finished_ms] {
-        ledger_->finish_job(id, st, e, t);
-      });
       log_->info("job {}: {} (every proof was journaled before the last stop)", job.id, job_state_name(job.state));
+      ended.push_back(job.id);
     }
     jobs_.restore(std::move(job));
   }
-  for (auto& write : ended) journal_write(std::move(write));
+  for (uint64_t id : ended) {
+    const Job* job = jobs_.find(id);
+    journal_->finish_job(id, job->state, job->error, job->finished_ms);
+  }
   if (jobs) log_->info("journal: {} jobs restored, {} partitions queued again", jobs, requeued);
 }
 

@@ -105,8 +105,6 @@ class Supervisor {
   void housekeeping(bool at_start);
   void remove_job_inputs(const Job& job);
   void restore_from_journal();
-  /// A ledger write on the journal lane (journal_lane.hpp), in order, retried while storage fails.
-  void journal_write(std::function<void()> write) { journal_->write(std::move(write)); }
   void finish_background();  ///< at exit: every queued write done (a failing journal write tried once more)
   void update_snapshot();
   /// Why the farm is not ready, in words ("" when ready: intake open and every

@@ -59,6 +59,18 @@ void JournalLane::add_proof(uint64_t job, uint32_t index, ProofRecord rec) {
   });
 }
 
+void JournalLane::set_started(uint64_t job, int64_t started_ms) {
+  write([this, job, started_ms] { ledger_.set_started(job, started_ms); });
+}
+
+void JournalLane::finish_job(uint64_t job, JobState state, std::string error, int64_t finished_ms) {
+  write([this, job, state, error = std::move(error), finished_ms] { ledger_.finish_job(job, state, error, finished_ms); });
+}
+
+void JournalLane::remove_circuit(std::string name) {
+  write([this, name = std::move(name)] { ledger_.remove_circuit(name); });
+}
+
 // On the journal thread.
 void JournalLane::run_write(const std::function<void()>& write) {
   bool faulted = false;

@@ -66,6 +66,15 @@ class JournalLane {
   /// refused by the ledger and logged; the first is kept.
   void add_proof(uint64_t job, uint32_t index, ProofRecord rec);
 
+  // The ledger's writes as typed commands, each a write() in order (the
+  // parts name what is written, not a closure over the ledger).
+  /// Ledger::set_started: the job's first partition started at `started_ms` (Unix ms).
+  void set_started(uint64_t job, int64_t started_ms);
+  /// Ledger::finish_job: the job ended in `state` (done, failed with `error`, cancelled) at `finished_ms` (Unix ms).
+  void finish_job(uint64_t job, JobState state, std::string error, int64_t finished_ms);
+  /// Ledger::remove_circuit: `circuit remove NAME`.
+  void remove_circuit(std::string name);
+
   /// Why intake is closed ("" when open): a journal or state-dir fault.
   const std::string& intake_fault() const { return intake_fault_; }
   /// A submit's state-dir or journal write failed (`why`): intake closes

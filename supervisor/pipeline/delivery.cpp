@@ -150,9 +150,7 @@ void Delivery::on_published(const PartRef& ref, const std::string& error) {
   }
   if (!jobs_.mark_delivered(ref, wall_ms(), why)) return;
   bus_.emit(JobEnded{*job});
-  journal_.write([this, id = ref.job, st = job->state, e = job->error, t = job->finished_ms] {
-    ledger_.finish_job(id, st, e, t);
-  });
+  journal_.finish_job(ref.job, job->state, job->error, job->finished_ms);
   if (job->state == JobState::kFailed)
     log_->error("job {}: failed: {}", ref.job, job->error);
   else if (job->client_delivery)

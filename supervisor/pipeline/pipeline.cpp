@@ -31,7 +31,7 @@ constexpr size_t kMaxVerifyBatch = 64;
 
 Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
                    const shm::Arena& arena, WorkerTable& workers, const Lifecycle& lifecycle, Metrics& metrics,
-                   Ledger& ledger, JournalLane& journal, LoopInbox& inbox, EventBus& bus, Hooks hooks)
+                   JournalLane& journal, LoopInbox& inbox, EventBus& bus, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
       jobs_(jobs),
@@ -40,7 +40,6 @@ Pipeline::Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTa
       workers_(workers),
       lifecycle_(lifecycle),
       metrics_(metrics),
-      ledger_(ledger),
       journal_(journal),
       inbox_(inbox),
       bus_(bus),
@@ -270,7 +269,7 @@ void Pipeline::fail_job(uint64_t id, const std::string& error) {
   free_slots(jobs_.fail(id, error.substr(0, 2000), wall_ms()));
   if (const Job* job = jobs_.find(id)) {
     if (was_live) bus_.emit(JobEnded{*job});
-    journal_.write([this, id, e = job->error, t = job->finished_ms] { ledger_.finish_job(id, JobState::kFailed, e, t); });
+    journal_.finish_job(id, JobState::kFailed, job->error, job->finished_ms);
   }
   log_->error("job {}: failed: {}", id, error.substr(0, 2000));
 }
@@ -323,7 +322,7 @@ void Pipeline::send_synth(Worker& w, const PartRef& ref, const shm::Slot& slot, 
   const Partition* p = jobs_.find(ref);
   const int64_t queued_since = p->queued_since_ms;
   if (jobs_.start_synthesis(ref, slot, w.id, steady_ms(), wall_ms()))
-    journal_.write([this, id = job->id, t = job->started_ms] { ledger_.set_started(id, t); });
+    journal_.set_started(job->id, job->started_ms);
   if (queued_since) metrics_.queue_wait.observe(double(p->stage_start_ms - queued_since) / 1000.0);
   protocol::Synth m{.ref = work_ref(ref, slot), .span = {slot.offset, slot.size}, .zkey = job->zkey,
                     .witness = protocol::WitnessFile{p->wtns}, .batch_of = batch_of};
@@ -420,7 +419,7 @@ void Pipeline::cancel_job(uint64_t id, uint32_t by_uid) {
   if (!job || job->terminal()) return;
   free_slots(jobs_.cancel(id, wall_ms()));
   bus_.emit(JobEnded{*job});
-  journal_.write([this, id, t = job->finished_ms] { ledger_.finish_job(id, JobState::kCancelled, "", t); });
+  journal_.finish_job(id, JobState::kCancelled, "", job->finished_ms);
   abort_in_flight(id);
   log_->info("job {}: cancelled by uid {}", id, by_uid);
 }

@@ -74,7 +74,7 @@ class Pipeline {
   /// through `inbox`.
   Pipeline(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, shm::SlotAllocator& slots,
            const shm::Arena& arena, WorkerTable& workers, const Lifecycle& lifecycle, Metrics& metrics,
-           Ledger& ledger, JournalLane& journal, LoopInbox& inbox, EventBus& bus, Hooks hooks);
+           JournalLane& journal, LoopInbox& inbox, EventBus& bus, Hooks hooks);
 
   /// Queued partitions to idle synthesis workers (one slot each, while the
   /// arena has room; a batch of one job's partitions each: synth_batch_size), synthesized ones to GPU workers (up to gpu_queue_depth
@@ -147,7 +147,6 @@ class Pipeline {
   WorkerTable& workers_;
   const Lifecycle& lifecycle_;
   Metrics& metrics_;
-  Ledger& ledger_;
   JournalLane& journal_;
   LoopInbox& inbox_;
   EventBus& bus_;

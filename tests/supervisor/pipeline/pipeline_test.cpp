@@ -44,7 +44,7 @@ struct PipelineFixture : ::testing::Test {
   JournalLane journal{cfg, log, ledger, inbox, metrics, bus};
   /// Every frame the pipeline sent, by worker id, decoded.
   std::vector<std::pair<std::string, protocol::FromSupervisor>> sent;
-  Pipeline pipeline{cfg, log, jobs, slots, arena, workers, lifecycle, metrics, ledger, journal, inbox, bus,
+  Pipeline pipeline{cfg, log, jobs, slots, arena, workers, lifecycle, metrics, journal, inbox, bus,
                     Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) {
                                       sent.emplace_back(w.id, protocol::decode_from_supervisor(frame));
                                     },
