@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <spdlog/sinks/null_sink.h>
 
@@ -42,8 +43,9 @@ struct PipelineFixture : ::testing::Test {
   fakes::FakeLedger ledger;
   LoopInbox inbox;
   JournalLane journal{cfg, log, ledger, inbox, metrics, bus};
-  /// Every frame the pipeline sent, by worker id, decoded.
-  std::vector<std::pair<std::string, protocol::FromSupervisor>> sent;
+  /// Every frame the pipeline sent, by worker id, decoded. A deque: a test
+  /// keeps pointers into earlier frames while more are sent.
+  std::deque<std::pair<std::string, protocol::FromSupervisor>> sent;
   Pipeline pipeline{cfg, log, jobs, slots, arena, workers, lifecycle, metrics, journal, inbox, bus,
                     Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) {
                                       sent.emplace_back(w.id, protocol::decode_from_supervisor(frame));
