@@ -177,7 +177,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
   sigfd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   if (sigfd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 
-  worker_socket_ = std::make_unique<WorkerSocket>(cfg_.state_dir, 4 * (cfg_.synth_workers + 64), log_);
+  auto worker_socket = std::make_unique<WorkerSocket>(cfg_.state_dir, 4 * (cfg_.synth_workers + 64), log_);
   // control.sock: zkfarmd's user and control_group (docs/security.md). The
   // process umask (077) keeps the socket file private from its bind until the channel sets its mode.
   std::optional<gid_t> control_gid;
@@ -192,10 +192,10 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
 
   // The loop's own handler: a job's end is counted for /metrics, whichever part ended it.
   bus_.on<JobEnded>([this](const JobEnded& e) { count_job_end(e.job); });
-  workers_ = std::make_unique<WorkerTable>(cfg_, log_, metrics_, devices_.release_check(), gpu_devices(cfg_), worker_socket_->endpoint(),
+  workers_ = std::make_unique<WorkerTable>(cfg_, log_, metrics_, devices_.release_check(), gpu_devices(cfg_), worker_socket->endpoint(),
                                            arena_.fd());
   worker_link_ = std::make_unique<WorkerLink>(
-      cfg_, log_, *worker_socket_, *workers_, bus_, [this](const std::string& line) { warn_limited(line); });
+      cfg_, log_, std::move(worker_socket), *workers_, bus_, [this](const std::string& line) { warn_limited(line); });
   size_t n = 0;
   for (const auto& [id, w] : workers_->all()) n += w.kind == WorkerKind::kGpu;
   lifecycle_ = std::make_unique<Lifecycle>(
@@ -301,8 +301,7 @@ Supervisor::~Supervisor() {
   if (delivery_) delivery_->finish();
   if (journal_) journal_->stop();
   if (sigfd_ >= 0) ::close(sigfd_);
-  worker_link_.reset();
-  worker_socket_.reset();
+  worker_link_.reset();  // and workers.sock with it
   // Replies sent at exit (answer_held) get up to a second to leave; the
   // context's destruction waits for them, then for nothing. From here on no
   // event may be emitted: the bus still holds the control API's handler
@@ -358,7 +357,7 @@ int Supervisor::run() {
   for (auto& [id, w] : workers_->all()) workers_->start(w, steady_ms());
   update_snapshot();
   for (;;) {
-    std::vector<zmq::pollitem_t> items = {worker_socket_->pollitem(),
+    std::vector<zmq::pollitem_t> items = {worker_link_->pollitem(),
                                           control_->pollitem(),
                                           {nullptr, sigfd_, ZMQ_POLLIN, 0},
                                           {nullptr, inbox_.fd(), ZMQ_POLLIN, 0}};
@@ -369,10 +368,9 @@ int Supervisor::run() {
     handle_signals();
     inbox_.run();  // what the journal and delivery threads finished
     pump_worker_output();
-    worker_socket_->poll_cap(steady_ms());
+    worker_link_->poll_cap(steady_ms());
     reap_children();
-    for (auto& f : worker_socket_->receive(256, [this](const std::string& line) { warn_limited(line); }))
-      worker_link_->on_frame(f.route, f.body, f.peer);
+    worker_link_->serve(256);
     control_->serve(steady_ms());
     if (auto n = bad_frames_.flush(LogLimiter::Clock::now())) log_->warn("({} similar lines suppressed)", n);
     journal_->retry_intake(steady_ms());

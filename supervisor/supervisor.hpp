@@ -122,8 +122,7 @@ class Supervisor {
   /// The ledger (ledger.hpp): the SQLite journal of this host, or the
   /// PostgreSQL queue several hosts share; used on the journal lane's thread only (journal_lane.hpp).
   std::unique_ptr<Ledger> ledger_;
-  std::unique_ptr<WorkerSocket> worker_socket_;  // workers.sock (worker_socket.hpp)
-  std::unique_ptr<WorkerLink> worker_link_;      // workers' frames in, messages out (worker_link.hpp)
+  std::unique_ptr<WorkerLink> worker_link_;  // workers.sock and its frames in, messages out (worker_link.hpp)
   LogLimiter bad_frames_;  // bad frames and requests: a few log lines a second at most
   int sigfd_ = -1;
   shm::Arena arena_;

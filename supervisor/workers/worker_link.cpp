@@ -21,12 +21,16 @@ std::string printable(std::string_view s, size_t max) {
 
 }  // namespace
 
-WorkerLink::WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerSocket& socket,
+WorkerLink::WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::unique_ptr<WorkerSocket> socket,
                        WorkerTable& workers, EventBus& bus, std::function<void(const std::string& line)> warn)
-    : cfg_(cfg), log_(std::move(log)), socket_(socket), workers_(workers), bus_(bus), warn_(std::move(warn)) {}
+    : cfg_(cfg), log_(std::move(log)), socket_(std::move(socket)), workers_(workers), bus_(bus), warn_(std::move(warn)) {}
+
+void WorkerLink::serve(size_t max) {
+  for (auto& f : socket_->receive(max, warn_)) on_frame(f.route, f.body, f.peer);
+}
 
 void WorkerLink::send(const Worker& w, const std::string& frame) {
-  const std::string error = socket_.send(protocol::worker_route(w.id, long(w.pid)), frame);
+  const std::string error = socket_->send(protocol::worker_route(w.id, long(w.pid)), frame);
   if (!error.empty()) log_->warn("worker {}: send failed: {}", w.id, error);
 }
 

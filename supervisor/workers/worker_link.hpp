@@ -42,9 +42,17 @@ struct WorkerAnswered {
 /// Events (model/event_bus.hpp): emits WorkerStarted and WorkerAnswered.
 class WorkerLink {
  public:
-  /// `warn`: a line a client can cause at will (a bad frame), rate-limited by the loop.
-  WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, WorkerSocket& socket, WorkerTable& workers,
-             EventBus& bus, std::function<void(const std::string& line)> warn);
+  /// `socket`: workers.sock, owned by the link from now on. `warn`: a line a
+  /// client can cause at will (a bad frame), rate-limited by the loop.
+  WorkerLink(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::unique_ptr<WorkerSocket> socket,
+             WorkerTable& workers, EventBus& bus, std::function<void(const std::string& line)> warn);
+
+  /// workers.sock for the loop's poll.
+  zmq::pollitem_t pollitem() { return socket_->pollitem(); }
+  /// The socket's connection cap, once a loop pass (monotonic ms).
+  void poll_cap(int64_t now) { socket_->poll_cap(now); }
+  /// Up to `max` frames readable now, each taken by on_frame().
+  void serve(size_t max);
 
   /// Sends `frame` (one protocol::encode overload's bytes) to worker `w`'s
   /// process; a failed send is logged (the heartbeat deadline covers a gone worker).
@@ -60,7 +68,7 @@ class WorkerLink {
  private:
   const Config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
-  WorkerSocket& socket_;
+  std::unique_ptr<WorkerSocket> socket_;
   WorkerTable& workers_;
   EventBus& bus_;
   std::function<void(const std::string& line)> warn_;

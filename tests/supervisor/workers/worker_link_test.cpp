@@ -11,35 +11,29 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <spdlog/sinks/null_sink.h>
 
 #include "protocol/messages.hpp"
 #include "protocol/worker_messages.hpp"
 #include "supervisor/workers/release.hpp"
 #include "supervisor/workers/worker_link.hpp"
 
+#include "supervisor/part_fixture.hpp"
+
 namespace zkfarm::supervisor {
 namespace {
 
 struct WorkerLinkFixture : ::testing::Test {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("zkfarm-worker-link-" + std::to_string(::getpid()) + "-" +
-                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Config cfg = [this] {
-    std::filesystem::create_directories(dir);
-    Config c;
-    c.state_dir = dir.string();
+  zkfarm::test::TempDir dir{"zkfarm-worker-link"};
+  Config cfg = fakes::config_in(dir, [&](Config& c) {
     c.synth_workers = 1;
-    return c;
-  }();
-  std::shared_ptr<spdlog::logger> log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+  });
+  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
   Metrics metrics;
   EventBus bus;
   FakeReleaseCheck release{std::chrono::milliseconds(0)};
   WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
-  WorkerSocket socket{cfg.state_dir, 8, log};
   std::vector<std::string> warnings;
-  WorkerLink link{cfg, log, socket, workers, bus, [this](const std::string& line) { warnings.push_back(line); }};
+  WorkerLink link{cfg, log, std::make_unique<WorkerSocket>(cfg.state_dir, 8, log), workers, bus, [this](const std::string& line) { warnings.push_back(line); }};
   std::vector<std::pair<std::string, protocol::WorkRef>> started, answered;
 
   WorkerLinkFixture() {
@@ -49,7 +43,6 @@ struct WorkerLinkFixture : ::testing::Test {
     w.pid = 424242;
     EXPECT_TRUE(w.state.on(WorkerEvent::kSpawned));
   }
-  ~WorkerLinkFixture() override { std::filesystem::remove_all(dir); }
   Worker& synth() { return *workers.find("synth-0"); }
   /// The peer the kernel reports for the worker's own process.
   Peer own() const { return Peer{::geteuid(), ::getegid(), 424242}; }
