@@ -10,25 +10,21 @@
 
 #include <chrono>
 #include <filesystem>
-#include <spdlog/sinks/null_sink.h>
 
 #include "supervisor/fake_ledger.hpp"
 #include "supervisor/ledger/journal_lane.hpp"
+
+#include "supervisor/part_fixture.hpp"
 
 namespace zkfarm::supervisor {
 namespace {
 
 struct JournalLaneFixture : ::testing::Test {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("zkfarm-journal-lane-" + std::to_string(::getpid()) + "-" +
-                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Config cfg = [this] {
-    std::filesystem::create_directories(dir / "inputs");  // the lane's probe writes there
-    Config c;
-    c.state_dir = dir.string();
-    return c;
-  }();
-  std::shared_ptr<spdlog::logger> log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+  zkfarm::test::TempDir dir{"zkfarm-journal-lane"};
+  Config cfg = fakes::config_in(dir, [&](Config&) {
+    std::filesystem::create_directories(dir.path / "inputs");  // the lane's probe writes there
+  });
+  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
   Metrics metrics;
   EventBus bus;
   fakes::FakeLedger ledger;
@@ -43,19 +39,10 @@ struct JournalLaneFixture : ::testing::Test {
   }
   ~JournalLaneFixture() override {
     lane.stop();
-    std::filesystem::remove_all(dir);
   }
-  /// Runs the loop's side (the inbox) until `done()` or 10 s.
   template <class F>
   bool loop_until(F done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      pollfd p{inbox.fd(), POLLIN, 0};
-      ::poll(&p, 1, 100);
-      inbox.run();
-    }
-    return true;
+    return fakes::loop_until(inbox, done);
   }
 };
 

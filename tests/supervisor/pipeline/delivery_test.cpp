@@ -11,26 +11,20 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <spdlog/sinks/null_sink.h>
 
 #include "supervisor/fake_ledger.hpp"
 #include "supervisor/pipeline/delivery.hpp"
 #include "supervisor/pipeline/pipeline.hpp"
 
+#include "supervisor/part_fixture.hpp"
+
 namespace zkfarm::supervisor {
 namespace {
 
 struct DeliveryFixture : ::testing::Test {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("zkfarm-delivery-" + std::to_string(::getpid()) + "-" +
-                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Config cfg = [this] {
-    std::filesystem::create_directories(dir);
-    Config c;
-    c.state_dir = dir.string();
-    return c;
-  }();
-  std::shared_ptr<spdlog::logger> log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+  zkfarm::test::TempDir dir{"zkfarm-delivery"};
+  Config cfg = fakes::config_in(dir, [](Config&) {});
+  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
   Metrics metrics;
   EventBus bus;
   JobTable jobs;
@@ -44,18 +38,10 @@ struct DeliveryFixture : ::testing::Test {
   ~DeliveryFixture() override {
     delivery.finish();
     journal.stop();
-    std::filesystem::remove_all(dir);
   }
   template <class F>
   bool loop_until(F done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      pollfd p{inbox.fd(), POLLIN, 0};
-      ::poll(&p, 1, 100);
-      inbox.run();
-    }
-    return true;
+    return fakes::loop_until(inbox, done);
   }
   /// A job of `parts` partitions, each proved (its proof in memory) and marked done.
   uint64_t proved_job(size_t parts, bool client_delivery, const std::string& out) {

@@ -8,7 +8,6 @@
 
 #include <deque>
 #include <filesystem>
-#include <spdlog/sinks/null_sink.h>
 
 #include "protocol/worker_messages.hpp"
 #include "shm/arena.hpp"
@@ -16,22 +15,18 @@
 #include "supervisor/workers/release.hpp"
 #include "supervisor/fake_ledger.hpp"
 
+#include "supervisor/part_fixture.hpp"
+
 namespace zkfarm::supervisor {
 namespace {
 
 struct PipelineFixture : ::testing::Test {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("zkfarm-pipeline-" + std::to_string(::getpid()) + "-" +
-                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Config cfg = [this] {
-    std::filesystem::create_directories(dir);
-    Config c;
-    c.state_dir = dir.string();
+  zkfarm::test::TempDir dir{"zkfarm-pipeline"};
+  Config cfg = fakes::config_in(dir, [&](Config& c) {
     c.synth_workers = 1;
     c.synth_batch = 1;  // one SYNTH per dispatch: each step of a partition is seen alone
-    return c;
-  }();
-  std::shared_ptr<spdlog::logger> log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+  });
+  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
   Metrics metrics;
   EventBus bus;
   JobTable jobs;
@@ -63,7 +58,6 @@ struct PipelineFixture : ::testing::Test {
   }
   ~PipelineFixture() override {
     journal.stop();
-    std::filesystem::remove_all(dir);
   }
 
   uint64_t add_job(size_t parts) {

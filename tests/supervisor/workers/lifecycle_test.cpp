@@ -10,27 +10,22 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <spdlog/sinks/null_sink.h>
 
 #include "supervisor/clock.hpp"
 #include "supervisor/workers/lifecycle.hpp"
 #include "supervisor/workers/release.hpp"
 
+#include "supervisor/part_fixture.hpp"
+
 namespace zkfarm::supervisor {
 namespace {
 
 struct LifecycleFixture : ::testing::Test {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("zkfarm-lifecycle-" + std::to_string(::getpid()) + "-" +
-                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Config cfg = [this] {
-    std::filesystem::create_directories(dir);
-    Config c;
-    c.state_dir = dir.string();
+  zkfarm::test::TempDir dir{"zkfarm-lifecycle"};
+  Config cfg = fakes::config_in(dir, [&](Config& c) {
     c.synth_workers = 1;
-    return c;
-  }();
-  std::shared_ptr<spdlog::logger> log = std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
+  });
+  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
   Metrics metrics;
   EventBus bus;
   JobTable jobs;
@@ -49,7 +44,14 @@ struct LifecycleFixture : ::testing::Test {
       EXPECT_TRUE(w.state.on(WorkerEvent::kReady));
     }
   }
-  ~LifecycleFixture() override { std::filesystem::remove_all(dir); }
+  /// A job of one partition, in a synthesis worker's hands (in flight).
+  uint64_t job_in_synthesis() {
+    Job j;
+    j.parts.resize(1);
+    const uint64_t a = jobs.add(j);
+    jobs.start_synthesis({a, 0}, shm::Slot{}, "synth-0", 0, 0);
+    return a;
+  }
   /// Every worker's process is reaped after an asked exit, and the release
   /// waits are advanced (the fake releases at once).
   void reap_all(int64_t now) {
@@ -70,10 +72,7 @@ TEST_F(LifecycleFixture, ADrainHandsBackUnstartedClaimsAndAResumeTakesWorkAgain)
 }
 
 TEST_F(LifecycleFixture, AStopWaitsForPartitionsInFlightThenStopsEveryWorkerAndEndsOnceAllAreReleased) {
-  Job j;
-  j.parts.resize(1);
-  const uint64_t a = jobs.add(j);
-  jobs.start_synthesis({a, 0}, shm::Slot{}, "synth-0", 0, 0);
+  const uint64_t a = job_in_synthesis();
   lifecycle.begin_stop("SIGTERM");
   lifecycle.begin_stop("SIGTERM again");  // once
   EXPECT_STREQ(lifecycle.run_state(), "stopping");
@@ -101,10 +100,7 @@ TEST_F(LifecycleFixture, AStopWaitsForPartitionsInFlightThenStopsEveryWorkerAndE
 }
 
 TEST_F(LifecycleFixture, APassedDrainDeadlineStopsTheWorkersWithPartitionsStillInFlight) {
-  Job j;
-  j.parts.resize(1);
-  const uint64_t a = jobs.add(j);
-  jobs.start_synthesis({a, 0}, shm::Slot{}, "synth-0", 0, 0);
+  job_in_synthesis();
   lifecycle.begin_stop("SIGTERM");
   lifecycle.set_drain_timeout_s(0);
   EXPECT_FALSE(lifecycle.advance_stop(steady_ms() + 1));
