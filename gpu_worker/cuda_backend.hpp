@@ -4,11 +4,27 @@
 // header needs no CUDA headers; without nvcc at build time the functions
 // below report the backend as not built.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gpu_worker/backend.hpp"
 
 namespace zkfarm::gpu {
+
+/// How a host thread waits for the device (cudaSetDeviceFlags): CUDA's
+/// heuristic (spin while the process has fewer contexts than cores), spin,
+/// spin yielding the core, or sleep on an interrupt. A spinning wait holds a
+/// core per lane for the whole step.
+enum class CudaSync { automatic, spin, yield, blocking };
+
+/// The CudaSync named "auto", "spin", "yield" or "block"; nullopt otherwise.
+inline std::optional<CudaSync> cuda_sync_of_name(const std::string& name) {
+  if (name == "auto") return CudaSync::automatic;
+  if (name == "spin") return CudaSync::spin;
+  if (name == "yield") return CudaSync::yield;
+  if (name == "block") return CudaSync::blocking;
+  return std::nullopt;
+}
 
 /// How make_cuda_backend sets the backend up; the defaults are what zkfarmd uses.
 struct CudaOptions {
@@ -21,6 +37,7 @@ struct CudaOptions {
   /// (docs/gpu.md, "Precomputed bases"). 1 until the tables have run on a
   /// GPU (they are emulated on the CPU only: docs/decisions.md, issue 18).
   unsigned msm_copies = 1;
+  CudaSync sync = CudaSync::automatic;  ///< how the prove steps' threads wait for the device
 };
 
 /// Whether this build has the CUDA backend and this process sees a CUDA device

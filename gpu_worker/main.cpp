@@ -92,9 +92,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0u, 16u));
   app.add_option("--lanes", lanes,
-                 "prove steps run at once for keys of domain 2^18 or less already loaded (1-8); others run alone")
+                 "prove steps run at once for keys of domain 2^18 or less already loaded (1-32); others run alone")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 8u));
+      ->check(CLI::Range(1u, 32u));
   app.set_version_flag("--version", zkfarm::build_info::version_line("zkfarm-gpu"));
   if (auto code = kit::parse_worker_flags(app, argc, argv, flags, "zkfarm-gpu")) return *code;
   // Load every kernel with the context, before READY: lazy loading (CUDA's
@@ -105,6 +105,20 @@ int main(int argc, char** argv) {
   cuda.g2_on_cpu = g2 == "cpu";
   cuda.key_memory_share = key_memory_percent / 100.0;
   cuda.msm_copies = msm_copies;
+  // How the lanes' threads wait for the device: with one lane CUDA's spin
+  // (a blocking wait cost 15 % of small proofs' rate on an H100), with
+  // several a blocking one (as fast at 16 lanes, and the cores stay free for
+  // synthesis; docs/performance.md, 2026-12-07). ZKFARM_CUDA_SYNC
+  // (auto|spin|yield|block) overrides it for measurement.
+  cuda.sync = lanes > 1 ? gpu::CudaSync::blocking : gpu::CudaSync::automatic;
+  if (const char* v = std::getenv("ZKFARM_CUDA_SYNC"); v && *v) {
+    const auto mode = gpu::cuda_sync_of_name(v);
+    if (!mode) {
+      std::fprintf(stderr, "zkfarm-gpu: ZKFARM_CUDA_SYNC=%s: not one of auto, spin, yield, block\n", v);
+      return proto::kExitUsage;
+    }
+    cuda.sync = *mode;
+  }
   std::unique_ptr<gpu::ProveBackend> backend;
   try {
     backend = gpu::make_backend(backend_name, cuda, "zkfarm-gpu");

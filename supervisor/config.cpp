@@ -130,7 +130,7 @@ void Config::load_toml(const std::string& path) {
   read_uint(t, path, "gpu_key_memory_percent", gpu_key_memory_percent, 1, 95);
   read_uint(t, path, "gpu_msm_copies", gpu_msm_copies, 0, 16);
   read_uint(t, path, "gpu_queue_depth", gpu_queue_depth, 1, 32);
-  read_uint(t, path, "gpu_lanes", gpu_lanes, 1, 8);
+  read_uint(t, path, "gpu_lanes", gpu_lanes, 1, 32);
   read_uint(t, path, "verify_threads", verify_threads, 0, 64);
   read_uint(t, path, "arena_mib", arena_mib, 1, uint64_t(1) << 30);
   read_str(t, path, "synth_binary", synth_binary);

@@ -32,7 +32,7 @@ struct Config {
   unsigned gpu_key_memory_percent = 60;  ///< CUDA backend: % of device memory resident keys may take (LRU beyond)
   unsigned gpu_msm_copies = 1;  ///< CUDA backend: most precomputed copies of a key's MSM bases (1: none; 0: up to 16)
   unsigned gpu_queue_depth = 2;        ///< partitions a GPU worker holds at once: one computing, the rest queued there
-  unsigned gpu_lanes = 1;              ///< prove steps a GPU worker runs at once for small keys (1–8; large keys: one)
+  unsigned gpu_lanes = 1;              ///< prove steps a GPU worker runs at once for small keys (1–32; large keys: one)
   unsigned verify_threads = 0;         ///< threads verifying proofs off the loop; 0: a quarter of the cores, at least 1
   uint64_t arena_mib = 1024;           ///< the arena (memory budget), MiB
   std::string synth_binary;            ///< default: zkfarm-synth beside zkfarmd

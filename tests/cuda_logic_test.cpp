@@ -136,7 +136,8 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
 // table's stride stays the whole count).
 template <class C, class F>
 Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars, uint32_t c, uint32_t L1, uint32_t L,
-                    uint32_t bits = Bn254::kFrBits, const MsmTableShape* table = nullptr, uint32_t first = 0) {
+                    uint32_t bits = Bn254::kFrBits, const MsmTableShape* table = nullptr, uint32_t first = 0,
+                    uint32_t reduce_threads = 0) {
   const uint32_t n = uint32_t(all_scalars.size());
   const std::vector<U256> scalars(all_scalars.begin() + first, all_scalars.end());
   std::vector<uint32_t> ors(8, 0);
@@ -152,7 +153,8 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars,
   points += size_t(first) * sizeof(DAffine<F>);
   const uint32_t len = n - first;
   const MsmShape full = table ? msm_shape_for_table(len, *table, n, bits) : msm_shape(len, c, bits);
-  const MsmShape sh = msm_trim_windows(full, scalar_top_bits(ors.data()));
+  MsmShape sh = msm_trim_windows(full, scalar_top_bits(ors.data()));
+  if (reduce_threads) sh = msm_fit_segments(sh, reduce_threads, 1u << 20);
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
   uint32_t count = 0;
@@ -210,6 +212,52 @@ void check_msm(size_t n, uint32_t c, uint32_t L1, uint32_t L, const Affine<C>& g
   auto expect = msm_naive<C>(cs.points.data(), sizeof(Affine<C>), cs.scalars.data(), n);
   auto got = emulate_msm<C, F>(cs.points.data(), cs.scalars, c, L1, L, Curve::kFrBits);
   EXPECT_TRUE(got.equals(expect)) << "n=" << n << " c=" << c << " L1=" << L1 << " L=" << L;
+}
+
+// Segments fitted to small MSMs (M from 32 down to 1 bucket a thread) give
+// the same sums: every M the fit can choose, on both curves and in G2.
+TEST(CudaLogic, MsmFittedSegmentsMatchNaiveSum) {
+  for (uint32_t threads : {1u, 64u, 300u, 1u << 20}) {
+    std::mt19937_64 rng(threads);
+    for (uint32_t c : {5u, 7u, 11u}) {
+      auto cs = test::make_msm_case<G1Params, Fr::Params>(200, test::g1_generator(), rng);
+      const auto want = msm_naive<G1Params>(cs.points.data(), 64, cs.scalars.data(), cs.scalars.size());
+      EXPECT_TRUE((emulate_msm<G1Params, DFq>(cs.points.data(), cs.scalars, c, 8, 4, Bn254::kFrBits, nullptr, 0, threads)
+                       .equals(want)))
+          << "c=" << c << " reduce threads=" << threads;
+    }
+    auto g2 = test::make_msm_case<G2Params, Fr::Params>(60, test::g2_generator(), rng);
+    EXPECT_TRUE((emulate_msm<G2Params, DFq2>(g2.points.data(), g2.scalars, 6, 8, 4, Bn254::kFrBits, nullptr, 0, threads)
+                     .equals(msm_naive<G2Params>(g2.points.data(), sizeof(Affine<G2Params>), g2.scalars.data(), 60))))
+        << "G2, reduce threads=" << threads;
+    auto bls = test::make_msm_case<bls12_381::G1Params, Bls::Fr::Params>(80, Bls::g1_generator(), rng);
+    EXPECT_TRUE((emulate_msm<bls12_381::G1Params, DCurve<Bls>::Fq>(bls.points.data(), bls.scalars, 9, 8, 4, Bls::kFrBits,
+                                                                   nullptr, 0, threads)
+                     .equals(msm_naive<bls12_381::G1Params>(bls.points.data(), sizeof(Affine<bls12_381::G1Params>),
+                                                            bls.scalars.data(), 80))))
+        << "BLS12-381, reduce threads=" << threads;
+  }
+}
+
+// The fit: M a power of two dividing K, at most 32, as large as leaves
+// min_threads threads, raised only to keep the host's terms within bounds.
+TEST(CudaLogic, MsmSegmentsFitTheWork) {
+  const MsmShape small = msm_shape(1u << 15, 0, Bn254::kFrBits);  // 24 windows of 1024 buckets
+  EXPECT_EQ(msm_fit_segments(small, 1, 1000).seg, 32u);
+  EXPECT_EQ(msm_fit_segments(small, 8192, 1000).seg, 2u);  // 12,288 threads
+  EXPECT_EQ(msm_fit_segments(small, 1u << 20, 1000).seg, 1u);
+  EXPECT_EQ(msm_fit_segments(small, 1u << 20, 24 * 6).seg, 32u) << "terms bound: 24 windows x (log2 32 + 1)";
+  const MsmShape large = msm_shape(1u << 22, 0, Bn254::kFrBits);
+  EXPECT_EQ(msm_fit_segments(large, 8192, 1000).seg, 32u) << "a large MSM keeps its split";
+  for (uint32_t lg = 0; lg <= 26; lg += 1)
+    for (uint32_t threads : {1u, 8192u, 1u << 20}) {
+      const MsmShape s = msm_fit_segments(msm_shape(1u << lg, 0, Bn254::kFrBits), threads, 341);
+      EXPECT_GE(s.seg, 1u);
+      EXPECT_LE(s.seg, 32u);
+      EXPECT_EQ(s.seg & (s.seg - 1), 0u);
+      EXPECT_EQ(s.buckets % s.seg, 0u);
+      EXPECT_LE(uint64_t(s.groups()) * (log2_exact(s.segments()) + 1), 341u) << "lg=" << lg;
+    }
 }
 
 TEST(CudaLogic, MsmStepsMatchNaiveSum) {

@@ -286,6 +286,12 @@ class CudaBackend final : public ProveBackend {
     ZK_CUDA(cudaGetDeviceCount(&n));
     if (n < 1) throw DeviceError("no CUDA device");
     ZK_CUDA(cudaSetDevice(0));
+    // Before the first allocation; on a context already made (cuda_available
+    // may have made it) the flags replace the ones it had.
+    if (o.sync != CudaSync::automatic)
+      ZK_CUDA(cudaSetDeviceFlags(o.sync == CudaSync::spin    ? cudaDeviceScheduleSpin
+                                 : o.sync == CudaSync::yield ? cudaDeviceScheduleYield
+                                                             : cudaDeviceScheduleBlockingSync));
     size_t free_bytes = 0, total = 0;
     ZK_CUDA(cudaMemGetInfo(&free_bytes, &total));
     // Resident keys, most recently used first, within the configured share.

@@ -5,6 +5,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "gpu_worker/cuda/device_msm.cuh"
@@ -32,11 +33,40 @@ constexpr uint32_t acc_threads() {
   if constexpr (requires { F::N; }) return F::N >= 12 ? 384 : 256;
   return 128;
 }
+// How the work of a small MSM is spread (a large one fills the device at any
+// split). The defaults come from a sweep on an H100 (docs/performance.md,
+// 2026-12-07); ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS and
+// ZKFARM_MSM_NEXT_CHUNK override them for such sweeps, read once per process.
+struct MsmTuning {
+  uint32_t l1_threads = 1u << 17;     // level-1 accumulation: chunks shrink (32 → 16 → 8) until this many threads
+  uint32_t reduce_threads = 1u << 13; // step 4a: segments shrink until this many threads (msm_fit_segments)
+  uint32_t next_chunk = 8;            // partial sums per thread at later levels (≥ 4: a level keeps 2 a chunk)
+};
+uint32_t env_or(const char* name, uint32_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const unsigned long x = std::strtoul(v, &end, 10);
+  return (*end == 0 && x > 0 && x <= (1ul << 24)) ? uint32_t(x) : fallback;
+}
+const MsmTuning& msm_tuning() {
+  static const MsmTuning t{env_or("ZKFARM_MSM_L1_THREADS", MsmTuning{}.l1_threads),
+                           env_or("ZKFARM_MSM_REDUCE_THREADS", MsmTuning{}.reduce_threads),
+                           std::max<uint32_t>(4, env_or("ZKFARM_MSM_NEXT_CHUNK", MsmTuning{}.next_chunk))};
+  return t;
+}
 // Sorted pairs per thread at level 1: longer chunks leave fewer partial sums
 // (2 per chunk, added later with the dearer XYZZ+XYZZ formula) but fewer
 // threads; 32 keeps 2^20-point MSMs at several waves, 128 saves ~6% at 2^24.
-uint32_t first_chunk(uint32_t count) { return count < (1u << 25) ? 32 : count < (1u << 27) ? 64 : 128; }
-constexpr uint32_t kChunkNext = 16;      // partial sums per thread at later levels
+// Below 32, for small counts: a chunk's additions are dependent, so 32 of
+// them over a few thousand pairs' threads left most SMs idle (a 2^15 witness
+// MSM of 73k pairs: 9 blocks for 0.26 ms on an H100).
+uint32_t first_chunk(uint32_t count) {
+  if (count >= (1u << 25)) return count < (1u << 27) ? 64 : 128;
+  uint32_t chunk = 32;
+  while (chunk > 8 && count / chunk < msm_tuning().l1_threads) chunk >>= 1;
+  return chunk;
+}
 constexpr size_t kHostTermsBytes = 128 << 10;  // BLS12-381 G2 at c = 20: 195 terms of 384 bytes
 
 // ZKFARM_PROFILE: a phase's device work ends in a stream sync, so the host
@@ -102,11 +132,11 @@ __global__ void __launch_bounds__(acc_threads<F>()) k_accumulate_affine(const ui
 
 template <class F>
 __global__ void __launch_bounds__(acc_threads<F>()) k_accumulate_xyzz(const uint32_t* keys, const DXyzz<F>* in, uint32_t count,
-                                                               uint32_t chunks, DXyzz<F>* buckets, uint32_t* out_keys,
+                                                               uint32_t chunk, uint32_t chunks, DXyzz<F>* buckets, uint32_t* out_keys,
                                                                DXyzz<F>* out_pts, bool last) {
   const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= chunks) return;
-  msm_accumulate_chunk<F>(t, keys, count, kChunkNext, XyzzSource<F>{in}, buckets, out_keys, out_pts, last);
+  msm_accumulate_chunk<F>(t, keys, count, chunk, XyzzSource<F>{in}, buckets, out_keys, out_pts, last);
 }
 
 template <class F>
@@ -214,7 +244,8 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
   if (count > 0) {
     const uint32_t chunk = first_chunk(count);
     uint32_t chunks = (count + chunk - 1) / chunk;
-    const uint32_t next = (2 * chunks + kChunkNext - 1) / kChunkNext;
+    const uint32_t next_chunk = msm_tuning().next_chunk;
+    const uint32_t next = (2 * chunks + next_chunk - 1) / next_chunk;
     part_keys_[0].reserve(size_t(2) * chunks * 4);
     part_pts_[0].reserve(size_t(2) * chunks * sizeof(D));
     part_keys_[1].reserve(size_t(2) * next * 4);
@@ -224,11 +255,11 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
         part_pts_[0].get<D>(), chunks == 1);
     ZK_CUDA_LAUNCHED();
     int cur = 0;
-    while (chunks > 1) {  // each level leaves 2/kChunkNext of the entries
+    while (chunks > 1) {  // each level leaves 2/next_chunk of the entries
       const uint32_t in_count = 2 * chunks;
-      chunks = (in_count + kChunkNext - 1) / kChunkNext;
+      chunks = (in_count + next_chunk - 1) / next_chunk;
       k_accumulate_xyzz<F><<<blocks_for(chunks, acc_threads<F>()), acc_threads<F>(), 0, st>>>(
-          part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<D>(), in_count, chunks, buckets_.get<D>(),
+          part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<D>(), in_count, next_chunk, chunks, buckets_.get<D>(),
           part_keys_[1 - cur].get<uint32_t>(), part_pts_[1 - cur].get<D>(), chunks == 1);
       ZK_CUDA_LAUNCHED();
       cur = 1 - cur;
@@ -277,7 +308,10 @@ void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<
     StageClock clock;
     const MsmShape full = table ? msm_shape_for_table(len, table->shape, table->points, C::kFrBits)
                                 : msm_shape(len, c_override, C::kFrBits);
-    const MsmShape sh = msm_trim_windows(full, top_bits(d_scalars + size_t(first) * 8, len, st));
+    // The terms of the widest point type (G2) must fit the host staging buffer.
+    const uint32_t max_terms = uint32_t(kHostTermsBytes / sizeof(DXyzz<typename DCurve<C>::Fq2>));
+    const MsmShape sh = msm_fit_segments(msm_trim_windows(full, top_bits(d_scalars + size_t(first) * 8, len, st)),
+                                         msm_tuning().reduce_threads, max_terms);
     const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
     lap(clock, st, "top bits+digits+sort", len);
     for (auto& j : g1)

@@ -154,6 +154,28 @@ inline MsmShape msm_trim_windows(MsmShape s, uint32_t top_bits) {
   return s;
 }
 
+/// The shape s with its reduction segments fitted to the work (step 4):
+/// M = shape.seg, the buckets one thread sums serially, is the largest power
+/// of two ≤ min(K, 32) that still leaves at least `min_threads` threads
+/// (G·K/M), and at least 1. A small MSM (2^15 points: 24 windows of 1024
+/// buckets) then runs 12,288 threads of 2 buckets instead of 768 of 32, whose
+/// 64 dependent additions each were a third of the MSM's device time on an
+/// H100 (docs/performance.md, 2026-12-07); a large one keeps M = 32. M is
+/// then raised, if need be, until the terms the host finishes,
+/// G·(log2(K/M) + 1), are at most max_terms. The sum does not depend on M
+/// (msm_finish weights by M); only the split of the work does.
+inline MsmShape msm_fit_segments(MsmShape s, uint32_t min_threads, uint32_t max_terms) {
+  const uint64_t total = uint64_t(s.groups()) * s.buckets;
+  uint32_t m = std::min<uint32_t>(s.buckets, 32);
+  while (m > 1 && total / m < min_threads) m >>= 1;
+  auto terms = [&](uint32_t seg) {
+    return uint64_t(s.groups()) * (uint64_t(std::bit_width(s.buckets / seg)) /* log2 S + 1 */);
+  };
+  while (m < s.buckets && terms(m) > max_terms) m <<= 1;
+  s.seg = m;
+  return s;
+}
+
 /// The c bits of the 256-bit little-endian scalar s (8 words) from bit `pos`.
 ZK_HD uint32_t scalar_bits(const uint32_t* s, uint32_t pos, uint32_t c) {
   const uint32_t wi = pos >> 5, sh = pos & 31;
