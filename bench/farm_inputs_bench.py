@@ -55,7 +55,7 @@ def one(a, workers, inputs, gen_src, out_root):
     log = open(os.path.join(work, "zkfarmd.out"), "w")
     config = os.path.join(work, "zkfarmd.toml")
     with open(config, "w") as f:  # issue 32: the witness graph (auto) or the generator
-        f.write(f'witness_engine = "{a.witness_engine}"\ngpu_lanes = {a.lanes}\ngpu_queue_depth = {max(2, 2 * a.lanes)}\n')
+        f.write(f'witness_engine = "{a.witness_engine}"\ngpu_lanes = {a.lanes}\ngpu_queue_depth = {min(32, max(2, 2 * a.lanes))}\n')
     proc = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
                              "--synth-workers", str(workers), "--arena-mib", str(a.arena_mib), "--config", config],
                             stdout=log, stderr=subprocess.STDOUT)

@@ -14,6 +14,7 @@
 # SETTINGS="A;B;…" (the first is the ratios' baseline) and CURVES="bn128 …"
 # narrow a run; REPS steps a row (default 20). Binaries: $ZKFARM_BIN or build/bin.
 set -euo pipefail
+export LC_ALL=C  # printf's decimal point
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mkdir -p "${1:-$root/build/msm-split}" && cd "${1:-$root/build/msm-split}" && pwd)
 shift || true
@@ -27,7 +28,7 @@ settings=(
   "L1=65536 REDUCE=1 NEXT=16"      # level 1's alone
   "L1=65536 REDUCE=8192 NEXT=16"
   "L1=65536 REDUCE=8192 NEXT=4"
-  "L1=131072 REDUCE=8192 NEXT=8"
+  "L1=65536 REDUCE=8192 NEXT=8"
   "L1=65536 REDUCE=32768 NEXT=8"
 )
 # SETTINGS="A;B;…" and CURVES="bn128 …" narrow a run (the first setting is the baseline).
@@ -45,11 +46,13 @@ step_ms() {  # KEY WTNS SETTING → the GPU column of zkfarm-bench-gpu prove
     done
   fi
   local line
-  line=$(env "${env[@]}" "$bin/zkfarm-bench-gpu" prove "$key" "$wtns" --reps "${REPS:-20}")
+  # Settings from the caller's environment would leak into "default".
+  line=$(env -u ZKFARM_MSM_L1_THREADS -u ZKFARM_MSM_REDUCE_THREADS -u ZKFARM_MSM_NEXT_CHUNK "${env[@]}" "$bin/zkfarm-bench-gpu" prove "$key" "$wtns" --reps "${REPS:-20}")
   echo "$line" >>"$out/rows.md"
   case $line in *"identical proofs"*) ;; *) echo "msm-split: $setting: $line" >&2; return 1 ;; esac
   echo "$line" | awk -F'|' '{gsub(/ ms/, "", $3); print $3 + 0}'
 }
+: >"$out/rows.md"
 echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo unknown); $(date -u +%Y-%m-%d)" | tee "$out/split.md"
 for curve in "${curves[@]}"; do
   for log in "${logs[@]}"; do

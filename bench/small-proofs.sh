@@ -28,7 +28,7 @@ done
 bench() { python3 "$root/bench/farm_gpu_bench.py" --bin "${ZKFARM_BIN:-$root/build/bin}" --backend "$backend" \
   --no-restart --synth-workers "$synth" --curve "$curve" "$@"; }
 for l in 1 "$lanes"; do
-  bench --log "$log" --jobs "$jobs" --per-job "$per_job" --depth $((2 * l)) --lanes "$l" --out "$out/lanes$l"
+  bench --log "$log" --jobs "$jobs" --per-job "$per_job" --depth $((2 * l < 32 ? 2 * l : 32)) --lanes "$l" --out "$out/lanes$l"
 done
 if [ "$large" != 0 ]; then
   for l in 1 "$lanes"; do

@@ -107,11 +107,11 @@ int main(int argc, char** argv) {
   cuda.msm_copies = msm_copies;
   // How the lanes' threads wait for the device: with one lane CUDA's spin
   // (a blocking wait cost 15 % of small proofs' rate on an H100), with
-  // several a blocking one (as fast at 16 lanes, and the cores stay free for
-  // synthesis; docs/performance.md, 2026-12-07). ZKFARM_CUDA_SYNC
-  // (auto|spin|yield|block) overrides it for measurement.
-  cuda.sync = lanes > 1 ? gpu::CudaSync::blocking : gpu::CudaSync::automatic;
-  if (const char* v = std::getenv("ZKFARM_CUDA_SYNC"); v && *v) {
+  // several a spin that yields the core (the fastest at 8 lanes, tied at 16;
+  // a spinning lane held a core a lane: docs/performance.md, 2026-12-07).
+  // ZKFARM_CUDA_SYNC (auto|spin|yield|block) overrides it for measurement.
+  cuda.sync = lanes > 1 ? gpu::CudaSync::yield : gpu::CudaSync::automatic;
+  if (const char* v = std::getenv("ZKFARM_CUDA_SYNC"); v && *v && backend_name != "cpu") {
     const auto mode = gpu::cuda_sync_of_name(v);
     if (!mode) {
       std::fprintf(stderr, "zkfarm-gpu: ZKFARM_CUDA_SYNC=%s: not one of auto, spin, yield, block\n", v);

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "coeff_records.hpp"
 #include "gpu_worker/cuda/dcurve.cuh"
@@ -129,6 +130,13 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
   check_curve_ops<bls12_381::G2Params, DCurve<Bls>::Fq2>(Bls::g2_generator());
 }
 
+/// msm_fit_segments' arguments for emulate_msm, and the M it chose.
+struct SegmentFit {
+  uint32_t min_threads = 1;
+  uint32_t max_terms = 1u << 20;
+  uint32_t seg_used = 0;
+};
+
 // The device MSM's steps in the order device_msm.cu launches them, one loop per kernel.
 // With `table`, the points first become a precomputed table (msm_fold_point,
 // one "thread" a point) and the MSM reads it, as run() does with a Table;
@@ -137,7 +145,7 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
 template <class C, class F>
 Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars, uint32_t c, uint32_t L1, uint32_t L,
                     uint32_t bits = Bn254::kFrBits, const MsmTableShape* table = nullptr, uint32_t first = 0,
-                    uint32_t reduce_threads = 0) {
+                    SegmentFit* fit = nullptr) {
   const uint32_t n = uint32_t(all_scalars.size());
   const std::vector<U256> scalars(all_scalars.begin() + first, all_scalars.end());
   std::vector<uint32_t> ors(8, 0);
@@ -154,7 +162,10 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars,
   const uint32_t len = n - first;
   const MsmShape full = table ? msm_shape_for_table(len, *table, n, bits) : msm_shape(len, c, bits);
   MsmShape sh = msm_trim_windows(full, scalar_top_bits(ors.data()));
-  if (reduce_threads) sh = msm_fit_segments(sh, reduce_threads, 1u << 20);
+  if (fit) {
+    sh = msm_fit_segments(sh, fit->min_threads, fit->max_terms);
+    fit->seg_used = sh.seg;
+  }
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
   uint32_t count = 0;
@@ -214,29 +225,46 @@ void check_msm(size_t n, uint32_t c, uint32_t L1, uint32_t L, const Affine<C>& g
   EXPECT_TRUE(got.equals(expect)) << "n=" << n << " c=" << c << " L1=" << L1 << " L=" << L;
 }
 
-// Segments fitted to small MSMs (M from 32 down to 1 bucket a thread) give
-// the same sums: every M the fit can choose, on both curves and in G2.
+// Segments fitted to small MSMs (M from 32 down to 1 bucket a thread, and
+// raised again by the bound on the host's terms) give the same sums, on both
+// curves and in G2; every M from 1 to 32 is reached.
 TEST(CudaLogic, MsmFittedSegmentsMatchNaiveSum) {
+  std::set<uint32_t> reached;
   for (uint32_t threads : {1u, 64u, 300u, 1u << 20}) {
     std::mt19937_64 rng(threads);
     for (uint32_t c : {5u, 7u, 11u}) {
       auto cs = test::make_msm_case<G1Params, Fr::Params>(200, test::g1_generator(), rng);
       const auto want = msm_naive<G1Params>(cs.points.data(), 64, cs.scalars.data(), cs.scalars.size());
-      EXPECT_TRUE((emulate_msm<G1Params, DFq>(cs.points.data(), cs.scalars, c, 8, 4, Bn254::kFrBits, nullptr, 0, threads)
+      SegmentFit fit{threads};
+      EXPECT_TRUE((emulate_msm<G1Params, DFq>(cs.points.data(), cs.scalars, c, 8, 4, Bn254::kFrBits, nullptr, 0, &fit)
                        .equals(want)))
-          << "c=" << c << " reduce threads=" << threads;
+          << "c=" << c << " reduce threads=" << threads << " M=" << fit.seg_used;
+      reached.insert(fit.seg_used);
+      // The bound on the host's terms raises M again: c = 7 gives 37 windows
+      // of 64 buckets; 37·(log2 S + 1) ≤ 150 leaves S ≤ 8, M ≥ 8.
+      if (c == 7) {
+        SegmentFit bounded{threads, 150};
+        EXPECT_TRUE((emulate_msm<G1Params, DFq>(cs.points.data(), cs.scalars, c, 8, 4, Bn254::kFrBits, nullptr, 0,
+                                                &bounded)
+                         .equals(want)))
+            << "bounded terms, reduce threads=" << threads;
+        EXPECT_GE(bounded.seg_used, 8u);
+      }
     }
     auto g2 = test::make_msm_case<G2Params, Fr::Params>(60, test::g2_generator(), rng);
-    EXPECT_TRUE((emulate_msm<G2Params, DFq2>(g2.points.data(), g2.scalars, 6, 8, 4, Bn254::kFrBits, nullptr, 0, threads)
+    SegmentFit fit2{threads};
+    EXPECT_TRUE((emulate_msm<G2Params, DFq2>(g2.points.data(), g2.scalars, 6, 8, 4, Bn254::kFrBits, nullptr, 0, &fit2)
                      .equals(msm_naive<G2Params>(g2.points.data(), sizeof(Affine<G2Params>), g2.scalars.data(), 60))))
-        << "G2, reduce threads=" << threads;
+        << "G2, reduce threads=" << threads << " M=" << fit2.seg_used;
     auto bls = test::make_msm_case<bls12_381::G1Params, Bls::Fr::Params>(80, Bls::g1_generator(), rng);
+    SegmentFit fit3{threads};
     EXPECT_TRUE((emulate_msm<bls12_381::G1Params, DCurve<Bls>::Fq>(bls.points.data(), bls.scalars, 9, 8, 4, Bls::kFrBits,
-                                                                   nullptr, 0, threads)
+                                                                   nullptr, 0, &fit3)
                      .equals(msm_naive<bls12_381::G1Params>(bls.points.data(), sizeof(Affine<bls12_381::G1Params>),
                                                             bls.scalars.data(), 80))))
-        << "BLS12-381, reduce threads=" << threads;
+        << "BLS12-381, reduce threads=" << threads << " M=" << fit3.seg_used;
   }
+  EXPECT_EQ(reached, (std::set<uint32_t>{1, 2, 4, 8, 16, 32}));
 }
 
 // The fit: M a power of two dividing K, at most 32, as large as leaves
@@ -264,6 +292,9 @@ TEST(CudaLogic, MsmStepsMatchNaiveSum) {
   for (size_t n : {1, 2, 9, 100, 700})
     for (uint32_t c : {0u, 3u, 7u, 11u}) check_msm<G1Params, DFq>(n, c, 32, 16, test::g1_generator());
   check_msm<G1Params, DFq>(300, 5, 4, 4, test::g1_generator());  // many levels
+  // The small-MSM split's chunks (device_msm_impl.cuh: level 1 of 8 or 16, later levels of 8).
+  check_msm<G1Params, DFq>(700, 11, 8, 8, test::g1_generator());
+  check_msm<G1Params, DFq>(700, 0, 16, 8, test::g1_generator());
   check_msm<G2Params, DFq2>(150, 0, 8, 4, test::g2_generator());
   check_msm<G2Params, DFq2>(40, 4, 32, 16, test::g2_generator());
   // BLS12-381: 255-bit scalars (r − 1 among them) need W·c ≥ 256.

@@ -286,12 +286,19 @@ class CudaBackend final : public ProveBackend {
     ZK_CUDA(cudaGetDeviceCount(&n));
     if (n < 1) throw DeviceError("no CUDA device");
     ZK_CUDA(cudaSetDevice(0));
-    // Before the first allocation; on a context already made (cuda_available
-    // may have made it) the flags replace the ones it had.
-    if (o.sync != CudaSync::automatic)
-      ZK_CUDA(cudaSetDeviceFlags(o.sync == CudaSync::spin    ? cudaDeviceScheduleSpin
-                                 : o.sync == CudaSync::yield ? cudaDeviceScheduleYield
-                                                             : cudaDeviceScheduleBlockingSync));
+    // cudaSetDevice made the primary context; since CUDA 12 the flags replace
+    // its own. A refusal leaves the default wait (a matter of speed, not of
+    // results): warned, the error cleared, the backend kept.
+    if (o.sync != CudaSync::automatic) {
+      const cudaError_t e = cudaSetDeviceFlags(o.sync == CudaSync::spin    ? cudaDeviceScheduleSpin
+                                               : o.sync == CudaSync::yield ? cudaDeviceScheduleYield
+                                                                           : cudaDeviceScheduleBlockingSync);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        std::fprintf(stderr, "zkfarm-gpu: warning: cudaSetDeviceFlags: %s; the device's default wait stays\n",
+                     cudaGetErrorString(e));
+      }
+    }
     size_t free_bytes = 0, total = 0;
     ZK_CUDA(cudaMemGetInfo(&free_bytes, &total));
     // Resident keys, most recently used first, within the configured share.

@@ -16,7 +16,7 @@
 //               and steps 4 and the host's finish run once instead of W times.
 //  2. sort:     pairs by key (CUB radix sort): each bucket's points adjacent,
 //               zero digits at the end, so only the first `count` are read.
-//  3. accumulate: chunks of L (32 to 128) sorted pairs per thread, whatever the bucket
+//  3. accumulate: chunks of L (8 to 128) sorted pairs per thread, whatever the bucket
 //               sizes (a skewed witness, all 1s, costs the same). A run of
 //               one key inside a chunk is a bucket's part; the first and last
 //               runs of each chunk go to the next level as (key, XYZZ) pairs,
