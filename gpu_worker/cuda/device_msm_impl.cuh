@@ -139,6 +139,30 @@ __global__ void __launch_bounds__(acc_threads<F>()) k_accumulate_xyzz(const uint
   msm_accumulate_chunk<F>(t, keys, count, chunk, XyzzSource<F>{in}, buckets, out_keys, out_pts, last);
 }
 
+// The tree's last levels in one launch: once a level's chunks fit one block,
+// the block runs that level and every one after it, a barrier between two
+// (the writes of one level are visible to the block's threads after
+// __syncthreads). The same msm_accumulate_chunk calls in the same order as
+// one launch a level, so the same sums; a 2^15 step had ~37 launches of a
+// few blocks each in these levels (docs/performance.md, 2026-12-07).
+template <class F>
+__global__ void __launch_bounds__(acc_threads<F>()) k_accumulate_tail(uint32_t* keys_a, DXyzz<F>* pts_a, uint32_t* keys_b,
+                                                               DXyzz<F>* pts_b, uint32_t count, uint32_t chunk,
+                                                               DXyzz<F>* buckets) {
+  uint32_t* keys[2] = {keys_a, keys_b};
+  DXyzz<F>* pts[2] = {pts_a, pts_b};
+  for (int cur = 0;; cur = 1 - cur) {
+    const uint32_t chunks = (count + chunk - 1) / chunk;
+    const bool last = chunks == 1;
+    for (uint32_t t = threadIdx.x; t < chunks; t += blockDim.x)
+      msm_accumulate_chunk<F>(t, keys[cur], count, chunk, XyzzSource<F>{pts[cur]}, buckets, keys[1 - cur],
+                              pts[1 - cur], last);
+    if (last) return;
+    __syncthreads();
+    count = 2 * chunks;
+  }
+}
+
 template <class F>
 __global__ void __launch_bounds__(kThreads) k_reduce_segments(const DXyzz<F>* buckets, MsmShape sh, uint32_t total,
                                                                DXyzz<F>* acc, DXyzz<F>* run) {
@@ -258,6 +282,14 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
     while (chunks > 1) {  // each level leaves 2/next_chunk of the entries
       const uint32_t in_count = 2 * chunks;
       chunks = (in_count + next_chunk - 1) / next_chunk;
+      if (chunks <= acc_threads<F>()) {  // this level and the rest: one block
+        k_accumulate_tail<F><<<1, acc_threads<F>(), 0, st>>>(part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<D>(),
+                                                             part_keys_[1 - cur].get<uint32_t>(),
+                                                             part_pts_[1 - cur].get<D>(), in_count, next_chunk,
+                                                             buckets_.get<D>());
+        ZK_CUDA_LAUNCHED();
+        break;
+      }
       k_accumulate_xyzz<F><<<blocks_for(chunks, acc_threads<F>()), acc_threads<F>(), 0, st>>>(
           part_keys_[cur].get<uint32_t>(), part_pts_[cur].get<D>(), in_count, next_chunk, chunks, buckets_.get<D>(),
           part_keys_[1 - cur].get<uint32_t>(), part_pts_[1 - cur].get<D>(), chunks == 1);

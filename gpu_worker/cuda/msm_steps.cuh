@@ -22,7 +22,8 @@
 //               runs of each chunk go to the next level as (key, XYZZ) pairs,
 //               the runs between are whole buckets, written at once. The next
 //               level is the same step over 2 entries a chunk, until one chunk
-//               holds everything.
+//               holds everything (the levels that fit one block run in one
+//               launch: k_accumulate_tail).
 //  4. reduce:   window sum Σ_b b·B_b. Segments of M buckets per thread give
 //               acc_s = Σ_j (j+1)·B_{sM+j} and run_s = Σ_j B_{sM+j}; then
 //               sum = Σ_s acc_s + M·Σ_s s·run_s, the last by bits of s:
