@@ -101,9 +101,9 @@ int main(int argc, char** argv) {
   // default) would add its cost to the first proof of every new worker.
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   // With several lanes, each with its streams, CUDA's default of 8 hardware
-  // work queues made independent lanes wait on each other's launches; 32
-  // proved 8 % more small proofs a second at 16 lanes on an H100
-  // (docs/performance.md, 2026-12-07). An operator's own value stays.
+  // work queues likely made independent lanes wait on each other's launches;
+  // 32 gave 5.5–8 % more small proofs a second at 16 lanes on an H100 in one
+  // pair of runs (docs/performance.md, 2026-12-07). An operator's value stays.
   if (lanes > 1) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   gpu::CudaOptions cuda;
   cuda.threads = flags.threads;

@@ -2,6 +2,7 @@
 // A ledger in memory for the supervisor's part tests (tests/supervisor/…):
 // one host's record (no shared queue), every write counted, and a wait on
 // the journal thread's writes by event (a condition variable), never a sleep.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -70,8 +71,8 @@ class FakeLedger : public Ledger {
     auto it = finished_.find(job);
     return it == finished_.end() ? std::nullopt : std::optional(it->second);
   }
-  /// Writes tried, failed ones included.
-  int writes_tried() const { return writes_tried_; }
+  /// Writes tried, failed ones included (any thread, lock or not).
+  int writes_tried() const { return writes_tried_.load(); }
   /// The jobs whose start was journaled, in order.
   const std::vector<uint64_t>& started() const { return started_; }
 
@@ -90,7 +91,7 @@ class FakeLedger : public Ledger {
     return r;
   }
   int failing_writes_ = 0;
-  int writes_tried_ = 0;
+  std::atomic<int> writes_tried_{0};
   std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t next_id_ = 0;

@@ -47,12 +47,18 @@ struct AdmissionFixture : ::testing::Test {
   std::string queue_fault;                 ///< what the queue_fault hook answers
   std::vector<std::string> removed;        ///< the jobs whose copies remove_inputs was asked to remove (their keys)
   std::map<std::string, nlohmann::json> replies;  ///< ControlReply by client identity
+  /// At each reply: the writes the ledger had seen and the jobs in the
+  /// table, as the client hears its answer.
+  std::map<std::string, std::pair<int, size_t>> seen_at_reply;
   std::unique_ptr<Admission> admission;
 
   AdmissionFixture() {
     for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"})
       std::filesystem::create_directories(cfg.state_dir + d);
-    bus.on<ControlReply>([this](const ControlReply& r) { replies[r.identity] = r.reply; });
+    bus.on<ControlReply>([this](const ControlReply& r) {
+      replies[r.identity] = r.reply;
+      seen_at_reply[r.identity] = {ledger.writes_tried(), jobs.all().size()};
+    });
     make_admission();
   }
   ~AdmissionFixture() override { journal.stop(); }
@@ -98,7 +104,8 @@ TEST_F(AdmissionFixture, AJobIsJournaledBeforeItJoinsTheTableAndItsClientHearsIt
   const uint64_t id = reply["job"].get<uint64_t>();
   EXPECT_EQ(reply["delivery"], "client") << "no output folder: the client reads the proofs";
   EXPECT_EQ(reply["delivery_reason"], "none");
-  EXPECT_EQ(ledger.writes_tried(), 1) << "the add_job, before the reply";
+  EXPECT_EQ(seen_at_reply["client-a"].first, 1) << "the add_job was journaled before the client heard";
+  EXPECT_EQ(seen_at_reply["client-a"].second, 1u) << "and the job was in the table when it heard";
   const Job* job = jobs.find(id);
   ASSERT_NE(job, nullptr) << "the accepted job is in the table under the id its client heard";
   EXPECT_EQ(job->parts.size(), 2u);
@@ -155,6 +162,7 @@ TEST_F(AdmissionFixture, AJobStoppingWhileItsCheckRunsIsRefusedAndItsCopiesGo) {
   EXPECT_EQ(removed.size(), 1u);
   EXPECT_EQ(ledger.writes_tried(), 0) << "nothing journaled";
   EXPECT_TRUE(jobs.all().empty());
+  EXPECT_EQ(metrics.jobs_refused["stopping"], 1u);
 }
 
 TEST_F(AdmissionFixture, AKeyWhosePartitionCannotFitTheArenaIsRefusedNamingTheKeyAndTheArena) {
@@ -176,7 +184,9 @@ TEST_F(AdmissionFixture, AMissingWitnessIsRefusedNamingTheFileAndLeavesNoJobFold
   EXPECT_EQ(reply["ok"], false);
   EXPECT_NE(reply["error"].get<std::string>().find("missing.wtns"), std::string::npos) << reply.dump();
   EXPECT_EQ(ledger.writes_tried(), 0);
-  EXPECT_EQ(job_folders(), 0u) << "the refused check's copies are gone";
+  EXPECT_EQ(metrics.jobs_refused["invalid"], 1u);
+  EXPECT_TRUE(removed.empty()) << "no job was made, so there is nothing for Admission to remove";
+  EXPECT_EQ(job_folders(), 0u) << "the refused check's copies are gone (check_submission's own cleanup)";
 }
 
 }  // namespace
