@@ -12,6 +12,9 @@
 
 #include "supervisor/background.hpp"
 #include "supervisor/config.hpp"
+#include "supervisor/model/event_bus.hpp"
+#include "supervisor/model/jobs.hpp"
+#include "supervisor/model/metrics.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm::supervisor::fakes {
@@ -28,6 +31,22 @@ Config config_in(const zkfarm::test::TempDir& dir, F adjust) {
 inline std::shared_ptr<spdlog::logger> null_logger() {
   return std::make_shared<spdlog::logger>("t", std::make_shared<spdlog::sinks::null_sink_mt>());
 }
+
+/// What every part test's fixture holds first: its state folder (`name`, a
+/// TempDir), a configuration there with `adjust` applied, a logger that
+/// drops everything, the metrics, the loop's event bus and a job table. A
+/// fixture derives from it after ::testing::Test, so its own members,
+/// declared after, can take these.
+struct PartGround {
+  template <class F>
+  PartGround(const char* name, F adjust) : dir(name), cfg(config_in(dir, adjust)) {}
+  zkfarm::test::TempDir dir;
+  Config cfg;
+  std::shared_ptr<spdlog::logger> log = null_logger();
+  Metrics metrics;
+  EventBus bus;
+  JobTable jobs;
+};
 
 /// Runs the closures posted to `inbox` until `done()` holds; false after 10 s.
 template <class F>

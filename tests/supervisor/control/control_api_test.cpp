@@ -23,36 +23,19 @@
 #include "supervisor/control/control_api.hpp"
 #include "supervisor/workers/release.hpp"
 
+#include "supervisor/control/unix_client.hpp"
 #include "supervisor/part_fixture.hpp"
 
 namespace zkfarm::supervisor {
 namespace {
-
-int connect_control(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 bool send_request(int fd, const protocol::Message& m) {
   const std::string frame = protocol::frame_of(protocol::encode(m));
   return ::write(fd, frame.data(), frame.size()) == ssize_t(frame.size());
 }
 
-struct ControlApiFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-control-api"};
-  Config cfg = fakes::config_in(dir, [&](Config& c) { c.synth_workers = 1; });
+struct ControlApiFixture : ::testing::Test, fakes::PartGround {
   std::string sock = dir / "control.sock";
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
-  JobTable jobs;
   FakeReleaseCheck release{std::chrono::milliseconds(0)};
   WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
   Lifecycle lifecycle{cfg, log, workers, jobs, metrics, bus, [](const Worker&) {}};
@@ -78,8 +61,9 @@ struct ControlApiFixture : ::testing::Test {
                      .cancel = nullptr,
                      .kill_worker = nullptr,
                      .warn = [this](const std::string& w) { warnings.push_back(w); }}};
-  int fd = connect_control(sock);
+  int fd = fakes::connect_unix(sock);
 
+  ControlApiFixture() : PartGround("zkfarm-control-api", [](Config& c) { c.synth_workers = 1; }) {}
   ~ControlApiFixture() override {
     if (fd >= 0) ::close(fd);
   }
@@ -202,7 +186,7 @@ TEST_F(ControlApiFixture, AnAdminVerbFromAnotherUserIsRefusedAndNothingStops) {
   if (child == 0) {  // the client, as nobody: connects, asks, writes the reply's bytes to the pipe
     ::close(out[0]);
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
-    const int c = connect_control(sock);
+    const int c = fakes::connect_unix(sock);
     if (c < 0 || ::write(c, frame.data(), frame.size()) != ssize_t(frame.size())) ::_exit(4);
     // One whole frame (a 4-byte big-endian length, then the body), which
     // may come in several reads.

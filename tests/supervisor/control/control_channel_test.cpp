@@ -20,22 +20,11 @@
 #include "protocol/messages.hpp"
 #include "protocol/stream_frame.hpp"
 #include "supervisor/control/control_channel.hpp"
+#include "supervisor/control/unix_client.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm::supervisor {
 namespace {
-
-int connect_to(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Requests from the channel, waiting on its epoll descriptor until one is
 // whole (at most ~10 s).
@@ -71,7 +60,7 @@ class ControlChannelTest : public ::testing::Test {
 
 TEST_F(ControlChannelTest, AFrameInIsARequestWithItsSendersCredentialsAndTheReplyComesBackFramed) {
   ControlChannel ch(path, std::nullopt, 4, log);
-  const int fd = connect_to(path);
+  const int fd = fakes::connect_unix(path);
   ASSERT_GE(fd, 0);
   const std::string frame = protocol::frame_of(protocol::encode(protocol::make("status")));
   ASSERT_EQ(::write(fd, frame.data(), frame.size()), ssize_t(frame.size()));
@@ -102,7 +91,7 @@ TEST_F(ControlChannelTest, AFrameInIsARequestWithItsSendersCredentialsAndTheRepl
 
 TEST_F(ControlChannelTest, AHeaderAnnouncingMoreThanTheLimitClosesTheConnectionBeforeAnyBody) {
   ControlChannel ch(path, std::nullopt, 4, log);
-  const int fd = connect_to(path);
+  const int fd = fakes::connect_unix(path);
   ASSERT_GE(fd, 0);
   const uint32_t too_long = uint32_t(protocol::kMaxFrameBytes) + 1;
   const unsigned char header[4] = {uint8_t(too_long >> 24), uint8_t(too_long >> 16), uint8_t(too_long >> 8),

@@ -21,16 +21,7 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct AdmissionFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-admission"};
-  Config cfg = fakes::config_in(dir, [&](Config& c) {
-    c.synth_workers = 1;
-    c.submit_checks = 1;
-  });
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
-  JobTable jobs;
+struct AdmissionFixture : ::testing::Test, fakes::PartGround {
   shm::Arena arena = shm::Arena::create_memfd("zkfarm-admission-test", 1 << 20);
   shm::SlotAllocator slots{1 << 20};
   shm::SlotAllocator small_slots{16};  ///< below any partition's slot: Admission reads only its capacity
@@ -52,7 +43,11 @@ struct AdmissionFixture : ::testing::Test {
   std::map<std::string, std::pair<int, size_t>> seen_at_reply;
   std::unique_ptr<Admission> admission;
 
-  AdmissionFixture() {
+  AdmissionFixture()
+      : PartGround("zkfarm-admission", [](Config& c) {
+          c.synth_workers = 1;
+          c.submit_checks = 1;
+        }) {
     for (const char* d : {"/inputs", "/inputs/keys", "/inputs/jobs", "/inputs/claims"})
       std::filesystem::create_directories(cfg.state_dir + d);
     bus.on<ControlReply>([this](const ControlReply& r) {

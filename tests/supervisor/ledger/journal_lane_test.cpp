@@ -19,21 +19,17 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct JournalLaneFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-journal-lane"};
-  Config cfg = fakes::config_in(dir, [&](Config&) {
-    std::filesystem::create_directories(dir.path / "inputs");  // the lane's probe writes there
-  });
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
+struct JournalLaneFixture : ::testing::Test, fakes::PartGround {
   fakes::FakeLedger ledger;
   LoopInbox inbox;
   JournalLane lane{cfg, log, ledger, inbox, metrics, bus};
   std::vector<std::string> notices;
   std::vector<std::pair<bool, std::string>> reaches;
 
-  JournalLaneFixture() {
+  JournalLaneFixture()
+      : PartGround("zkfarm-journal-lane", [](Config& c) {
+          std::filesystem::create_directories(c.state_dir + "/inputs");  // the lane's probe writes there
+        }) {
     bus.on<ServiceNotice>([this](const ServiceNotice& e) { notices.push_back(e.line); });
     bus.on<LedgerReach>([this](const LedgerReach& e) { reaches.emplace_back(e.reached, e.why); });
   }

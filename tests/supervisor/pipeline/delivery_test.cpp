@@ -21,20 +21,14 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct DeliveryFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-delivery"};
-  Config cfg = fakes::config_in(dir, [](Config&) {});
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
-  JobTable jobs;
+struct DeliveryFixture : ::testing::Test, fakes::PartGround {
   fakes::FakeLedger ledger;
   LoopInbox inbox;
   JournalLane journal{cfg, log, ledger, inbox, metrics, bus};
   Delivery delivery{cfg, log, jobs, ledger, journal, inbox, bus};
   std::vector<uint64_t> ended;
 
-  DeliveryFixture() { bus.on<JobEnded>([this](const JobEnded& e) { ended.push_back(e.job.id); }); }
+  DeliveryFixture() : PartGround("zkfarm-delivery", [](Config&) {}) { bus.on<JobEnded>([this](const JobEnded& e) { ended.push_back(e.job.id); }); }
   ~DeliveryFixture() override {
     delivery.finish();
     journal.stop();

@@ -20,16 +20,7 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct PipelineFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-pipeline"};
-  Config cfg = fakes::config_in(dir, [&](Config& c) {
-    c.synth_workers = 1;
-    c.synth_batch = 1;  // one SYNTH per dispatch: each step of a partition is seen alone
-  });
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
-  JobTable jobs;
+struct PipelineFixture : ::testing::Test, fakes::PartGround {
   shm::Arena arena = shm::Arena::create_memfd("zkfarm-pipeline-test", 1 << 20);
   shm::SlotAllocator slots{1 << 20};
   FakeReleaseCheck release{std::chrono::milliseconds(0)};
@@ -48,7 +39,11 @@ struct PipelineFixture : ::testing::Test {
                                     .circuit_of = nullptr}};
   size_t jobs_ended = 0;
 
-  PipelineFixture() {
+  PipelineFixture()
+      : PartGround("zkfarm-pipeline", [](Config& c) {
+          c.synth_workers = 1;
+          c.synth_batch = 1;  // one SYNTH per dispatch: each step of a partition is seen alone
+        }) {
     bus.on<JobEnded>([this](const JobEnded&) { ++jobs_ended; });
     for (auto& [id, w] : workers.all()) {  // READY, through the model's moves
       w.pid = 999999;

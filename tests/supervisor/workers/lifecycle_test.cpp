@@ -20,22 +20,14 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct LifecycleFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-lifecycle"};
-  Config cfg = fakes::config_in(dir, [&](Config& c) {
-    c.synth_workers = 1;
-  });
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
-  JobTable jobs;
+struct LifecycleFixture : ::testing::Test, fakes::PartGround {
   FakeReleaseCheck release{std::chrono::milliseconds(0)};
   WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
   std::vector<std::string> shutdowns;  ///< the workers SHUTDOWN was sent to
   Lifecycle lifecycle{cfg, log, workers, jobs, metrics, bus, [this](const Worker& w) { shutdowns.push_back(w.id); }};
   std::vector<std::string> handed_back;  ///< ClaimsToHandBack reasons
 
-  LifecycleFixture() {
+  LifecycleFixture() : PartGround("zkfarm-lifecycle", [](Config& c) { c.synth_workers = 1; }) {
     bus.on<ClaimsToHandBack>([this](const ClaimsToHandBack& e) { handed_back.push_back(e.why); });
     int pid = 999990;
     for (auto& [id, w] : workers.all()) {

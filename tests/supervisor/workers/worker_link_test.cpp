@@ -22,21 +22,14 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct WorkerLinkFixture : ::testing::Test {
-  zkfarm::test::TempDir dir{"zkfarm-worker-link"};
-  Config cfg = fakes::config_in(dir, [&](Config& c) {
-    c.synth_workers = 1;
-  });
-  std::shared_ptr<spdlog::logger> log = fakes::null_logger();
-  Metrics metrics;
-  EventBus bus;
+struct WorkerLinkFixture : ::testing::Test, fakes::PartGround {
   FakeReleaseCheck release{std::chrono::milliseconds(0)};
   WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
   std::vector<std::string> warnings;
   WorkerLink link{cfg, log, std::make_unique<WorkerSocket>(cfg.state_dir, 8, log), workers, bus, [this](const std::string& line) { warnings.push_back(line); }};
   std::vector<std::pair<std::string, protocol::WorkRef>> started, answered;
 
-  WorkerLinkFixture() {
+  WorkerLinkFixture() : PartGround("zkfarm-worker-link", [](Config& c) { c.synth_workers = 1; }) {
     bus.on<WorkerStarted>([this](const WorkerStarted& e) { started.emplace_back(e.worker.id, e.msg.ref); });
     bus.on<WorkerAnswered>([this](const WorkerAnswered& e) { answered.emplace_back(e.worker.id, e.ref); });
     Worker& w = synth();
