@@ -68,7 +68,13 @@ class LifecycleTest(unittest.TestCase):
         self.assertTrue(ok, text)
 
     def test_random_worker_killed_again_once_replaced_each_partition_proved_once(self):
-        cfg = write_config(self.tmp, flap_max_crashes=1000, restart_backoff_ms=100, restart_backoff_max_ms=400)
+        # max_attempts high: a partition in flight at three of the random kills
+        # would otherwise fail the job as a poison partition (max_attempts 3,
+        # its own test elsewhere), which this test is not about. Seen once
+        # under load (2026-12-07): partitions were in flight at two kills in
+        # every run, and the third failed the job.
+        cfg = write_config(self.tmp, flap_max_crashes=1000, restart_backoff_ms=100, restart_backoff_max_ms=400,
+                           max_attempts=1000)
         farm = self.farm("--synth-workers", "1", "--config", cfg, env={"ZKFARM_FAULT": "slow_ms:150"})
         code, job, err, out = farm.submit(os.path.join(FIX, "chain.zkey"), [chain_wtns(k % 10) for k in range(20)])
         self.assertEqual(code, 0, err)
@@ -90,7 +96,7 @@ class LifecycleTest(unittest.TestCase):
             os.kill(victim["pid"], signal.SIGKILL)
             kills += 1
             wait_until(f"{victim['id']} replaced and one more partition proved", lambda: (
-                job_state()["state"] == "done" or
+                job_state()["state"] in ("done", "failed") or
                 (job_state()["done"] > done_before and any(
                     w["id"] == victim["id"] and w["pid"] not in (0, victim["pid"]) and w["state"] in ("idle", "busy")
                     for w in farm.status()["workers"]))), timeout=120)
@@ -100,6 +106,7 @@ class LifecycleTest(unittest.TestCase):
                         break
                 except ChildProcessError:
                     break
+            self.assertNotEqual(job_state()["state"], "failed", job_state())
         self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "120", check=False)[0], 0, farm.output())
         self.assertGreater(kills, 2)
         per_partition = journaled_proofs(farm.state, job, 20)
