@@ -44,6 +44,11 @@ TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
   expect_error("heartbeat_ms = 1\n", "heartbeat_ms: 1 is out of range");
   expect_error("synth_workers = [\n", ".toml:1: Error while parsing array");  // FILE:LINE of the fault
   expect_error("gpu_msm_copies = 17\n", "gpu_msm_copies: 17 is out of range");
+  expect_error("gpu_lanes = 33\n", "gpu_lanes: 33 is out of range");  // zkfarm-gpu's --lanes takes 1-32
+  expect_error("gpu_lanes = 0\n", "gpu_lanes: 0 is out of range");
+  Config lanes;
+  lanes.load_toml(write_temp("gpu_lanes = 32\n"));
+  EXPECT_EQ(lanes.gpu_lanes, 32u);
   Config m;
   EXPECT_EQ(m.gpu_msm_copies, 1u);  // precomputed tables off until they have run on a GPU
   m.load_toml(write_temp("gpu_msm_copies = 0\n"));
