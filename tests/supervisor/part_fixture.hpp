@@ -3,6 +3,7 @@
 // state folder of its own, removed at the end; a configuration whose
 // state_dir it is; a logger that drops everything; and a wait on the loop's
 // inbox (its eventfd) until a condition holds, never a fixed sleep.
+#include <gtest/gtest.h>
 #include <poll.h>
 
 #include <chrono>
@@ -15,6 +16,8 @@
 #include "supervisor/model/event_bus.hpp"
 #include "supervisor/model/jobs.hpp"
 #include "supervisor/model/metrics.hpp"
+#include "supervisor/workers/release.hpp"
+#include "supervisor/workers/worker_table.hpp"
 #include "test_util.hpp"
 
 namespace zkfarm::supervisor::fakes {
@@ -46,6 +49,25 @@ struct PartGround {
   Metrics metrics;
   EventBus bus;
   JobTable jobs;
+};
+
+/// PartGround and the worker table of a farm whose workers are never
+/// processes: a released worker's memory is back at once (FakeReleaseCheck),
+/// and no worker has a pid until a test gives it one (all_ready).
+struct WorkerGround : PartGround {
+  using PartGround::PartGround;
+  FakeReleaseCheck release{std::chrono::milliseconds(0)};
+  WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
+
+  /// Every worker READY through the model's moves, with pids from
+  /// `first_pid` up that no process has (signals to them go nowhere).
+  void all_ready(int first_pid = 999990) {
+    for (auto& [id, w] : workers.all()) {
+      w.pid = first_pid++;
+      EXPECT_TRUE(w.state.on(WorkerEvent::kSpawned)) << id;
+      EXPECT_TRUE(w.state.on(WorkerEvent::kReady)) << id;
+    }
+  }
 };
 
 /// Runs the closures posted to `inbox` until `done()` holds; false after 10 s.

@@ -21,7 +21,6 @@
 #include "protocol/stream_frame.hpp"
 #include "supervisor/clock.hpp"
 #include "supervisor/control/control_api.hpp"
-#include "supervisor/workers/release.hpp"
 
 #include "supervisor/control/unix_client.hpp"
 #include "supervisor/part_fixture.hpp"
@@ -34,10 +33,8 @@ bool send_request(int fd, const protocol::Message& m) {
   return ::write(fd, frame.data(), frame.size()) == ssize_t(frame.size());
 }
 
-struct ControlApiFixture : ::testing::Test, fakes::PartGround {
+struct ControlApiFixture : ::testing::Test, fakes::WorkerGround {
   std::string sock = dir / "control.sock";
-  FakeReleaseCheck release{std::chrono::milliseconds(0)};
-  WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
   Lifecycle lifecycle{cfg, log, workers, jobs, metrics, bus, [](const Worker&) {}};
   CircuitRegistry circuits{cfg, log, false, "", bus, {}};
   std::vector<std::string> submits;                    ///< identities the submit hook got
@@ -63,7 +60,7 @@ struct ControlApiFixture : ::testing::Test, fakes::PartGround {
                      .warn = [this](const std::string& w) { warnings.push_back(w); }}};
   int fd = fakes::connect_unix(sock);
 
-  ControlApiFixture() : PartGround("zkfarm-control-api", [](Config& c) { c.synth_workers = 1; }) {}
+  ControlApiFixture() : WorkerGround("zkfarm-control-api", [](Config& c) { c.synth_workers = 1; }) {}
   ~ControlApiFixture() override {
     if (fd >= 0) ::close(fd);
   }

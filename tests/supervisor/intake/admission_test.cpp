@@ -13,7 +13,6 @@
 
 #include "shm/arena.hpp"
 #include "supervisor/intake/admission.hpp"
-#include "supervisor/workers/release.hpp"
 #include "supervisor/fake_ledger.hpp"
 
 #include "supervisor/part_fixture.hpp"
@@ -21,12 +20,10 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct AdmissionFixture : ::testing::Test, fakes::PartGround {
+struct AdmissionFixture : ::testing::Test, fakes::WorkerGround {
   shm::Arena arena = shm::Arena::create_memfd("zkfarm-admission-test", 1 << 20);
   shm::SlotAllocator slots{1 << 20};
   shm::SlotAllocator small_slots{16};  ///< below any partition's slot: Admission reads only its capacity
-  FakeReleaseCheck release{std::chrono::milliseconds(0)};
-  WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
   Lifecycle lifecycle{cfg, log, workers, jobs, metrics, bus, [](const Worker&) {}};
   fakes::FakeLedger ledger;
   LoopInbox inbox;
@@ -44,7 +41,7 @@ struct AdmissionFixture : ::testing::Test, fakes::PartGround {
   std::unique_ptr<Admission> admission;
 
   AdmissionFixture()
-      : PartGround("zkfarm-admission", [](Config& c) {
+      : WorkerGround("zkfarm-admission", [](Config& c) {
           c.synth_workers = 1;
           c.submit_checks = 1;
         }) {

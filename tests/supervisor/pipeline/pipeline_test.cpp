@@ -12,7 +12,6 @@
 #include "protocol/worker_messages.hpp"
 #include "shm/arena.hpp"
 #include "supervisor/pipeline/pipeline.hpp"
-#include "supervisor/workers/release.hpp"
 #include "supervisor/fake_ledger.hpp"
 
 #include "supervisor/part_fixture.hpp"
@@ -20,11 +19,9 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct PipelineFixture : ::testing::Test, fakes::PartGround {
+struct PipelineFixture : ::testing::Test, fakes::WorkerGround {
   shm::Arena arena = shm::Arena::create_memfd("zkfarm-pipeline-test", 1 << 20);
   shm::SlotAllocator slots{1 << 20};
-  FakeReleaseCheck release{std::chrono::milliseconds(0)};
-  WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
   Lifecycle lifecycle{cfg, log, workers, jobs, metrics, bus, [](const Worker&) {}};
   fakes::FakeLedger ledger;
   LoopInbox inbox;
@@ -40,16 +37,12 @@ struct PipelineFixture : ::testing::Test, fakes::PartGround {
   size_t jobs_ended = 0;
 
   PipelineFixture()
-      : PartGround("zkfarm-pipeline", [](Config& c) {
+      : WorkerGround("zkfarm-pipeline", [](Config& c) {
           c.synth_workers = 1;
           c.synth_batch = 1;  // one SYNTH per dispatch: each step of a partition is seen alone
         }) {
     bus.on<JobEnded>([this](const JobEnded&) { ++jobs_ended; });
-    for (auto& [id, w] : workers.all()) {  // READY, through the model's moves
-      w.pid = 999999;
-      EXPECT_TRUE(w.state.on(WorkerEvent::kSpawned));
-      EXPECT_TRUE(w.state.on(WorkerEvent::kReady));
-    }
+    all_ready();
   }
   ~PipelineFixture() override {
     journal.stop();

@@ -13,28 +13,20 @@
 
 #include "supervisor/clock.hpp"
 #include "supervisor/workers/lifecycle.hpp"
-#include "supervisor/workers/release.hpp"
 
 #include "supervisor/part_fixture.hpp"
 
 namespace zkfarm::supervisor {
 namespace {
 
-struct LifecycleFixture : ::testing::Test, fakes::PartGround {
-  FakeReleaseCheck release{std::chrono::milliseconds(0)};
-  WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
+struct LifecycleFixture : ::testing::Test, fakes::WorkerGround {
   std::vector<std::string> shutdowns;  ///< the workers SHUTDOWN was sent to
   Lifecycle lifecycle{cfg, log, workers, jobs, metrics, bus, [this](const Worker& w) { shutdowns.push_back(w.id); }};
   std::vector<std::string> handed_back;  ///< ClaimsToHandBack reasons
 
-  LifecycleFixture() : PartGround("zkfarm-lifecycle", [](Config& c) { c.synth_workers = 1; }) {
+  LifecycleFixture() : WorkerGround("zkfarm-lifecycle", [](Config& c) { c.synth_workers = 1; }) {
     bus.on<ClaimsToHandBack>([this](const ClaimsToHandBack& e) { handed_back.push_back(e.why); });
-    int pid = 999990;
-    for (auto& [id, w] : workers.all()) {
-      w.pid = pid++;
-      EXPECT_TRUE(w.state.on(WorkerEvent::kSpawned));
-      EXPECT_TRUE(w.state.on(WorkerEvent::kReady));
-    }
+    all_ready();
   }
   /// A job of one partition, in a synthesis worker's hands (in flight).
   uint64_t job_in_synthesis() {

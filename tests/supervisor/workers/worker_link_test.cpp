@@ -14,7 +14,6 @@
 
 #include "protocol/messages.hpp"
 #include "protocol/worker_messages.hpp"
-#include "supervisor/workers/release.hpp"
 #include "supervisor/workers/worker_link.hpp"
 
 #include "supervisor/part_fixture.hpp"
@@ -22,14 +21,12 @@
 namespace zkfarm::supervisor {
 namespace {
 
-struct WorkerLinkFixture : ::testing::Test, fakes::PartGround {
-  FakeReleaseCheck release{std::chrono::milliseconds(0)};
-  WorkerTable workers{cfg, log, metrics, release, {""}, "ipc:///nowhere", -1};
+struct WorkerLinkFixture : ::testing::Test, fakes::WorkerGround {
   std::vector<std::string> warnings;
   WorkerLink link{cfg, log, std::make_unique<WorkerSocket>(cfg.state_dir, 8, log), workers, bus, [this](const std::string& line) { warnings.push_back(line); }};
   std::vector<std::pair<std::string, protocol::WorkRef>> started, answered;
 
-  WorkerLinkFixture() : PartGround("zkfarm-worker-link", [](Config& c) { c.synth_workers = 1; }) {
+  WorkerLinkFixture() : WorkerGround("zkfarm-worker-link", [](Config& c) { c.synth_workers = 1; }) {
     bus.on<WorkerStarted>([this](const WorkerStarted& e) { started.emplace_back(e.worker.id, e.msg.ref); });
     bus.on<WorkerAnswered>([this](const WorkerAnswered& e) { answered.emplace_back(e.worker.id, e.ref); });
     Worker& w = synth();
