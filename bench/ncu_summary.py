@@ -7,7 +7,7 @@ sm__throughput.avg.pct_of_peak_sustained_elapsed,\
 sm__warps_active.avg.pct_of_peak_sustained_active PROGRAM > RAW.csv
     bench/ncu_summary.py RAW.csv [--steps N]
 
-Per kernel name (templates cut at '<'): launches, device time in µs, the
+Per kernel (its name, G2 marked): launches, device time in µs, the
 time-weighted SM throughput (% of peak) and "full-device µs" = Σ time ×
 throughput: what the kernel would take if it filled the SMs. With several
 lanes the device overlaps steps, so the full-device sum, not the time, bounds
@@ -15,8 +15,18 @@ a lane farm's rate. --steps divides the sums (a bench that ran N steps).
 """
 import argparse
 import csv
+import re
 import collections
 import sys
+
+
+def kernel_name(full):
+    """`k_bit_sums G2` from ncu's demangled name (templates and arguments cut;
+    the namespace `<unnamed>` would fool a plain cut at '<')."""
+    s = full.replace("<unnamed>", "anon").removeprefix("void ")
+    head = re.split(r"[<(]", s, maxsplit=1)[0]
+    name = head.rsplit("::", 1)[-1]
+    return name + (" G2" if "DFp2<" in s else "")
 
 
 def main():
@@ -29,7 +39,7 @@ def main():
         lines = [ln for ln in f if ln.startswith('"')]  # ncu's own messages start with ==
     for r in csv.DictReader(lines):
         k = rows[r["ID"]]
-        k["name"] = r["Kernel Name"].split("<")[0].split("(")[0].strip()
+        k["name"] = kernel_name(r["Kernel Name"])
         try:
             v = float(r["Metric Value"].replace(",", ""))
         except ValueError:
