@@ -118,6 +118,7 @@ def run_key(a, log, work, out_root):
     with open(cfg, "w") as f:
         f.write(f"submit_checks = {a.submit_checks}\nsubmit_copies = {a.submit_copies}\n"
                 f"gpu_lanes = {a.lanes}\nverify_threads = {a.verify_threads}\n"
+                + (f"gpu_msm_copies = {a.msm_copies}\n" if a.msm_copies is not None else "") +
                 f'http_address = "127.0.0.1:{port}"\n')
     daemon = subprocess.Popen([os.path.join(a.bin, "zkfarmd"), "--state-dir", state, "--backend", a.backend,
                                "--synth-workers", str(a.synth_workers), "--arena-mib", str(a.arena_mib),
@@ -266,6 +267,8 @@ def main():
     ap.add_argument("--arena-mib", type=int, default=4096)
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--lanes", type=int, default=1, help="gpu_lanes: prove steps at once for small keys (issue 36)")
+    ap.add_argument("--msm-copies", type=int, default=None,
+                    help="gpu_msm_copies: precomputed copies of a key's bases (1: none; 0: up to 16; default: zkfarmd's)")
     ap.add_argument("--verify-threads", type=int, default=0, help="verify_threads (0: a quarter of the cores)")
     ap.add_argument("--out", default="build/farm-gpu")
     ap.add_argument("--submit-checks", type=int, default=max(2, (os.cpu_count() or 2) // 2))

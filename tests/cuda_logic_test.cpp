@@ -135,6 +135,9 @@ struct SegmentFit {
   uint32_t min_threads = 1;
   uint32_t max_terms = 1u << 20;
   uint32_t seg_used = 0;
+  uint32_t term_blocks = 1;  // msm_fit_term_parts' min_blocks (1: one part a term)
+  uint32_t min_span = 1;
+  uint32_t parts_used = 0;
 };
 
 // The device MSM's steps in the order device_msm.cu launches them, one loop per kernel.
@@ -163,8 +166,10 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars,
   const MsmShape full = table ? msm_shape_for_table(len, *table, n, bits) : msm_shape(len, c, bits);
   MsmShape sh = msm_trim_windows(full, scalar_top_bits(ors.data()));
   if (fit) {
-    sh = msm_fit_segments(sh, fit->min_threads, fit->max_terms);
+    sh = msm_fit_term_parts(msm_fit_segments(sh, fit->min_threads, fit->max_terms), fit->term_blocks,
+                            fit->max_terms, fit->min_span);
     fit->seg_used = sh.seg;
+    fit->parts_used = sh.parts;
   }
   const size_t total = size_t(sh.windows) * sh.n;
   std::vector<uint32_t> keys(total), vals(total);
@@ -204,15 +209,19 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars,
   }
   const uint32_t S = sh.segments(), logs = log2_exact(S);
   const uint32_t G = sh.groups();
-  std::vector<DXyzz<F>> acc(G * S), run(G * S), terms(G * (logs + 1));
+  const uint32_t P = sh.parts;
+  std::vector<DXyzz<F>> acc(G * S), run(G * S), terms(G * (logs + 1) * P);
   for (uint32_t t = 0; t < G * S; ++t) msm_reduce_segment<F>(t, buckets.data(), sh, acc.data(), run.data());
   for (uint32_t w = 0; w < G; ++w)
-    for (uint32_t j = 0; j <= logs; ++j) {
-      DXyzz<F> sum = DXyzz<F>::infinity();
-      for (uint32_t s = 0; s < S; ++s)
-        if (msm_bit_term(j, logs, s)) sum.add(j == logs ? acc[w * S + s] : run[w * S + s]);
-      terms[w * (logs + 1) + j] = sum;
-    }
+    for (uint32_t j = 0; j <= logs; ++j)
+      for (uint32_t p = 0; p < P; ++p) {  // one block of k_bit_sums
+        uint32_t begin, end;
+        msm_term_span(p, P, S, begin, end);
+        DXyzz<F> sum = DXyzz<F>::infinity();
+        for (uint32_t s = begin; s < end; ++s)
+          if (msm_bit_term(j, logs, s)) sum.add(j == logs ? acc[w * S + s] : run[w * S + s]);
+        terms[(w * (logs + 1) + j) * P + p] = sum;
+      }
   return msm_finish<C>(sh, terms.data());
 }
 
@@ -265,6 +274,68 @@ TEST(CudaLogic, MsmFittedSegmentsMatchNaiveSum) {
         << "BLS12-381, reduce threads=" << threads << " M=" << fit3.seg_used;
   }
   EXPECT_EQ(reached, (std::set<uint32_t>{1, 2, 4, 8, 16, 32}));
+}
+
+// Terms summed in parts (one block a slice of the segments) give the same
+// sums: every P from 1 to the most the segments allow, with and without a
+// table (a table's one group is the case parts are for), G1, G2 and BLS12-381.
+TEST(CudaLogic, MsmTermPartsMatchNaiveSum) {
+  std::set<uint32_t> reached;
+  std::mt19937_64 rng(47);
+  auto cs = test::make_msm_case<G1Params, Fr::Params>(300, test::g1_generator(), rng);
+  const auto want = msm_naive<G1Params>(cs.points.data(), 64, cs.scalars.data(), cs.scalars.size());
+  const MsmTableShape one_group{9, 16};  // 29 windows of 9 bits: 2 groups of 16 copies
+  for (uint32_t blocks : {1u, 8u, 16u, 64u, 1u << 16})
+    for (uint32_t seg_threads : {1u, 1u << 12})
+      for (const MsmTableShape* table : {static_cast<const MsmTableShape*>(nullptr), &one_group}) {
+        SegmentFit fit{seg_threads, 1u << 20, 0, blocks, 1};
+        EXPECT_TRUE((emulate_msm<G1Params, DFq>(cs.points.data(), cs.scalars, 8, 8, 4, Bn254::kFrBits, table, 0, &fit)
+                         .equals(want)))
+            << "term blocks=" << blocks << " M=" << fit.seg_used << " P=" << fit.parts_used << " table=" << !!table;
+        reached.insert(fit.parts_used);
+      }
+  EXPECT_TRUE(reached.contains(1) && reached.contains(2) && reached.size() >= 5) << reached.size();
+  auto g2 = test::make_msm_case<G2Params, Fr::Params>(60, test::g2_generator(), rng);
+  SegmentFit fit2{1u << 10, 1u << 20, 0, 1u << 10, 2};
+  EXPECT_TRUE((emulate_msm<G2Params, DFq2>(g2.points.data(), g2.scalars, 7, 8, 4, Bn254::kFrBits, nullptr, 0, &fit2)
+                   .equals(msm_naive<G2Params>(g2.points.data(), sizeof(Affine<G2Params>), g2.scalars.data(), 60))))
+      << "G2, P=" << fit2.parts_used;
+  EXPECT_GT(fit2.parts_used, 1u);
+  auto bls = test::make_msm_case<bls12_381::G1Params, Bls::Fr::Params>(80, Bls::g1_generator(), rng);
+  SegmentFit fit3{1, 1u << 20, 0, 1u << 10, 4};
+  EXPECT_TRUE((emulate_msm<bls12_381::G1Params, DCurve<Bls>::Fq>(bls.points.data(), bls.scalars, 10, 8, 4, Bls::kFrBits,
+                                                                 nullptr, 0, &fit3)
+                   .equals(msm_naive<bls12_381::G1Params>(bls.points.data(), sizeof(Affine<bls12_381::G1Params>),
+                                                          bls.scalars.data(), 80))))
+      << "BLS12-381, P=" << fit3.parts_used;
+  EXPECT_GT(fit3.parts_used, 1u);
+}
+
+// The parts: a power of two dividing S, the smallest reaching min_blocks,
+// never slices below min_span segments nor more host terms than max_terms.
+TEST(CudaLogic, MsmTermPartsFitTheBlocks) {
+  // 2^15 points over a table of c = 16 and 16 copies: 1 group, K = 32768; M = 4 at 8192 threads: S = 8192, 14 terms.
+  const MsmShape table = msm_fit_segments(
+      msm_shape_for_table(1u << 15, msm_table_shape(1u << 15, Bn254::kFrBits, 16), 1u << 15, Bn254::kFrBits), 8192,
+      512);
+  ASSERT_EQ(table.groups(), 1u);
+  ASSERT_EQ(table.segments(), 8192u);
+  EXPECT_EQ(msm_fit_term_parts(table, 128, 512, 128).parts, 16u) << "14 terms x 16 = 224 blocks";
+  EXPECT_EQ(msm_fit_term_parts(table, 1u << 20, 512, 128).parts, 32u) << "slices of 8192/32 = 256 segments, 2 per thread";
+  EXPECT_EQ(msm_fit_term_parts(table, 1u << 20, 14 * 8, 128).parts, 8u) << "host terms bound";
+  EXPECT_EQ(msm_fit_term_parts(table, 1, 512, 128).parts, 1u);
+  // Without a table (24 windows, S = 512 at M = 2): 240 terms already fill 128 blocks.
+  const MsmShape windows = msm_fit_segments(msm_shape(1u << 15, 0, Bn254::kFrBits), 8192, 512);
+  EXPECT_EQ(msm_fit_term_parts(windows, 128, 512, 128).parts, 1u);
+  for (uint32_t lg = 0; lg <= 24; ++lg)
+    for (uint32_t blocks : {1u, 128u, 1u << 20}) {
+      const MsmShape s = msm_fit_term_parts(msm_fit_segments(msm_shape(1u << lg, 0, Bn254::kFrBits), 8192, 341),
+                                            blocks, 341, 128);
+      EXPECT_GE(s.parts, 1u);
+      EXPECT_EQ(s.parts & (s.parts - 1), 0u);
+      EXPECT_EQ(s.segments() % s.parts, 0u);
+      EXPECT_LE(uint64_t(s.groups()) * (log2_exact(s.segments()) + 1) * s.parts, 341u) << "lg=" << lg;
+    }
 }
 
 // The fit: M a power of two dividing K, at most 32, as large as leaves

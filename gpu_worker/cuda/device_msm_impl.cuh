@@ -35,12 +35,14 @@ constexpr uint32_t acc_threads() {
 }
 // How the work of a small MSM is spread (a large one fills the device at any
 // split). The defaults come from a sweep on an H100 (docs/performance.md,
-// 2026-12-07); ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS and
-// ZKFARM_MSM_NEXT_CHUNK override them for such sweeps, read once per process.
+// 2026-12-07); ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS,
+// ZKFARM_MSM_NEXT_CHUNK and ZKFARM_MSM_TERM_BLOCKS override them for such
+// sweeps, read once per process.
 struct MsmTuning {
   uint32_t l1_threads = 1u << 17;     // level-1 accumulation: chunks shrink (32 → 16 → 8) until this many threads
   uint32_t reduce_threads = 1u << 13; // step 4a: segments shrink until this many threads (msm_fit_segments)
   uint32_t next_chunk = 8;            // partial sums per thread at later levels (≥ 4: a level keeps 2 a chunk)
+  uint32_t term_blocks = 128;         // step 4b: terms split into parts until this many blocks (msm_fit_term_parts)
 };
 uint32_t env_or(const char* name, uint32_t fallback) {
   const char* v = std::getenv(name);
@@ -52,7 +54,8 @@ uint32_t env_or(const char* name, uint32_t fallback) {
 const MsmTuning& msm_tuning() {
   static const MsmTuning t{env_or("ZKFARM_MSM_L1_THREADS", MsmTuning{}.l1_threads),
                            env_or("ZKFARM_MSM_REDUCE_THREADS", MsmTuning{}.reduce_threads),
-                           std::max<uint32_t>(4, env_or("ZKFARM_MSM_NEXT_CHUNK", MsmTuning{}.next_chunk))};
+                           std::max<uint32_t>(4, env_or("ZKFARM_MSM_NEXT_CHUNK", MsmTuning{}.next_chunk)),
+                           env_or("ZKFARM_MSM_TERM_BLOCKS", MsmTuning{}.term_blocks)};
   return t;
 }
 // Sorted pairs per thread at level 1: longer chunks leave fewer partial sums
@@ -170,16 +173,19 @@ __global__ void __launch_bounds__(kThreads) k_reduce_segments(const DXyzz<F>* bu
   if (t < total) msm_reduce_segment<F>(t, buckets, sh, acc, run);
 }
 
-// One block per (window, j): T_j as a tree sum in shared memory.
+// One block per (window, j, part): part p of T_j as a tree sum in shared memory.
 template <class F>
 __global__ void __launch_bounds__(kThreads) k_bit_sums(const DXyzz<F>* acc, const DXyzz<F>* run, uint32_t S,
-                                                        uint32_t log_s, DXyzz<F>* terms) {
+                                                        uint32_t log_s, uint32_t parts, DXyzz<F>* terms) {
   extern __shared__ __align__(16) unsigned char smem[];
   auto* sm = reinterpret_cast<DXyzz<F>*>(smem);
-  const uint32_t w = blockIdx.x / (log_s + 1), j = blockIdx.x % (log_s + 1);
+  const uint32_t term = blockIdx.x / parts, p = blockIdx.x % parts;
+  const uint32_t w = term / (log_s + 1), j = term % (log_s + 1);
+  uint32_t begin, end;
+  msm_term_span(p, parts, S, begin, end);
   DXyzz<F> sum = DXyzz<F>::infinity();
   const DXyzz<F>* src = (j == log_s ? acc : run) + size_t(w) * S;
-  for (uint32_t s = threadIdx.x; s < S; s += blockDim.x)
+  for (uint32_t s = begin + threadIdx.x; s < end; s += blockDim.x)
     if (msm_bit_term(j, log_s, s)) sum.add(src[s]);
   sm[threadIdx.x] = sum;
   __syncthreads();
@@ -303,10 +309,11 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
   run_.reserve(size_t(total) * sizeof(D));
   k_reduce_segments<F><<<blocks_for(total), kThreads, 0, st>>>(buckets_.get<D>(), sh, total, acc_.get<D>(), run_.get<D>());
   ZK_CUDA_LAUNCHED();
-  const uint32_t n_terms = sh.groups() * (log_s + 1);
+  const uint32_t n_terms = sh.groups() * (log_s + 1) * sh.parts;
   if (size_t(n_terms) * sizeof(D) > kHostTermsBytes) throw std::logic_error("MSM terms exceed the staging buffer");
   terms_.reserve(size_t(n_terms) * sizeof(D));
-  k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(D), st>>>(acc_.get<D>(), run_.get<D>(), S, log_s, terms_.get<D>());
+  k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(D), st>>>(acc_.get<D>(), run_.get<D>(), S, log_s, sh.parts,
+                                                                  terms_.get<D>());
   ZK_CUDA_LAUNCHED();
   ZK_CUDA(cudaMemcpyAsync(host_terms_, terms_.get(), size_t(n_terms) * sizeof(D), cudaMemcpyDeviceToHost, st));
   ZK_CUDA(cudaStreamSynchronize(st));
@@ -342,8 +349,10 @@ void MsmRunner<C>::run(const uint32_t* d_scalars, uint32_t n, const std::vector<
                                 : msm_shape(len, c_override, C::kFrBits);
     // The terms of the widest point type (G2) must fit the host staging buffer.
     const uint32_t max_terms = uint32_t(kHostTermsBytes / sizeof(DXyzz<typename DCurve<C>::Fq2>));
-    const MsmShape sh = msm_fit_segments(msm_trim_windows(full, top_bits(d_scalars + size_t(first) * 8, len, st)),
-                                         msm_tuning().reduce_threads, max_terms);
+    const MsmShape sh = msm_fit_term_parts(
+        msm_fit_segments(msm_trim_windows(full, top_bits(d_scalars + size_t(first) * 8, len, st)),
+                         msm_tuning().reduce_threads, max_terms),
+        msm_tuning().term_blocks, max_terms, kThreads);
     const uint32_t count = sort_digits(d_scalars + size_t(first) * 8, sh, st);
     lap(clock, st, "top bits+digits+sort", len);
     for (auto& j : g1)

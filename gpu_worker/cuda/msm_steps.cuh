@@ -28,9 +28,12 @@
 //               acc_s = Σ_j (j+1)·B_{sM+j} and run_s = Σ_j B_{sM+j}; then
 //               sum = Σ_s acc_s + M·Σ_s s·run_s, the last by bits of s:
 //               Σ_s s·run_s = Σ_j 2^j·T_j with T_j = Σ_{s: bit j set} run_s.
-//               Those log2(S)+1 plain sums per window run as tree reductions;
-//               the host finishes (a few hundred additions) on the CPU types,
-//               group g weighted by 2^(c·m·g) (msm_finish.hpp).
+//               Those log2(S)+1 plain sums per window run as tree reductions,
+//               each over P slices of the segments (one block a slice, so
+//               that a table's single group still fills the device);
+//               the host finishes (adds the P parts, then a few hundred
+//               additions) on the CPU types, group g weighted by 2^(c·m·g)
+//               (msm_finish.hpp).
 // Precomputation follows the ZPrize 2023 MSM entries (Yrrid/Snarkify): a
 // key's bases never change, so their shifted copies are built once when the
 // key becomes resident (device_msm_impl.cuh, k_fold_bases).
@@ -52,6 +55,7 @@ struct MsmShape {
   uint32_t seg = 0;      // M: buckets a reduction thread sums (divides K)
   uint32_t copies = 1;   // m: precomputed copies of the bases (1: none)
   uint32_t stride = 0;   // points between two copies in the table (copies > 1)
+  uint32_t parts = 1;    // P: slices of the S segments each term T_j is summed in (step 4b; divides S)
 
   /// G = ⌈W/m⌉: bucket sets to reduce (W without precomputation).
   ZK_HD uint32_t groups() const { return (windows + copies - 1) / copies; }
@@ -175,6 +179,33 @@ inline MsmShape msm_fit_segments(MsmShape s, uint32_t min_threads, uint32_t max_
   while (m < s.buckets && terms(m) > max_terms) m <<= 1;
   s.seg = m;
   return s;
+}
+
+/// The shape s with step 4b's terms split into P parts (shape.parts): each
+/// T_j summed as P slices of the S segments, one block a slice, so that at
+/// least `min_blocks` blocks run where S allows. P is the smallest power of
+/// two giving G·(log2 S + 1)·P ≥ min_blocks, but no larger than leaves each
+/// slice `min_span` segments (a block's threads' worth) and keeps the host's
+/// terms G·(log2 S + 1)·P within max_terms; at least 1. With a precomputed
+/// table's one group (2^15 points, c = 16: 14 terms of 8192 segments) the
+/// 14 blocks of one part each left the device nearly idle for the step's
+/// longest kernel (docs/performance.md, 2026-12-07); windows without a table
+/// (24 groups at 2^15: 240 terms) keep P = 1 at min_blocks ≤ 240.
+inline MsmShape msm_fit_term_parts(MsmShape s, uint32_t min_blocks, uint32_t max_terms, uint32_t min_span) {
+  const uint64_t terms = uint64_t(s.groups()) * (uint64_t(std::bit_width(s.segments())) /* log2 S + 1 */);
+  uint32_t p = 1;
+  while (terms * p < min_blocks && s.segments() / (2 * p) >= std::max<uint32_t>(min_span, 1) &&
+         terms * 2 * p <= max_terms)
+    p <<= 1;
+  s.parts = p;
+  return s;
+}
+
+/// Step 4b's slice of segments for part p of P (S segments): [begin, end).
+ZK_HD void msm_term_span(uint32_t p, uint32_t parts, uint32_t S, uint32_t& begin, uint32_t& end) {
+  const uint32_t span = S / parts;
+  begin = p * span;
+  end = begin + span;
 }
 
 /// The c bits of the 256-bit little-endian scalar s (8 words) from bit `pos`.
@@ -346,7 +377,8 @@ ZK_HD void msm_reduce_segment(uint32_t t, const DXyzz<F>* buckets, const MsmShap
   run_out[t] = run;
 }
 
-/// Step 4b's terms: for window w and j ≤ log2(S), the indices summed into T_j:
+/// Step 4b's terms: for window w and j ≤ log2(S), the indices summed into T_j
+/// (over P parts: msm_term_span):
 /// j < log2(S): run_s for each s with bit j set; j = log2(S): every acc_s.
 /// Returns whether position k (< S) of group (w, j) takes part, and from which array.
 ZK_HD bool msm_bit_term(uint32_t j, uint32_t log_s, uint32_t s) { return j == log_s || ((s >> j) & 1u); }
