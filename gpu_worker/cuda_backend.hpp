@@ -34,8 +34,8 @@ struct CudaOptions {
   unsigned window_bits = 0;       ///< MSM window bits 2..24 (0: chosen per size; tests and benchmarks only)
   /// Most precomputed copies of each resident key's MSM bases (1: none; 0:
   /// up to 16, the kernels' limit), within half of the key budget
-  /// (docs/gpu.md, "Precomputed bases"). 1 until the tables have run on a
-  /// GPU (they are emulated on the CPU only: docs/decisions.md, issue 18).
+  /// (docs/gpu.md, "Precomputed bases"). 1 by default: memory for a few
+  /// per cent on large keys (docs/decisions.md, issue 18 and issue 47).
   unsigned msm_copies = 1;
   CudaSync sync = CudaSync::automatic;  ///< how the prove steps' threads wait for the device
 };

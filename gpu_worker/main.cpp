@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 95u));
   app.add_option("--msm-copies", msm_copies,
                  "CUDA backend: most precomputed copies of each resident key's MSM bases (1: none; 0: up to 16), "
-                 "within half of the key memory; not yet run on a GPU")
+                 "within half of the key memory")
       ->capture_default_str()
       ->check(CLI::Range(0u, 16u));
   app.add_option("--lanes", lanes,

@@ -42,7 +42,11 @@ struct MsmTuning {
   uint32_t l1_threads = 1u << 17;     // level-1 accumulation: chunks shrink (32 → 16 → 8) until this many threads
   uint32_t reduce_threads = 1u << 13; // step 4a: segments shrink until this many threads (msm_fit_segments)
   uint32_t next_chunk = 8;            // partial sums per thread at later levels (≥ 4: a level keeps 2 a chunk)
-  uint32_t term_blocks = 128;         // step 4b: terms split into parts until this many blocks (msm_fit_term_parts)
+  // Step 4b: terms split into parts until this many blocks (msm_fit_term_parts).
+  // 1 (one part a term, as before) until the parts have run on a device:
+  // emulated on the CPU only (docs/decisions.md, issue 47, 2026-12-07);
+  // ZKFARM_MSM_TERM_BLOCKS=128 is the setting to measure.
+  uint32_t term_blocks = 1;
 };
 uint32_t env_or(const char* name, uint32_t fallback) {
   const char* v = std::getenv(name);
