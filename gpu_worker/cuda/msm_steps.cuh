@@ -187,10 +187,12 @@ inline MsmShape msm_fit_segments(MsmShape s, uint32_t min_threads, uint32_t max_
 /// two giving G·(log2 S + 1)·P ≥ min_blocks, but no larger than leaves each
 /// slice `min_span` segments (a block's threads' worth) and keeps the host's
 /// terms G·(log2 S + 1)·P within max_terms; at least 1. With a precomputed
-/// table's one group (2^15 points, c = 16: 14 terms of 8192 segments) the
-/// 14 blocks of one part each left the device nearly idle for the step's
-/// longest kernel (docs/performance.md, 2026-12-07); windows without a table
-/// (24 groups at 2^15: 240 terms) keep P = 1 at min_blocks ≤ 240.
+/// table's one group (2^15 points, c = 16: 14 terms of 8192 segments) one
+/// part a term is 14 blocks of 128 threads on a 132-SM device, each thread
+/// summing 32 segments before the tree (with such a table the lone step took
+/// 8.9 ms against 6.3 without: docs/performance.md, 2026-12-07, session 11);
+/// windows without a table (24 groups at 2^15: 240 terms) keep P = 1 at
+/// min_blocks ≤ 240.
 inline MsmShape msm_fit_term_parts(MsmShape s, uint32_t min_blocks, uint32_t max_terms, uint32_t min_span) {
   const uint64_t terms = uint64_t(s.groups()) * (uint64_t(std::bit_width(s.segments())) /* log2 S + 1 */);
   uint32_t p = 1;
