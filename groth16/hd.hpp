@@ -2,7 +2,7 @@
 // ZK_HD marks the arithmetic and the per-thread kernel bodies as callable from
 // both host and device: nvcc builds them into the kernels, and the plain C++
 // compiler builds the same source into the CPU prover (the point formulas,
-// groth16/xyzz_formulas.hpp) and into tests/cuda_logic_test.cpp, which checks
+// groth16/xyzz_formulas.hpp) and into tests/gpu_worker/cuda_logic_test.cpp, which checks
 // the device's steps against the CPU prover without a GPU (CI has none).
 #if defined(__CUDACC__)
 #define ZK_HD __host__ __device__ __forceinline__

@@ -3,7 +3,7 @@
 // zkfarm-api's HTTPS API): Boost.Beast on Boost.Asio, asynchronous, TLS
 // optional (OpenSSL). A slow or stalled client costs a descriptor and a
 // parser, never a thread. What a program serves comes through a Handler;
-// limits and timeouts are written (and tested, tests/http_core_test.cpp) once.
+// limits and timeouts are written (and tested, tests/http/http_core_test.cpp) once.
 //
 // Bounded, because anyone who can reach the port can hold what it offers:
 // - connections: `max_connections` in all and `max_per_address` from one IP

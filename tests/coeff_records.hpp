@@ -1,7 +1,7 @@
 #pragma once
 // Keys with chosen section-4 records, for the tests of the constraint
 // matrix's builds (host: ConstraintMatrix::build; device: DeviceMatrix, and
-// its steps emulated in cuda_logic_test.cpp): a fixture key's file with its
+// its steps emulated in gpu_worker/cuda_logic_test.cpp): a fixture key's file with its
 // records replaced, in the orders writers use (snarkjs: by constraint, A then
 // B inside each; zkfarm-testkey: all of A, then all of B) or any other, and
 // records that make edge cases (empty rows, a row of many entries, rows after

@@ -1,6 +1,6 @@
 #pragma once
 // Witness graphs written byte by byte for the graph tests
-// (witgen_graph_test.cpp, witgen_plan_test.cpp): the file format of
+// (witgen/witgen_graph_test.cpp, witgen/witgen_plan_test.cpp): the file format of
 // witgen/graph_format.hpp, a batch evaluation helper, and random graphs
 // rich in masks, shifts, relations and negative constants.
 #include <array>

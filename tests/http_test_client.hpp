@@ -1,6 +1,6 @@
 #pragma once
 // A blocking loopback HTTP/1.1 client for the HTTP server tests
-// (http_server_test.cpp: zkfarmd's configuration; http_core_test.cpp:
+// (supervisor/status/http_server_test.cpp: zkfarmd's configuration; http/http_core_test.cpp:
 // zkfarm-api's): connect, send, read one response by Content-Length, tell a
 // peer's close. Every wait has a 30 s hang guard only, never a time bound.
 #include <gtest/gtest.h>

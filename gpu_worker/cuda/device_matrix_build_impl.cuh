@@ -2,7 +2,7 @@
 // The constraint matrix built on the device from the zkey's raw section-4
 // records, so that a replaced GPU worker does no host-side regrouping before
 // its first proof (issue 12, "fast key reload"). Steps in
-// matrix_build_steps.cuh, emulated on the CPU by tests/cuda_logic_test.cpp.
+// matrix_build_steps.cuh, emulated on the CPU by tests/gpu_worker/cuda_logic_test.cpp.
 // Templated on the curve (the coefficients' field), instantiated by each
 // curve's .cu.
 #include <cub/device/device_radix_sort.cuh>

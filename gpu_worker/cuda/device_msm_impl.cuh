@@ -1,7 +1,7 @@
 #pragma once
 // The kernels and launch sequence of the GPU MSM, templated on the curve and
 // instantiated by each curve's .cu (bn254.cu, bls12_381.cu); each kernel body
-// is a function of msm_steps.cuh, tested on the CPU by tests/cuda_logic_test.cpp.
+// is a function of msm_steps.cuh, tested on the CPU by tests/gpu_worker/cuda_logic_test.cpp.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>

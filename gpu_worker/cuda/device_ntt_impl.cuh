@@ -1,7 +1,7 @@
 #pragma once
 // Kernels of the GPU's odd-coset NTT, templated on the curve and instantiated
 // by each curve's .cu; bodies in ntt_steps.cuh, tested on the CPU by
-// tests/cuda_logic_test.cpp.
+// tests/gpu_worker/cuda_logic_test.cpp.
 #include <algorithm>
 
 #include <stdexcept>

@@ -1,7 +1,7 @@
 #pragma once
 // The synthesis kernel of the CUDA backend, templated on the curve and
 // instantiated by each curve's .cu; its step is synth_steps.cuh, tested on
-// the CPU by tests/cuda_logic_test.cpp.
+// the CPU by tests/gpu_worker/cuda_logic_test.cpp.
 #include "gpu_worker/cuda/dcurve.cuh"
 #include "gpu_worker/cuda/device_synth.cuh"
 #include "gpu_worker/cuda/synth_steps.cuh"

@@ -1,7 +1,7 @@
 #pragma once
 // The per-thread steps of the constraint matrix's build on the GPU
 // (device_matrix_build.cu), shared with the host emulation in
-// tests/cuda_logic_test.cpp, which checks them against
+// tests/gpu_worker/cuda_logic_test.cpp, which checks them against
 // groth16::ConstraintMatrix::build for any record order.
 //
 // Input: the zkey's section-4 records as the file holds them (snarkjs

@@ -1,7 +1,7 @@
 #pragma once
 // The per-thread steps of the GPU's Pippenger MSM, written once for the
 // kernels (device_msm.cu) and for the host emulation that tests them without a
-// GPU (tests/cuda_logic_test.cpp). The flow for Σ k_i·P_i over n points:
+// GPU (tests/gpu_worker/cuda_logic_test.cpp). The flow for Σ k_i·P_i over n points:
 //  0. top bits: the OR of all scalars; windows above the largest scalar's
 //               top bit are dropped (msm_trim_windows).
 //  1. digits:   each scalar → W signed c-bit digits d ∈ (−2^(c−1), 2^(c−1)];

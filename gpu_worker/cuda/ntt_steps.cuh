@@ -1,6 +1,6 @@
 #pragma once
 // Per-butterfly steps of the GPU's NTTs over a curve's Fr (DFr: DCurve<C>::Fr) (device_ntt.cu), shared with the
-// host emulation in tests/cuda_logic_test.cpp. A transform to the odd coset
+// host emulation in tests/gpu_worker/cuda_logic_test.cpp. A transform to the odd coset
 // needs no bit-reversal pass: the inverse NTT runs decimation in frequency
 // (natural order in, bit-reversed out), the coset shift multiplies position p
 // by g^bitrev(p)/n, and the forward NTT runs decimation in time (bit-reversed

@@ -1,6 +1,6 @@
 #pragma once
 // The per-thread step of synthesis on the GPU (device_synth.cu), shared with
-// the host emulation in tests/cuda_logic_test.cpp: one thread computes one
+// the host emulation in tests/gpu_worker/cuda_logic_test.cpp: one thread computes one
 // constraint's a = Σ A[i][j]·w[j], b likewise, c = a·b from the key's
 // ConstraintMatrix (groth16/constraint_matrix.hpp) in CSR form. Coefficients
 // are stored as v·R², witness values plain, so each Montgomery product yields

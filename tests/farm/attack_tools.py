@@ -129,7 +129,7 @@ def sections(data, magic):
 def unsatisfying_witness(zkey, wtns, dst):
     """Writes to `dst` a copy of `wtns` with one private value changed: one
     whose C-section point in `zkey` is not infinity, so the proof depends on it
-    (as tests/verify_test.cpp picks it). Formats: snarkjs's zkey (section 2:
+    (as tests/groth16/verify_test.cpp picks it). Formats: snarkjs's zkey (section 2:
     n8q, q, n8r, r, nVars, nPublic, …; section 8: the C points of the private
     signals) and wtns (section 1: n8, q, nWitness; section 2: the values)."""
     z = read(zkey)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate tests/vectors/bls12_381_pairing.txt from the pure-Python reference
 bls12_381_pairing_ref.py: Fq12 arithmetic in the tower, the final
-exponentiation and the pairing, for tests/bls12_381_pairing_test.cpp. About 10 s.
+exponentiation and the pairing, for tests/groth16/bls12_381_pairing_test.cpp. About 10 s.
 
 Deterministic: all randomness comes from random.Random(2026).
 Run:  python3 tests/vectors/make_bls12_381_pairing_vectors.py   (from anywhere)

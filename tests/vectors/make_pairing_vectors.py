@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate tests/vectors/pairing.txt from the pure-Python reference bn254_ref.py:
 Fq12 arithmetic, the final exponentiation and the optimal ate pairing, for the
-C++ pairing tests (tests/verify_test.cpp). Slow on purpose (a plain affine
+C++ pairing tests (tests/groth16/verify_test.cpp). Slow on purpose (a plain affine
 Miller loop and a 2,800-bit exponentiation per pairing): about 20 s.
 
 Deterministic: all randomness comes from random.Random(2026).

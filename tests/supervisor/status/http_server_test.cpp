@@ -3,7 +3,7 @@
 // Router, public_status), the log limiter, and the server on an ephemeral
 // port of 127.0.0.1 (cap and eviction, deadlines, pipelining, the address in
 // use, descriptor exhaustion in a child process). The shared server's own
-// limits in zkfarm-api's configuration: http_core_test.cpp.
+// limits in zkfarm-api's configuration: tests/http/http_core_test.cpp.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

@@ -23,7 +23,7 @@ const test::VectorFile<U256>& vectors() {
   return v;
 }
 
-// The fields, Fq2 and both groups against the Python vectors: curve_vectors_test.cpp
+// The fields, Fq2 and both groups against the Python vectors: tests/groth16/curve_vectors_test.cpp
 // (one typed test for both curves).
 
 TEST(Field, BatchInverseKeepsZeros) {

@@ -1,6 +1,6 @@
 // The shared HTTP server (http/server.hpp) in zkfarm-api's configuration
 // (refuse at the cap, a cap per address, bodies by kind): the limits that
-// zkfarmd's configuration does not reach. zkfarmd's: http_server_test.cpp.
+// zkfarmd's configuration does not reach. zkfarmd's: tests/supervisor/status/http_server_test.cpp.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
