@@ -34,8 +34,8 @@ constexpr uint32_t acc_threads() {
   return 128;
 }
 // How the work of a small MSM is spread (a large one fills the device at any
-// split). The defaults come from a sweep on an H100 (docs/performance.md,
-// 2026-12-07); ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS,
+// split). The first three defaults come from a sweep on an H100
+// (docs/performance.md, 2026-12-07); term_blocks is off until measured; ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS,
 // ZKFARM_MSM_NEXT_CHUNK and ZKFARM_MSM_TERM_BLOCKS override them for such
 // sweeps, read once per process.
 struct MsmTuning {
@@ -183,10 +183,10 @@ __global__ void __launch_bounds__(kThreads) k_bit_sums(const DXyzz<F>* acc, cons
                                                         uint32_t log_s, uint32_t parts, DXyzz<F>* terms) {
   extern __shared__ __align__(16) unsigned char smem[];
   auto* sm = reinterpret_cast<DXyzz<F>*>(smem);
-  const uint32_t term = blockIdx.x / parts, p = blockIdx.x % parts;
-  const uint32_t w = term / (log_s + 1), j = term % (log_s + 1);
+  const MsmTermBlock tb = msm_term_block(blockIdx.x, parts, log_s);
+  const uint32_t w = tb.group, j = tb.term;
   uint32_t begin, end;
-  msm_term_span(p, parts, S, begin, end);
+  msm_term_span(tb.part, parts, S, begin, end);
   DXyzz<F> sum = DXyzz<F>::infinity();
   const DXyzz<F>* src = (j == log_s ? acc : run) + size_t(w) * S;
   for (uint32_t s = begin + threadIdx.x; s < end; s += blockDim.x)
@@ -315,6 +315,7 @@ Xyzz<P> MsmRunner<C>::sum_points(const MsmShape& sh, uint32_t count, const DAffi
   ZK_CUDA_LAUNCHED();
   const uint32_t n_terms = sh.groups() * (log_s + 1) * sh.parts;
   if (size_t(n_terms) * sizeof(D) > kHostTermsBytes) throw std::logic_error("MSM terms exceed the staging buffer");
+  if (sh.parts == 0 || S % sh.parts) throw std::logic_error("MSM term parts do not divide the segments");
   terms_.reserve(size_t(n_terms) * sizeof(D));
   k_bit_sums<F><<<n_terms, kThreads, kThreads * sizeof(D), st>>>(acc_.get<D>(), run_.get<D>(), S, log_s, sh.parts,
                                                                   terms_.get<D>());

@@ -1,6 +1,6 @@
 #pragma once
 // The per-thread steps of the GPU's Pippenger MSM, written once for the
-// kernels (device_msm.cu) and for the host emulation that tests them without a
+// kernels (device_msm_impl.cuh) and for the host emulation that tests them without a
 // GPU (tests/gpu_worker/cuda_logic_test.cpp). The flow for Σ k_i·P_i over n points:
 //  0. top bits: the OR of all scalars; windows above the largest scalar's
 //               top bit are dropped (msm_trim_windows).
@@ -203,11 +203,23 @@ inline MsmShape msm_fit_term_parts(MsmShape s, uint32_t min_blocks, uint32_t max
   return s;
 }
 
-/// Step 4b's slice of segments for part p of P (S segments): [begin, end).
+/// Step 4b's slice of segments for part p of P (S segments, P dividing S as
+/// msm_fit_term_parts makes it): [begin, end).
 ZK_HD void msm_term_span(uint32_t p, uint32_t parts, uint32_t S, uint32_t& begin, uint32_t& end) {
   const uint32_t span = S / parts;
   begin = p * span;
   end = begin + span;
+}
+
+/// Which part of which term block b of step 4b sums: b = (w·(L+1) + j)·P + p
+/// for group w, term j ≤ L = log2 S and part p < P, the order msm_finish
+/// reads the terms in.
+struct MsmTermBlock {
+  uint32_t group, term, part;
+};
+ZK_HD MsmTermBlock msm_term_block(uint32_t b, uint32_t parts, uint32_t log_s) {
+  const uint32_t t = b / parts;
+  return {t / (log_s + 1), t % (log_s + 1), b % parts};
 }
 
 /// The c bits of the 256-bit little-endian scalar s (8 words) from bit `pos`.

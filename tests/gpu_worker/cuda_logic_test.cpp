@@ -130,7 +130,8 @@ TEST(CudaLogic, CurveOpsMatchTheCpu) {
   check_curve_ops<bls12_381::G2Params, DCurve<Bls>::Fq2>(Bls::g2_generator());
 }
 
-/// msm_fit_segments' arguments for emulate_msm, and the M it chose.
+/// msm_fit_segments' and msm_fit_term_parts' arguments for emulate_msm, and
+/// the M and P they chose.
 struct SegmentFit {
   uint32_t min_threads = 1;
   uint32_t max_terms = 1u << 20;
@@ -140,7 +141,7 @@ struct SegmentFit {
   uint32_t parts_used = 0;
 };
 
-// The device MSM's steps in the order device_msm.cu launches them, one loop per kernel.
+// The device MSM's steps in the order device_msm_impl.cuh launches them, one loop per kernel.
 // With `table`, the points first become a precomputed table (msm_fold_point,
 // one "thread" a point) and the MSM reads it, as run() does with a Table;
 // `first` > 0 sums only points first.. as run()'s later slices do (the
@@ -212,16 +213,15 @@ Xyzz<C> emulate_msm(const uint8_t* points, const std::vector<U256>& all_scalars,
   const uint32_t P = sh.parts;
   std::vector<DXyzz<F>> acc(G * S), run(G * S), terms(G * (logs + 1) * P);
   for (uint32_t t = 0; t < G * S; ++t) msm_reduce_segment<F>(t, buckets.data(), sh, acc.data(), run.data());
-  for (uint32_t w = 0; w < G; ++w)
-    for (uint32_t j = 0; j <= logs; ++j)
-      for (uint32_t p = 0; p < P; ++p) {  // one block of k_bit_sums
-        uint32_t begin, end;
-        msm_term_span(p, P, S, begin, end);
-        DXyzz<F> sum = DXyzz<F>::infinity();
-        for (uint32_t s = begin; s < end; ++s)
-          if (msm_bit_term(j, logs, s)) sum.add(j == logs ? acc[w * S + s] : run[w * S + s]);
-        terms[(w * (logs + 1) + j) * P + p] = sum;
-      }
+  for (uint32_t b = 0; b < G * (logs + 1) * P; ++b) {  // one block of k_bit_sums, decoded as the kernel does
+    const MsmTermBlock tb = msm_term_block(b, P, logs);
+    uint32_t begin, end;
+    msm_term_span(tb.part, P, S, begin, end);
+    DXyzz<F> sum = DXyzz<F>::infinity();
+    for (uint32_t s = begin; s < end; ++s)
+      if (msm_bit_term(tb.term, logs, s)) sum.add(tb.term == logs ? acc[tb.group * S + s] : run[tb.group * S + s]);
+    terms[b] = sum;
+  }
   return msm_finish<C>(sh, terms.data());
 }
 
@@ -276,25 +276,30 @@ TEST(CudaLogic, MsmFittedSegmentsMatchNaiveSum) {
   EXPECT_EQ(reached, (std::set<uint32_t>{1, 2, 4, 8, 16, 32}));
 }
 
-// Terms summed in parts (one block a slice of the segments) give the same
-// sums: every P from 1 to the most the segments allow, with and without a
-// table (a table's one group is the case parts are for), G1, G2 and BLS12-381.
+// Terms summed in parts (one block a slice of the segments, the blocks
+// decoded by msm_term_block as the kernel decodes them) give the same sums:
+// P from 1 to thousands (slices of one segment), without a table, with a table of two groups and with one
+// of a single group (the case parts are for), G1, G2 and BLS12-381.
 TEST(CudaLogic, MsmTermPartsMatchNaiveSum) {
   std::set<uint32_t> reached;
   std::mt19937_64 rng(47);
   auto cs = test::make_msm_case<G1Params, Fr::Params>(300, test::g1_generator(), rng);
   const auto want = msm_naive<G1Params>(cs.points.data(), 64, cs.scalars.data(), cs.scalars.size());
-  const MsmTableShape one_group{9, 16};  // 29 windows of 9 bits: 2 groups of 16 copies
+  const MsmTableShape two_groups{9, 16};  // 29 windows of 9 bits: 2 groups of 16 copies
+  const MsmTableShape one_group{16, 16};  // 16 windows of 16 bits: 1 group of 32768 buckets
   for (uint32_t blocks : {1u, 8u, 16u, 64u, 1u << 16})
     for (uint32_t seg_threads : {1u, 1u << 12})
-      for (const MsmTableShape* table : {static_cast<const MsmTableShape*>(nullptr), &one_group}) {
+      for (const MsmTableShape* table : {static_cast<const MsmTableShape*>(nullptr), &two_groups, &one_group}) {
         SegmentFit fit{seg_threads, 1u << 20, 0, blocks, 1};
         EXPECT_TRUE((emulate_msm<G1Params, DFq>(cs.points.data(), cs.scalars, 8, 8, 4, Bn254::kFrBits, table, 0, &fit)
                          .equals(want)))
-            << "term blocks=" << blocks << " M=" << fit.seg_used << " P=" << fit.parts_used << " table=" << !!table;
+            << "term blocks=" << blocks << " M=" << fit.seg_used << " P=" << fit.parts_used
+            << " table c=" << (table ? table->c : 0);
         reached.insert(fit.parts_used);
       }
-  EXPECT_TRUE(reached.contains(1) && reached.contains(2) && reached.size() >= 5) << reached.size();
+  for (uint32_t p : {1u, 2u, 4u, 8u}) EXPECT_TRUE(reached.contains(p)) << "P=" << p;
+  EXPECT_GE(*reached.rbegin(), 1024u) << "a slice of one segment a block";
+  EXPECT_GE(reached.size(), 7u);
   auto g2 = test::make_msm_case<G2Params, Fr::Params>(60, test::g2_generator(), rng);
   SegmentFit fit2{1u << 10, 1u << 20, 0, 1u << 10, 2};
   EXPECT_TRUE((emulate_msm<G2Params, DFq2>(g2.points.data(), g2.scalars, 7, 8, 4, Bn254::kFrBits, nullptr, 0, &fit2)
@@ -327,15 +332,35 @@ TEST(CudaLogic, MsmTermPartsFitTheBlocks) {
   // Without a table (24 windows, S = 512 at M = 2): 240 terms already fill 128 blocks.
   const MsmShape windows = msm_fit_segments(msm_shape(1u << 15, 0, Bn254::kFrBits), 8192, 512);
   EXPECT_EQ(msm_fit_term_parts(windows, 128, 512, 128).parts, 1u);
+  // Every size, with and without a table, against the rule: P a power of two
+  // dividing S, the host's terms within bounds, no slice below min_span, and
+  // the smallest such P that reaches min_blocks (P/2 would not, or P = 1).
+  uint32_t split = 0;
   for (uint32_t lg = 0; lg <= 24; ++lg)
-    for (uint32_t blocks : {1u, 128u, 1u << 20}) {
-      const MsmShape s = msm_fit_term_parts(msm_fit_segments(msm_shape(1u << lg, 0, Bn254::kFrBits), 8192, 341),
-                                            blocks, 341, 128);
-      EXPECT_GE(s.parts, 1u);
-      EXPECT_EQ(s.parts & (s.parts - 1), 0u);
-      EXPECT_EQ(s.segments() % s.parts, 0u);
-      EXPECT_LE(uint64_t(s.groups()) * (log2_exact(s.segments()) + 1) * s.parts, 341u) << "lg=" << lg;
-    }
+    for (uint32_t copies : {1u, 4u, 16u})
+      for (uint32_t blocks : {1u, 128u, 1u << 20})
+        for (uint32_t span : {1u, 128u}) {
+          const uint32_t n = 1u << lg;
+          const MsmShape base = copies == 1 ? msm_shape(n, 0, Bn254::kFrBits)
+                                            : msm_shape_for_table(n, msm_table_shape(n, Bn254::kFrBits, copies), n,
+                                                                  Bn254::kFrBits);
+          const MsmShape s = msm_fit_term_parts(msm_fit_segments(base, 8192, 341), blocks, 341, span);
+          const uint64_t terms = uint64_t(s.groups()) * (log2_exact(s.segments()) + 1);
+          const std::string at = "lg=" + std::to_string(lg) + " copies=" + std::to_string(copies) +
+                                 " blocks=" + std::to_string(blocks) + " span=" + std::to_string(span);
+          ASSERT_GE(s.parts, 1u) << at;
+          EXPECT_EQ(s.parts & (s.parts - 1), 0u) << at;
+          EXPECT_EQ(s.segments() % s.parts, 0u) << at;
+          EXPECT_LE(terms * s.parts, 341u) << at;
+          if (s.parts > 1) {
+            ++split;
+            EXPECT_GE(s.segments() / s.parts, span) << at;
+            EXPECT_LT(terms * (s.parts / 2), blocks) << at << ": a smaller P already reached min_blocks";
+          }
+          if (terms * s.parts < blocks)  // short of min_blocks: a bound stopped it
+            EXPECT_TRUE(s.segments() / (2 * s.parts) < span || terms * 2 * s.parts > 341) << at;
+        }
+  EXPECT_GT(split, 40u) << "the sweep reaches P > 1 in many shapes";
 }
 
 // The fit: M a power of two dividing K, at most 32, as large as leaves
