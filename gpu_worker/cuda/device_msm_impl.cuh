@@ -5,6 +5,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -48,12 +49,17 @@ struct MsmTuning {
   // ZKFARM_MSM_TERM_BLOCKS=128 is the setting to measure.
   uint32_t term_blocks = 1;
 };
+// A setting from the environment, 1..2^24 in decimal; anything else keeps
+// the default and says so once (a sweep with a mistyped value would
+// otherwise measure the default under the setting's name).
 uint32_t env_or(const char* name, uint32_t fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
   char* end = nullptr;
   const unsigned long x = std::strtoul(v, &end, 10);
-  return (*end == 0 && x > 0 && x <= (1ul << 24)) ? uint32_t(x) : fallback;
+  if (*end == 0 && x > 0 && x <= (1ul << 24) && v[0] >= '0' && v[0] <= '9') return uint32_t(x);
+  std::fprintf(stderr, "warning: %s=%.32s is not a count from 1 to 16777216; using %u\n", name, v, fallback);
+  return fallback;
 }
 const MsmTuning& msm_tuning() {
   static const MsmTuning t{env_or("ZKFARM_MSM_L1_THREADS", MsmTuning{}.l1_threads),
