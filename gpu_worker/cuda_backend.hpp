@@ -34,9 +34,11 @@ struct CudaOptions {
   unsigned window_bits = 0;       ///< MSM window bits 2..24 (0: chosen per size; tests and benchmarks only)
   /// Most precomputed copies of each resident key's MSM bases (1: none; 0:
   /// up to 16, the kernels' limit), within half of the key budget
-  /// (docs/gpu.md, "Precomputed bases"). 1 by default: memory for a few
-  /// per cent on large keys (docs/decisions.md, issue 18 and issue 47).
-  unsigned msm_copies = 1;
+  /// (docs/gpu.md, "Precomputed bases"). Unset (the default): up to 16 for
+  /// keys of domain 2^kMaxSharedLogDomain or less, the keys that run in lanes
+  /// (+6–55 % a step, +13–16 % in the farm on an H100), none for larger ones
+  /// (0–7 % for 13–21 GB at 2^22–2^24): docs/decisions.md, issues 18 and 47.
+  std::optional<unsigned> msm_copies;
   CudaSync sync = CudaSync::automatic;  ///< how the prove steps' threads wait for the device
 };
 

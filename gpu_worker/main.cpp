@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   kit::WorkerFlags flags;
   flags.id = "gpu-0";
   std::string backend_name = "auto", g2 = "gpu";
-  unsigned key_memory_percent = 60, msm_copies = 1, lanes = 1;
+  unsigned key_memory_percent = 60, lanes = 1;
+  std::string msm_copies = "auto";
   kit::add_worker_flags(app, flags, "CPU proving threads (0: all cores)");
   app.add_option("--backend", backend_name, "cpu, cuda, or auto (cuda when built and a device is present, else cpu)")
       ->capture_default_str()
@@ -87,10 +88,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 95u));
   app.add_option("--msm-copies", msm_copies,
-                 "CUDA backend: most precomputed copies of each resident key's MSM bases (1: none; 0: up to 16), "
-                 "within half of the key memory")
+                 "CUDA backend: most precomputed copies of each resident key's MSM bases (1: none; 0: up to 16; "
+                 "auto: up to 16 for keys of domain 2^18 or less, none for larger), within half of the key memory")
       ->capture_default_str()
-      ->check(CLI::Range(0u, 16u));
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(0u, 16u));
   app.add_option("--lanes", lanes,
                  "prove steps run at once for keys of domain 2^18 or less already loaded (1-32); others run alone")
       ->capture_default_str()
@@ -109,7 +110,7 @@ int main(int argc, char** argv) {
   cuda.threads = flags.threads;
   cuda.g2_on_cpu = g2 == "cpu";
   cuda.key_memory_share = key_memory_percent / 100.0;
-  cuda.msm_copies = msm_copies;
+  if (msm_copies != "auto") cuda.msm_copies = unsigned(std::stoul(msm_copies));  // 0–16: checked above
   // How the lanes' threads wait for the device: with one lane CUDA's spin
   // (a blocking wait cost 15 % of small proofs' rate on an H100), with
   // several a spin that yields the core (the fastest at 8 lanes, tied at 16;

@@ -128,7 +128,15 @@ void Config::load_toml(const std::string& path) {
   read_str(t, path, "backend", backend);
   read_uint(t, path, "gpu_threads", gpu_threads, 0, 1024);
   read_uint(t, path, "gpu_key_memory_percent", gpu_key_memory_percent, 1, 95);
-  read_uint(t, path, "gpu_msm_copies", gpu_msm_copies, 0, 16);
+  if (const toml::node* node = t.get("gpu_msm_copies"); node && node->is_string()) {
+    if (node->value<std::string>() != "auto")
+      throw ConfigError(where(path, *node, "gpu_msm_copies") + ": expected \"auto\" or an integer from 0 to 16");
+    gpu_msm_copies.reset();
+  } else if (node) {
+    unsigned copies = 1;
+    read_uint(t, path, "gpu_msm_copies", copies, 0, 16);
+    gpu_msm_copies = copies;
+  }
   read_uint(t, path, "gpu_queue_depth", gpu_queue_depth, 1, 32);
   read_uint(t, path, "gpu_lanes", gpu_lanes, 1, 32);
   read_uint(t, path, "verify_threads", verify_threads, 0, 64);

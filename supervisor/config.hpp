@@ -2,6 +2,7 @@
 // zkfarmd's configuration: defaults, then the TOML file (--config), then flags.
 // Every key is documented in docs/configuration.md with its default.
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,7 +31,11 @@ struct Config {
   std::string backend = "auto";        ///< "auto", "cpu" or "cuda"
   unsigned gpu_threads = 0;            ///< CPU backend threads per GPU worker; 0: all cores
   unsigned gpu_key_memory_percent = 60;  ///< CUDA backend: % of device memory resident keys may take (LRU beyond)
-  unsigned gpu_msm_copies = 1;  ///< CUDA backend: most precomputed copies of a key's MSM bases (1: none; 0: up to 16)
+  /// CUDA backend: most precomputed copies of a key's MSM bases (1: none; 0:
+  /// up to 16). Unset ("auto", the default): up to 16 for keys of domain
+  /// 2^18 or less (those that run in lanes), none for larger ones
+  /// (docs/decisions.md, issue 47, 2026-12-07 session 12).
+  std::optional<unsigned> gpu_msm_copies;
   unsigned gpu_queue_depth = 2;        ///< partitions a GPU worker holds at once: one computing, the rest queued there
   unsigned gpu_lanes = 1;              ///< prove steps a GPU worker runs at once for small keys (1–32; large keys: one)
   unsigned verify_threads = 0;         ///< threads verifying proofs off the loop; 0: a quarter of the cores, at least 1

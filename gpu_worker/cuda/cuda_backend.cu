@@ -383,14 +383,16 @@ class CudaBackend final : public ProveBackend {
   }
 
   // The precomputed copies a key gets: as many as msm_copies allows (0: up to
-  // kMsmMaxCopies) while the key, copies included, takes at most half of the
-  // resident keys' budget, so that two keys of its size stay resident
+  // kMsmMaxCopies; unset: up to kMsmMaxCopies for keys small enough for
+  // lanes, none above) while the key, copies included, takes at most half of
+  // the resident keys' budget, so that two keys of its size stay resident
   // together rather than evicting each other (docs/decisions.md, issue 18).
   // None when the options force the window bits (tests), or when this key
   // once failed to load with them.
   KeyTables tables_for(const Zkey& key) const {
     if (opt_.window_bits || without_copies_.contains(key.path)) return KeyTables::none(key);
-    const uint32_t cap = opt_.msm_copies ? std::min<uint32_t>(opt_.msm_copies, cuda::kMsmMaxCopies) : cuda::kMsmMaxCopies;
+    const uint32_t asked = opt_.msm_copies.value_or(key.log_domain <= kMaxSharedLogDomain ? 0u : 1u);
+    const uint32_t cap = asked ? std::min<uint32_t>(asked, cuda::kMsmMaxCopies) : cuda::kMsmMaxCopies;
     const size_t allowed = budget_ / 2;
     for (uint32_t m = cap; m > 1; --m) {
       const KeyTables t = KeyTables::plan(key, m, !opt_.g2_on_cpu);

@@ -36,18 +36,19 @@ constexpr uint32_t acc_threads() {
 }
 // How the work of a small MSM is spread (a large one fills the device at any
 // split). The first three defaults come from a sweep on an H100
-// (docs/performance.md, 2026-12-07); term_blocks is off until measured; ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS,
+// (docs/performance.md, 2026-12-07), the fourth from H100 runs of session 12;
+// ZKFARM_MSM_L1_THREADS, ZKFARM_MSM_REDUCE_THREADS,
 // ZKFARM_MSM_NEXT_CHUNK and ZKFARM_MSM_TERM_BLOCKS override them for such
 // sweeps, read once per process.
 struct MsmTuning {
   uint32_t l1_threads = 1u << 17;     // level-1 accumulation: chunks shrink (32 → 16 → 8) until this many threads
   uint32_t reduce_threads = 1u << 13; // step 4a: segments shrink until this many threads (msm_fit_segments)
   uint32_t next_chunk = 8;            // partial sums per thread at later levels (≥ 4: a level keeps 2 a chunk)
-  // Step 4b: terms split into parts until this many blocks (msm_fit_term_parts).
-  // 1 (one part a term, as before) until the parts have run on a device:
-  // emulated on the CPU only (docs/decisions.md, issue 47, 2026-12-07);
-  // ZKFARM_MSM_TERM_BLOCKS=128 is the setting to measure.
-  uint32_t term_blocks = 1;
+  // Step 4b: terms split into parts until this many blocks (msm_fit_term_parts;
+  // 1: one part a term). With a small key's tables (one group) 128 made a
+  // 2^15 step 1.06–1.25x and a 2^18 one 1.22–1.55x as fast; a 2^22 step
+  // (P = 1 there) is unchanged (docs/performance.md, 2026-12-07 session 12).
+  uint32_t term_blocks = 128;
 };
 // A setting from the environment, 1..2^24 in decimal; anything else keeps
 // the default and says so once (a sweep with a mistyped value would

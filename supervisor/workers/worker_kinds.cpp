@@ -11,8 +11,10 @@ std::vector<std::string> synth_options(const Config& cfg, const std::string&) {
 std::vector<std::string> gpu_options(const Config& cfg, const std::string& device) {
   std::vector<std::string> o = {"--threads", std::to_string(cfg.gpu_threads), "--backend",
                                 device.empty() && cfg.backend == "auto" ? "cpu" : cfg.backend,
-                                "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent), "--msm-copies",
-                                std::to_string(cfg.gpu_msm_copies)};
+                                "--key-memory-percent", std::to_string(cfg.gpu_key_memory_percent)};
+  // Unset: the worker's own default ("auto"); a worker binary from before
+  // "auto" then keeps its own (none), never a refused flag.
+  if (cfg.gpu_msm_copies) o.insert(o.end(), {"--msm-copies", std::to_string(*cfg.gpu_msm_copies)});
   // Only when asked for: a worker binary from before lanes still starts.
   if (cfg.gpu_lanes > 1) o.insert(o.end(), {"--lanes", std::to_string(cfg.gpu_lanes)});
   return o;

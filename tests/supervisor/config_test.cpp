@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "shm/arena.hpp"
 #include "shm/slots.hpp"
 #include "supervisor/config.hpp"
+#include "supervisor/workers/worker_kinds.hpp"
 #include "supervisor/model/jobs.hpp"
 
 namespace zkfarm::supervisor {
@@ -49,10 +51,20 @@ TEST(Config, TomlKeysAndErrorsNameFileAndKey) {
   Config lanes;
   lanes.load_toml(write_temp("gpu_lanes = 32\n"));
   EXPECT_EQ(lanes.gpu_lanes, 32u);
+  expect_error("gpu_msm_copies = \"all\"\n", "gpu_msm_copies: expected \"auto\" or an integer from 0 to 16");
   Config m;
-  EXPECT_EQ(m.gpu_msm_copies, 1u);  // precomputed tables off until they have run on a GPU
+  EXPECT_FALSE(m.gpu_msm_copies.has_value());  // "auto": the worker decides by the key's size
+  const std::vector<std::string> by_default = kind_info(WorkerKind::kGpu).options(m, "0");
+  // Unset: the worker's own default, which an older worker binary also has.
+  EXPECT_EQ(std::count(by_default.begin(), by_default.end(), "--msm-copies"), 0);
   m.load_toml(write_temp("gpu_msm_copies = 0\n"));
   EXPECT_EQ(m.gpu_msm_copies, 0u);
+  const std::vector<std::string> args = kind_info(WorkerKind::kGpu).options(m, "0");
+  const auto at = std::find(args.begin(), args.end(), "--msm-copies");
+  ASSERT_NE(at, args.end());
+  EXPECT_EQ(*std::next(at), "0");
+  m.load_toml(write_temp("gpu_msm_copies = \"auto\"\n"));
+  EXPECT_FALSE(m.gpu_msm_copies.has_value());
   std::filesystem::remove(path);
 }
 
