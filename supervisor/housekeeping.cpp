@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "supervisor/supervisor.hpp"
@@ -45,10 +47,23 @@ void Supervisor::remove_job_inputs(const Job& job) {
   });
 }
 
+int64_t Supervisor::housekeeping_period_ms() {
+  const char* v = std::getenv("ZKFARM_TEST_HOUSEKEEPING_MS");
+  if (!v || !*v) return kHousekeepingMs;
+  char* end = nullptr;
+  const long long ms = std::strtoll(v, &end, 10);
+  if (*end != 0 || v[0] < '0' || v[0] > '9' || ms > 3600 * 1000) {
+    std::fprintf(stderr, "zkfarmd: ZKFARM_TEST_HOUSEKEEPING_MS=%.32s is not 0 to 3600000 ms; using %lld\n", v,
+                 (long long)kHousekeepingMs);
+    return kHousekeepingMs;
+  }
+  return ms;
+}
+
 void Supervisor::housekeeping(bool at_start) {
   const int64_t now = steady_ms();
   if (!at_start && now < next_housekeeping_ms_) return;
-  next_housekeeping_ms_ = now + kHousekeepingMs;
+  next_housekeeping_ms_ = now + housekeeping_ms_;
 
   const int64_t cutoff = wall_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000;
   const size_t dropped = jobs_.prune(cutoff);
@@ -93,12 +108,21 @@ void Supervisor::housekeeping(bool at_start) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(jobs_dir, ec))
     if (!live_tokens.count(e.path().filename().string())) dead.push_back(e.path().string());
-  // Keys: here, and only while no submit is being checked or journaled (one
-  // may be about to use a stored key it found by its identity).
+  // Keys: here, and only while no submit is being checked or journaled and
+  // no circuit is being added (either may be about to use a stored key it
+  // found by its identity, or one it has just copied). And only keys taken
+  // more than an hour ago (take_key touches a key it uses again): a second
+  // guard for any window between a copy and the record that names it
+  // (one such window lost an accepted job: docs/decisions.md, 2026-12-07).
+  // A clock set back keeps keys longer; one set forward leaves the first guard.
   if (!intake_->busy() && !circuits_->building()) {
+    const auto taken_before = fs::file_time_type::clock::now() - std::chrono::hours(1);
     for (const auto& e : fs::directory_iterator(keys_dir, ec)) {
       const std::string name = e.path().filename().string();
-      if (!keys.count(name)) fs::remove(e.path(), ec);
+      if (keys.count(name)) continue;
+      std::error_code tec;
+      if (fs::last_write_time(e.path(), tec) > taken_before || tec) continue;
+      fs::remove(e.path(), ec);
     }
   }
   // A shared queue's keys: any host may submit with one at any time (and

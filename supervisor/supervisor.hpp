@@ -134,6 +134,11 @@ class Supervisor {
   std::unique_ptr<Intake> intake_;  // submits being checked and journaled (intake.hpp)
   std::unique_ptr<Admission> admission_;  // a submit from request to reply (admission.hpp)
   int64_t next_housekeeping_ms_ = 0;
+  /// Between housekeeping passes: a minute, or ZKFARM_TEST_HOUSEKEEPING_MS (0 to
+  /// 3600000; 0: every pass of the loop), a test knob that makes the races
+  /// between housekeeping and what it must leave alone likely.
+  int64_t housekeeping_ms_ = housekeeping_period_ms();
+  static int64_t housekeeping_period_ms();
   std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
   std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
   PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread

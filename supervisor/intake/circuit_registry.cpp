@@ -133,8 +133,8 @@ void CircuitRegistry::finish_adds() {
     const std::string identity = it->identity, name = it->name;
     const uint32_t owner = it->owner_uid;
     it = pending_builds_.erase(it);
-    building_.erase(name);
     if (!b.circuit) {
+      building_.erase(name);
       log_->warn("circuit {}: not added: {}", name, b.error);
       reply(identity, {{"ok", false}, {"error", "circuit " + name + ": " + b.error}});
       continue;
@@ -143,7 +143,10 @@ void CircuitRegistry::finish_adds() {
     record->added_ms = wall_ms();
     record->owner_uid = owner;
     if (b.vk) hooks_.remember_vk(record->zkey_sha256, b.vk);
+    // The name stays in building_ until the write returns: until then no
+    // job and no circuit names the key copy the build made (building()).
     hooks_.put(record, [this, identity, record](const std::string& error) {
+      building_.erase(record->name);
       if (!error.empty())
         return reply(identity, {{"ok", false}, {"error", "cannot journal the circuit: " + error}});
       circuits_[record->name] = *record;

@@ -61,8 +61,11 @@ class CircuitRegistry {
   std::optional<CircuitForSubmit> for_submit(const std::string& name) const;
   /// STATE/circuits/HASH/generator.
   std::string generator_path(const std::string& hash) const;
-  /// Whether a build is in progress (housekeeping leaves cached builds alone then).
-  bool building() const { return !pending_builds_.empty(); }
+  /// Whether an add is in progress, from its build until its journal write
+  /// has put the circuit in the table: housekeeping then leaves cached builds
+  /// and keys alone (a finished build's key copy is used by no job and no
+  /// circuit yet until that write returns).
+  bool building() const { return !building_.empty(); }
 
   /// `circuit add`: refused at once (replied through the hook), or built on
   /// the pool and answered by finish_adds(). `stopping`: zkfarmd is stopping.
@@ -95,7 +98,7 @@ class CircuitRegistry {
   std::map<std::string, CircuitRecord> circuits_;  ///< by name (journaled)
   CheckPool build_pool_;                           ///< generator builds, generator_builds at once
   std::vector<PendingBuild> pending_builds_;
-  std::set<std::string> building_;  ///< names whose add is in progress
+  std::set<std::string> building_;  ///< names whose add is in progress: built, or journaled, or being so
 };
 
 }  // namespace zkfarm::supervisor

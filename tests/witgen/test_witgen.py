@@ -625,6 +625,29 @@ class FarmTest(unittest.TestCase):
                          "each partition proved exactly once")
         again.stop_and_check(self)
 
+    def test_a_circuit_added_while_housekeeping_runs_keeps_its_key(self):
+        # Found in the sanitizer suite (2026-12-07): the minutely housekeeping
+        # ran after a `circuit add`'s build had ended but before its journal
+        # write had put the circuit in the table; the key's private copy,
+        # used by no job and no circuit yet, was removed, and every partition
+        # of the next job of inputs failed with "…/inputs/keys/SHA.zkey: cannot
+        # open". Here housekeeping runs at every pass of the loop, so that
+        # window is always met.
+        farm = self.farm(env={"ZKFARM_TEST_HOUSEKEEPING_MS": "0"})
+        self.add(farm, "hash", "poseidon3", "wasm")
+        keys = os.listdir(os.path.join(farm.state, "inputs", "keys"))
+        self.assertEqual(len(keys), 1, keys)
+        out = os.path.join(farm.dir, "out")
+        code, job, err = ctl(farm.state, "submit", "--circuit", "hash", "--input",
+                             *[f"{WORK}/poseidon3.{k}.json" for k in (0, 1)], "--out", out, check=False)
+        self.assertEqual(code, 0, err)
+        code, _, err = ctl(farm.state, "wait", job.strip(), "--timeout", "300", check=False)
+        self.assertEqual(code, 0, err + farm.output())
+        ok, text = snarkjs_verify([(circ("poseidon3", "vkey"), f"{out}/{k}.public.json", f"{out}/{k}.proof.json")
+                                   for k in (0, 1)])
+        self.assertTrue(ok, text)
+        farm.stop_and_check(self)
+
 
 
 class StatementTest(unittest.TestCase):
