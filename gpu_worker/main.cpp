@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
                  "CUDA backend: most precomputed copies of each resident key's MSM bases (1: none; 0: up to 16; "
                  "auto: up to 16 for keys of domain 2^18 or less, none for larger), within half of the key memory")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto"}) | CLI::Range(0u, 16u));
+      ->check(CLI::IsMember({"auto", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
+                             "15", "16"}));  // exact spellings: Range would also take " 3" or "0x10"
   app.add_option("--lanes", lanes,
                  "prove steps run at once for keys of domain 2^18 or less already loaded (1-32); others run alone")
       ->capture_default_str()
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
   cuda.threads = flags.threads;
   cuda.g2_on_cpu = g2 == "cpu";
   cuda.key_memory_share = key_memory_percent / 100.0;
-  if (msm_copies != "auto") cuda.msm_copies = unsigned(std::stoul(msm_copies));  // 0–16: checked above
+  if (msm_copies != "auto") cuda.msm_copies = unsigned(std::stoul(msm_copies));  // "0" to "16": checked above
   // How the lanes' threads wait for the device: with one lane CUDA's spin
   // (a blocking wait cost 15 % of small proofs' rate on an H100), with
   // several a spin that yields the core (the fastest at 8 lanes, tied at 16;
