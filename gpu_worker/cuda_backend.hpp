@@ -36,7 +36,7 @@ struct CudaOptions {
   /// up to 16, the kernels' limit), within half of the key budget
   /// (docs/gpu.md, "Precomputed bases"). Unset (the default): up to 16 for
   /// keys of domain 2^kMaxSharedLogDomain or less, the keys that run in lanes
-  /// (+6–55 % a step, +13–16 % in the farm on an H100), none for larger ones
+  /// (0.99–1.55× a step, 1.10–1.17× in the farm on an H100), none for larger ones
   /// (0–7 % for 13–21 GB at 2^22–2^24): docs/decisions.md, issues 18 and 47.
   std::optional<unsigned> msm_copies;
   CudaSync sync = CudaSync::automatic;  ///< how the prove steps' threads wait for the device

@@ -249,10 +249,14 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
               [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
                 journal_->post([this, record, done] {
                   std::string error;
+                  // `done` runs whatever the write throws: until it does, the
+                  // add holds its name and housekeeping's removals wait.
                   try {
                     ledger_->put_circuit(*record);
-                  } catch (const JournalError& e) {
+                  } catch (const std::exception& e) {
                     error = e.what();
+                  } catch (...) {
+                    error = "unknown error";
                   }
                   inbox_.post([done, error] { done(error); });
                 });
