@@ -261,6 +261,8 @@ while IFS= read -r line; do
     const=$(grep -oE "\b$key = k[A-Za-z]+;" "$src/supervisor/config.hpp" | sed -E 's/.* = (k[A-Za-z]+);/\1/' || true)
     if [ -n "$const" ]; then
       grep -rqE "\b$const = $value;" "$src/supervisor" || fail "$key = $value: not the value of $const"
+    elif [ "$value" = '"auto"' ] && grep -qE "std::optional<[a-z ]+> $key;" "$src/supervisor/config.hpp"; then
+      :  # an unset optional: "auto", the worker's choice (gpu_msm_copies)
     else
       grep -qE "\b$key = $value;" "$src/supervisor/config.hpp" || fail "$key = $value: not the default in config.hpp"
     fi
