@@ -6,8 +6,6 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "supervisor/supervisor.hpp"
@@ -17,7 +15,6 @@ namespace zkfarm::supervisor {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr int64_t kHousekeepingMs = 60 * 1000;
 
 // inputs/jobs/TOKEN/K.wtns → TOKEN ("" for anything else).
 std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
@@ -47,23 +44,8 @@ void Supervisor::remove_job_inputs(const Job& job) {
   });
 }
 
-int64_t Supervisor::housekeeping_period_ms() {
-  const char* v = std::getenv("ZKFARM_TEST_HOUSEKEEPING_MS");
-  if (!v || !*v) return kHousekeepingMs;
-  char* end = nullptr;
-  const long long ms = std::strtoll(v, &end, 10);
-  if (*end != 0 || v[0] < '0' || v[0] > '9' || ms > 3600 * 1000) {
-    std::fprintf(stderr, "zkfarmd: ZKFARM_TEST_HOUSEKEEPING_MS=%.32s is not 0 to 3600000 ms; using %lld\n", v,
-                 (long long)kHousekeepingMs);
-    return kHousekeepingMs;
-  }
-  return ms;
-}
-
 void Supervisor::housekeeping(bool at_start) {
-  const int64_t now = steady_ms();
-  if (!at_start && now < next_housekeeping_ms_) return;
-  next_housekeeping_ms_ = now + housekeeping_ms_;
+  if (!housekeeping_schedule_.due(steady_ms(), at_start)) return;
 
   const int64_t cutoff = wall_ms() - int64_t(cfg_.retention_hours) * 3600 * 1000;
   const size_t dropped = jobs_.prune(cutoff);

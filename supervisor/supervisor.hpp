@@ -21,6 +21,7 @@
 #include "supervisor/background.hpp"
 #include "supervisor/check_pool.hpp"
 #include "supervisor/clock.hpp"
+#include "supervisor/housekeeping_schedule.hpp"
 #include "supervisor/workers/children.hpp"
 #include "supervisor/config.hpp"
 #include "supervisor/control/control_api.hpp"
@@ -133,12 +134,7 @@ class Supervisor {
   std::unique_ptr<Lifecycle> lifecycle_;  // run state (running, draining, stopping), rolling operations
   std::unique_ptr<Intake> intake_;  // submits being checked and journaled (intake.hpp)
   std::unique_ptr<Admission> admission_;  // a submit from request to reply (admission.hpp)
-  int64_t next_housekeeping_ms_ = 0;
-  /// Between housekeeping passes: a minute, or ZKFARM_TEST_HOUSEKEEPING_MS (0 to
-  /// 3600000; 0: every pass of the loop), a test knob that makes the races
-  /// between housekeeping and what it must leave alone likely.
-  int64_t housekeeping_ms_ = housekeeping_period_ms();
-  static int64_t housekeeping_period_ms();
+  HousekeepingSchedule housekeeping_schedule_ = HousekeepingSchedule::from_env();  ///< housekeeping_schedule.hpp
   std::unique_ptr<CircuitRegistry> circuits_;  ///< circuit add/list/remove (circuit_registry.hpp)
   std::unique_ptr<ControlApi> control_;        ///< control.sock's requests (control_api.hpp)
   PublishedView published_;  ///< status and metrics texts, health, for the HTTP thread
