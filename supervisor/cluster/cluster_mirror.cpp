@@ -262,12 +262,19 @@ void ClusterMirror::apply_changes(Changes changes) {
     if (!j.generator.empty()) j.generator = circuits_.generator_path(j.generator);
     const Job* before = jobs_.find(j.id);
     const bool was_live = before && !before->terminal();
+    std::vector<uint64_t> held;  // this host's leases on it: their private copies go if it ends
+    if (was_live)
+      for (const Partition& p : before->parts)
+        if (p.lease) held.push_back(p.lease);
     pipeline_.free_slots(jobs_.mirror(j));
     const Job* after = jobs_.find(j.id);
     if (was_live && after && after->terminal()) {
       // Ended by the queue: a worker still on one of its partitions stops at
-      // its next stage boundary; the answer is then dropped.
+      // its next stage boundary; the answer is then dropped. A worker that
+      // has the copy open keeps reading it; housekeeping would remove the
+      // copies too, but only at its next pass.
       pipeline_.abort_in_flight(j.id);
+      for (uint64_t token : held) remove_claim_files(claim_dirs(), token);
       bus_.emit(JobEnded{*after});
       log_->info("job {}: {} (in the queue){}", j.id, job_state_name(after->state),
                  after->error.empty() ? "" : ": " + after->error);
