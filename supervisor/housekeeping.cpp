@@ -27,7 +27,7 @@ std::string token_of(const std::string& wtns, const std::string& jobs_dir) {
 
 void Supervisor::remove_job_inputs(const Job& job) {
   if (ledger_->shared() && job.files_dir.rfind(cfg_.shared_dir + "/jobs/", 0) == 0) {  // a refused submit's shared copies
-    journal_->post([dir = job.files_dir] {
+    journal_->post([dir = job.files_dir](Ledger&) {
       std::error_code ec;
       fs::remove_all(dir, ec);
     });
@@ -38,7 +38,7 @@ void Supervisor::remove_job_inputs(const Job& job) {
   const std::string token = token_of(job.parts.front().private_copy(), jobs_dir);
   if (token.empty()) return;
   // Unlinking a job's witnesses (hundreds of MB each) is disk work: not on the loop.
-  journal_->post([dir = jobs_dir + "/" + token] {
+  journal_->post([dir = jobs_dir + "/" + token](Ledger&) {
     std::error_code ec;
     fs::remove_all(dir, ec);
   });
@@ -148,11 +148,11 @@ void Supervisor::housekeeping(bool at_start) {
       }
     }
   }
-  journal_->post([this, cutoff, dropped, dead] {
+  journal_->post([this, cutoff, dropped, dead](Ledger& ledger) {
     size_t pruned = 0;
     std::string error;
     try {
-      pruned = ledger_->prune(cutoff);
+      pruned = ledger.prune(cutoff);
     } catch (const JournalError& e) {
       error = e.what();
     }

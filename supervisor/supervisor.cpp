@@ -222,7 +222,7 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
       throw std::runtime_error(path + " is not a folder of zkfarmd's user");
   }
   journal_ = std::make_unique<JournalLane>(cfg_, log_, *ledger_, inbox_, metrics_, bus_);
-  delivery_ = std::make_unique<Delivery>(cfg_, log_, jobs_, *ledger_, *journal_, inbox_, bus_);
+  delivery_ = std::make_unique<Delivery>(cfg_, log_, jobs_, *journal_, inbox_, bus_);
   pipeline_ = std::make_unique<Pipeline>(
       cfg_, log_, jobs_, slots_, arena_, *workers_, *lifecycle_, metrics_, *journal_, inbox_, bus_,
       Pipeline::Hooks{.send = [this](const Worker& w, const std::string& frame) { worker_link_->send(w, frame); },
@@ -247,12 +247,12 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
           .submit_context = [this] { return intake_->context(); },
           .put =
               [this](std::shared_ptr<const CircuitRecord> record, std::function<void(const std::string&)> done) {
-                journal_->post([this, record, done] {
+                journal_->post([this, record, done](Ledger& ledger) {
                   std::string error;
                   // `done` runs whatever the write throws: until it does, the
                   // add holds its name and housekeeping's removals wait.
                   try {
-                    ledger_->put_circuit(*record);
+                    ledger.put_circuit(*record);
                   } catch (const std::exception& e) {
                     error = e.what();
                   } catch (...) {
@@ -266,13 +266,13 @@ Supervisor::Supervisor(Config cfg, std::shared_ptr<spdlog::logger> log)
                                 std::shared_ptr<const ProofVerifier> vk) { pipeline_->keys().remember(sha, std::move(vk)); }});
   circuits_->replace_all(ledger_->circuits());
   admission_ = std::make_unique<Admission>(
-      cfg_, log_, *intake_, *circuits_, *lifecycle_, *journal_, *ledger_, inbox_, jobs_, slots_, *pipeline_, metrics_,
+      cfg_, log_, *intake_, *circuits_, *lifecycle_, *journal_, inbox_, jobs_, slots_, *pipeline_, metrics_,
       bus_,
       Admission::Hooks{.remove_inputs = [this](const Job& job) { remove_job_inputs(job); },
                        .queue_fault = [this] { return cluster_ && !cluster_->reachable() ? cluster_->fault() : std::string(); },
                        .queue_wake = [this] { if (cluster_) cluster_->wake(); }});
-  if (SharedQueue* queue = ledger_->queue())
-    cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, *ledger_, *queue, *journal_, inbox_, jobs_, *workers_, *lifecycle_,
+  if (ledger_->queue())
+    cluster_ = std::make_unique<ClusterMirror>(cfg_, log_, ledger_->where(), *journal_, inbox_, jobs_, *workers_, *lifecycle_,
                                                *pipeline_, *circuits_, *intake_, bus_);
   control_ = std::make_unique<ControlApi>(
       cfg_, log_, std::move(control_channel), jobs_, *lifecycle_, *circuits_, metrics_, bus_,
@@ -337,7 +337,7 @@ void Supervisor::restore_from_journal() {
     // journal and the write) are written; files already there are left alone.
     std::string error;
     if (job.count(PartState::kDone) > 0 && !job.client_delivery)
-      delivery_->deliver(job, job.out, Peer{job.owner_uid, job.owner_gid, 0}, /*only_missing=*/true, &error);
+      delivery_->deliver(*ledger_, job, job.out, Peer{job.owner_uid, job.owner_gid, 0}, /*only_missing=*/true, &error);
     for (auto& p : job.parts) p.delivered = p.state == PartState::kDone;
     // Every proof journaled but not the end (killed in between): it ends now.
     if (!job.terminal() && job.count(PartState::kDone) == job.parts.size()) {

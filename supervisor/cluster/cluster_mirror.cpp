@@ -19,14 +19,13 @@ constexpr int64_t kCircuitsMs = 5000;  // the circuits table (NOTIFY 'circuit' m
 constexpr int64_t kHostFaultPauseMs = 30000;  // no claims after this host's shared mount failed
 }  // namespace
 
-ClusterMirror::ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger,
-                             SharedQueue& queue, JournalLane& journal, LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers,
+ClusterMirror::ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::string where,
+                             JournalLane& journal, LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers,
                              const Lifecycle& lifecycle, Pipeline& pipeline, CircuitRegistry& circuits,
                              const Intake& intake, EventBus& bus)
     : cfg_(cfg),
       log_(std::move(log)),
-      ledger_(ledger),
-      queue_(queue),
+      where_(std::move(where)),
       journal_(journal),
       inbox_(inbox),
       jobs_(jobs),
@@ -50,10 +49,10 @@ ClusterMirror::ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> 
 void ClusterMirror::leave() {
   std::vector<uint64_t> left;
   for (const auto& [ref, token] : jobs_.leases()) left.push_back(token);
-  journal_.post([this, left] {
+  on_queue([this, left](Ledger&, SharedQueue& queue) {
     try {
-      if (!left.empty()) queue_.release(left);
-      queue_.deregister();
+      if (!left.empty()) queue.release(left);
+      queue.deregister();
     } catch (const std::exception& e) {
       inbox_.post([this, what = std::string(e.what())] { log_->warn("queue: at exit: {}", what); });
     }
@@ -61,10 +60,14 @@ void ClusterMirror::leave() {
   listener_.reset();
 }
 
+void ClusterMirror::on_queue(std::function<void(Ledger&, SharedQueue&)> task) {
+  journal_.post([task = std::move(task)](Ledger& ledger) { task(ledger, *ledger.queue()); });
+}
+
 void ClusterMirror::release_quietly(uint64_t token) {
-  journal_.post([this, token] {
+  on_queue([this, token](Ledger&, SharedQueue& queue) {
     try {
-      queue_.release({token});
+      queue.release({token});
     } catch (const std::exception&) {
     }
   });
@@ -76,7 +79,7 @@ ClaimDirs ClusterMirror::claim_dirs() const {
 
 void ClusterMirror::reached(bool ok, const std::string& why) {
   if (ok) {
-    if (!reach_.reachable) log_->info("queue: reachable again ({})", ledger_.where());
+    if (!reach_.reachable) log_->info("queue: reachable again ({})", where_);
     reach_.reachable = true;
     reach_.fault.clear();
     return;
@@ -101,12 +104,12 @@ void ClusterMirror::tick() {
     // Circuits: added or removed on any host (NOTIFY 'circuit'), else every few seconds.
     const bool circuits = notified_.circuits.exchange(false) || now >= feed_.next_circuits_ms;
     if (circuits) feed_.next_circuits_ms = now + kCircuitsMs;
-    journal_.post([this, since = feed_.cursor, wall = wall_ms(), circuits] {
+    on_queue([this, since = feed_.cursor, wall = wall_ms(), circuits](Ledger& ledger, SharedQueue& queue) {
       try {
-        queue_.sweep(wall);  // progress of every job, once a second over all hosts
-        Changes c = queue_.changes_since(since);
+        queue.sweep(wall);  // progress of every job, once a second over all hosts
+        Changes c = queue.changes_since(since);
         std::optional<std::vector<CircuitRecord>> cs;
-        if (circuits) cs = ledger_.circuits();
+        if (circuits) cs = ledger.circuits();
         inbox_.post([this, c = std::move(c), cs = std::move(cs)]() mutable {
           sync_.in_flight = false;
           reached(true, "");
@@ -129,9 +132,9 @@ void ClusterMirror::tick() {
     std::vector<uint64_t> tokens;
     for (const auto& [ref, token] : jobs_.leases()) tokens.push_back(token);
     const std::string state = lifecycle_.run_state();
-    journal_.post([this, tokens, state, sent = now] {
+    on_queue([this, tokens, state, sent = now](Ledger&, SharedQueue& queue) {
       try {
-        std::vector<uint64_t> held = queue_.renew(tokens, state);
+        std::vector<uint64_t> held = queue.renew(tokens, state);
         inbox_.post([this, tokens, held = std::move(held), sent] {
           renew_.in_flight = false;
           reached(true, "");
@@ -160,9 +163,9 @@ void ClusterMirror::tick() {
   if (reach_.reachable && !expire_.in_flight && now >= expire_.next_ms) {
     expire_.in_flight = true;
     expire_.next_ms = now + std::max<int64_t>(lease_ms / 2, 1000);
-    journal_.post([this] {
+    on_queue([this](Ledger&, SharedQueue& queue) {
       try {
-        const size_t n = queue_.expire_leases();
+        const size_t n = queue.expire_leases();
         inbox_.post([this, n] {
           expire_.in_flight = false;
           if (n) log_->warn("queue: {} expired leases went back to the queue (or failed: max_attempts)", n);
@@ -187,9 +190,9 @@ void ClusterMirror::tick() {
   if (may_claim && !claim_.in_flight && held < target && (woken || now >= claim_.next_ms)) {
     claim_.in_flight = true;
     const unsigned n = unsigned(target - held);
-    journal_.post([this, n] {
+    on_queue([this, n](Ledger&, SharedQueue& queue) {
       try {
-        auto claims = queue_.claim(n);
+        auto claims = queue.claim(n);
         inbox_.post([this, claims = std::move(claims)]() mutable {
           claim_.in_flight = false;
           reached(true, "");
@@ -211,9 +214,9 @@ void ClusterMirror::tick() {
   if (!view_step_.in_flight && now >= view_step_.next_ms) {
     view_step_.in_flight = true;
     view_step_.next_ms = now + kViewMs;
-    journal_.post([this] {
+    on_queue([this](Ledger&, SharedQueue& queue) {
       try {
-        ClusterView v = queue_.cluster();
+        ClusterView v = queue.cluster();
         inbox_.post([this, v = std::move(v)]() mutable {
           view_step_.in_flight = false;
           view_.rows = std::move(v);
@@ -246,9 +249,9 @@ void ClusterMirror::apply_changes(Changes changes) {
       // and hand back its partitions forever).
       if (!j.terminal()) {
         log_->error("queue: job {} names its key or generator by something that is not a hash; failing it", j.id);
-        journal_.post([this, id = j.id] {
+        on_queue([this, id = j.id](Ledger& ledger, SharedQueue&) {
           try {
-            ledger_.finish_job(id, JobState::kFailed, "the job's row names its key or generator by something that is "
+            ledger.finish_job(id, JobState::kFailed, "the job's row names its key or generator by something that is "
                                                    "not a SHA-256 (written by hand?)", 0);
           } catch (const std::exception& e) {
             inbox_.post([this, what = std::string(e.what())] { reached(false, what); });
@@ -282,7 +285,7 @@ void ClusterMirror::apply_changes(Changes changes) {
   }
   if (!feed_.synced) {
     feed_.synced = true;
-    log_->info("queue: {} jobs mirrored from {}", jobs_.all().size(), ledger_.where());
+    log_->info("queue: {} jobs mirrored from {}", jobs_.all().size(), where_);
   }
 }
 
@@ -322,10 +325,10 @@ void ClusterMirror::on_prepared(PreparedClaim p) {
     log_->error("job {} partition {}: cannot make it ready on this host: {}", ref.job, ref.index, p.error);
     remove_claim_files(claim_dirs(), l.token);
     if (p.host_fault) claim_.paused_until_ms = steady_ms() + kHostFaultPauseMs;
-    journal_.post([this, l, error = p.error, host = p.host_fault] {
+    on_queue([this, l, error = p.error, host = p.host_fault](Ledger&, SharedQueue& queue) {
       try {
-        if (host) queue_.release({l.token});  // this host's fault: not counted against the partition
-        else queue_.give_back(l.token, error);
+        if (host) queue.release({l.token});  // this host's fault: not counted against the partition
+        else queue.give_back(l.token, error);
       } catch (const std::exception&) {
       }
     });
@@ -373,9 +376,9 @@ void ClusterMirror::release_queued_claims(const std::string& why) {
   counts_.released += tokens.size();
   for (uint64_t t : tokens) remove_claim_files(claim_dirs(), t);
   log_->info("queue: handing back {} claimed partitions not yet started ({})", tokens.size(), why);
-  journal_.post([this, tokens] {
+  on_queue([this, tokens](Ledger&, SharedQueue& queue) {
     try {
-      queue_.release(tokens);
+      queue.release(tokens);
     } catch (const std::exception& e) {
       // Unreachable: they expire after lease_seconds and go back then.
       inbox_.post([this, what = std::string(e.what())] { reached(false, what); });
@@ -384,7 +387,7 @@ void ClusterMirror::release_queued_claims(const std::string& why) {
 }
 
 void ClusterMirror::store_proof(const PartRef& ref, ProofRecord rec) {
-  journal_.post([this, ref, rec] {
+  on_queue([this, ref, rec](Ledger& ledger, SharedQueue&) {
     CompleteResult r;
     std::string error;
     // A store that cannot reach the queue is tried again (with backoff)
@@ -392,7 +395,7 @@ void ClusterMirror::store_proof(const PartRef& ref, ProofRecord rec) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(cfg_.lease_seconds);
     for (;;) {
       try {
-        r = ledger_.complete(ref.job, ref.index, rec);
+        r = ledger.complete(ref.job, ref.index, rec);
         error.clear();
         break;
       } catch (const JournalError& e) {
@@ -438,7 +441,7 @@ nlohmann::json ClusterMirror::status() const {
                      {"version", h.version},
                      {"devices", h.devices},
                      {"pid", h.pid}});
-  json c = {{"queue", ledger_.where()},
+  json c = {{"queue", where_},
             {"host_id", cfg_.host_id},
             {"reachable", reach_.reachable},
             {"lease_seconds", cfg_.lease_seconds},

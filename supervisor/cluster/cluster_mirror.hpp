@@ -55,7 +55,9 @@ class ClusterMirror {
  public:
   /// The host is registered already (Supervisor's start); this starts the
   /// claim preparation threads and LISTENs on a connection of its own.
-  ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, SharedQueue& queue, JournalLane& journal,
+  /// `where`: the queue as logs and status name it (Ledger::where). The queue
+  /// is reached only on `journal`'s thread, through its tasks (on_queue).
+  ClusterMirror(const Config& cfg, std::shared_ptr<spdlog::logger> log, std::string where, JournalLane& journal,
                 LoopInbox& inbox, JobTable& jobs, const WorkerTable& workers, const Lifecycle& lifecycle,
                 Pipeline& pipeline, CircuitRegistry& circuits, const Intake& intake, EventBus& bus);
 
@@ -97,11 +99,12 @@ class ClusterMirror {
   /// Gives a lease back without counting it against its partition; a failure is ignored (it expires).
   void release_quietly(uint64_t token);
   ClaimDirs claim_dirs() const;
+  /// Runs `task` on the journal lane's thread with the record and its shared queue.
+  void on_queue(std::function<void(Ledger&, SharedQueue&)> task);
 
   const Config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
-  Ledger& ledger_;       ///< the record (jobs, proofs, circuits)
-  SharedQueue& queue_;   ///< the same store's claims, leases and hosts
+  const std::string where_;  ///< the queue, as logs and status name it
   JournalLane& journal_;
   LoopInbox& inbox_;
   JobTable& jobs_;

@@ -11,7 +11,7 @@ namespace zkfarm::supervisor {
 using nlohmann::json;
 
 Admission::Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Intake& intake, CircuitRegistry& circuits,
-                     const Lifecycle& lifecycle, JournalLane& journal, Ledger& ledger, LoopInbox& inbox, JobTable& jobs,
+                     const Lifecycle& lifecycle, JournalLane& journal, LoopInbox& inbox, JobTable& jobs,
                      const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, EventBus& bus, Hooks hooks)
     : cfg_(cfg),
       log_(std::move(log)),
@@ -19,7 +19,6 @@ Admission::Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Int
       circuits_(circuits),
       lifecycle_(lifecycle),
       journal_(journal),
-      ledger_(ledger),
       inbox_(inbox),
       jobs_(jobs),
       slots_(slots),
@@ -93,14 +92,14 @@ void Admission::accept_checked(const std::string& identity, SubmitCheck c) {
   intake_.journaling(c.token);
   const std::string checked = fmt::format("key {:.0f} ms, witnesses {:.1f} MB in {:.0f} ms", c.key_ms,
                                           double(c.witness_bytes) / 1e6, c.witness_ms);
-  journal_.post([this, identity, pending, vk = c.vk, token = c.token, checked] {
+  journal_.post([this, identity, pending, vk = c.vk, token = c.token, checked](Ledger& ledger) {
     std::string error, mark;
     bool storage = false;
     try {
-      pending->id = ledger_.add_job(*pending);
-      if (const std::string notice = ledger_.take_acknowledgement_notice(); !notice.empty())
+      pending->id = ledger.add_job(*pending);
+      if (const std::string notice = ledger.take_acknowledgement_notice(); !notice.empty())
         log_->warn("job {}: {}", pending->id, notice);
-      mark = ledger_.acknowledgement_fault();
+      mark = ledger.acknowledgement_fault();
     } catch (const JournalError& e) {
       error = e.what();
       storage = e.storage_fault();
@@ -137,7 +136,7 @@ void Admission::finish_accept(const std::string& identity, const std::shared_ptr
   const bool client = job.client_delivery;
   const bool no_out = job.out.empty();
   uint64_t id = job.id;
-  if (ledger_.shared()) {
+  if (intake_.shared()) {
     // Mirrored like every job of the queue; its partitions are claimed from
     // the queue by whichever host has room (this one included).
     job.shared = true;
@@ -151,11 +150,11 @@ void Admission::finish_accept(const std::string& identity, const std::shared_ptr
   ++metrics_.jobs_accepted;
   log_->info("job {}: accepted from uid {}, {} partitions, priority {} ({}){}", id, owner, k, prio, checked,
              !client   ? ""
-             : ledger_.shared() ? "; into the shared queue, results written by clients"
+             : intake_.shared() ? "; into the shared queue, results written by clients"
              : no_out  ? "; no output folder: the client reads the results"
                        : "; results written by the client (zkfarmd cannot act as that user)");
   json reply = {{"ok", true}, {"job", id}, {"delivery", client ? "client" : "zkfarmd"}};
-  if (client) reply["delivery_reason"] = ledger_.shared() ? "queue" : no_out ? "none" : "user";
+  if (client) reply["delivery_reason"] = intake_.shared() ? "queue" : no_out ? "none" : "user";
   bus_.emit(ControlReply{identity, reply});
 }
 

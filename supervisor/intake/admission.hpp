@@ -46,9 +46,9 @@ class Admission {
   };
 
   /// `slots`: read for the arena's capacity (a key whose partition cannot
-  /// fit is refused); `ledger`: used on the journal lane's thread.
+  /// fit is refused). The job is journaled on `journal`'s thread.
   Admission(const Config& cfg, std::shared_ptr<spdlog::logger> log, Intake& intake, CircuitRegistry& circuits,
-            const Lifecycle& lifecycle, JournalLane& journal, Ledger& ledger, LoopInbox& inbox, JobTable& jobs,
+            const Lifecycle& lifecycle, JournalLane& journal, LoopInbox& inbox, JobTable& jobs,
             const shm::SlotAllocator& slots, Pipeline& pipeline, Metrics& metrics, EventBus& bus, Hooks hooks);
 
   /// `zkfarmctl submit` from `peer`: refused at once (a reply) when intake is
@@ -73,7 +73,6 @@ class Admission {
   CircuitRegistry& circuits_;
   const Lifecycle& lifecycle_;
   JournalLane& journal_;
-  Ledger& ledger_;
   LoopInbox& inbox_;
   JobTable& jobs_;
   const shm::SlotAllocator& slots_;

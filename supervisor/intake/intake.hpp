@@ -60,6 +60,8 @@ class Intake {
   std::set<std::string> live_tokens() const;
   /// The keys checked before, shared with a shared queue's claim preparation.
   std::shared_ptr<CheckedKeys> checked_keys() const { return checked_keys_; }
+  /// Jobs go into a shared queue (the constructor's `shared`).
+  bool shared() const { return shared_; }
 
  private:
   struct Pending {

@@ -18,16 +18,16 @@ JournalLane::JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log,
                          Metrics& metrics, EventBus& bus)
     : cfg_(cfg), log_(std::move(log)), ledger_(ledger), inbox_(inbox), metrics_(metrics), bus_(bus) {}
 
-void JournalLane::write(std::function<void()> write) {
+void JournalLane::write(std::function<void(Ledger&)> write) {
   std::lock_guard lock(batch_mutex_);
   open_batch_.reset();  // proofs after this write go after it
   thread_.post([this, write = std::move(write)] { run_write(write); });
 }
 
-void JournalLane::post(std::function<void()> task) {
+void JournalLane::post(std::function<void(Ledger&)> task) {
   std::lock_guard lock(batch_mutex_);
   open_batch_.reset();  // a read after a proof sees it
-  thread_.post(std::move(task));
+  thread_.post([this, task = std::move(task)] { task(ledger_); });
 }
 
 void JournalLane::add_proof(uint64_t job, uint32_t index, ProofRecord rec) {
@@ -41,14 +41,14 @@ void JournalLane::add_proof(uint64_t job, uint32_t index, ProofRecord rec) {
   open_batch_ = batch;
   // Run (and retried) on the journal thread; the batch is closed when it first runs.
   thread_.post([this, batch] {
-    run_write([this, batch] {
+    run_write([this, batch](Ledger& ledger) {
       std::vector<ProofToStore> proofs;
       {
         std::lock_guard lock(batch_mutex_);
         batch->taken = true;
         proofs = batch->proofs;
       }
-      const std::vector<ProofStored> stored = ledger_.add_proofs(proofs);
+      const std::vector<ProofStored> stored = ledger.add_proofs(proofs);
       for (size_t i = 0; i < stored.size(); ++i) {
         if (stored[i] != ProofStored::kDuplicate) continue;
         inbox_.post([this, job = proofs[i].job, index = proofs[i].index] {
@@ -60,23 +60,25 @@ void JournalLane::add_proof(uint64_t job, uint32_t index, ProofRecord rec) {
 }
 
 void JournalLane::set_started(uint64_t job, int64_t started_ms) {
-  write([this, job, started_ms] { ledger_.set_started(job, started_ms); });
+  write([job, started_ms](Ledger& ledger) { ledger.set_started(job, started_ms); });
 }
 
 void JournalLane::finish_job(uint64_t job, JobState state, std::string error, int64_t finished_ms) {
-  write([this, job, state, error = std::move(error), finished_ms] { ledger_.finish_job(job, state, error, finished_ms); });
+  write([job, state, error = std::move(error), finished_ms](Ledger& ledger) {
+    ledger.finish_job(job, state, error, finished_ms);
+  });
 }
 
 void JournalLane::remove_circuit(std::string name) {
-  write([this, name = std::move(name)] { ledger_.remove_circuit(name); });
+  write([name = std::move(name)](Ledger& ledger) { ledger.remove_circuit(name); });
 }
 
 // On the journal thread.
-void JournalLane::run_write(const std::function<void()>& write) {
+void JournalLane::run_write(const std::function<void(Ledger&)>& write) {
   bool faulted = false;
   for (;;) {
     try {
-      write();
+      write(ledger_);
       if (faulted) inbox_.post([this] { on_recovered(); });
       return;
     } catch (const JournalError& e) {

@@ -47,16 +47,16 @@ class JournalLane {
  public:
 
   /// Starts the journal thread. `ledger` and `inbox` outlive the lane; tasks
-  /// that come back to the loop are posted to `inbox`.
+  /// that come back to the loop are posted to `inbox`. Once the loop runs the
+  /// lane is the only holder of the ledger: the parts hold the lane, and
+  /// reach the ledger as the argument of a task on its thread.
   JournalLane(const Config& cfg, std::shared_ptr<spdlog::logger> log, Ledger& ledger, LoopInbox& inbox,
               Metrics& metrics, EventBus& bus);
 
-  /// Runs `task` on the journal thread, in order with every write (reads,
-  /// a shared queue's calls). It must not throw.
-  void post(std::function<void()> task);
-  /// Runs the ledger write `write` on the journal thread, in order; retried
-  /// as described above while it fails for storage.
-  void write(std::function<void()> write);
+  /// Runs `task` on the journal thread with the ledger, in order with every
+  /// write (reads, a shared queue's calls: each returns its own answer to
+  /// the loop through the inbox). It must not throw.
+  void post(std::function<void(Ledger&)> task);
 
   /// Journals the verified proof of partition `index` of `job` (Ledger::
   /// add_proof) as a write in order. Proofs that arrive while the journal
@@ -97,7 +97,11 @@ class JournalLane {
   bool giving_up() const { return giving_up_.load(); }
 
  private:
-  void run_write(const std::function<void()>& write);  ///< on the journal thread
+  /// Runs the ledger write `write` on the journal thread, in order; retried
+  /// as described above while it fails for storage. The typed commands above
+  /// are its only callers.
+  void write(std::function<void(Ledger&)> write);
+  void run_write(const std::function<void(Ledger&)>& write);  ///< on the journal thread
   void on_fault(const std::string& why);
   void on_recovered();
   /// Proofs journaled together (add_proof): filled on the loop until the

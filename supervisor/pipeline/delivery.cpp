@@ -91,22 +91,22 @@ int delivery_delay_ms() {
 
 }  // namespace
 
-Delivery::Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, Ledger& ledger,
-                   JournalLane& journal, LoopInbox& inbox, EventBus& bus)
-    : cfg_(cfg), log_(std::move(log)), jobs_(jobs), ledger_(ledger), journal_(journal), inbox_(inbox), bus_(bus) {
+Delivery::Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, JournalLane& journal,
+                   LoopInbox& inbox, EventBus& bus)
+    : cfg_(cfg), log_(std::move(log)), jobs_(jobs), journal_(journal), inbox_(inbox), bus_(bus) {
   bus_.on<PartitionProved>([this](const PartitionProved& e) { publish(e.job, e.index); });
 }
 
 void Delivery::finish() { thread_.finish(); }
 
-size_t Delivery::deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing,
+size_t Delivery::deliver(Ledger& ledger, const Job& job, const std::string& out, const Peer& as, bool only_missing,
                          std::string* error) {
   size_t written = 0;
   for (const auto& p : job.parts) {
     if (p.state != PartState::kDone) continue;
     std::string proof = p.proof, public_json = p.public_json, e;
     if (proof.empty()) {  // proved by an earlier instance: the journal has it
-      if (auto jp = ledger_.proof(job.id, p.index)) {
+      if (auto jp = ledger.proof(job.id, p.index)) {
         proof = jp->proof;
         public_json = jp->public_json;
       } else {
@@ -184,13 +184,13 @@ void Delivery::start_result(const std::string& identity, const protocol::Result&
     // A shared queue's proofs are read from the queue (this host may hold none of them).
     parts->push_back({job->parts[k].index, job->shared ? std::string() : job->parts[k].proof,
                       job->parts[k].public_json});
-  journal_.post([this, identity, id, parts, total = job->parts.size()] {
+  journal_.post([this, identity, id, parts, total = job->parts.size()](Ledger& ledger) {
     std::string error;
     bool transient = false;  // the journal or queue cannot be reached now: the client asks again
     for (auto& w : *parts) {
       if (!w.proof.empty()) continue;
       try {
-        if (auto jp = ledger_.proof(id, w.index)) {
+        if (auto jp = ledger.proof(id, w.index)) {
           w.proof = jp->proof;
           w.public_json = jp->public_json;
         }

@@ -35,17 +35,18 @@ namespace zkfarm::supervisor {
 /// write).
 class Delivery {
  public:
-  /// `jobs`: the loop's table; `ledger`: read for proofs of earlier
-  /// instances (on the loop's thread only before the loop runs, then on
-  /// `journal`'s thread).
-  Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, Ledger& ledger,
-           JournalLane& journal, LoopInbox& inbox, EventBus& bus);
+  /// `jobs`: the loop's table; proofs of earlier instances are read from the
+  /// ledger on `journal`'s thread (its tasks), or, before the loop runs, from
+  /// the ledger given to deliver().
+  Delivery(const Config& cfg, std::shared_ptr<spdlog::logger> log, JobTable& jobs, JournalLane& journal,
+           LoopInbox& inbox, EventBus& bus);
 
   /// At start, before the loop runs: the proved partitions of `job` (proofs
-  /// from memory or the ledger) into `out`, as `as`; with `only_missing`, a
+  /// from memory or `ledger`) into `out`, as `as`; with `only_missing`, a
   /// pair of files already there is left alone. Returns how many were
   /// written; the first fault goes to `error` (when given) and each is logged.
-  size_t deliver(const Job& job, const std::string& out, const Peer& as, bool only_missing, std::string* error);
+  size_t deliver(Ledger& ledger, const Job& job, const std::string& out, const Peer& as, bool only_missing,
+                 std::string* error);
   /// Partition `index` of `job`, just proved and journaled, to the job's
   /// output (on the delivery thread; a job the client delivers is marked at
   /// once); the job ends once every partition is delivered, `failed` with
@@ -66,7 +67,6 @@ class Delivery {
   const Config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
   JobTable& jobs_;
-  Ledger& ledger_;
   JournalLane& journal_;
   LoopInbox& inbox_;
   EventBus& bus_;

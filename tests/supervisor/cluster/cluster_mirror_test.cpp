@@ -93,7 +93,7 @@ struct ClusterMirrorFixture : ::testing::Test, fakes::WorkerGround {
                                                           .circuit_of = nullptr});
     bus.on<JobEnded>([this](const JobEnded& e) { ended.push_back(e.job.id); });
     all_ready();
-    mirror = std::make_unique<ClusterMirror>(cfg, log, *here, *here, *journal, inbox, jobs, workers, lifecycle, *pipeline,
+    mirror = std::make_unique<ClusterMirror>(cfg, log, here->where(), *journal, inbox, jobs, workers, lifecycle, *pipeline,
                                              circuits, intake, bus);
   }
   void SetUp() override {

@@ -57,7 +57,7 @@ struct AdmissionFixture : ::testing::Test, fakes::WorkerGround {
 
   void make_admission(bool small_arena = false) {
     admission = std::make_unique<Admission>(
-        cfg, log, intake, circuits, lifecycle, journal, ledger, inbox, jobs, small_arena ? small_slots : slots,
+        cfg, log, intake, circuits, lifecycle, journal, inbox, jobs, small_arena ? small_slots : slots,
         pipeline, metrics, bus,
         Admission::Hooks{.remove_inputs = [this](const Job& j) { removed.push_back(j.zkey_source); },
                          .queue_fault = [this] { return queue_fault; },

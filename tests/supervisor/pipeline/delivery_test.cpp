@@ -25,7 +25,7 @@ struct DeliveryFixture : ::testing::Test, fakes::PartGround {
   fakes::FakeLedger ledger;
   LoopInbox inbox;
   JournalLane journal{cfg, log, ledger, inbox, metrics, bus};
-  Delivery delivery{cfg, log, jobs, ledger, journal, inbox, bus};
+  Delivery delivery{cfg, log, jobs, journal, inbox, bus};
   std::vector<uint64_t> ended;
 
   DeliveryFixture() : PartGround("zkfarm-delivery", [](Config&) {}) { bus.on<JobEnded>([this](const JobEnded& e) { ended.push_back(e.job.id); }); }
