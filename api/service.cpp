@@ -428,8 +428,10 @@ Response Service::whoami(Call& c) {
                             {"stored_bytes", store_.stored_bytes(c.who.tenant)}}}});
 }
 
-// The operator role's farm routes. The status leaves out the job list and
-// paths: they are every tenant's, and the state dir's.
+// The operator role's farm routes. The status leaves out the job list (every
+// tenant's) and what names the host's files and processes: paths (state dir,
+// journal, config, log, the HTTP address), pids, the arena's name and the
+// workers' binaries (docs/api.md).
 Response Service::farm_request(Call& c, protocol::Verb verb) {
   const char* type = protocol::verb_info(verb).type;
   json reply;
@@ -440,11 +442,18 @@ Response Service::farm_request(Call& c, protocol::Verb verb) {
   }
   if (opts_.log && verb != protocol::Verb::kStatus)
     opts_.log(std::string("farm ") + type + " by tenant " + c.who.tenant + " (token " + c.who.token_id + ")");
-  if (verb != protocol::Verb::kStatus) return json_reply(200, {{"ok", true}});
+  if (verb != protocol::Verb::kStatus) {
+    json out = {{"ok", true}};
+    if (reply.contains("in_flight")) out["in_flight"] = reply["in_flight"];  // a drain's: what it waits for
+    return json_reply(200, out);
+  }
   json st = reply.value("status", json::object());
-  for (const char* k : {"jobs", "state_dir", "arena"}) st.erase(k);
+  for (const char* k : {"jobs", "state_dir", "journal", "config_file", "log_file", "http_address", "pid"}) st.erase(k);
+  if (st.contains("arena") && st["arena"].is_object()) st["arena"].erase("name");
   if (st.contains("workers") && st["workers"].is_array())
-    for (auto& w : st["workers"]) w.erase("binary");
+    for (auto& w : st["workers"])
+      if (w.is_object())
+        for (const char* k : {"binary", "pid", "release_wait"}) w.erase(k);
   return json_reply(200, st);
 }
 

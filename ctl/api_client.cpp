@@ -108,6 +108,11 @@ struct ApiClient::Impl {
     set_timeout(timeout_ms);
     return check(http.Post(path.c_str(), body.dump(), "application/json"), "POST " + path);
   }
+  /// A POST of no body (the farm's routes refuse one).
+  Message post(const std::string& path, int timeout_ms) {
+    set_timeout(timeout_ms);
+    return check(http.Post(path), "POST " + path);
+  }
   Message del(const std::string& path, int timeout_ms) {
     set_timeout(timeout_ms);
     return check(http.Delete(path.c_str()), "DELETE " + path);
@@ -263,6 +268,9 @@ Message ApiClient::call(const Message& req) {
     return {{"ok", true}};
   }
   if (type == "status") return {{"ok", true}, {"status", a.get("/v1/farm/status", t)}};
+  // An operator token's (the API answers 403 to any other).
+  if (type == "drain") return a.post("/v1/farm/drain", t);
+  if (type == "resume") return a.post("/v1/farm/resume", t);
   if (type == "submit") {
     // zkfarm-api names what it was sent, not the caller's files ("input
     // 0.json", "upload ID"): its refusal is given back with the caller's paths.

@@ -23,7 +23,8 @@ class ApiClient : public Caller {
   ~ApiClient() override;
 
   /// Maps `request` (submit, job, jobs, result, cancel, circuit_add,
-  /// circuit_list, circuit_remove, status) onto the API. Throws NoSupervisor
+  /// circuit_list, circuit_remove, status, and an operator's drain and
+  /// resume) onto the API. Throws NoSupervisor
   /// when the API cannot be reached, Refused with the API's message for an
   /// error answer, CtlError (exit 2) for a request the API does not offer.
   protocol::Message call(const protocol::Message& request) override;

@@ -292,6 +292,9 @@ int main(int argc, char** argv) {
       if (*circuit_add) return run_circuit_add(remote, circuit_add_opt);
       if (*circuit_list) return run_circuit_list(remote, circuit_list_json);
       if (*circuit_remove) return run_circuit_remove(remote, circuit_remove_name);
+      // An operator token's farm routes (docs/api.md).
+      if (*drain) return run_drain(remote, "the farm behind " + api_url, drain_wait, drain_timeout);
+      if (*resume) return run_resume(remote, "the farm behind " + api_url);
       std::cerr << "zkfarmctl: this verb is not offered by the API: run it on the farm's host (--state-dir)\n";
       return kExitUsage;
     }
@@ -308,8 +311,8 @@ int main(int argc, char** argv) {
     if (*cancel) return run_cancel(client, cancel_job);
     if (*result) return run_result(client, result_job, result_out);
     if (*stop) return run_stop(client, stop_timeout, stop_now, stop_wait, stop_limit);
-    if (*drain) return run_drain(client, drain_wait, drain_timeout);
-    if (*resume) return run_resume(client);
+    if (*drain) return run_drain(client, "zkfarmd at " + client.state_dir(), drain_wait, drain_timeout);
+    if (*resume) return run_resume(client, "zkfarmd at " + client.state_dir());
     if (*kill) return run_kill(client, kill_worker);
     if (*restart) return run_restart(client, restart_target, rolling_wait, rolling_limit);
     if (*upgrade) return run_upgrade(client, upgrade_synth, upgrade_gpu, rolling_wait, rolling_limit);

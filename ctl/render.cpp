@@ -231,8 +231,13 @@ std::string farm_state(const json& status) {
 }  // namespace
 
 std::string format_status(const json& status, size_t max_live, size_t max_finished) {
-  std::string out = "zkfarmd " + cell(status, "version") + "  pid " + cell(status, "pid") + "  up " +
-                    format_duration(field(status, "uptime_s")) + "  state dir " + cell(status, "state_dir") + "\n";
+  // Through zkfarm-api the host's pid and paths are withheld (docs/api.md):
+  // their fields are absent, and so are their words here.
+  std::string out = "zkfarmd " + cell(status, "version");
+  if (!field(status, "pid").is_null()) out += "  pid " + cell(status, "pid");
+  out += "  up " + format_duration(field(status, "uptime_s"));
+  if (!field(status, "state_dir").is_null()) out += "  state dir " + cell(status, "state_dir");
+  out += "\n";
   auto line = [&](const char* label, const std::string& text) { out += std::string(label) + text + "\n"; };
   // Where things are. A shared queue has no journal here (Queue: below);
   // a zkfarmd older than these fields shows none of these lines.
@@ -256,15 +261,16 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
     line("Queue:       ", "synth " + cell(queue, "synth") + ", prove " + cell(queue, "prove"));
   }
   const json& arena = field(status, "arena");
-  // kind: "memfd" (anonymous, freed with the farm's last process); absent from older supervisors.
-  std::string arena_line = cell(arena, "kind") + " " + cell(arena, "name") + ": " + format_mib(field(arena, "used")) +
-                           " used of " + format_mib(field(arena, "bytes"));
+  // kind: "memfd" (anonymous, freed with the farm's last process); absent from
+  // older supervisors. The name is withheld through zkfarm-api.
+  std::string arena_line = cell(arena, "kind") + (field(arena, "name").is_null() ? "" : " " + cell(arena, "name")) +
+                           ": " + format_mib(field(arena, "used")) + " used of " + format_mib(field(arena, "bytes"));
   if (field(arena, "used").is_number() && field(arena, "bytes").is_number() && field(arena, "bytes").get<double>() > 0) {
     char pct[32];
     std::snprintf(pct, sizeof pct, " (%.1f %%)", 100.0 * field(arena, "used").get<double>() / field(arena, "bytes").get<double>());
     arena_line += pct;
   }
-  line("Arena:       ", arena_line + ", " + cell(arena, "slots") + " slots");
+  if (arena.is_object()) line("Arena:       ", arena_line + ", " + cell(arena, "slots") + " slots");
   line("Rolling:     ", format_rolling(field(status, "rolling")));
   // A shared queue (docs/cluster.md): its state, the hosts on it.
   const json& cluster = field(status, "cluster");

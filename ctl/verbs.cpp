@@ -235,9 +235,9 @@ int run_cancel(Caller& client, uint64_t job) {
   return kExitOk;
 }
 
-int run_resume(Client& client) {
+int run_resume(Caller& client, const std::string& farm) {
   client.call(protocol::make(protocol::Verb::kResume));
-  std::cout << "zkfarmd at " << client.state_dir() << " takes partitions again\n";
+  std::cout << farm << " takes partitions again\n";
   return kExitOk;
 }
 

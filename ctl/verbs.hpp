@@ -96,9 +96,11 @@ int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, 
 
 /// `drain [--wait] [--timeout S]`: no new partitions start; with --wait, polls
 /// status until no partition is in flight (exit 0) or S seconds pass (exit 4).
-int run_drain(Client& client, bool wait, double timeout_s);
-/// `resume`: partitions start again.
-int run_resume(Client& client);
+/// `farm`: how messages name it ("zkfarmd at DIR", or the API's URL with
+/// --api, where an operator token may drain).
+int run_drain(Caller& client, const std::string& farm, bool wait, double timeout_s);
+/// `resume`: partitions start again (`farm` as for run_drain).
+int run_resume(Caller& client, const std::string& farm);
 /// `kill WORKER`: SIGKILL to that worker (zkfarmd requeues what it held and
 /// restarts it as after a crash). Without a worker: the old spelling of
 /// `stop --now` (a note on stderr says so).

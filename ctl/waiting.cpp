@@ -310,10 +310,10 @@ int run_stop(Client& client, std::optional<uint64_t> drain_timeout_s, bool now, 
   return kExitOk;
 }
 
-int run_drain(Client& client, bool wait, double timeout_s) {
+int run_drain(Caller& client, const std::string& farm, bool wait, double timeout_s) {
   Message reply = client.call(protocol::make(protocol::Verb::kDrain));
   if (!quiet())
-    std::cerr << "zkfarmd at " << client.state_dir() << " is draining: "
+    std::cerr << farm << " is draining: "
               << plural(reply.value("in_flight", uint64_t(0)), "partition") << " in flight\n";
   if (!wait) return kExitOk;
   const Deadline deadline(timeout_s);

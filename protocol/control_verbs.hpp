@@ -30,25 +30,28 @@ struct VerbInfo {
   Verb verb;
   const char* type;  ///< the message's "type" on control.sock
   Caller caller;
+  /// The zkfarmctl command that sends it, as its user typed it: what a
+  /// refusal names (the wire type means nothing to that user).
+  const char* command;
 };
 
 inline constexpr std::array<VerbInfo, 16> kVerbs = {{
-    {Verb::kSubmit, "submit", Caller::kAnyone},
-    {Verb::kResult, "result", Caller::kAnyone},
-    {Verb::kCircuitAdd, "circuit_add", Caller::kAnyone},
-    {Verb::kStatus, "status", Caller::kAnyone},
-    {Verb::kJobs, "jobs", Caller::kAnyone},
-    {Verb::kJob, "job", Caller::kAnyone},
-    {Verb::kCancel, "cancel", Caller::kAnyone},
-    {Verb::kCircuitList, "circuit_list", Caller::kAnyone},
-    {Verb::kCircuitRemove, "circuit_remove", Caller::kAnyone},
-    {Verb::kStop, "stop", Caller::kAdmin},
-    {Verb::kDrain, "drain", Caller::kAdmin},
-    {Verb::kResume, "resume", Caller::kAdmin},
-    {Verb::kKill, "kill", Caller::kAdmin},
-    {Verb::kKillWorker, "kill_worker", Caller::kAdmin},
-    {Verb::kRestart, "restart", Caller::kAdmin},
-    {Verb::kUpgrade, "upgrade", Caller::kAdmin},
+    {Verb::kSubmit, "submit", Caller::kAnyone, "zkfarmctl submit"},
+    {Verb::kResult, "result", Caller::kAnyone, "zkfarmctl result"},
+    {Verb::kCircuitAdd, "circuit_add", Caller::kAnyone, "zkfarmctl circuit add"},
+    {Verb::kStatus, "status", Caller::kAnyone, "zkfarmctl status"},
+    {Verb::kJobs, "jobs", Caller::kAnyone, "zkfarmctl jobs"},
+    {Verb::kJob, "job", Caller::kAnyone, "zkfarmctl wait"},
+    {Verb::kCancel, "cancel", Caller::kAnyone, "zkfarmctl cancel"},
+    {Verb::kCircuitList, "circuit_list", Caller::kAnyone, "zkfarmctl circuit list"},
+    {Verb::kCircuitRemove, "circuit_remove", Caller::kAnyone, "zkfarmctl circuit remove"},
+    {Verb::kStop, "stop", Caller::kAdmin, "zkfarmctl stop"},
+    {Verb::kDrain, "drain", Caller::kAdmin, "zkfarmctl drain"},
+    {Verb::kResume, "resume", Caller::kAdmin, "zkfarmctl resume"},
+    {Verb::kKill, "kill", Caller::kAdmin, "zkfarmctl kill"},
+    {Verb::kKillWorker, "kill_worker", Caller::kAdmin, "zkfarmctl kill WORKER"},
+    {Verb::kRestart, "restart", Caller::kAdmin, "zkfarmctl restart"},
+    {Verb::kUpgrade, "upgrade", Caller::kAdmin, "zkfarmctl upgrade"},
 }};
 
 /// The row of `v`.

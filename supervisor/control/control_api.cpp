@@ -24,10 +24,12 @@ using protocol::Verb;
 constexpr uint64_t kMaxHoldMs = 60000;
 constexpr size_t kMaxHeldReplies = 4096;
 
-json denied(const std::string& type) {
+// Names the command its user typed (`zkfarmctl kill WORKER`), and the
+// request's type for a client of control.sock that is not zkfarmctl.
+json denied(const protocol::VerbInfo& verb) {
   return {{"ok", false},
-          {"error", "permission denied: '" + type +
-                        "' is for root, zkfarmd's user and members of admin_group (docs/security.md)"}};
+          {"error", std::string("permission denied: '") + verb.command + "' (request '" + verb.type +
+                        "') is for root, zkfarmd's user and members of admin_group (docs/security.md)"}};
 }
 
 }  // namespace
@@ -65,7 +67,7 @@ void ControlApi::on_frame(const std::string& identity, const std::string& frame,
     if (protocol::verb_info(*verb).caller == protocol::Caller::kAdmin && role != Role::kAdmin) {
       hooks_.warn("control: uid " + std::to_string(peer->uid) + " (pid " + std::to_string(peer->pid) + ") was refused '" +
                   type + "'");
-      return reply(identity, denied(type));
+      return reply(identity, denied(protocol::verb_info(*verb)));
     }
     if (*verb == Verb::kSubmit) {
       const protocol::Submit submit = protocol::decode_submit(req);

@@ -162,7 +162,7 @@ class ApiTest(unittest.TestCase):
         cls.tok_a, cls.tok_a_file = cls.api.token("alice", "submit")
         cls.tok_a_read, _ = cls.api.token("alice", "read")
         cls.tok_b, _ = cls.api.token("bob", "submit")
-        cls.tok_op, _ = cls.api.token("ops", "operator")
+        cls.tok_op, cls.tok_op_file = cls.api.token("ops", "operator")
 
     @classmethod
     def tearDownClass(cls):
@@ -277,6 +277,31 @@ class ApiTest(unittest.TestCase):
         p = subprocess.run([*base, "stop"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
 
+    def test_zkfarmctl_api_drains_and_resumes_with_an_operator_token_and_shows_no_host_paths(self):
+        # Issue 49 (5): the API has both routes, but zkfarmctl --api refused
+        # them; its status rendered the withheld arena as "Arena: - -: - …".
+        op = [os.path.join(BIN, "zkfarmctl"), "--api", self.api.url, "--token-file", self.tok_op_file, "--api-ca", CA]
+        tenant = [os.path.join(BIN, "zkfarmctl"), "--api", self.api.url, "--token-file", self.tok_a_file, "--api-ca", CA]
+        farm_status = lambda: self.api.session(self.tok_op).get(self.api.url + "/v1/farm/status").json()
+        p = subprocess.run([*tenant, "drain"], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertEqual(farm_status()["intake"], "open", "a tenant's token drains nothing")
+        self.addCleanup(lambda: subprocess.run([*op, "resume"], capture_output=True, timeout=60))
+        p = subprocess.run([*op, "drain"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr + self.api.output())
+        self.assertIn(f"the farm behind {self.api.url} is draining", p.stderr)
+        self.assertEqual(farm_status()["intake"], "draining")
+        p = subprocess.run([*op, "status"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn(self.farm.state, p.stdout)
+        self.assertNotIn(" - -", p.stdout)
+        self.assertRegex(p.stdout, r"Arena: +\w+: ")
+        self.assertNotIn(" pid ", p.stdout.splitlines()[0])
+        p = subprocess.run([*op, "resume"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"the farm behind {self.api.url} takes partitions again", p.stdout)
+        self.assertEqual(farm_status()["intake"], "open")
+
     def test_zkfarmctl_api_circuit_shows_the_generator_and_submit_names_the_callers_input(self):
         # Issue 35 (11): `circuit add|list` over the API showed the key's
         # SHA-256 as the generator's, and a refused submit named "input 1.json"
@@ -343,6 +368,15 @@ class ApiTest(unittest.TestCase):
         r = self.api.session(self.tok_op).get(url + "/v1/farm/status")
         self.assertEqual(r.status_code, 200, r.text)
         self.assertNotIn("jobs", r.json())  # other tenants' jobs are not shown
+        # Issue 49 (5): nor the host's paths and pids (docs/api.md).
+        st = r.json()
+        for k in ("state_dir", "journal", "config_file", "log_file", "http_address", "pid"):
+            self.assertNotIn(k, st)
+        self.assertNotIn(self.farm.state, r.text)
+        self.assertNotIn("name", st["arena"])
+        self.assertIn("used", st["arena"])
+        for w in st["workers"]:
+            self.assertFalse({"pid", "binary", "release_wait"} & set(w), w)
         # Revoked: refused at once.
         tok, _ = self.api.token("carol", "submit")
         s = self.api.session(tok)

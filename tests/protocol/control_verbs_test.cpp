@@ -20,6 +20,7 @@ TEST(ControlVerbs, EveryTypeNamesOneVerbAndUnknownOnesNone) {
     EXPECT_TRUE(types.insert(v.type).second) << v.type;
     EXPECT_EQ(verb_of(v.type), v.verb) << v.type;
     EXPECT_EQ(type_of(make(v.verb)), v.type);
+    EXPECT_EQ(std::string(v.command).rfind("zkfarmctl ", 0), 0u) << v.type << ": a refusal names the command";
   }
   for (const std::string none : {std::string(), std::string("STATUS"), std::string("status "),
                                  std::string("kill-worker"), std::string("preload"), std::string("stop\0now", 8)})

@@ -221,7 +221,7 @@ TEST_F(ControlApiFixture, AnAdminVerbFromAnotherUserIsRefusedAndNothingStops) {
   ASSERT_TRUE(body) << "no whole reply from the client";
   const auto reply = protocol::decode(*body);
   EXPECT_EQ(reply["ok"], false);
-  EXPECT_NE(reply["error"].get<std::string>().find("permission denied: 'stop'"), std::string::npos) << reply.dump();
+  EXPECT_NE(reply["error"].get<std::string>().find("permission denied: 'zkfarmctl stop' (request 'stop')"), std::string::npos) << reply.dump();
   EXPECT_FALSE(lifecycle.stopping());
   EXPECT_FALSE(warnings.empty()) << "the refusal is logged with the uid";
 }
