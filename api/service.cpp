@@ -3,6 +3,7 @@
 // job_routes.cpp; uploads and circuits: file_routes.cpp.
 #include "api/call.hpp"
 #include "api/service.hpp"
+#include "api/operator_status.hpp"
 #include "protocol/control_requests.hpp"
 
 #include <sys/stat.h>
@@ -428,10 +429,8 @@ Response Service::whoami(Call& c) {
                             {"stored_bytes", store_.stored_bytes(c.who.tenant)}}}});
 }
 
-// The operator role's farm routes. The status leaves out the job list (every
-// tenant's) and what names the host's files and processes: paths (state dir,
-// journal, config, log, the HTTP address), pids, the arena's name and the
-// workers' binaries (docs/api.md).
+// The operator role's farm routes. The status is rebuilt from the fields that
+// name nothing of the host (operator_status.hpp).
 Response Service::farm_request(Call& c, protocol::Verb verb) {
   const char* type = protocol::verb_info(verb).type;
   json reply;
@@ -447,14 +446,7 @@ Response Service::farm_request(Call& c, protocol::Verb verb) {
     if (reply.contains("in_flight")) out["in_flight"] = reply["in_flight"];  // a drain's: what it waits for
     return json_reply(200, out);
   }
-  json st = reply.value("status", json::object());
-  for (const char* k : {"jobs", "state_dir", "journal", "config_file", "log_file", "http_address", "pid"}) st.erase(k);
-  if (st.contains("arena") && st["arena"].is_object()) st["arena"].erase("name");
-  if (st.contains("workers") && st["workers"].is_array())
-    for (auto& w : st["workers"])
-      if (w.is_object())
-        for (const char* k : {"binary", "pid", "release_wait"}) w.erase(k);
-  return json_reply(200, st);
+  return json_reply(200, operator_status(reply.value("status", json::object())));
 }
 
 uint64_t Service::max_queued(const std::string& tenant) {

@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no progress and no notes on stderr (results and errors stay)");
   // Remote: zkfarm-api over HTTPS (docs/api.md).
   std::string api_url, token_file, api_ca, api_dir;
-  app.add_option("--api", api_url, "zkfarm-api's URL (https://HOST:PORT): submit, wait, result, cancel, jobs remotely")
+  app.add_option("--api", api_url, "zkfarm-api's URL (https://HOST:PORT): submit, wait, result, cancel, jobs, circuit add|list|remove remotely; "
+                 "status, drain, resume with an operator token")
       ->envname("ZKFARM_API");
   app.add_option("--token-file", token_file, "with --api: a file holding the API token (mode 600)")
       ->envname("ZKFARM_TOKEN_FILE");

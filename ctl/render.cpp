@@ -304,14 +304,19 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
   if (!workers.is_array() || workers.empty()) {
     out += "no workers\n";
   } else {
+    // Through zkfarm-api pids and binaries are withheld: no columns of "-".
+    const bool host = workers[0].is_object() && workers[0].contains("pid");
     std::vector<std::vector<std::string>> rows;
     for (const auto& w : workers) {
-      rows.push_back({cell(w, "id"), cell(w, "kind"), pid_cell(w), cell(w, "state"),
-                      format_duration(field(w, "uptime_s")), cell(w, "version"), cell(w, "backend"),
-                      cell(w, "restarts"), cell(w, "binary"), format_worker_activity(w)});
+      std::vector<std::string> row = {cell(w, "id"), cell(w, "kind"), pid_cell(w), cell(w, "state"),
+                                      format_duration(field(w, "uptime_s")), cell(w, "version"), cell(w, "backend"),
+                                      cell(w, "restarts"), cell(w, "binary"), format_worker_activity(w)};
+      if (!host) row.erase(row.begin() + 8), row.erase(row.begin() + 2);
+      rows.push_back(std::move(row));
     }
-    out += format_table({"ID", "KIND", "PID", "STATE", "UP", "VERSION", "BACKEND", "RESTARTS", "BINARY", "DOING"},
-                        rows);
+    std::vector<std::string> headers = {"ID", "KIND", "PID", "STATE", "UP", "VERSION", "BACKEND", "RESTARTS", "BINARY", "DOING"};
+    if (!host) headers.erase(headers.begin() + 8), headers.erase(headers.begin() + 2);
+    out += format_table(headers, rows);
   }
 
   // Jobs: the live ones first (as the supervisor lists them), then the most
@@ -353,8 +358,10 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
 std::string format_worker(const json& w) {
   std::string out = cell(w, "id") + " - " + cell(w, "kind") + " worker, " + cell(w, "state") + "\n";
   auto line = [&](const char* label, const std::string& text) { out += std::string(label) + text + "\n"; };
-  line("      PID: ", pid_cell(w));
-  line("   Binary: ", cell(w, "binary"));
+  if (w.is_object() && w.contains("pid")) {  // withheld through zkfarm-api, with the binary
+    line("      PID: ", pid_cell(w));
+    line("   Binary: ", cell(w, "binary"));
+  }
   std::string build = cell(w, "version") + ", backend " + cell(w, "backend");
   if (field(w, "device").is_string()) build += ", device " + cell(w, "device");
   line("  Version: ", build);

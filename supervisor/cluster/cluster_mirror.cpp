@@ -407,11 +407,18 @@ void ClusterMirror::store_proof(const PartRef& ref, ProofRecord rec) {
     }
     inbox_.post([this, ref, r, error, token = rec.lease_token] {
       remove_claim_files(claim_dirs(), token);
+      // The lease the proof was made under is over; the partition's lease is
+      // dropped only if it is still that one (it may have been claimed again
+      // here since, under a new token, which stays held).
+      auto drop_if_same_lease = [&] {
+        const Partition* p = jobs_.find(ref);
+        if (p && p->lease == token) pipeline_.free_slot(jobs_.lose_lease(ref));
+      };
       if (!error.empty()) {
         ++counts_.fenced;
         log_->error("job {} partition {}: proof not stored ({}); another host proves it once the lease expires",
                     ref.job, ref.index, error);
-        pipeline_.free_slot(jobs_.lose_lease(ref));
+        drop_if_same_lease();
         return;
       }
       reached(true, "");
@@ -424,7 +431,7 @@ void ClusterMirror::store_proof(const PartRef& ref, ProofRecord rec) {
       } else {
         ++counts_.fenced;
         log_->warn("job {} partition {}: proof dropped, {} (lease {})", ref.job, ref.index, r.why, token);
-        pipeline_.free_slot(jobs_.lose_lease(ref));
+        drop_if_same_lease();
       }
     });
   });

@@ -674,7 +674,7 @@ TEST(Ctl, StopWaitReportsHowZkfarmdExited) {
     if (q["t"] == "status") return std::vector<std::string>{ok_reply({{"status", full_status()}})};
     EXPECT_EQ(q["wait"], true);
     if (mode == 0) return std::vector<std::string>{ok_reply({{"exit_code", 0}, {"pid", 4321}})};
-    if (mode == 3) return std::vector<std::string>{error_reply("permission denied: 'stop' is for root, …")};
+    if (mode == 3) return std::vector<std::string>{error_reply("permission denied: 'zkfarmctl stop' (request 'stop') is for root, …")};
     if (mode == 1) {
       Message m = protocol::make("reply");
       m["ok"] = false;
