@@ -304,18 +304,28 @@ std::string format_status(const json& status, size_t max_live, size_t max_finish
   if (!workers.is_array() || workers.empty()) {
     out += "no workers\n";
   } else {
-    // Through zkfarm-api pids and binaries are withheld: no columns of "-".
+    // Through zkfarm-api pids and binaries are withheld: those columns go,
+    // rather than show "-" in every row.
     const bool host = workers[0].is_object() && workers[0].contains("pid");
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& w : workers) {
-      std::vector<std::string> row = {cell(w, "id"), cell(w, "kind"), pid_cell(w), cell(w, "state"),
-                                      format_duration(field(w, "uptime_s")), cell(w, "version"), cell(w, "backend"),
-                                      cell(w, "restarts"), cell(w, "binary"), format_worker_activity(w)};
-      if (!host) row.erase(row.begin() + 8), row.erase(row.begin() + 2);
-      rows.push_back(std::move(row));
-    }
-    std::vector<std::string> headers = {"ID", "KIND", "PID", "STATE", "UP", "VERSION", "BACKEND", "RESTARTS", "BINARY", "DOING"};
-    if (!host) headers.erase(headers.begin() + 8), headers.erase(headers.begin() + 2);
+    std::vector<std::string> headers;
+    std::vector<std::vector<std::string>> rows(workers.size());
+    auto column = [&](const char* header, const auto& value_of) {
+      headers.push_back(header);
+      for (size_t i = 0; i < workers.size(); ++i) rows[i].push_back(value_of(workers[i]));
+    };
+    auto field_column = [&](const char* header, const char* key) {
+      column(header, [key](const json& w) { return cell(w, key); });
+    };
+    field_column("ID", "id");
+    field_column("KIND", "kind");
+    if (host) column("PID", pid_cell);
+    field_column("STATE", "state");
+    column("UP", [](const json& w) { return format_duration(field(w, "uptime_s")); });
+    field_column("VERSION", "version");
+    field_column("BACKEND", "backend");
+    field_column("RESTARTS", "restarts");
+    if (host) field_column("BINARY", "binary");
+    column("DOING", format_worker_activity);
     out += format_table(headers, rows);
   }
 

@@ -295,6 +295,7 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn(self.farm.state, p.stdout)
         self.assertNotIn(" - -", p.stdout)
+        self.assertNotIn("BINARY", p.stdout)  # the withheld columns are left out, not shown as "-"
         self.assertRegex(p.stdout, r"Arena: +\w+: ")
         self.assertNotIn(" pid ", p.stdout.splitlines()[0])
         p = subprocess.run([*op, "resume"], capture_output=True, text=True, timeout=60)

@@ -231,7 +231,7 @@ TEST_F(ClusterMirrorFixture, AQueueOutOfReachIsShownAndTheNextCallThatReachesItC
   EXPECT_EQ(st["reachable"], false);
   EXPECT_EQ(st["fault"], "server closed the connection");
   EXPECT_GT(st["unreachable_since_ms"].get<int64_t>(), 0);
-  // Claims wait while it is out of reach; the next sync reaches it.
+  // The next call that reaches the queue (the sync) clears it; claims resume.
   const uint64_t id = submit_elsewhere(1);
   ASSERT_TRUE(run_until([&] { return mirror->reachable(); }));
   EXPECT_FALSE(mirror->status().contains("fault"));
