@@ -160,6 +160,10 @@ int main(int argc, char** argv) {
   result->add_option("job", result_job, "job id")->required()->check(whole_number(1, UINT64_MAX));
   result->add_option("--out", result_out, "folder for OUT/k.proof.json and OUT/k.public.json (default: $PWD/proofs)")
       ->check(non_empty);
+  bool result_json = false;
+  result->add_flag("--json", result_json,
+                   "the files written and each partition's stage times (witness, queue, prove, verify, delivery ms) "
+                   "as JSON on stdout");
 
   auto* stop = app.add_subcommand("stop", "stop the supervisor gracefully, or with --now at once");
   std::optional<uint64_t> stop_timeout;
@@ -289,7 +293,7 @@ int main(int argc, char** argv) {
       if (*status) return run_status(remote, status_json, status_worker, 0);
       if (*jobs) return run_jobs(remote, jobs_json, jobs_opt);
       if (*cancel) return run_cancel(remote, cancel_job);
-      if (*result) return run_result(remote, result_job, result_out);
+      if (*result) return run_result(remote, result_job, result_out, result_json);
       if (*circuit_add) return run_circuit_add(remote, circuit_add_opt);
       if (*circuit_list) return run_circuit_list(remote, circuit_list_json);
       if (*circuit_remove) return run_circuit_remove(remote, circuit_remove_name);
@@ -310,7 +314,7 @@ int main(int argc, char** argv) {
     if (*logs) return run_logs(client, logs_lines ? long(*logs_lines) : -1, logs_follow);
     if (*jobs) return run_jobs(client, jobs_json, jobs_opt);
     if (*cancel) return run_cancel(client, cancel_job);
-    if (*result) return run_result(client, result_job, result_out);
+    if (*result) return run_result(client, result_job, result_out, result_json);
     if (*stop) return run_stop(client, stop_timeout, stop_now, stop_wait, stop_limit);
     if (*drain) return run_drain(client, "zkfarmd at " + client.state_dir(), drain_wait, drain_timeout);
     if (*resume) return run_resume(client, "zkfarmd at " + client.state_dir());

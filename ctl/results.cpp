@@ -34,7 +34,8 @@ Message result_page(Caller& client, uint64_t job, uint64_t from, std::chrono::st
 
 }  // namespace
 
-uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int64_t retry_for_ms) {
+uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int64_t retry_for_ms,
+                       nlohmann::json* listing) {
   files::UniqueFd dir;  // made once the first page is there (an unfinished job creates nothing)
   uint64_t written = 0, from = 0;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(retry_for_ms, 0));
@@ -60,6 +61,13 @@ uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int
                                         std::to_string(written) + " partitions written before)");
       }
       ++written;
+      if (listing) {
+        auto timing = r.find("timing");
+        listing->push_back({{"partition", k},
+                            {"proof", out + "/" + name + ".proof.json"},
+                            {"public", out + "/" + name + ".public.json"},
+                            {"timing", timing != r.end() && timing->is_object() ? *timing : nlohmann::json(nullptr)}});
+      }
     }
     auto next = reply.find("next");
     if (next == reply.end() || next->is_null()) return written;

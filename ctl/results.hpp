@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "ctl/client.hpp"
 
 namespace zkfarm::ctl {
@@ -21,6 +23,11 @@ namespace zkfarm::ctl {
 /// Throws Refused (unknown or unfinished job, or still transient after
 /// `retry_for_ms`), NoSupervisor, or CtlError (exit 1) naming the file and
 /// the fault when a write fails.
-uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int64_t retry_for_ms = 60000);
+/// With `listing`, each partition written is appended to it as
+/// {"partition": K, "proof": "OUT/K.proof.json", "public": "OUT/K.public.json",
+/// "timing": {…}} (the stage times zkfarmd kept: docs/protocol.md, "result";
+/// null where a reply carries none, an older zkfarmd's).
+uint64_t write_results(Caller& client, uint64_t job, const std::string& out, int64_t retry_for_ms = 60000,
+                       nlohmann::json* listing = nullptr);
 
 }  // namespace zkfarm::ctl

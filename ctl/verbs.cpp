@@ -300,11 +300,15 @@ int run_circuit_remove(Caller& client, const std::string& name) {
   return kExitOk;
 }
 
-int run_result(Caller& client, uint64_t job, const std::string& out) {
+int run_result(Caller& client, uint64_t job, const std::string& out, bool json) {
   // No --out: $PWD/proofs, as submit.
   const std::string dir = out.empty() ? (fs::current_path() / "proofs").lexically_normal().string() : absolute_path(out);
-  const uint64_t n = write_results(client, job, dir);
-  std::cout << "job " << job << ": " << plural(n, "proof") << " written to " << dir << "\n";
+  nlohmann::json listing = nlohmann::json::array();
+  const uint64_t n = write_results(client, job, dir, 60000, json ? &listing : nullptr);
+  if (json)
+    std::cout << nlohmann::json{{"job", job}, {"out", dir}, {"results", std::move(listing)}}.dump(2) << "\n";
+  else
+    std::cout << "job " << job << ": " << plural(n, "proof") << " written to " << dir << "\n";
   return kExitOk;
 }
 

@@ -132,10 +132,12 @@ int run_circuit_list(Caller& client, bool json);
 /// `circuit remove NAME`: forgets it (jobs accepted with it go on).
 int run_circuit_remove(Caller& client, const std::string& name);
 
-/// `result JOB [--out DIR]`: the job's proofs from zkfarmd's journal, written
-/// into DIR (made absolute; "" : $PWD/proofs, as submit) by zkfarmctl with
-/// the caller's rights. Exit 0, or
-/// 1 if the job is unknown or not done or a file cannot be written.
-int run_result(Caller& client, uint64_t job, const std::string& out);
+/// `result JOB [--out DIR] [--json]`: the job's proofs from zkfarmd's
+/// journal, written into DIR (made absolute; "" : $PWD/proofs, as submit) by
+/// zkfarmctl with the caller's rights. With `json`, stdout is one object:
+/// {"job", "out", "results": [{"partition", "proof", "public", "timing"}]}
+/// (write_results' listing). Exit 0, or 1 if the job is unknown or not done
+/// or a file cannot be written.
+int run_result(Caller& client, uint64_t job, const std::string& out, bool json = false);
 
 }  // namespace zkfarm::ctl

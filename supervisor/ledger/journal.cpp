@@ -476,7 +476,7 @@ std::vector<ProofStored> Journal::add_proofs(std::span<const ProofToStore> proof
     for (const ProofToStore& p : proofs) {
       const ProofRecord& rec = p.record;
       s.bind(1, int64_t(p.job)).bind(2, int64_t(p.index)).blob(3, rec.proof).bind(4, rec.proved_ms);
-      s.bind(5, rec.synth_ms).bind(6, rec.prove_ms);
+      s.bind(5, rec.synth_ms).bind(6, rec.prove_ms).bind(7, rec.queue_ms).bind(8, rec.verify_ms);
       s.step();
       s.reset();
       const bool added = db_.changes() == 1;
@@ -542,6 +542,18 @@ void Journal::finish_job(uint64_t job, JobState state, const std::string& error,
     Stmt s(db_, sql::journal::finish_job, where);
     s.bind(1, std::string(job_state_name(state))).bind(2, error).bind(3, finished_ms).bind(4, int64_t(job));
     s.step();
+  });
+}
+
+void Journal::record_deliveries(uint64_t job, std::span<const DeliveryTime> times) {
+  if (times.empty()) return;
+  transact("record_deliveries", [&](const std::string& where) {
+    Stmt s(db_, sql::journal::set_delivery_ms, where);
+    for (const DeliveryTime& t : times) {
+      s.bind(1, t.ms).bind(2, int64_t(job)).bind(3, int64_t(t.index));
+      s.step();
+      s.reset();
+    }
   });
 }
 
@@ -621,7 +633,9 @@ std::optional<JournaledProof> Journal::proof(uint64_t job, uint32_t index) {
   statement("proof", [&](const std::string& where) {
     Stmt s(db_, sql::journal::proof, where);
     s.bind(1, int64_t(job)).bind(2, int64_t(index));
-    if (s.step()) out = JournaledProof{s.bytes(0), s.text(1)};
+    if (!s.step()) return;
+    auto ms = [&s](int col) { return s.null(col) ? std::nullopt : std::optional<int64_t>(s.i64(col)); };
+    out = JournaledProof{s.bytes(0), s.text(1), {ms(2), ms(3), ms(4), ms(5), ms(6)}};
   });
   return out;
 }

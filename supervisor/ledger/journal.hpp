@@ -89,6 +89,7 @@ class Journal : public Ledger {
   /// Records a job's terminal state (done, failed, cancelled) and when it
   /// finished (wall-clock Unix ms). Throws JournalError; then nothing changed.
   void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) override;
+  void record_deliveries(uint64_t job, std::span<const DeliveryTime> times) override;
   /// Records when a job's first partition went to a worker (Unix ms; kept if
   /// already set). Throws JournalError; then nothing changed.
   void set_started(uint64_t job, int64_t started_ms) override;

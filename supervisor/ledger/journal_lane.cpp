@@ -69,6 +69,10 @@ void JournalLane::finish_job(uint64_t job, JobState state, std::string error, in
   });
 }
 
+void JournalLane::record_deliveries(uint64_t job, std::vector<DeliveryTime> times) {
+  write([job, times = std::move(times)](Ledger& ledger) { ledger.record_deliveries(job, times); });
+}
+
 void JournalLane::remove_circuit(std::string name) {
   write([name = std::move(name)](Ledger& ledger) { ledger.remove_circuit(name); });
 }

@@ -72,6 +72,8 @@ class JournalLane {
   void set_started(uint64_t job, int64_t started_ms);
   /// Ledger::finish_job: the job ended in `state` (done, failed with `error`, cancelled) at `finished_ms` (Unix ms).
   void finish_job(uint64_t job, JobState state, std::string error, int64_t finished_ms);
+  /// Ledger::record_deliveries: the delivery times of a job that ended done.
+  void record_deliveries(uint64_t job, std::vector<DeliveryTime> times);
   /// Ledger::remove_circuit: `circuit remove NAME`.
   void remove_circuit(std::string name);
 

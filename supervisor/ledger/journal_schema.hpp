@@ -15,7 +15,7 @@
 namespace zkfarm::supervisor {
 
 /// The schema this build writes: the last of journal_migrations().
-inline constexpr int kJournalSchemaVersion = 2;
+inline constexpr int kJournalSchemaVersion = 3;
 
 /// Every migration of the journal, in order (1 creates the schema).
 const std::vector<SchemaMigration>& journal_migrations();

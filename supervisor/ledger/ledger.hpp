@@ -36,6 +36,15 @@ namespace zkfarm::supervisor {
 struct JournaledProof {
   std::string proof;
   std::string public_json;
+  /// The stage times of the attempt that made it, as far as the store kept them.
+  PartitionTiming timing;
+};
+
+/// A partition's delivery time (PartitionTiming::delivery_ms), kept when
+/// its job ends done.
+struct DeliveryTime {
+  uint32_t index = 0;
+  int64_t ms = 0;
 };
 
 /// A circuit registered with `zkfarmctl circuit add` (docs/witness.md): its
@@ -73,6 +82,7 @@ struct ProofRecord {
   std::string proof;        ///< the encoded proof (256 or 384 bytes), verified before it gets here
   int64_t proved_ms = 0;    ///< Unix ms
   int64_t synth_ms = 0, prove_ms = 0;  ///< stage times of the attempt that made it
+  int64_t queue_ms = 0, verify_ms = 0;  ///< …its waits and its verification (PartitionTiming)
   /// public.json of a partition of circom inputs (its public signals came
   /// with its witness); empty for a partition of witnesses (set at submit).
   std::string public_json;
@@ -201,6 +211,14 @@ class Ledger {
   /// Records a job's terminal state (done, failed, cancelled) and when it
   /// finished (Unix ms). Throws JournalError; then nothing changed.
   virtual void finish_job(uint64_t job, JobState state, const std::string& error, int64_t finished_ms) = 0;
+  /// Keeps the delivery times of a job zkfarmd delivered, beside its proofs
+  /// (`result` after a restart shows them). A shared queue's jobs are
+  /// delivered by their clients, so its store keeps none (this default).
+  /// Throws JournalError.
+  virtual void record_deliveries(uint64_t job, std::span<const DeliveryTime> times) {
+    (void)job;
+    (void)times;
+  }
   /// Records when a job's first partition went to a worker (Unix ms; kept if
   /// already set). Throws JournalError.
   virtual void set_started(uint64_t job, int64_t started_ms) = 0;

@@ -130,7 +130,8 @@ void PgQueue::set_started(uint64_t job, int64_t started_ms) {
 std::optional<JournaledProof> PgQueue::proof(uint64_t job, uint32_t index) {
   Result r = exec("proof", sql::pg_queue::proof, {std::to_string(job), std::to_string(index)});
   if (!r.rows()) return std::nullopt;
-  return JournaledProof{r.bytes(0, 0), r.text(0, 1)};
+  auto ms = [&r](int col) { return r.null(0, col) ? std::nullopt : std::optional<int64_t>(r.i64(0, col)); };
+  return JournaledProof{r.bytes(0, 0), r.text(0, 1), {ms(2), ms(3), ms(4), ms(5), std::nullopt}};
 }
 
 size_t PgQueue::prune(int64_t cutoff_ms) {

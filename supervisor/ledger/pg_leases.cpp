@@ -46,8 +46,8 @@ CompleteResult PgQueue::complete(uint64_t job, uint32_t index, const ProofRecord
   Result r = exec("complete", sql::pg_queue::complete,
                   {std::to_string(job), std::to_string(index), std::to_string(proof.lease_token), proof.proof,
                    opt_.host_id, proof.public_json, std::to_string(proof.proved_ms), std::to_string(proof.synth_ms),
-                   std::to_string(proof.prove_ms)},
-                  {false, false, false, true, false, false, false, false, false});
+                   std::to_string(proof.prove_ms), std::to_string(proof.queue_ms), std::to_string(proof.verify_ms)},
+                  {false, false, false, true, false, false, false, false, false, false, false});
   CompleteResult out;
   if (r.u64(0, 0) == 1) {
     out.stored = ProofStored::kStored;

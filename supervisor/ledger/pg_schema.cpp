@@ -4,6 +4,7 @@
 #include "sql/pg_migration_2.sql.hpp"
 #include "sql/pg_migration_3.sql.hpp"
 #include "sql/pg_migration_4.sql.hpp"
+#include "sql/pg_migration_5.sql.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -12,7 +13,8 @@ const std::vector<SchemaMigration>& pg_migrations() {
   static const std::vector<SchemaMigration> m = {{1, 1, sql::pg_migration_1::text},
                                              {2, 1, sql::pg_migration_2::text},
                                              {3, 1, sql::pg_migration_3::text},
-                                             {4, 1, sql::pg_migration_4::text}};
+                                             {4, 1, sql::pg_migration_4::text},
+                                             {5, 1, sql::pg_migration_5::text}};
   return m;
 }
 

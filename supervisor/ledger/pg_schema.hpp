@@ -11,7 +11,7 @@
 namespace zkfarm::supervisor {
 
 /// The schema this build writes.
-inline constexpr int kPgSchemaVersion = 4;
+inline constexpr int kPgSchemaVersion = 5;
 
 /// Every migration, in order (1 creates the schema).
 const std::vector<SchemaMigration>& pg_migrations();

@@ -175,6 +175,8 @@ bool JobTable::start_synthesis(const PartRef& ref, const shm::Slot& slot, const 
   p->worker = worker;
   p->stage_start_ms = now;
   p->queued_ms = 0;
+  p->wait_ms = std::max<int64_t>(0, now - p->queued_since_ms);  // a new attempt: its own waits only
+  p->delivery_ms.reset();
   ++p->attempts;
   if (job->state == JobState::kQueued) job->state = JobState::kRunning;
   if (job->started_ms != 0) return false;
@@ -185,6 +187,7 @@ bool JobTable::start_synthesis(const PartRef& ref, const shm::Slot& slot, const 
 void JobTable::worker_started(const PartRef& ref, int64_t now) {
   if (Partition* p = find_mut(ref)) {
     p->queued_ms += now - p->stage_start_ms;  // time queued inside the worker is not compute time
+    p->wait_ms += now - p->stage_start_ms;
     p->stage_start_ms = now;
   }
 }
@@ -193,6 +196,7 @@ void JobTable::synthesized(const PartRef& ref, int64_t now) {
   if (Partition* p = find_mut(ref)) {
     p->worker.clear();
     p->synth_ms = now - p->stage_start_ms;
+    p->synthesized_at_ms = now;
     p->state = PartState::kSynthesized;
   }
 }
@@ -210,6 +214,7 @@ void JobTable::start_proving(const PartRef& ref, const std::string& worker, int6
     p->worker = worker;
     p->stage_start_ms = now;
     p->queued_ms = 0;
+    p->wait_ms += std::max<int64_t>(0, now - p->synthesized_at_ms);  // ready, waiting for a GPU worker
   }
 }
 
@@ -217,6 +222,7 @@ void JobTable::proving_ended(const PartRef& ref, int64_t now) {
   if (Partition* p = find_mut(ref)) {
     p->worker.clear();
     p->prove_ms = now - p->stage_start_ms;
+    p->proved_at_ms = now;
   }
 }
 
@@ -225,6 +231,7 @@ void JobTable::reprove_in_slot(const PartRef& ref, const shm::Slot& renewed) {
     p->worker.clear();
     p->slot = renewed;
     p->state = PartState::kSynthesized;
+    p->synthesized_at_ms = p->proved_at_ms;  // waits again from the answer it is proved again after
   }
 }
 
@@ -268,9 +275,11 @@ std::optional<shm::Slot> JobTable::fail_partition(const PartRef& ref) {
   return slot;
 }
 
-void JobTable::mark_done(const PartRef& ref, std::string proof) {
+void JobTable::mark_done(const PartRef& ref, int64_t now, std::string proof) {
   Partition* p = find_mut(ref);
   if (!p) return;
+  p->verify_ms = std::max<int64_t>(0, now - p->proved_at_ms);
+  p->verified_at_ms = now;
   p->state = PartState::kDone;
   p->proof = std::move(proof);
   p->delivered = false;
@@ -278,10 +287,12 @@ void JobTable::mark_done(const PartRef& ref, std::string proof) {
   p->worker.clear();
 }
 
-bool JobTable::mark_delivered(const PartRef& ref, int64_t wall, const std::string& error) {
+bool JobTable::mark_delivered(const PartRef& ref, int64_t now, int64_t wall, const std::string& error) {
   Job* job = find_mut(ref.job);
   if (!job || ref.index >= job->parts.size()) return false;
-  job->parts[ref.index].delivered = true;
+  Partition& part = job->parts[ref.index];
+  part.delivered = true;
+  if (error.empty() && !job->client_delivery) part.delivery_ms = std::max<int64_t>(0, now - part.verified_at_ms);
   if (!error.empty() && job->delivery_error.empty()) job->delivery_error = error;
   if (job->terminal() || job->shared) return false;  // a shared queue's job ends by its row (mirror)
   for (const auto& p : job->parts)

@@ -12,6 +12,7 @@
 
 #include "groth16/field.hpp"
 #include "shm/slots.hpp"
+#include "supervisor/model/partition_timing.hpp"
 
 namespace zkfarm::supervisor {
 
@@ -53,6 +54,20 @@ struct Partition {
   int64_t queued_ms = 0;           ///< time it waited inside a worker's queue (SYNTH/PROVE sent → STARTED)
   int64_t synth_ms = 0, prove_ms = 0;  ///< time spent in synthesis and proving (last attempt)
   int64_t queued_since_ms = 0;     ///< monotonic: when it last became queued (queue wait for /metrics)
+  /// The last attempt's time waiting: for a synthesis worker (from
+  /// queued_since_ms) and for the GPU (from synthesized_at_ms), each
+  /// worker's own queue included (PartitionTiming::queue_ms).
+  int64_t wait_ms = 0;
+  int64_t synthesized_at_ms = 0;   ///< monotonic: its witness was in its slot (SYNTH_DONE)
+  int64_t proved_at_ms = 0;        ///< monotonic: the prove step answered (PROVE_DONE)
+  int64_t verified_at_ms = 0;      ///< monotonic: its proof verified (mark_done)
+  int64_t verify_ms = 0;           ///< PROVE_DONE → the verdict
+  std::optional<int64_t> delivery_ms;  ///< verified → its files written by zkfarmd; nullopt: not (yet), or the client writes them
+  /// Its stages' times for `result` (this instance's attempt; a partition
+  /// proved by an earlier instance has them in the journal instead).
+  PartitionTiming timing() const {
+    return {synth_ms, wait_ms, prove_ms, verify_ms, delivery_ms};
+  }
   /// A shared queue: the lease this host holds it under (its fencing token;
   /// 0 = none, or lost while a worker still has it) and, monotonic, until
   /// when that lease is good by this host's own count (renewals extend it).
@@ -172,14 +187,16 @@ class JobTable {
   unsigned count_verify_failure(const PartRef& ref);
   /// The partition fails (the caller fails its job); returns its slot to free.
   std::optional<shm::Slot> fail_partition(const PartRef& ref);
-  /// Marks a partition done with its verified encoded proof; its files are
-  /// written next.
-  void mark_done(const PartRef& ref, std::string proof = {});
+  /// Marks a partition done at `now` with its verified encoded proof (its
+  /// verification time ends); its files are written next.
+  void mark_done(const PartRef& ref, int64_t now, std::string proof = {});
   /// Marks a done partition's files written, or their write failed (`error`,
   /// the job then ends failed with it); the job becomes done when every
   /// partition is done and delivered. Returns true if this ended the job
   /// (never for a job that already ended: failed or cancelled meanwhile).
-  bool mark_delivered(const PartRef& ref, int64_t wall, const std::string& error = {});
+  /// `now` (monotonic) ends its delivery time, unless the client writes the
+  /// files (client_delivery) or the write failed.
+  bool mark_delivered(const PartRef& ref, int64_t now, int64_t wall, const std::string& error = {});
   /// Fails the job: its queued and synthesized partitions become failed; the
   /// caller frees their slots (returned) first.
   std::vector<shm::Slot> fail(uint64_t id, const std::string& error, int64_t wall);

@@ -77,6 +77,7 @@ constexpr int64_t kResultRetryAfterMs = 1000;
 struct ToWrite {
   uint32_t index;
   std::string proof, public_json;
+  PartitionTiming timing;
 };
 
 // Tests only: ZKFARM_TEST_DELIVERY_DELAY_MS makes every output write that
@@ -148,8 +149,14 @@ void Delivery::on_published(const PartRef& ref, const std::string& error) {
           "; every proof is kept in the journal (`zkfarmctl result " + std::to_string(ref.job) +
           " --out DIR` writes them elsewhere)";
   }
-  if (!jobs_.mark_delivered(ref, wall_ms(), why)) return;
+  if (!jobs_.mark_delivered(ref, steady_ms(), wall_ms(), why)) return;
   bus_.emit(JobEnded{*job});
+  if (job->state == JobState::kDone && !job->client_delivery) {
+    std::vector<DeliveryTime> times;
+    for (const Partition& p : job->parts)
+      if (p.delivery_ms) times.push_back({p.index, *p.delivery_ms});
+    journal_.record_deliveries(ref.job, std::move(times));
+  }
   journal_.finish_job(ref.job, job->state, job->error, job->finished_ms);
   if (job->state == JobState::kFailed)
     log_->error("job {}: failed: {}", ref.job, job->error);
@@ -183,7 +190,7 @@ void Delivery::start_result(const std::string& identity, const protocol::Result&
   for (size_t k = from; k < job->parts.size() && parts->size() < kResultPageMax; ++k)
     // A shared queue's proofs are read from the queue (this host may hold none of them).
     parts->push_back({job->parts[k].index, job->shared ? std::string() : job->parts[k].proof,
-                      job->parts[k].public_json});
+                      job->parts[k].public_json, job->parts[k].timing()});
   journal_.post([this, identity, id, parts, total = job->parts.size()](Ledger& ledger) {
     std::string error;
     bool transient = false;  // the journal or queue cannot be reached now: the client asks again
@@ -193,6 +200,7 @@ void Delivery::start_result(const std::string& identity, const protocol::Result&
         if (auto jp = ledger.proof(id, w.index)) {
           w.proof = jp->proof;
           w.public_json = jp->public_json;
+          w.timing = jp->timing;
         }
       } catch (const JournalError& e) {
         if (error.empty()) error = e.what();
@@ -211,13 +219,16 @@ void Delivery::start_result(const std::string& identity, const protocol::Result&
         break;
       }
       std::string proof_json = proof_json_of(w.proof);
-      const size_t n = proof_json.size() + w.public_json.size() + 64;
+      const size_t n = proof_json.size() + w.public_json.size() + 256;  // with its keys and timing
       if (!results.empty() && bytes + n > protocol::kMaxFrameBytes / 2) {
         next = w.index;
         break;
       }
       bytes += n;
-      results.push_back({{"partition", w.index}, {"proof", std::move(proof_json)}, {"public", w.public_json}});
+      results.push_back({{"partition", w.index},
+                         {"proof", std::move(proof_json)},
+                         {"public", w.public_json},
+                         {"timing", w.timing.to_json()}});
     }
     inbox_.post([this, identity, id, results = std::move(results), next, total, error, transient]() mutable {
       if (!error.empty()) {

@@ -216,8 +216,11 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
   ProofRecord rec;
   rec.proof = proof_bytes;
   rec.proved_ms = wall_ms();
+  const int64_t now = steady_ms();
   rec.synth_ms = p->synth_ms;
   rec.prove_ms = p->prove_ms;
+  rec.queue_ms = p->wait_ms;
+  rec.verify_ms = std::max<int64_t>(0, now - p->proved_at_ms);  // as mark_done(now) counts it
   if (job->inputs()) rec.public_json = p->public_json;
   ++metrics_.partitions_proved;
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
@@ -236,7 +239,7 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
     log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
                ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
     free_slot(p->slot);
-    jobs_.mark_done(ref, proof_bytes);
+    jobs_.mark_done(ref, now, proof_bytes);
     bus_.emit(SharedProofVerified{ref, std::move(rec)});
     return;
   }
@@ -248,7 +251,7 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
   free_slot(p->slot);
   log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
              ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
-  jobs_.mark_done(ref, proof_bytes);
+  jobs_.mark_done(ref, now, proof_bytes);
   bus_.emit(PartitionProved{*job, ref.index});  // the job is done once its files are written (on_published)
 }
 

@@ -196,6 +196,12 @@ class ApiTest(unittest.TestCase):
         triples = []
         for r in page["results"]:
             k = r["partition"]
+            # Issue 49 item 4: each partition's stage times; the client
+            # fetches the files, so the farm has no delivery time to give.
+            t = r["timing"]
+            self.assertTrue(all(isinstance(t[stage], int) and t[stage] >= 0
+                                for stage in ("witness_ms", "queue_ms", "prove_ms", "verify_ms")), t)
+            self.assertIsNone(t["delivery_ms"], t)
             for name in ("proof", "public"):
                 with open(f"{out}/{k}.{name}.json", "w") as f:
                     f.write(r[name])

@@ -257,6 +257,8 @@ TEST_F(PgQueueTest, ProgressIsSweptOnceASecondAndTheLastProofEndsTheJobWithItsSu
     ProofRecord r = proof(token);
     r.synth_ms = 10;
     r.prove_ms = 20;
+    r.queue_ms = 5;
+    r.verify_ms = 2;
     return r;
   };
   const std::string row = "SELECT state || ' ' || done || ' ' || synth_ms || ' ' || prove_ms FROM zkfarm_jobs WHERE id = " +
@@ -267,6 +269,9 @@ TEST_F(PgQueueTest, ProgressIsSweptOnceASecondAndTheLastProofEndsTheJobWithItsSu
   EXPECT_TRUE(h->sweep(10000));
   EXPECT_FALSE(h->sweep(10500)) << "one sweep a second, over all hosts";
   EXPECT_EQ(value(url_, row), "running 2 20 40");
+  // Each proof's stage times as `result` shows them: no delivery time (a
+  // shared queue's clients write the files).
+  EXPECT_EQ(h->proof(id, c[1].lease.index)->timing, (PartitionTiming{10, 5, 20, 2, std::nullopt}));
   // Every host's status view reads the sweep's counts.
   ClusterView v = h->cluster();
   EXPECT_EQ(v.done, 2u);

@@ -137,8 +137,8 @@ class FarmTest(unittest.TestCase):
         for f in self.farms:
             f.close()
 
-    def farm(self, *extra, env=None, wait=True):
-        f = Farm(*extra, env=env, wait=wait)
+    def farm(self, *extra, env=None, wait=True, state=None):
+        f = Farm(*extra, env=env, wait=wait, state=state)
         self.farms.append(f)
         return f
 
@@ -163,7 +163,25 @@ class FarmTest(unittest.TestCase):
         for k in range(10):  # public.json is deterministic: snarkjs's, byte for byte
             with open(f"{out1}/{k}.public.json") as a, open(os.path.join(FIX, f"chain.{k}.public.json")) as b:
                 self.assertEqual(a.read(), b.read())
+        # Issue 49 item 4: each partition's stage times in `result --json`,
+        # within the job's own end-to-end time, and the same after a restart
+        # (read from the journal then).
+        again = os.path.join(farm.dir, "again")
+        listing = json.loads(ctl(farm.state, "result", job1, "--out", again, "--json")[1])
+        self.assertEqual([r["partition"] for r in listing["results"]], list(range(10)))
+        total = {str(j["id"]): j for j in farm.status()["jobs"]}[job1]["total_ms"]
+        stages = ("witness_ms", "queue_ms", "prove_ms", "verify_ms", "delivery_ms")
+        for r in listing["results"]:
+            self.assertEqual(r["proof"], f"{again}/{r['partition']}.proof.json")
+            t = r["timing"]
+            self.assertEqual(set(t), set(stages), t)
+            self.assertTrue(all(isinstance(t[s], int) and t[s] >= 0 for s in stages), t)
+            self.assertLessEqual(sum(t.values()), total, t)
+        self.assertGreater(sum(r["timing"]["prove_ms"] for r in listing["results"]), 0)
         farm.stop_and_check(self)
+        restarted = self.farm(state=farm.state)
+        self.assertEqual(json.loads(ctl(restarted.state, "result", job1, "--out", again, "--json")[1]), listing)
+        restarted.stop_and_check(self)
 
     def test_critical_job_overtakes_queued_normal_ones(self):
         # Each partition takes at least 150 ms in each worker, so the queue stays full.

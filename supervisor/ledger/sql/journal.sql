@@ -58,9 +58,14 @@ INSERT INTO job_inputs (job, circuit, generator) VALUES (?, ?, ?)
 INSERT INTO partition_inputs (job, idx, input, source) VALUES (?, ?, ?, ?)
 
 -- name: insert_proof
--- ?1 job, ?2 index, ?3 proof, ?4 proved_ms, ?5 synth_ms, ?6 prove_ms: a second proof of a partition changes nothing.
-INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms)
-VALUES (?, ?, ?, ?, ?, ?)
+-- ?1 job, ?2 index, ?3 proof, ?4 proved_ms, ?5 synth_ms, ?6 prove_ms, ?7 queue_ms, ?8 verify_ms: a second proof
+-- of a partition changes nothing.
+INSERT OR IGNORE INTO proofs (job, idx, proof, proved_ms, synth_ms, prove_ms, queue_ms, verify_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+
+-- name: set_delivery_ms
+-- ?1 delivery_ms, ?2 job, ?3 index: zkfarmd wrote the partition's files (the job ended done).
+UPDATE proofs SET delivery_ms = ? WHERE job = ? AND idx = ?
 
 -- name: set_public_json
 -- ?1 public.json, ?2 job, ?3 index: a partition of inputs, whose public signals came with its witness.
@@ -124,8 +129,8 @@ LEFT JOIN partition_inputs i ON i.job = p.job AND i.idx = p.idx
 ORDER BY p.job, p.idx
 
 -- name: proof
--- ?1 job, ?2 index
-SELECT q.proof, p.public_json
+-- ?1 job, ?2 index: the proof, public.json, and the stage times (NULL: not known)
+SELECT q.proof, p.public_json, q.synth_ms, q.queue_ms, q.prove_ms, q.verify_ms, q.delivery_ms
 FROM proofs q
 JOIN partitions p ON p.job = q.job AND p.idx = q.idx
 WHERE q.job = ? AND q.idx = ?

@@ -119,7 +119,8 @@ SELECT * FROM u
 
 -- name: complete
 -- $1 job, $2 index, $3 lease token, $4 proof (binary), $5 host_id,
--- $6 public.json ('' keeps the partition's), $7 proved_ms, $8 synth_ms, $9 prove_ms.
+-- $6 public.json ('' keeps the partition's), $7 proved_ms, $8 synth_ms, $9 prove_ms, $10 queue_ms,
+-- $11 verify_ms.
 -- One statement: the partition is done only under its current, unexpired
 -- lease; only then is the proof inserted. The job's row is not touched per
 -- proof (with 100 hosts on one job it would be a hot row every complete
@@ -129,7 +130,7 @@ SELECT * FROM u
 -- sweep, a second later). Another unfinished partition: one probe of
 -- zkfarm_partitions_unfinished. The hosts hear a job's end by NOTIFY.
 WITH p AS (UPDATE zkfarm_partitions SET state = 'done', lease_token = NULL, lease_host = NULL,
-    lease_expires = NULL, proved_by = $5, synth_ms = $8, prove_ms = $9,
+    lease_expires = NULL, proved_by = $5, synth_ms = $8, prove_ms = $9, queue_ms = $10, verify_ms = $11,
     public_json = CASE WHEN $6 = '' THEN public_json ELSE $6 END
   WHERE job_id = $1 AND idx = $2 AND lease_token = $3 AND state = 'leased' AND lease_expires > now()
   RETURNING job_id, idx, public_json, attempts),
@@ -262,8 +263,10 @@ SELECT 1 FROM zkfarm_jobs WHERE id = $1 AND state IN ('queued', 'running')
 UPDATE zkfarm_jobs SET started_ms = $2, txid = pg_current_xact_id() WHERE id = $1 AND started_ms = 0
 
 -- name: proof
--- $1 job, $2 index
-SELECT proof, public_json FROM zkfarm_proofs WHERE job_id = $1 AND idx = $2
+-- $1 job, $2 index: the proof, public.json, and the stage times of its
+-- partition (NULL: not known; no delivery time, the clients write the files).
+SELECT q.proof, q.public_json, p.synth_ms, p.queue_ms, p.prove_ms, p.verify_ms FROM zkfarm_proofs q
+  JOIN zkfarm_partitions p ON p.job_id = q.job_id AND p.idx = q.idx WHERE q.job_id = $1 AND q.idx = $2
 
 -- name: prune
 -- $1 cutoff (Unix ms), $2 host_id. Only the host holding the maintenance

@@ -50,8 +50,8 @@ TEST(JournalSchema, ANewJournalRecordsEveryMigrationAndKeepsItsMinReaderInUserVe
   TempDir dir("zkfarm-journal-schema");
   const std::string db = dir / "journal.sqlite";
   { Journal j(db); j.add_job(make_job(1)); }
-  EXPECT_EQ(raw_sql(db, "SELECT group_concat(version || ':' || min_reader, ',') FROM schema_migrations"), "1:1,2:1");
-  EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM schema_migrations WHERE applied_ms > 0"), "2");
+  EXPECT_EQ(raw_sql(db, "SELECT group_concat(version || ':' || min_reader, ',') FROM schema_migrations"), "1:1,2:1,3:1");
+  EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM schema_migrations WHERE applied_ms > 0"), "3");
   EXPECT_EQ(raw_sql(db, "PRAGMA user_version"), "1");  // what zkfarmd of schema 1 compares: it still opens this
   // Every object of migration 2 is there.
   EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'job_meta', 'job_inputs', "
@@ -69,12 +69,17 @@ TEST(JournalSchema, AJournalFromBeforeNumberedMigrationsIsTakenForwardAtItsFirst
   raw_sql(db, "DROP TABLE schema_migrations");
   raw_sql(db, "DROP TABLE meta");
   raw_sql(db, "DROP INDEX jobs_finished");
+  for (const char* column : {"queue_ms", "verify_ms", "delivery_ms"})  // migration 3's
+    raw_sql(db, std::string("ALTER TABLE proofs DROP COLUMN ") + column);
   {
     Journal j(db);
     EXPECT_TRUE(j.writable()) << j.last_error();
     EXPECT_EQ(j.load().size(), 1u);
   }
-  EXPECT_EQ(raw_sql(db, "SELECT group_concat(version, ',') FROM schema_migrations"), "2");  // 1 was there already
+  EXPECT_EQ(raw_sql(db, "SELECT group_concat(version, ',') FROM schema_migrations"), "2,3");  // 1 was there already
+  EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM pragma_table_info('proofs') WHERE name IN ('queue_ms', 'verify_ms', "
+                        "'delivery_ms')"),
+            "3");
   EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'jobs_finished')"), "2");
   EXPECT_EQ(raw_sql(db, "PRAGMA user_version"), "1");
 }

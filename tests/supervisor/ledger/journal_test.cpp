@@ -483,6 +483,30 @@ TEST(Journal, CorruptMainFileIsRefusedUntouched) {
 
 // ---- pruning --------------------------------------
 
+// Issue 49 item 4: a proof's stage times survive a restart; delivery comes
+// with the job's end; a proof journaled before these times were kept (its
+// columns NULL) reads as unknown, not as 0 ms.
+TEST(Journal, AProofsStageTimesAreReadBackAndUnknownOnesStayUnknown) {
+  TempDir dir("zkfarm-journal");
+  const std::string db = dir / "journal.sqlite";
+  uint64_t a = 0;
+  {
+    Journal j(db);
+    a = j.add_job(make_job(7, 3));
+    ProofRecord r = rec(std::string(256, '\x5a'), 1'700'000'000'500, 40, 90);
+    r.queue_ms = 12;
+    r.verify_ms = 3;
+    for (uint32_t k = 0; k < 3; ++k) ASSERT_EQ(j.add_proof(a, k, r), ProofStored::kStored);
+    const std::vector<DeliveryTime> times = {{0, 7}, {1, 8}};  // partition 2's write is not known
+    j.record_deliveries(a, times);
+  }
+  raw_sql(db, "UPDATE proofs SET queue_ms = NULL, verify_ms = NULL WHERE idx = 1");  // as an older zkfarmd wrote it
+  Journal j(db);
+  EXPECT_EQ(j.proof(a, 0)->timing, (PartitionTiming{40, 12, 90, 3, 7}));
+  EXPECT_EQ(j.proof(a, 1)->timing, (PartitionTiming{40, std::nullopt, 90, std::nullopt, 8}));
+  EXPECT_EQ(j.proof(a, 2)->timing, (PartitionTiming{40, 12, 90, 3, std::nullopt}));
+}
+
 TEST(Journal, PruneDeletesFinishedJobsByTheIndex) {
   TempDir dir("zkfarm-journal");
   const std::string db = dir / "journal.sqlite";

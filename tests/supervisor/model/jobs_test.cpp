@@ -62,18 +62,18 @@ TEST(JobTable, DoneWhenAllPartitionsAreProvedAndDeliveredAndCancelSkipsTheJob) {
   JobTable t;
   uint64_t a = t.add(make_job(Priority::kHigh, 2));
   uint64_t b = t.add(make_job(Priority::kNormal, 1));
-  t.mark_done({a, 0});
-  t.mark_done({a, 1});
+  t.mark_done({a, 0}, 0);
+  t.mark_done({a, 1}, 0);
   EXPECT_NE(t.find(a)->state, JobState::kDone) << "proved is not done: the files are not written yet";
-  EXPECT_FALSE(t.mark_delivered({a, 1}, 10));
+  EXPECT_FALSE(t.mark_delivered({a, 1}, 0, 10));
   EXPECT_NE(t.find(a)->state, JobState::kDone);
-  EXPECT_TRUE(t.mark_delivered({a, 0}, 20));
+  EXPECT_TRUE(t.mark_delivered({a, 0}, 0, 20));
   EXPECT_EQ(t.find(a)->state, JobState::kDone);
   EXPECT_EQ(t.find(a)->finished_ms, 20);
-  t.mark_done({b, 0});
+  t.mark_done({b, 0}, 0);
   t.cancel(b, 30);
   EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
-  EXPECT_FALSE(t.mark_delivered({b, 0}, 40)) << "a delivery after the cancel must not make the job done";
+  EXPECT_FALSE(t.mark_delivered({b, 0}, 0, 40)) << "a delivery after the cancel must not make the job done";
   EXPECT_EQ(t.find(b)->state, JobState::kCancelled);
   EXPECT_FALSE(t.next(PartState::kQueued).has_value());
   EXPECT_EQ(t.find(b)->to_json()["state"], "cancelled");
@@ -115,19 +115,61 @@ TEST(JobTable, TransitionsCarryAPartitionThroughThePipelineAndBack) {
   t.start_proving({a, 0}, "gpu-0", 800);
   t.proving_ended({a, 0}, 900);
   EXPECT_EQ(t.find({a, 0})->prove_ms, 100);
-  t.mark_done({a, 0}, std::string(256, 'p'));
+  t.mark_done({a, 0}, 0, std::string(256, 'p'));
   EXPECT_EQ(t.find({a, 0})->proof.size(), 256u);
   EXPECT_FALSE(t.find({a, 0})->slot.has_value());
   // The other partition's result cannot be written: the job ends failed with that error.
   t.start_synthesis({a, 1}, slot, "synth-0", 1000, 7000);
   t.synthesized({a, 1}, 1100);
   t.start_proving({a, 1}, "gpu-0", 1200);
-  t.mark_done({a, 1});
-  EXPECT_FALSE(t.mark_delivered({a, 1}, 8000, "disk full"));
-  EXPECT_TRUE(t.mark_delivered({a, 0}, 9000));
+  t.mark_done({a, 1}, 0);
+  EXPECT_FALSE(t.mark_delivered({a, 1}, 0, 8000, "disk full"));
+  EXPECT_TRUE(t.mark_delivered({a, 0}, 0, 9000));
   EXPECT_EQ(t.find(a)->state, JobState::kFailed);
   EXPECT_EQ(t.find(a)->error, "disk full");
   EXPECT_EQ(t.find(a)->finished_ms, 9000);
+}
+
+// Issue 49 item 4: the stage times `result --json` shows, from the
+// transitions' monotonic times: each stage of the attempt that made the proof.
+TEST(JobTable, TimingCountsEachStageOfTheAttemptThatMadeTheProof) {
+  JobTable t;
+  const uint64_t a = t.add(make_job(Priority::kNormal, 2), /*now=*/100);
+  shm::Slot slot{};
+  // A first attempt dies in synthesis; its waits do not count.
+  t.start_synthesis({a, 0}, slot, "synth-0", 130, 0);
+  t.back_to_queue({a, 0}, 170);
+  t.start_synthesis({a, 0}, slot, "synth-0", 200, 0);  // 30 ms in the supervisor's queue
+  t.worker_started({a, 0}, 250);                      // 50 ms in the worker's
+  t.synthesized({a, 0}, 400);                         // witness: 150 ms
+  t.start_proving({a, 0}, "gpu-0", 600);              // 200 ms waiting for a GPU worker
+  t.worker_started({a, 0}, 650);                      // 50 ms in its queue
+  t.proving_ended({a, 0}, 900);                       // prove: 250 ms
+  t.mark_done({a, 0}, 960);                           // verify: 60 ms
+  EXPECT_EQ(t.find({a, 0})->timing(), (PartitionTiming{150, 330, 250, 60, std::nullopt}))
+      << "not delivered yet";
+  t.mark_delivered({a, 0}, 1000, 5000);
+  EXPECT_EQ(t.find({a, 0})->timing(), (PartitionTiming{150, 330, 250, 60, 40}));
+  EXPECT_EQ(t.find({a, 0})->timing().to_json().dump(),
+            R"({"delivery_ms":40,"prove_ms":250,"queue_ms":330,"verify_ms":60,"witness_ms":150})");
+  // A failed write keeps no delivery time; nor does a job its client delivers.
+  t.start_synthesis({a, 1}, slot, "synth-0", 1000, 0);
+  t.synthesized({a, 1}, 1010);
+  t.start_proving({a, 1}, "gpu-0", 1020);
+  t.proving_ended({a, 1}, 1030);
+  t.mark_done({a, 1}, 1040);
+  t.mark_delivered({a, 1}, 1050, 5100, "disk full");
+  EXPECT_FALSE(t.find({a, 1})->timing().delivery_ms.has_value());
+  Job c = make_job(Priority::kNormal, 1);
+  c.client_delivery = true;
+  const uint64_t b = t.add(std::move(c), 0);
+  t.start_synthesis({b, 0}, slot, "synth-0", 0, 0);
+  t.synthesized({b, 0}, 10);
+  t.start_proving({b, 0}, "gpu-0", 10);
+  t.proving_ended({b, 0}, 20);
+  t.mark_done({b, 0}, 30);
+  EXPECT_TRUE(t.mark_delivered({b, 0}, 40, 6000));
+  EXPECT_EQ(t.find({b, 0})->timing().to_json()["delivery_ms"], nullptr) << "the client writes the files";
 }
 
 TEST(JobTable, APartitionOfAnEndedJobTakesTheJobsEndInsteadOfTheQueue) {
@@ -148,10 +190,10 @@ TEST(JobTable, PruneForgetsOnlyOldFinishedJobs) {
   Job j;
   j.parts.resize(1);
   const uint64_t old_done = t.add(j), new_done = t.add(j), live = t.add(j);
-  t.mark_done({old_done, 0});
-  t.mark_done({new_done, 0});
-  t.mark_delivered({old_done, 0}, 1000);
-  t.mark_delivered({new_done, 0}, 5000);
+  t.mark_done({old_done, 0}, 0);
+  t.mark_done({new_done, 0}, 0);
+  t.mark_delivered({old_done, 0}, 0, 1000);
+  t.mark_delivered({new_done, 0}, 0, 5000);
   EXPECT_EQ(t.prune(2000), 1u);
   EXPECT_EQ(t.find(old_done), nullptr);
   EXPECT_NE(t.find(new_done), nullptr);
@@ -218,9 +260,9 @@ TEST(JobTable, DeliveryNeverEndsAJobThatEndedMeanwhile) {
   t.start_synthesis({a, 0}, shm::Slot{}, "synth-0", 0, 0);
   t.synthesized({a, 0}, 1);
   t.start_proving({a, 0}, "gpu-0", 2);
-  t.mark_done({a, 0}, std::string(256, 'p'));
+  t.mark_done({a, 0}, 0, std::string(256, 'p'));
   t.cancel(a, 5);
-  EXPECT_FALSE(t.mark_delivered({a, 0}, 9)) << "cancelled before its files were written";
+  EXPECT_FALSE(t.mark_delivered({a, 0}, 0, 9)) << "cancelled before its files were written";
   EXPECT_EQ(t.find(a)->state, JobState::kCancelled);
   EXPECT_EQ(t.find(a)->finished_ms, 5);
 }

@@ -51,7 +51,7 @@ struct DeliveryFixture : ::testing::Test, fakes::PartGround {
       jobs.synthesized({id, k}, 1);
       jobs.start_proving({id, k}, "gpu-0", 2);
       jobs.proving_ended({id, k}, 3);
-      jobs.mark_done({id, k}, std::string(256, '\0'));
+      jobs.mark_done({id, k}, 0, std::string(256, '\0'));
     }
     return id;
   }

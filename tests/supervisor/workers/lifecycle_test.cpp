@@ -68,7 +68,7 @@ TEST_F(LifecycleFixture, AStopWaitsForPartitionsInFlightThenStopsEveryWorkerAndE
   jobs.synthesized({a, 0}, 2);
   jobs.start_proving({a, 0}, "gpu-0", 3);
   jobs.proving_ended({a, 0}, 4);
-  jobs.mark_done({a, 0});
+  jobs.mark_done({a, 0}, 0);
   EXPECT_FALSE(lifecycle.advance_stop(5));
   EXPECT_EQ(shutdowns, (std::vector<std::string>{"gpu-0", "synth-0"}));
   for (const auto& [id, w] : workers.all()) EXPECT_EQ(w.state, WorkerState::kStopping) << id;
