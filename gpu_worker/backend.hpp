@@ -30,6 +30,16 @@ struct DeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A fault of one prove step that left the device usable: a device
+/// allocation refused (cudaErrorMemoryAllocation: other lanes' workspaces and
+/// the resident keys hold the memory), a launch refused for want of
+/// resources. The step's workspace is freed; the worker answers that
+/// partition with `device_fault` (docs/protocol.md) and goes on with the
+/// others, and the supervisor proves it again (max_attempts).
+struct StepFault : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// One way to prove synthesized partitions. load() runs alone (no other
 /// call of the backend at the same time); prove_curve(), loaded() and
 /// has_key() may run from several threads at once (a worker's lanes), each
@@ -74,7 +84,9 @@ class ProveBackend {
   /// between MSMs): once true, the call throws Cancelled. Throws InputError
   /// for a bad key, and for a key over another curve than `curve` (naming the
   /// key file); UnknownCurve for an id of no curve; std::bad_alloc when host
-  /// memory runs out; DeviceError for any device fault. One entry for every
+  /// memory runs out; StepFault for a fault of this step alone (the device
+  /// still usable, the step's workspace freed); DeviceError for a device
+  /// fault that may have left the device unusable. One entry for every
   /// curve, so that no backend or wrapper can lose one: call it through
   /// prove_of<C>.
   virtual AnyProof prove_curve(CurveId curve, const Zkey& key, const U256* witness, const U256& r, const U256& s,

@@ -1,12 +1,20 @@
 #pragma once
-// A test double for device faults: wraps a backend and throws DeviceError on
-// its (N+1)-th prove, as a failed CUDA call would. Enabled only by
-// ZKFARM_TEST_DEVICE_ERROR_AFTER=N (tests/farm/test_lifecycle.py), so the
-// worker's answer to a device fault (exit, partition proved again elsewhere)
-// is tested where there is no GPU.
+// A test double for device faults: wraps a backend and throws on its
+// (N+1)-th prove, as a failed CUDA call would:
+//   ZKFARM_TEST_DEVICE_ERROR_AFTER=N  DeviceError, a device left unusable
+//                                     (tests/farm/test_lifecycle.py: the
+//                                     worker exits, the partition is proved
+//                                     again elsewhere);
+//   ZKFARM_TEST_STEP_FAULT_AFTER=N    StepFault, once: one step's device
+//                                     allocation refused, the device usable
+//                                     (tests/farm/test_faults.py: that
+//                                     partition alone is proved again, the
+//                                     other lanes and the worker go on).
+// So the worker's answers to device faults are tested where there is no GPU.
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "gpu_worker/backend.hpp"
 
@@ -14,13 +22,20 @@ namespace zkfarm::gpu {
 
 class DeviceFaultBackend final : public ProveBackend {
  public:
-  DeviceFaultBackend(std::unique_ptr<ProveBackend> inner, uint64_t after) : inner_(std::move(inner)), after_(after) {}
+  /// The (after+1)-th prove throws: DeviceError, or (step) StepFault.
+  DeviceFaultBackend(std::unique_ptr<ProveBackend> inner, uint64_t after, bool step = false)
+      : inner_(std::move(inner)), after_(after), step_(step) {}
 
-  /// `inner` itself unless ZKFARM_TEST_DEVICE_ERROR_AFTER holds a number.
+  /// `inner` itself unless ZKFARM_TEST_DEVICE_ERROR_AFTER or
+  /// ZKFARM_TEST_STEP_FAULT_AFTER holds a number (the first wins).
   static std::unique_ptr<ProveBackend> wrap_from_env(std::unique_ptr<ProveBackend> inner) {
-    const char* v = std::getenv("ZKFARM_TEST_DEVICE_ERROR_AFTER");
-    if (!v || !*v) return inner;
-    return std::make_unique<DeviceFaultBackend>(std::move(inner), std::strtoull(v, nullptr, 10));
+    for (const char* name : {"ZKFARM_TEST_DEVICE_ERROR_AFTER", "ZKFARM_TEST_STEP_FAULT_AFTER"}) {
+      const char* v = std::getenv(name);
+      if (v && *v)
+        return std::make_unique<DeviceFaultBackend>(std::move(inner), std::strtoull(v, nullptr, 10),
+                                                    std::string_view(name) == "ZKFARM_TEST_STEP_FAULT_AFTER");
+    }
+    return inner;
   }
 
   std::string name() const override { return inner_->name(); }
@@ -38,11 +53,15 @@ class DeviceFaultBackend final : public ProveBackend {
  private:
   // Proofs of either curve count toward the simulated fault.
   void count_proof() {
-    if (proved_++ == after_)
-      throw DeviceError("simulated device error (ZKFARM_TEST_DEVICE_ERROR_AFTER=" + std::to_string(after_) + ")");
+    if (proved_++ != after_) return;
+    if (step_)
+      throw StepFault("simulated device allocation refused in one prove step (ZKFARM_TEST_STEP_FAULT_AFTER=" +
+                      std::to_string(after_) + ")");
+    throw DeviceError("simulated device error (ZKFARM_TEST_DEVICE_ERROR_AFTER=" + std::to_string(after_) + ")");
   }
   std::unique_ptr<ProveBackend> inner_;
   uint64_t after_;
+  bool step_;
   std::atomic<uint64_t> proved_{0};
 };
 

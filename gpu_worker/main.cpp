@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <new>
 
 #include "version/build_info.hpp"
 #include "groth16/errors.hpp"
@@ -44,9 +45,13 @@ proto::WorkResult prove_with(const proto::Prove& req, const shm::Arena& arena, g
   return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
 }
 
-// One PROVE. A device fault ends the process: the supervisor sees the exit,
-// proves the partition again (here, once restarted, or on another worker)
-// and never gets a proof from a device in an unknown state.
+// One PROVE. A fault of this step alone (StepFault: device memory short, the
+// device still usable; or host memory short) fails this partition with
+// device_fault: the supervisor proves it again, and the other lanes' steps go
+// on. A device fault that may have left the device unusable ends the process:
+// the supervisor sees the exit, proves the partition again (here, once
+// restarted, or on another worker) and never gets a proof from a device in an
+// unknown state.
 proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::ProveBackend& backend,
                         gpu::LaneGate& gate) {
   try {
@@ -56,6 +61,13 @@ proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::P
     });
     r.key_cached = cached;
     return r;
+  } catch (const gpu::StepFault& e) {
+    std::fprintf(stderr, "zkfarm-gpu: job %llu partition %u: %s; the partition is proved again, the other steps go on\n",
+                 static_cast<unsigned long long>(req.ref.job), req.ref.partition, e.what());
+    std::fflush(stderr);
+    return proto::WorkResult::device_failure(e.what());
+  } catch (const std::bad_alloc&) {
+    return proto::WorkResult::device_failure("host memory ran out in the prove step");
   } catch (const gpu::DeviceError& e) {
     std::fprintf(stderr, "zkfarm-gpu: %s; exiting so that the partition is proved again\n", e.what());
     std::fflush(stderr);

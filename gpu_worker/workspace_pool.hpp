@@ -22,9 +22,13 @@ class WorkspacePool {
    public:
     Lease(WorkspacePool& pool, std::unique_ptr<T> w) : pool_(pool), w_(std::move(w)) {}
     ~Lease() {
+      if (!w_) return;  // discarded
       std::lock_guard lock(pool_.mutex_);
       pool_.free_.push_back(std::move(w_));
     }
+    /// Destroys the set now instead of keeping it for reuse (a step that
+    /// faulted hands its memory back); a later take() makes a new one.
+    void discard() { w_.reset(); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     T& operator*() const { return *w_; }

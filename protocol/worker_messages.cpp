@@ -42,6 +42,10 @@ WorkResult work_result(const Message& msg, bool prove) {
   if (prove && r.ok) r.proof = get_bin(msg, "proof");
   // Not a boolean reads as absent: only a metric depends on it.
   if (auto it = msg.find("key_cached"); prove && it != msg.end() && it->is_boolean()) r.key_cached = it->get<bool>();
+  // Likewise: anything but true is the partition's own fault (its job fails,
+  // as from a worker that never sends it).
+  if (auto it = msg.find("device_fault"); prove && !r.ok && it != msg.end() && it->is_boolean())
+    r.device_fault = it->get<bool>();
   return r;
 }
 
@@ -52,6 +56,7 @@ std::string encode_done(const char* type, const WorkRef& ref, const WorkResult& 
   if (!r.ok) m["error"] = r.error;
   if (prove && r.ok) m["proof"] = bin(r.proof);
   if (prove && r.key_cached) m["key_cached"] = *r.key_cached;
+  if (prove && !r.ok && r.device_fault) m["device_fault"] = true;
   return encode(m);
 }
 

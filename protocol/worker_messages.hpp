@@ -139,8 +139,19 @@ struct WorkResult {
   /// "key_cached", PROVE_DONE only (optional): the key was resident in the
   /// worker; a value that is not a boolean reads as absent.
   std::optional<bool> key_cached;
+  /// "device_fault", PROVE_DONE when !ok (optional, sent only when true):
+  /// the prove step faulted on the device (an allocation refused, a launch
+  /// without resources) and the device is still usable, so the partition is
+  /// not at fault: the supervisor proves it again, counting an attempt
+  /// (max_attempts). Absent, false or not a boolean: the partition's own
+  /// fault (its job fails).
+  bool device_fault = false;
 
-  static WorkResult failure(std::string message) { return {false, std::move(message), {}, std::nullopt}; }
+  static WorkResult failure(std::string message) { return {false, std::move(message), {}, std::nullopt, false}; }
+  /// A failure of the device, not of the partition (device_fault).
+  static WorkResult device_failure(std::string message) {
+    return {false, std::move(message), {}, std::nullopt, true};
+  }
   bool operator==(const WorkResult&) const = default;
 };
 

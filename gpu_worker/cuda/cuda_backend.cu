@@ -419,10 +419,38 @@ class CudaBackend final : public ProveBackend {
     // keys' steps share the pool.
     if (key.log_domain > kMaxSharedLogDomain) {
       std::lock_guard lock(large_mutex_);
-      return prove_in<C>(*large_, key, witness, r, s, cancel);
+      try {
+        return prove_in<C>(*large_, key, witness, r, s, cancel);
+      } catch (const cuda::CudaError& e) {
+        if (!device_usable()) throw;
+        large_ = std::make_unique<Workspace>();  // its grown buffers handed back; a fresh one holds none yet
+        throw StepFault(step_fault_text(e));
+      }
     }
     auto ws = workspaces_.take();
-    return prove_in<C>(*ws, key, witness, r, s, cancel);
+    try {
+      return prove_in<C>(*ws, key, witness, r, s, cancel);
+    } catch (const cuda::CudaError& e) {
+      if (!device_usable()) throw;
+      ws.discard();  // its buffers go back to the device for the other lanes
+      throw StepFault(step_fault_text(e));
+    }
+  }
+
+  // After a CUDA error in one prove step: whether the device is still usable.
+  // An error of the step alone (an allocation refused, a launch without
+  // resources) is not sticky: it is cleared from the thread's last error and
+  // a synchronisation succeeds (after the other lanes' work: this path is
+  // rare). A sticky one (an illegal address, a kernel that trapped) fails
+  // every later call of the context, the synchronisation included; the
+  // worker must then exit (DeviceError).
+  static bool device_usable() {
+    (void)cudaGetLastError();
+    return cudaDeviceSynchronize() == cudaSuccess;
+  }
+
+  static std::string step_fault_text(const cuda::CudaError& e) {
+    return std::string(e.what()) + " (this prove step alone: its workspace freed, the device usable)";
   }
 
   template <class C>

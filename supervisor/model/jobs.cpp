@@ -255,9 +255,9 @@ std::optional<shm::Slot> JobTable::back_to_queue(const PartRef& ref, int64_t now
   return slot;
 }
 
-unsigned JobTable::count_crash(const PartRef& ref) {
+unsigned JobTable::count_fault(const PartRef& ref) {
   Partition* p = find_mut(ref);
-  return p ? ++p->crashes : 0;
+  return p ? ++p->faults : 0;
 }
 
 unsigned JobTable::count_verify_failure(const PartRef& ref) {

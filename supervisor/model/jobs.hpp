@@ -47,7 +47,10 @@ struct Partition {
   std::optional<shm::Slot> slot;   ///< held from SYNTH to PROVE_DONE
   std::string worker;              ///< worker id while synthesizing or proving
   unsigned attempts = 0;           ///< times it was handed to a worker
-  unsigned crashes = 0;            ///< times a worker died holding it (max_attempts: then it fails)
+  /// Attempts that ended in a fault: a worker died holding it (a crash or a
+  /// missed heartbeat's kill), its prove step faulted on the device, or the
+  /// device's proof did not verify (max_attempts: then it fails).
+  unsigned faults = 0;
   unsigned verify_failures = 0;    ///< proofs of it that did not verify
   bool delivered = false;          ///< done, and the write of its files finished (well or not)
   int64_t stage_start_ms = 0;      ///< when the current stage's message went out, then when its worker said STARTED
@@ -181,8 +184,8 @@ class JobTable {
   /// the caller to free. For a partition of a job that ended meanwhile, it
   /// takes the job's end instead (failed or cancelled).
   std::optional<shm::Slot> back_to_queue(const PartRef& ref, int64_t now);
-  /// A worker's death counted against it; returns the count so far.
-  unsigned count_crash(const PartRef& ref);
+  /// A faulted attempt (Partition::faults) counted against it; returns the count so far.
+  unsigned count_fault(const PartRef& ref);
   /// A proof of it that did not verify; returns the count so far.
   unsigned count_verify_failure(const PartRef& ref);
   /// The partition fails (the caller fails its job); returns its slot to free.

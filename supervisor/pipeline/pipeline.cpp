@@ -70,12 +70,13 @@ void Pipeline::requeue(const PartRef& ref, const std::string& why, bool crashed)
   const Partition* p = jobs_.find(ref);
   const Job* job = jobs_.find(ref.job);
   if (!p || !job) return;
-  if (crashed && !job->terminal() && jobs_.count_crash(ref) >= cfg_.max_attempts) {
+  if (crashed && !job->terminal() && jobs_.count_fault(ref) >= cfg_.max_attempts) {
     // A poison partition: its input takes down whichever worker gets it. It
     // fails (and with it its job) instead of crashing the farm's workers forever.
     free_slot(jobs_.fail_partition(ref));
-    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": its worker died " + std::to_string(p->crashes) +
-                          " times (max_attempts " + std::to_string(cfg_.max_attempts) + "); last: " + why);
+    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + std::to_string(p->faults) +
+                          " attempts ended in a fault (max_attempts " + std::to_string(cfg_.max_attempts) +
+                          "); last: " + why);
     return;
   }
   // A GPU worker only reads its slots: the witness is intact, so the partition
@@ -94,6 +95,23 @@ void Pipeline::requeue(const PartRef& ref, const std::string& why, bool crashed)
   // The slot's generation is bumped as it is freed, so a late answer about it is stale.
   free_slot(jobs_.back_to_queue(ref, steady_ms()));
   if (in_flight && !job->terminal()) log_->warn("job {} partition {}: back to the queue ({})", ref.job, ref.index, why);
+}
+
+bool Pipeline::retry_after_device_fault(const PartRef& ref, const std::string& worker, const std::string& what) {
+  ++metrics_.device_faults;
+  const Partition* p = jobs_.find(ref);
+  if (!p || jobs_.count_fault(ref) >= cfg_.max_attempts) return false;
+  // From the same witness (a GPU worker never writes its slot), under a new
+  // generation, so a late answer about this attempt is stale.
+  if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
+    jobs_.reprove_in_slot(ref, *renewed);
+    ++metrics_.partitions_requeued_intact;
+  } else {
+    free_slot(jobs_.back_to_queue(ref, steady_ms()));
+  }
+  log_->warn("job {} partition {}: proved again after a device fault on {} (attempt {} of max_attempts {} ended in "
+             "a fault): {}", ref.job, ref.index, worker, p->faults, cfg_.max_attempts, what);
+  return true;
 }
 
 void Pipeline::on_started(Worker& w, const protocol::Started& msg) {
@@ -126,6 +144,17 @@ void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol:
     // Cancelled or failed meanwhile, or (a shared queue) its lease was
     // dropped: the work is dropped, the slot freed.
     free_slot(jobs_.back_to_queue(ref, steady_ms()));
+    return;
+  }
+  if (!result.ok && !synth && result.device_fault) {  // the device's fault, not the partition's
+    log_->error("job {} partition {}: the prove step faulted on {}'s device: {}", ref.job, ref.index, w.id,
+                result.error);
+    if (!retry_after_device_fault(ref, w.id, result.error)) {
+      free_slot(jobs_.fail_partition(ref));
+      fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + std::to_string(p->faults) +
+                            " attempts ended in a fault (max_attempts " + std::to_string(cfg_.max_attempts) +
+                            "); last: the prove step faulted on the device: " + result.error);
+    }
     return;
   }
   if (!result.ok) {
@@ -195,18 +224,12 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
     const unsigned failures = jobs_.count_verify_failure(ref);
     ++metrics_.proofs_rejected;
     const bool device = by.backend != "cpu";
-    if (device) ++metrics_.device_faults;
     log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index,
                 by.worker, by.backend, bad, device ? " (counted as a device fault)" : "");
-    if (device && failures < 2) {  // a device fault may not repeat: prove it once more
-      // from the same witness (the worker never writes its slot), under a new generation
-      if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
-        jobs_.reprove_in_slot(ref, *renewed);
-      } else {
-        free_slot(jobs_.back_to_queue(ref, steady_ms()));
-      }
-      return;
-    }
+    (void)failures;
+    // A device's wrong result may not repeat: proved again, an attempt
+    // counted, until max_attempts (then, as from the CPU, the job fails).
+    if (device && retry_after_device_fault(ref, by.worker, "its proof does not verify: " + bad)) return;
     free_slot(jobs_.fail_partition(ref));
     fail_job(ref.job, "partition " + std::to_string(ref.index) +
                           ": the proof does not verify: the witness does not satisfy the circuit, the key is damaged, or the " +

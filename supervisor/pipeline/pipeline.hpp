@@ -109,6 +109,12 @@ class Pipeline {
 
  private:
   void requeue(const PartRef& ref, const std::string& why, bool crashed);
+  /// A fault of the device, not of the partition (a prove step that faulted
+  /// on a device still usable, or a device's proof that did not verify),
+  /// counted against the partition (Partition::faults). Below max_attempts
+  /// it goes back to the GPU queue in its slot (renewed) and this returns
+  /// true; at max_attempts it returns false and the caller fails it.
+  bool retry_after_device_fault(const PartRef& ref, const std::string& worker, const std::string& what);
   /// ABORT for every partition a worker holds that `which` picks.
   void abort_where(const std::function<bool(const PartRef&)>& which);
   void send_prove(Worker& w, const PartRef& ref);

@@ -411,7 +411,7 @@ class WorkerFaultTest(FaultCase):
         self.assertEqual(code, 1, err + farm.output())
         j = self.job(farm, poison)
         self.assertEqual(j["state"], "failed")
-        self.assertIn("its worker died 3 times (max_attempts 3)", j["error"])
+        self.assertIn("3 attempts ended in a fault (max_attempts 3); last: worker ", j["error"])
         self.assertIn("last: worker synth-0 died", j["error"])
         self.assertFalse(os.path.exists(f"{poison_out}/0.proof.json"))
         self.assertEqual(self.wait_job(farm, other)[0], 0, farm.output())

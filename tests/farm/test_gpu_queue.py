@@ -124,6 +124,35 @@ class GpuQueueTest(unittest.TestCase):
         self.verify(out, 9)
         farm.stop_and_check(self)
 
+    def test_a_device_fault_in_one_lane_fails_that_partition_alone_and_the_worker_goes_on(self):
+        # Issue 49 item 3 (sp1 #2950: one failed device allocation killed every
+        # proof in flight): the GPU worker proves 3 partitions at once (each
+        # slowed to 1 s, so they overlap) and its third prove step's device
+        # allocation is refused (the test double's StepFault, as a
+        # cudaErrorMemoryAllocation of a device still usable). That partition
+        # alone is answered with device_fault and proved again; the worker
+        # keeps its process and its other lanes; every partition is proved
+        # exactly once and verifies.
+        cfg = write_config(self.tmp, gpu_lanes=3, gpu_queue_depth=4, restart_backoff_ms=100)
+        farm = self.farm("--synth-workers", "2", "--config", cfg,
+                         env={"ZKFARM_FAULT": "slow_ms:1000", "ZKFARM_TEST_STEP_FAULT_AFTER": "2"})
+        pid = self.gpu(farm)["pid"]
+        code, job, err, out = farm.submit(CHAIN_ZKEY, [chain_wtns(k) for k in range(9)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(ctl(farm.state, "wait", job, "--timeout", "240", check=False)[0], 0, farm.output())
+        per_partition = journaled_proofs(farm.state, job, 9)
+        self.assertEqual(sorted(i for j, i, c in per_partition if str(j) == job), list(range(9)))
+        self.assertTrue(all(c == 1 for _, _, c in per_partition))
+        self.verify(out, 9)
+        log = farm.output()
+        self.assertEqual(log.count("the partition is proved again, the other steps go on"), 1, log[-6000:])  # the worker's
+        self.assertRegex(log, rf"job {job} partition \d: proved again after a device fault on gpu-0 \(attempt 1 of "
+                              r"max_attempts 3 ended in a fault\)")
+        gpu = self.gpu(farm)
+        self.assertEqual((gpu["pid"], gpu["restarts"]), (pid, 0), "the worker was not restarted")
+        self.assertNotIn("exiting so that the partition is proved again", log)
+        farm.stop_and_check(self)
+
     def test_proving_goes_on_while_output_writes_are_slow(self):
         # Measured on the H200 machine (2^22): the loop journaled each proof and
         # wrote its files itself, five fsyncs a proof; on a disk busy with

@@ -135,6 +135,9 @@ TEST(WorkerMessages, EncodersWriteTheBytesOfTheHandBuiltMaps) {
   pfail["ok"] = false;
   pfail["error"] = "busy";
   EXPECT_EQ(proto::encode(proto::ProveDone{kRef, proto::WorkResult::failure("busy")}), proto::encode(pfail));
+  // A fault of the device, not of the partition (issue 49): the same answer with device_fault.
+  pfail["device_fault"] = true;
+  EXPECT_EQ(proto::encode(proto::ProveDone{kRef, proto::WorkResult::device_failure("busy")}), proto::encode(pfail));
 }
 
 template <class T>
@@ -222,6 +225,14 @@ TEST(WorkerMessages, OptionalFieldsKeepTheirDefaultsAndLeniency) {
   const proto::ProveDone p = from_worker<proto::ProveDone>(proto::encode(proved));
   EXPECT_EQ(p.result.proof, "abc");
   EXPECT_FALSE(p.result.key_cached);
+  // device_fault: only a boolean true on a failed answer; anything else is
+  // the partition's own fault (its job fails), as from a worker that never sends it.
+  failed["device_fault"] = true;
+  EXPECT_TRUE(from_worker<proto::ProveDone>(proto::encode(failed)).result.device_fault);
+  failed["device_fault"] = 1;
+  EXPECT_FALSE(from_worker<proto::ProveDone>(proto::encode(failed)).result.device_fault);
+  proved["device_fault"] = true;
+  EXPECT_FALSE(from_worker<proto::ProveDone>(proto::encode(proved)).result.device_fault) << "an ok answer has none";
 
   Message hb = proto::make(proto::kHeartbeat);
   EXPECT_EQ(from_worker<proto::Heartbeat>(proto::encode(hb)).worker, "");  // the supervisor's has none

@@ -109,8 +109,8 @@ TEST(JobTable, TransitionsCarryAPartitionThroughThePipelineAndBack) {
   EXPECT_EQ(freed->id, 7u);
   EXPECT_EQ(t.find({a, 1})->state, PartState::kQueued);
   EXPECT_EQ(t.find({a, 1})->queued_since_ms, 700);
-  EXPECT_EQ(t.count_crash({a, 1}), 1u);
-  EXPECT_EQ(t.count_crash({a, 1}), 2u);
+  EXPECT_EQ(t.count_fault({a, 1}), 1u);
+  EXPECT_EQ(t.count_fault({a, 1}), 2u);
   // Proved, verified, delivered: done.
   t.start_proving({a, 0}, "gpu-0", 800);
   t.proving_ended({a, 0}, 900);

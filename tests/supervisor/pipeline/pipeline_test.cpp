@@ -122,7 +122,7 @@ TEST_F(PipelineFixture, AStaleAnswerIsIgnoredAndADeadGpuWorkersPartitionIsProved
   ASSERT_TRUE(p->slot.has_value());
   EXPECT_EQ(p->slot->id, proving.slot);
   EXPECT_GT(p->slot->generation, proving.generation) << "renewed: the dead worker's answer would be stale";
-  EXPECT_EQ(p->crashes, 1u);
+  EXPECT_EQ(p->faults, 1u);
   EXPECT_EQ(metrics.partitions_requeued_intact, 1u);
   // The worker is back (READY): the partition is proved again from that slot, no new synthesis.
   Worker& gpu = worker("gpu-0");
@@ -137,6 +137,53 @@ TEST_F(PipelineFixture, AStaleAnswerIsIgnoredAndADeadGpuWorkersPartitionIsProved
   ASSERT_NE(again, nullptr) << "a PROVE, not a SYNTH";
   EXPECT_EQ(again->ref.slot, proving.slot);
   EXPECT_EQ(again->ref.generation, p->slot->generation);
+}
+
+// Issue 49 item 3: a prove step that faulted on a device still usable
+// (PROVE_DONE ok:false with device_fault) is the device's fault, not the
+// partition's: it is proved again from its slot, the worker keeps its other
+// work, and each such answer is an attempt; at max_attempts the job fails,
+// naming the count and the last fault. Without device_fault the same answer
+// fails the job at once, as before.
+TEST_F(PipelineFixture, ADeviceFaultOfOneStepProvesThatPartitionAgainUntilMaxAttempts) {
+  ASSERT_EQ(cfg.max_attempts, 3u);
+  const uint64_t a = add_job(1);
+  pipeline.dispatch();
+  answer("synth-0", last_ref("synth-0"), true);
+  for (unsigned attempt = 1; attempt <= 3; ++attempt) {
+    pipeline.dispatch();
+    const protocol::WorkRef proving = last_ref("gpu-0");
+    ASSERT_EQ(jobs.find({a, 0})->state, PartState::kProving) << "attempt " << attempt;
+    answer("gpu-0", proving, false,
+           protocol::WorkResult::device_failure("CUDA error cudaErrorMemoryAllocation in cudaMalloc (attempt " +
+                                                std::to_string(attempt) + ")"));
+    EXPECT_EQ(jobs.find({a, 0})->faults, attempt);
+    EXPECT_EQ(metrics.device_faults, attempt);
+    if (attempt < 3) {
+      const Partition* p = jobs.find({a, 0});
+      EXPECT_EQ(p->state, PartState::kSynthesized) << "back to the GPU queue, its witness kept";
+      ASSERT_TRUE(p->slot.has_value());
+      EXPECT_EQ(p->slot->id, proving.slot);
+      EXPECT_GT(p->slot->generation, proving.generation);
+      EXPECT_EQ(jobs.find(a)->state, JobState::kRunning);
+      EXPECT_EQ(worker("gpu-0").state, WorkerState::kIdle) << "the worker goes on";
+    }
+  }
+  EXPECT_EQ(jobs.find(a)->state, JobState::kFailed);
+  EXPECT_NE(jobs.find(a)->error.find("partition 0: 3 attempts ended in a fault (max_attempts 3); last: the prove "
+                                     "step faulted on the device: CUDA error cudaErrorMemoryAllocation in cudaMalloc "
+                                     "(attempt 3)"),
+            std::string::npos)
+      << jobs.find(a)->error;
+  EXPECT_EQ(jobs_ended, 1u);
+
+  const uint64_t b = add_job(1);  // the same answer without device_fault: the partition's own fault
+  pipeline.dispatch();
+  answer("synth-0", last_ref("synth-0"), true);
+  pipeline.dispatch();
+  answer("gpu-0", last_ref("gpu-0"), false, protocol::WorkResult::failure("bad.zkey: truncated"));
+  EXPECT_EQ(jobs.find(b)->state, JobState::kFailed);
+  EXPECT_EQ(jobs.find({b, 0})->faults, 0u);
 }
 
 TEST_F(PipelineFixture, AFailedSynthesisFailsItsJobOnceAndTheEndIsJournaled) {
