@@ -427,12 +427,16 @@ class CudaBackend final : public ProveBackend {
         throw StepFault(step_fault_text(e));
       }
     }
-    auto ws = workspaces_.take();
     try {
-      return prove_in<C>(*ws, key, witness, r, s, cancel);
+      auto ws = workspaces_.take();  // a new one's streams may not fit either
+      try {
+        return prove_in<C>(*ws, key, witness, r, s, cancel);
+      } catch (const cuda::CudaError&) {
+        ws.discard();  // its buffers go back to the device for the other lanes
+        throw;
+      }
     } catch (const cuda::CudaError& e) {
       if (!device_usable()) throw;
-      ws.discard();  // its buffers go back to the device for the other lanes
       throw StepFault(step_fault_text(e));
     }
   }

@@ -593,5 +593,42 @@ TEST(Gpu, ConcurrentProveStepsMatchTheCpuBackend) {
   for (size_t i = 0; i < parts.size(); ++i) EXPECT_EQ(parts[i].got, parts[i].expected) << "partition " << i;
 }
 
+// Issue 49 item 3 on a real device: a prove step whose device allocation is
+// refused (every free byte taken, as other lanes' workspaces and resident
+// keys would) is a StepFault, not a DeviceError: the device stays usable, and
+// once the memory is back the next step proves, byte-identical to the CPU
+// backend. (A sticky fault, an illegal address, is still a DeviceError: the
+// worker exits; that path is the old one.)
+TEST(Gpu, AStepWhoseDeviceMemoryIsShortIsAStepFaultAndTheDeviceGoesOn) {
+  NEED_GPU();
+  auto cuda = gpu::make_cuda_backend(gpu::CudaOptions{});
+  gpu::CpuBackend cpu(0, 1);
+  const std::string chain = test::shared_fixture("chain.zkey");
+  const Wtns wtns = Wtns::open(test::shared_fixture("chain.3.wtns"));
+  std::vector<U256> w(wtns.values.size() / 32);
+  std::memcpy(w.data(), wtns.values.data(), w.size() * 32);
+  std::mt19937_64 rng(29);
+  const U256 r = test::random_scalar(rng), s = test::random_scalar(rng);
+  const Zkey& key = cuda->load(chain);  // resident first: only the step's own memory is short
+  std::vector<void*> taken;
+  for (size_t chunk : {size_t(1) << 28, size_t(1) << 20, size_t(1) << 12})
+    for (void* p = nullptr; cudaMalloc(&p, chunk) == cudaSuccess;) taken.push_back(p);
+  (void)cudaGetLastError();
+  ASSERT_FALSE(taken.empty());
+  std::string fault;
+  try {
+    gpu::prove_of<Bn254>(*cuda, key, w.data(), r, s, nullptr);
+    ADD_FAILURE() << "a step proved with no device memory free";
+  } catch (const gpu::StepFault& e) {
+    fault = e.what();
+  }
+  EXPECT_NE(fault.find("cudaErrorMemoryAllocation"), std::string::npos) << fault;
+  EXPECT_NE(fault.find("the device usable"), std::string::npos) << fault;
+  for (void* p : taken) ASSERT_EQ(cudaFree(p), cudaSuccess);
+  const Proof pg = gpu::prove_of<Bn254>(*cuda, key, w.data(), r, s, nullptr);
+  const Proof pc = gpu::prove_of<Bn254>(cpu, cpu.load(chain), w.data(), r, s, nullptr);
+  EXPECT_EQ(std::memcmp(&pg, &pc, sizeof pg), 0);
+}
+
 }  // namespace
 }  // namespace zkfarm
