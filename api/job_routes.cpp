@@ -12,6 +12,7 @@
 
 #include "protocol/control_requests.hpp"
 #include "api/call.hpp"
+#include "api/input_names.hpp"
 #include "api/service.hpp"
 #include "supervisor/clock.hpp"
 
@@ -75,7 +76,8 @@ json Service::job_view(const json& j, const JobRow& row) const {
   for (const char* k : {"id", "state", "priority", "partitions", "done", "submitted_ms", "finished_ms", "queue_wait_ms",
                         "synthesis_ms", "proving_ms", "total_ms"})
     if (j.contains(k)) v[k] = j[k];
-  if (j.contains("error") && j["error"].is_string()) v["error"] = tenant_text(j["error"].get<std::string>());
+  if (j.contains("error") && j["error"].is_string())
+    v["error"] = with_input_names(tenant_text(j["error"].get<std::string>()), store_.input_names(row.id));
   v["circuit"] = row.circuit;
   v["idempotency_key"] = row.idempotency_key.empty() ? json(nullptr) : json(row.idempotency_key);
   // Results are read through the API (GET …/results); `out` is the client's
@@ -115,7 +117,7 @@ Response Service::job_create(Call& c, const Request& req) {
   const json body = parse_body(req.body);
   for (const auto& [k, v] : body.items())
     if (k != "circuit" && k != "zkey" && k != "inputs" && k != "witnesses" && k != "priority" && k != "idempotency_key" &&
-        k != "out")
+        k != "out" && k != "partition_names")
       throw ApiError{400, "unknown_field", "unknown field '" + k.substr(0, 64) + "'"};
   auto str = [&](const char* k) -> std::string {
     if (!body.contains(k)) return {};
@@ -146,6 +148,23 @@ Response Service::job_create(Call& c, const Request& req) {
   if (list.size() > opts_.max_partitions)
     throw ApiError{413, "payload_too_large", "a job has at most " + std::to_string(opts_.max_partitions) + " partitions"};
   if (has_inputs && circuit.empty()) throw bad("a job of inputs needs 'circuit'");
+  // The client's names of its inputs (zkfarmctl sends the paths it read
+  // them from): a failure after the submit names them instead of "input
+  // K.json". Cosmetic, so not part of the idempotent request.
+  std::vector<std::string> input_names;
+  if (body.contains("partition_names")) {
+    const json& names = body["partition_names"];
+    if (!has_inputs) throw bad("'partition_names' names the inputs of a job of inputs");
+    if (!names.is_array() || names.size() != list.size())
+      throw bad("'partition_names' must be a list of " + std::to_string(list.size()) + " strings, one for each input");
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (!names[k].is_string() || names[k].get<std::string>().empty() || names[k].get<std::string>().size() > 1024)
+        throw bad("partition_names[" + std::to_string(k) + "] must be a string of 1 to 1024 characters");
+      for (unsigned char ch : names[k].get<std::string>())
+        if (ch < 0x20 || ch == 0x7f) throw bad("partition_names[" + std::to_string(k) + "] has a control character");
+      input_names.push_back(names[k].get<std::string>());
+    }
+  }
   if (has_wtns && circuit.empty() == zkey.empty()) throw bad("a job of witnesses needs 'circuit' or 'zkey' (an upload id), one of them");
   if (!circuit.empty() && !valid_circuit_name(circuit)) throw ApiError{404, "not_found", "no circuit '" + circuit.substr(0, 64) + "'"};
 
@@ -245,7 +264,7 @@ Response Service::job_create(Call& c, const Request& req) {
   try {
     reply = farm_.call(protocol::to_message(submit), 600000);
   } catch (const FarmRefused& e) {
-    throw ApiError{400, "rejected", tenant_text(e.what())};
+    throw ApiError{400, "rejected", with_input_names(tenant_text(e.what()), input_names)};
   }
   JobRow row;
   row.id = protocol::get_u64(reply, "job");
@@ -258,6 +277,7 @@ Response Service::job_create(Call& c, const Request& req) {
   row.created_ms = wall_ms();
   try {
     store_.add_job(row);
+    if (!input_names.empty()) store_.set_input_names(row.id, input_names);
   } catch (...) {
     // A job nobody can see must not run: cancelled, and the submit fails.
     try {

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 namespace zkfarm::api {
 
 namespace {
@@ -32,6 +34,7 @@ CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, ci
                                 created_ms INTEGER NOT NULL, terminal INTEGER NOT NULL DEFAULT 0,
                                 UNIQUE(tenant, idempotency_key));
 CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs(tenant, id);
+CREATE TABLE IF NOT EXISTS job_input_names(job INTEGER PRIMARY KEY REFERENCES jobs(id), names TEXT NOT NULL);
 )sql";
 
 constexpr const char* kJobCols = "id, tenant, circuit, coalesce(idempotency_key, ''), request_sha256, out, partitions, created_ms, terminal";
@@ -314,6 +317,26 @@ std::vector<JobRow> Store::live_jobs(const std::string& tenant) {
   s.bind(1, tenant);
   std::vector<JobRow> out;
   while (s.step()) out.push_back(read_job(s));
+  return out;
+}
+
+void Store::set_input_names(uint64_t job, const std::vector<std::string>& names) {
+  std::lock_guard<std::mutex> lock(m_);
+  stmt(db_, path_, "INSERT OR REPLACE INTO job_input_names(job, names) VALUES(?, ?)")
+      .bind(1, int64_t(job))
+      .bind(2, nlohmann::json(names).dump())
+      .run();
+}
+
+std::vector<std::string> Store::input_names(uint64_t job) {
+  std::lock_guard<std::mutex> lock(m_);
+  sqlite::Stmt s = stmt(db_, path_, "SELECT names FROM job_input_names WHERE job = ?");
+  s.bind(1, int64_t(job));
+  if (!s.step()) return {};
+  const nlohmann::json names = nlohmann::json::parse(s.text(0), nullptr, false);
+  std::vector<std::string> out;
+  if (names.is_array())
+    for (const auto& n : names) out.push_back(n.is_string() ? n.get<std::string>() : std::string());
   return out;
 }
 

@@ -120,6 +120,11 @@ class Store {
   std::vector<JobRow> jobs(const std::string& tenant, uint64_t before, unsigned limit);
   std::vector<JobRow> live_jobs(const std::string& tenant);
   void mark_terminal(uint64_t id);
+  /// The client's names of a job's inputs, in order (`partition_names` of
+  /// POST /v1/jobs): its error texts name them instead of "input K.json".
+  void set_input_names(uint64_t job, const std::vector<std::string>& names);
+  /// …and read back; empty when the client gave none.
+  std::vector<std::string> input_names(uint64_t job);
 
  private:
   void exec(const char* sql);

@@ -205,7 +205,7 @@ Message ApiClient::submit(const Message& req, std::vector<std::pair<std::string,
   Message body = Message::object();
   if (req.contains("circuit")) {
     body["circuit"] = protocol::get_str(req, "circuit");
-    Message inputs = Message::array();
+    Message inputs = Message::array(), paths = Message::array();
     for (const auto& p : req.at("inputs")) {
       const std::string path = p.get<std::string>();
       Message in = Message::parse(read_text(path), nullptr, false);
@@ -213,8 +213,12 @@ Message ApiClient::submit(const Message& req, std::vector<std::pair<std::string,
       // zkfarm-api writes the K-th input to K.json and says "input K.json" (api/service.cpp tenant_text).
       names.emplace_back("input " + std::to_string(inputs.size()) + ".json", path);
       inputs.push_back(std::move(in));
+      paths.push_back(path);
     }
     body["inputs"] = inputs;
+    // Kept by zkfarm-api with the job, so that a failure after the submit
+    // (`wait`, another process) names these paths too.
+    body["partition_names"] = paths;
   } else {
     const std::string zkey = protocol::get_str(req, "zkey");
     body["zkey"] = a.upload(zkey, std::max(t, 600000));
@@ -229,7 +233,16 @@ Message ApiClient::submit(const Message& req, std::vector<std::pair<std::string,
   body["priority"] = protocol::find_str(req, "priority").value_or("normal");
   if (auto o = protocol::find_str(req, "out")) body["out"] = *o;
   if (auto k = protocol::find_str(req, "idempotency_key")) body["idempotency_key"] = *k;
-  Message reply = a.post_json("/v1/jobs", body, std::max(t, 600000));
+  Message reply;
+  try {
+    reply = a.post_json("/v1/jobs", body, std::max(t, 600000));
+  } catch (const Refused& e) {
+    // A zkfarm-api from before partition_names refuses the field: the same
+    // request without it (its errors then say "input K.json").
+    if (!body.contains("partition_names") || std::string(e.what()).find("unknown field 'partition_names'") == std::string::npos) throw;
+    body.erase("partition_names");
+    reply = a.post_json("/v1/jobs", body, std::max(t, 600000));
+  }
   const Message job = reply.value("job", Message::object());
   return {{"ok", true}, {"job", job.value("id", uint64_t(0))}, {"delivery", "client"}, {"delivery_reason", "api"}};
 }

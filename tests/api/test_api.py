@@ -248,6 +248,19 @@ class ApiTest(unittest.TestCase):
             self.assertEqual(r.status_code, 400, r.text)
             self.assertEqual(error_code(r), "rejected", r.text)
             self.assertIn("input 1.json: " + want, r.json()["error"]["message"])
+        # Issue 49 (5): with the tenant's names for its inputs, its own (also
+        # in the job's error long after the submit: api/input_names.hpp).
+        r = alice.post(self.api.url + "/v1/jobs", json={"circuit": "pos", "inputs": [{"in": [1, 2, 3]}, {"in": [1, 2]}],
+                                                       "partition_names": ["mine/a.json", "mine/b.json"]})
+        self.assertEqual(r.status_code, 400, r.text)
+        self.assertIn("mine/b.json: signal in has 2 values", r.json()["error"]["message"])
+        for names, want in ((["only one"], "'partition_names' must be a list of 2 strings, one for each input"),
+                            (["a", "b\nc"], "partition_names[1] has a control character"),
+                            (["a", ""], "partition_names[1] must be a string of 1 to 1024 characters")):
+            r = alice.post(self.api.url + "/v1/jobs", json={"circuit": "pos", "inputs": [{"in": [1, 2, 3]}] * 2,
+                                                           "partition_names": names})
+            self.assertEqual((r.status_code, error_code(r)), (400, "bad_request"), r.text)
+            self.assertIn(want, r.json()["error"]["message"])
         self.assertEqual([j["id"] for j in alice.get(self.api.url + "/v1/jobs").json()["jobs"]], jobs_before)
 
     def test_zkfarmctl_api_submits_waits_and_writes_verified_proofs(self):
