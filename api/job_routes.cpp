@@ -173,6 +173,7 @@ Response Service::job_create(Call& c, const Request& req) {
   // not by id, so a client that uploads the same files again and retries
   // (zkfarmctl --api does) gets its first job back.
   json canon = body;
+  canon.erase("partition_names");  // names change no proof: a retry from another folder is the same request
   canon["idempotency_key"] = key;
   std::vector<std::string> wtns_ids;
   if (has_wtns) {
@@ -277,7 +278,6 @@ Response Service::job_create(Call& c, const Request& req) {
   row.created_ms = wall_ms();
   try {
     store_.add_job(row);
-    if (!input_names.empty()) store_.set_input_names(row.id, input_names);
   } catch (...) {
     // A job nobody can see must not run: cancelled, and the submit fails.
     try {
@@ -285,6 +285,12 @@ Response Service::job_create(Call& c, const Request& req) {
     } catch (const std::exception&) {
     }
     throw;
+  }
+  // Best effort: the names only reword errors, and the job is accepted.
+  try {
+    if (!input_names.empty()) store_.set_input_names(row.id, input_names);
+  } catch (const std::exception& e) {
+    if (opts_.log) opts_.log("job " + std::to_string(row.id) + ": its input names not kept: " + e.what());
   }
   if (opts_.log)
     opts_.log("job " + std::to_string(row.id) + ": " + std::to_string(row.partitions) + " partitions from tenant " +

@@ -217,8 +217,15 @@ Message ApiClient::submit(const Message& req, std::vector<std::pair<std::string,
     }
     body["inputs"] = inputs;
     // Kept by zkfarm-api with the job, so that a failure after the submit
-    // (`wait`, another process) names these paths too.
-    body["partition_names"] = paths;
+    // (`wait`, another process) names these paths too; left out when a path
+    // is past what the API keeps (1024 bytes, no control characters): the
+    // errors then say "input K.json" rather than the submit failing.
+    auto keepable = [](const Message& p) {
+      const std::string& s = p.get_ref<const std::string&>();
+      return !s.empty() && s.size() <= 1024 &&
+             std::none_of(s.begin(), s.end(), [](unsigned char ch) { return ch < 0x20 || ch == 0x7f; });
+    };
+    if (std::all_of(paths.begin(), paths.end(), keepable)) body["partition_names"] = paths;
   } else {
     const std::string zkey = protocol::get_str(req, "zkey");
     body["zkey"] = a.upload(zkey, std::max(t, 600000));

@@ -67,6 +67,9 @@ proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::P
     std::fflush(stderr);
     return proto::WorkResult::device_failure(e.what());
   } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "zkfarm-gpu: job %llu partition %u: host memory ran out in the prove step; the partition is "
+                 "proved again, the other steps go on\n", static_cast<unsigned long long>(req.ref.job), req.ref.partition);
+    std::fflush(stderr);
     return proto::WorkResult::device_failure("host memory ran out in the prove step");
   } catch (const gpu::DeviceError& e) {
     std::fprintf(stderr, "zkfarm-gpu: %s; exiting so that the partition is proved again\n", e.what());

@@ -39,6 +39,16 @@ class WorkspacePool {
     std::unique_ptr<T> w_;
   };
 
+  /// Destroys every set not leased now (their memory handed back: after a
+  /// step that found too little). Thread-safe.
+  void drop_idle() {
+    std::vector<std::unique_ptr<T>> idle;
+    {
+      std::lock_guard lock(mutex_);
+      idle.swap(free_);
+    }
+  }
+
   /// A free set, or a new one. Thread-safe.
   Lease take() {
     {

@@ -78,7 +78,8 @@ std::string Supervisor::render_metrics() const {
                  double(metrics_.partitions_failed));
   out += counter("zkfarm_proofs_rejected_total", "Proofs that did not verify and were not published.",
                  double(metrics_.proofs_rejected));
-  out += counter("zkfarm_device_faults_total", "Proofs from a GPU backend that did not verify.",
+  out += counter("zkfarm_device_faults_total", "Device faults a partition was proved again after: a GPU backend's proof that did not verify, a prove step "
+                 "that faulted on a device still usable (or found host memory short).",
                  double(metrics_.device_faults));
   out += counter("zkfarm_loop_busy_seconds_total",
                  "Seconds the supervisor's loop thread spent working (not waiting in poll); its rate is the loop's busy share.",

@@ -422,8 +422,14 @@ class CudaBackend final : public ProveBackend {
       try {
         return prove_in<C>(*large_, key, witness, r, s, cancel);
       } catch (const cuda::CudaError& e) {
-        if (!device_usable()) throw;
-        large_ = std::make_unique<Workspace>();  // its grown buffers handed back; a fresh one holds none yet
+        if (!device_usable()) throw;  // (it waits for the step's queued work too)
+        // Its grown buffers handed back: a fresh workspace holds none yet
+        // (kept as it is if even a fresh one's streams cannot be made).
+        try {
+          large_ = std::make_unique<Workspace>();
+        } catch (const cuda::CudaError&) {
+        }
+        workspaces_.drop_idle();
         throw StepFault(step_fault_text(e));
       }
     }
@@ -431,12 +437,18 @@ class CudaBackend final : public ProveBackend {
       auto ws = workspaces_.take();  // a new one's streams may not fit either
       try {
         return prove_in<C>(*ws, key, witness, r, s, cancel);
-      } catch (const cuda::CudaError&) {
-        ws.discard();  // its buffers go back to the device for the other lanes
-        throw;
+      } catch (const cuda::CudaError& e) {
+        // First the verdict, which waits for every stream (this step's
+        // queued kernels and copies included); only then its buffers go.
+        const bool usable = device_usable();
+        ws.discard();
+        if (!usable) throw;
+        workspaces_.drop_idle();  // idle lanes' grown buffers too: the retry needs the room
+        throw StepFault(step_fault_text(e));
       }
-    } catch (const cuda::CudaError& e) {
+    } catch (const cuda::CudaError& e) {  // take(): a new workspace could not be made
       if (!device_usable()) throw;
+      workspaces_.drop_idle();
       throw StepFault(step_fault_text(e));
     }
   }

@@ -631,7 +631,7 @@ std::vector<Job> Journal::load() {
 std::optional<JournaledProof> Journal::proof(uint64_t job, uint32_t index) {
   std::optional<JournaledProof> out;
   statement("proof", [&](const std::string& where) {
-    Stmt s(db_, sql::journal::proof, where);
+    Stmt s(db_, schema_version_ >= 3 ? sql::journal::proof : sql::journal::proof_before_3, where);
     s.bind(1, int64_t(job)).bind(2, int64_t(index));
     if (!s.step()) return;
     auto ms = [&s](int col) { return s.null(col) ? std::nullopt : std::optional<int64_t>(s.i64(col)); };

@@ -226,12 +226,12 @@ void JobTable::proving_ended(const PartRef& ref, int64_t now) {
   }
 }
 
-void JobTable::reprove_in_slot(const PartRef& ref, const shm::Slot& renewed) {
+void JobTable::reprove_in_slot(const PartRef& ref, const shm::Slot& renewed, int64_t now) {
   if (Partition* p = find_mut(ref)) {
     p->worker.clear();
     p->slot = renewed;
     p->state = PartState::kSynthesized;
-    p->synthesized_at_ms = p->proved_at_ms;  // waits again from the answer it is proved again after
+    p->synthesized_at_ms = now;  // waits for a GPU worker again from now
   }
 }
 

@@ -178,8 +178,9 @@ class JobTable {
   void proving_ended(const PartRef& ref, int64_t now);
   /// Back to the GPU queue in the same slot, renewed (a new generation): the
   /// witness is intact (a GPU worker died holding it, or its proof is proved
-  /// again after a device fault).
-  void reprove_in_slot(const PartRef& ref, const shm::Slot& renewed);
+  /// again after a device fault). From `now` (monotonic) it waits for a GPU
+  /// worker again; the prove step that ended is not counted as waiting.
+  void reprove_in_slot(const PartRef& ref, const shm::Slot& renewed, int64_t now);
   /// Back to the queue from wherever it was in flight; returns its slot for
   /// the caller to free. For a partition of a job that ended meanwhile, it
   /// takes the job's end instead (failed or cancelled).

@@ -84,7 +84,7 @@ void Pipeline::requeue(const PartRef& ref, const std::string& why, bool crashed)
   // late answer about the old one is stale), never through synthesis again.
   if (p->state == PartState::kProving && p->slot && !job->terminal()) {
     if (auto renewed = slots_.renew(p->slot->id)) {
-      jobs_.reprove_in_slot(ref, *renewed);
+      jobs_.reprove_in_slot(ref, *renewed, steady_ms());
       ++metrics_.partitions_requeued_intact;
       log_->warn("job {} partition {}: back to the GPU queue, its witness kept in slot {} ({})", ref.job, ref.index,
                  renewed->id, why);
@@ -104,7 +104,7 @@ bool Pipeline::retry_after_device_fault(const PartRef& ref, const std::string& w
   // From the same witness (a GPU worker never writes its slot), under a new
   // generation, so a late answer about this attempt is stale.
   if (auto renewed = p->slot ? slots_.renew(p->slot->id) : std::nullopt) {
-    jobs_.reprove_in_slot(ref, *renewed);
+    jobs_.reprove_in_slot(ref, *renewed, steady_ms());
     ++metrics_.partitions_requeued_intact;
   } else {
     free_slot(jobs_.back_to_queue(ref, steady_ms()));

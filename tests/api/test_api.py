@@ -262,6 +262,16 @@ class ApiTest(unittest.TestCase):
             self.assertEqual((r.status_code, error_code(r)), (400, "bad_request"), r.text)
             self.assertIn(want, r.json()["error"]["message"])
         self.assertEqual([j["id"] for j in alice.get(self.api.url + "/v1/jobs").json()["jobs"]], jobs_before)
+        # The names change no proof: a retry from another folder gets the first job back.
+        first = alice.post(self.api.url + "/v1/jobs", json={"circuit": "pos", "inputs": [{"in": [1, 2, 3]}],
+                                                           "partition_names": ["here/a.json"],
+                                                           "idempotency_key": "names-1"})
+        self.assertEqual(first.status_code, 201, first.text)
+        again = alice.post(self.api.url + "/v1/jobs", json={"circuit": "pos", "inputs": [{"in": [1, 2, 3]}],
+                                                           "partition_names": ["elsewhere/a.json"],
+                                                           "idempotency_key": "names-1"})
+        self.assertEqual((again.status_code, again.headers.get("Idempotent-Replayed")), (200, "true"), again.text)
+        self.assertEqual(again.json()["job"]["id"], first.json()["job"]["id"])
 
     def test_zkfarmctl_api_submits_waits_and_writes_verified_proofs(self):
         base = [os.path.join(BIN, "zkfarmctl"), "--api", self.api.url, "--token-file", self.tok_a_file, "--api-ca", CA]

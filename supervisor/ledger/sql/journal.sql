@@ -135,6 +135,14 @@ FROM proofs q
 JOIN partitions p ON p.job = q.job AND p.idx = q.idx
 WHERE q.job = ? AND q.idx = ?
 
+-- name: proof_before_3
+-- proof, on a journal whose migration 3 has not run yet (it runs at the
+-- first write, which a full disk may keep failing): the times it has.
+SELECT q.proof, p.public_json, q.synth_ms, NULL, q.prove_ms, NULL, NULL
+FROM proofs q
+JOIN partitions p ON p.job = q.job AND p.idx = q.idx
+WHERE q.job = ? AND q.idx = ?
+
 -- name: prune
 -- ?1 cutoff (Unix ms). finished_ms > 0 AND finished_ms < ?: a range of the jobs_finished index.
 DELETE

@@ -5,6 +5,8 @@
 // allows this zkfarmd.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <string>
 
 #include "supervisor/ledger/journal.hpp"
@@ -82,6 +84,37 @@ TEST(JournalSchema, AJournalFromBeforeNumberedMigrationsIsTakenForwardAtItsFirst
             "3");
   EXPECT_EQ(raw_sql(db, "SELECT count(*) FROM sqlite_master WHERE name IN ('meta', 'jobs_finished')"), "2");
   EXPECT_EQ(raw_sql(db, "PRAGMA user_version"), "1");
+}
+
+// A journal of schema 2 whose migration 3 cannot run yet (another
+// connection holds the write lock at open, as an operator's sqlite3 might; a
+// full disk likewise): its proofs are still read, with the times it keeps,
+// and the next write takes it to 3.
+TEST(JournalSchema, AProofIsReadBeforeMigration3CouldRunAndTheNextWriteRunsIt) {
+  TempDir dir("zkfarm-journal-schema");
+  const std::string db = dir / "journal.sqlite";
+  uint64_t a = 0;
+  {
+    Journal j(db);
+    a = j.add_job(make_job(1));
+    ASSERT_EQ(j.add_proof(a, 0, rec(std::string(256, '\x5a'), 1, 40, 90)), ProofStored::kStored);
+  }
+  for (const char* column : {"queue_ms", "verify_ms", "delivery_ms"})  // as schema 2 left it
+    raw_sql(db, std::string("ALTER TABLE proofs DROP COLUMN ") + column);
+  raw_sql(db, "DELETE FROM schema_migrations WHERE version = 3");
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  Journal j(db);  // migration 3 waits for the lock, then gives up: the journal opens for reads
+  sqlite3_exec(lock, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(lock);
+  const PartitionTiming kept{40, std::nullopt, 90, std::nullopt, std::nullopt};
+  ASSERT_TRUE(j.proof(a, 0).has_value()) << j.last_error();
+  EXPECT_EQ(j.proof(a, 0)->timing, kept);
+  EXPECT_EQ(raw_sql(db, "SELECT max(version) FROM schema_migrations"), "2");
+  EXPECT_TRUE(j.writable()) << j.last_error();
+  EXPECT_EQ(raw_sql(db, "SELECT max(version) FROM schema_migrations"), "3");
+  EXPECT_EQ(j.proof(a, 0)->timing, kept);
 }
 
 TEST(JournalSchema, ANewerAdditiveJournalOpensAndOneThatNeedsNewerReadersIsRefusedUntouched) {

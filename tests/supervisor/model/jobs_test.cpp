@@ -100,7 +100,7 @@ TEST(JobTable, TransitionsCarryAPartitionThroughThePipelineAndBack) {
   // A dead GPU worker: back to the GPU queue in its slot, renewed.
   shm::Slot renewed = slot;
   renewed.generation = 2;
-  t.reprove_in_slot({a, 0}, renewed);
+  t.reprove_in_slot({a, 0}, renewed, 600);
   EXPECT_EQ(t.find({a, 0})->state, PartState::kSynthesized);
   EXPECT_EQ(t.find({a, 0})->slot->generation, 2u);
   // A dead synthesis worker: back to the queue, its slot handed back to free.
@@ -143,22 +143,28 @@ TEST(JobTable, TimingCountsEachStageOfTheAttemptThatMadeTheProof) {
   t.worker_started({a, 0}, 250);                      // 50 ms in the worker's
   t.synthesized({a, 0}, 400);                         // witness: 150 ms
   t.start_proving({a, 0}, "gpu-0", 600);              // 200 ms waiting for a GPU worker
-  t.worker_started({a, 0}, 650);                      // 50 ms in its queue
-  t.proving_ended({a, 0}, 900);                       // prove: 250 ms
-  t.mark_done({a, 0}, 960);                           // verify: 60 ms
+  // Its GPU worker dies (or the step faults) before an answer: no
+  // proving_ended; the step's 1000 ms are not waiting.
+  shm::Slot renewed = slot;
+  renewed.generation = 1;
+  t.reprove_in_slot({a, 0}, renewed, 1600);
+  t.start_proving({a, 0}, "gpu-0", 1600);             // at once
+  t.worker_started({a, 0}, 1650);                     // 50 ms in its queue
+  t.proving_ended({a, 0}, 1900);                      // prove: 250 ms
+  t.mark_done({a, 0}, 1960);                          // verify: 60 ms
   EXPECT_EQ(t.find({a, 0})->timing(), (PartitionTiming{150, 330, 250, 60, std::nullopt}))
       << "not delivered yet";
-  t.mark_delivered({a, 0}, 1000, 5000);
+  t.mark_delivered({a, 0}, 2000, 5000);
   EXPECT_EQ(t.find({a, 0})->timing(), (PartitionTiming{150, 330, 250, 60, 40}));
   EXPECT_EQ(t.find({a, 0})->timing().to_json().dump(),
             R"({"delivery_ms":40,"prove_ms":250,"queue_ms":330,"verify_ms":60,"witness_ms":150})");
   // A failed write keeps no delivery time; nor does a job its client delivers.
-  t.start_synthesis({a, 1}, slot, "synth-0", 1000, 0);
-  t.synthesized({a, 1}, 1010);
-  t.start_proving({a, 1}, "gpu-0", 1020);
-  t.proving_ended({a, 1}, 1030);
-  t.mark_done({a, 1}, 1040);
-  t.mark_delivered({a, 1}, 1050, 5100, "disk full");
+  t.start_synthesis({a, 1}, slot, "synth-0", 2000, 0);
+  t.synthesized({a, 1}, 2010);
+  t.start_proving({a, 1}, "gpu-0", 2020);
+  t.proving_ended({a, 1}, 2030);
+  t.mark_done({a, 1}, 2040);
+  t.mark_delivered({a, 1}, 2050, 5100, "disk full");
   EXPECT_FALSE(t.find({a, 1})->timing().delivery_ms.has_value());
   Job c = make_job(Priority::kNormal, 1);
   c.client_delivery = true;
