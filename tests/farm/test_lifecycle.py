@@ -15,6 +15,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 import unittest
@@ -309,15 +310,30 @@ class LifecycleTest(unittest.TestCase):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(path)
         sock.settimeout(0.2)
-        farm = self.farm("--synth-workers", "1", env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
-        farm.stop_and_check(self)
-        msgs = []
-        while True:
-            try:
-                msgs.append(sock.recv(4096).decode())
-            except socket.timeout:
-                break
-        sock.close()
+        # Read as a service manager does, while zkfarmd runs: a datagram
+        # socket's queue holds about 10 messages, and libsystemd's sd_notify
+        # then blocks its sender. Read only after the stop (as this test
+        # did), a slow start (the sanitizer build on a busy machine: READY,
+        # STATUS and a WATCHDOG every 200 ms) filled the queue and zkfarmd's
+        # loop waited in sd_notify for a reader that never came (2026-12-08).
+        msgs, stopped = [], threading.Event()
+
+        def read():
+            while True:
+                try:
+                    msgs.append(sock.recv(4096).decode())
+                except socket.timeout:
+                    if stopped.is_set():
+                        return
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            farm = self.farm("--synth-workers", "1", env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"})
+            farm.stop_and_check(self)
+        finally:
+            stopped.set()
+            reader.join()
+            sock.close()
         text = "\n".join(msgs)
         self.assertIn("READY=1", text)
         self.assertIn("STATUS=", text)
