@@ -158,11 +158,12 @@ Response Service::job_create(Call& c, const Request& req) {
     if (!names.is_array() || names.size() != list.size())
       throw bad("'partition_names' must be a list of " + std::to_string(list.size()) + " strings, one for each input");
     for (size_t k = 0; k < names.size(); ++k) {
-      if (!names[k].is_string() || names[k].get<std::string>().empty() || names[k].get<std::string>().size() > 1024)
+      const std::string* name = names[k].is_string() ? &names[k].get_ref<const std::string&>() : nullptr;
+      if (!name || name->empty() || name->size() > 1024)
         throw bad("partition_names[" + std::to_string(k) + "] must be a string of 1 to 1024 characters");
-      for (unsigned char ch : names[k].get<std::string>())
+      for (unsigned char ch : *name)
         if (ch < 0x20 || ch == 0x7f) throw bad("partition_names[" + std::to_string(k) + "] has a control character");
-      input_names.push_back(names[k].get<std::string>());
+      input_names.push_back(*name);
     }
   }
   if (has_wtns && circuit.empty() == zkey.empty()) throw bad("a job of witnesses needs 'circuit' or 'zkey' (an upload id), one of them");

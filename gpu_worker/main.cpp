@@ -45,6 +45,15 @@ proto::WorkResult prove_with(const proto::Prove& req, const shm::Arena& arena, g
   return proto::WorkResult{true, {}, std::move(bytes), std::nullopt};
 }
 
+// The answer to a step that faulted alone (the device still usable): said on
+// stderr (the farm's log), and device_fault for the supervisor.
+proto::WorkResult step_fault(const proto::Prove& req, const std::string& what) {
+  std::fprintf(stderr, "zkfarm-gpu: job %llu partition %u: %s; the partition is proved again, the other steps go on\n",
+               static_cast<unsigned long long>(req.ref.job), req.ref.partition, what.c_str());
+  std::fflush(stderr);
+  return proto::WorkResult::device_failure(what);
+}
+
 // One PROVE. A fault of this step alone (StepFault: device memory short, the
 // device still usable; or host memory short) fails this partition with
 // device_fault: the supervisor proves it again, and the other lanes' steps go
@@ -62,15 +71,9 @@ proto::WorkResult prove(const proto::Prove& req, const shm::Arena& arena, gpu::P
     r.key_cached = cached;
     return r;
   } catch (const gpu::StepFault& e) {
-    std::fprintf(stderr, "zkfarm-gpu: job %llu partition %u: %s; the partition is proved again, the other steps go on\n",
-                 static_cast<unsigned long long>(req.ref.job), req.ref.partition, e.what());
-    std::fflush(stderr);
-    return proto::WorkResult::device_failure(e.what());
+    return step_fault(req, e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "zkfarm-gpu: job %llu partition %u: host memory ran out in the prove step; the partition is "
-                 "proved again, the other steps go on\n", static_cast<unsigned long long>(req.ref.job), req.ref.partition);
-    std::fflush(stderr);
-    return proto::WorkResult::device_failure("host memory ran out in the prove step");
+    return step_fault(req, "host memory ran out in the prove step");
   } catch (const gpu::DeviceError& e) {
     std::fprintf(stderr, "zkfarm-gpu: %s; exiting so that the partition is proved again\n", e.what());
     std::fflush(stderr);

@@ -429,8 +429,7 @@ class CudaBackend final : public ProveBackend {
           large_ = std::make_unique<Workspace>();
         } catch (const cuda::CudaError&) {
         }
-        workspaces_.drop_idle();
-        throw StepFault(step_fault_text(e));
+        throw_step_fault(e);
       }
     }
     try {
@@ -443,13 +442,11 @@ class CudaBackend final : public ProveBackend {
         const bool usable = device_usable();
         ws.discard();
         if (!usable) throw;
-        workspaces_.drop_idle();  // idle lanes' grown buffers too: the retry needs the room
-        throw StepFault(step_fault_text(e));
+        throw_step_fault(e);
       }
     } catch (const cuda::CudaError& e) {  // take(): a new workspace could not be made
       if (!device_usable()) throw;
-      workspaces_.drop_idle();
-      throw StepFault(step_fault_text(e));
+      throw_step_fault(e);
     }
   }
 
@@ -465,8 +462,11 @@ class CudaBackend final : public ProveBackend {
     return cudaDeviceSynchronize() == cudaSuccess;
   }
 
-  static std::string step_fault_text(const cuda::CudaError& e) {
-    return std::string(e.what()) + " (this prove step alone: its workspace freed, the device usable)";
+  // The StepFault for `e`, once the device is known usable: the idle lanes'
+  // grown buffers are handed back too (the retry needs the room).
+  [[noreturn]] void throw_step_fault(const cuda::CudaError& e) {
+    workspaces_.drop_idle();
+    throw StepFault(std::string(e.what()) + " (this prove step alone: its workspace freed, the device usable)");
   }
 
   template <class C>

@@ -260,11 +260,6 @@ unsigned JobTable::count_fault(const PartRef& ref) {
   return p ? ++p->faults : 0;
 }
 
-unsigned JobTable::count_verify_failure(const PartRef& ref) {
-  Partition* p = find_mut(ref);
-  return p ? ++p->verify_failures : 0;
-}
-
 std::optional<shm::Slot> JobTable::fail_partition(const PartRef& ref) {
   Partition* p = find_mut(ref);
   if (!p) return std::nullopt;

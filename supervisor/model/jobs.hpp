@@ -51,7 +51,6 @@ struct Partition {
   /// missed heartbeat's kill), its prove step faulted on the device, or the
   /// device's proof did not verify (max_attempts: then it fails).
   unsigned faults = 0;
-  unsigned verify_failures = 0;    ///< proofs of it that did not verify
   bool delivered = false;          ///< done, and the write of its files finished (well or not)
   int64_t stage_start_ms = 0;      ///< when the current stage's message went out, then when its worker said STARTED
   int64_t queued_ms = 0;           ///< time it waited inside a worker's queue (SYNTH/PROVE sent → STARTED)
@@ -187,8 +186,6 @@ class JobTable {
   std::optional<shm::Slot> back_to_queue(const PartRef& ref, int64_t now);
   /// A faulted attempt (Partition::faults) counted against it; returns the count so far.
   unsigned count_fault(const PartRef& ref);
-  /// A proof of it that did not verify; returns the count so far.
-  unsigned count_verify_failure(const PartRef& ref);
   /// The partition fails (the caller fails its job); returns its slot to free.
   std::optional<shm::Slot> fail_partition(const PartRef& ref);
   /// Marks a partition done at `now` with its verified encoded proof (its

@@ -73,10 +73,7 @@ void Pipeline::requeue(const PartRef& ref, const std::string& why, bool crashed)
   if (crashed && !job->terminal() && jobs_.count_fault(ref) >= cfg_.max_attempts) {
     // A poison partition: its input takes down whichever worker gets it. It
     // fails (and with it its job) instead of crashing the farm's workers forever.
-    free_slot(jobs_.fail_partition(ref));
-    fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + std::to_string(p->faults) +
-                          " attempts ended in a fault (max_attempts " + std::to_string(cfg_.max_attempts) +
-                          "); last: " + why);
+    fail_after_faults(ref, why);
     return;
   }
   // A GPU worker only reads its slots: the witness is intact, so the partition
@@ -95,6 +92,15 @@ void Pipeline::requeue(const PartRef& ref, const std::string& why, bool crashed)
   // The slot's generation is bumped as it is freed, so a late answer about it is stale.
   free_slot(jobs_.back_to_queue(ref, steady_ms()));
   if (in_flight && !job->terminal()) log_->warn("job {} partition {}: back to the queue ({})", ref.job, ref.index, why);
+}
+
+void Pipeline::fail_after_faults(const PartRef& ref, const std::string& last) {
+  const Partition* p = jobs_.find(ref);
+  const unsigned faults = p ? p->faults : 0;
+  free_slot(jobs_.fail_partition(ref));
+  fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + std::to_string(faults) +
+                        " attempts ended in a fault (max_attempts " + std::to_string(cfg_.max_attempts) + "); last: " +
+                        last);
 }
 
 bool Pipeline::retry_after_device_fault(const PartRef& ref, const std::string& worker, const std::string& what) {
@@ -149,12 +155,8 @@ void Pipeline::on_done(Worker& w, const protocol::WorkRef& work, const protocol:
   if (!result.ok && !synth && result.device_fault) {  // the device's fault, not the partition's
     log_->error("job {} partition {}: the prove step faulted on {}'s device: {}", ref.job, ref.index, w.id,
                 result.error);
-    if (!retry_after_device_fault(ref, w.id, result.error)) {
-      free_slot(jobs_.fail_partition(ref));
-      fail_job(ref.job, "partition " + std::to_string(ref.index) + ": " + std::to_string(p->faults) +
-                            " attempts ended in a fault (max_attempts " + std::to_string(cfg_.max_attempts) +
-                            "); last: the prove step faulted on the device: " + result.error);
-    }
+    if (!retry_after_device_fault(ref, w.id, result.error))
+      fail_after_faults(ref, "the prove step faulted on the device: " + result.error);
     return;
   }
   if (!result.ok) {
@@ -221,12 +223,10 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
     return;
   }
   if (!bad.empty()) {
-    const unsigned failures = jobs_.count_verify_failure(ref);
     ++metrics_.proofs_rejected;
     const bool device = by.backend != "cpu";
     log_->error("job {} partition {}: the proof from {} (backend {}) does not verify: {}{}", ref.job, ref.index,
                 by.worker, by.backend, bad, device ? " (counted as a device fault)" : "");
-    (void)failures;
     // A device's wrong result may not repeat: proved again, an attempt
     // counted, until max_attempts (then, as from the CPU, the job fails).
     if (device && retry_after_device_fault(ref, by.worker, "its proof does not verify: " + bad)) return;
@@ -236,45 +236,41 @@ void Pipeline::on_verified(const Proved& by, const std::string& proof_bytes, con
                           (device ? "device" : "prover") + " computed a wrong result (" + bad + ")");
     return;
   }
-  ProofRecord rec;
-  rec.proof = proof_bytes;
-  rec.proved_ms = wall_ms();
-  const int64_t now = steady_ms();
-  rec.synth_ms = p->synth_ms;
-  rec.prove_ms = p->prove_ms;
-  rec.queue_ms = p->wait_ms;
-  rec.verify_ms = std::max<int64_t>(0, now - p->proved_at_ms);  // as mark_done(now) counts it
-  if (job->inputs()) rec.public_json = p->public_json;
   ++metrics_.partitions_proved;
   metrics_.synthesis.observe(double(p->synth_ms) / 1000.0);
   metrics_.proving.observe(double(p->prove_ms) / 1000.0);
+  if (job->shared && !p->lease) {
+    // A shared queue stores a proof only under the lease this host holds
+    // (the queue refuses it otherwise).
+    log_->warn("job {} partition {}: proved by {}, but its lease was dropped meanwhile; not stored", ref.job,
+               ref.index, by.worker);
+    free_slot(jobs_.back_to_queue(ref, steady_ms()));
+    return;
+  }
+  free_slot(p->slot);
+  jobs_.mark_done(ref, steady_ms(), proof_bytes);  // its verification time ends here
+  log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
+             ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
+  ProofRecord rec;
+  rec.proof = p->proof;
+  rec.proved_ms = wall_ms();
+  rec.synth_ms = p->synth_ms;
+  rec.prove_ms = p->prove_ms;
+  rec.queue_ms = p->wait_ms;
+  rec.verify_ms = p->verify_ms;
+  if (job->inputs()) rec.public_json = p->public_json;
   if (job->shared) {
-    // A shared queue: stored only under the lease this host holds (the
-    // queue refuses it otherwise); the job ends by its row, and clients
-    // write the results (`zkfarmctl wait` or `result` on any host).
-    if (!p->lease) {
-      log_->warn("job {} partition {}: proved by {}, but its lease was dropped meanwhile; not stored", ref.job,
-                 ref.index, by.worker);
-      free_slot(jobs_.back_to_queue(ref, steady_ms()));
-      return;
-    }
+    // Stored under its lease by the cluster mirror; the job ends by its row,
+    // and clients write the results (`zkfarmctl wait` or `result` on any host).
     rec.lease_token = p->lease;
-    log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
-               ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
-    free_slot(p->slot);
-    jobs_.mark_done(ref, now, proof_bytes);
     bus_.emit(SharedProofVerified{ref, std::move(rec)});
     return;
   }
-  // Journal first, on the journal thread: once it commits the proof survives
+  // Journaled on the journal thread: once it commits the proof survives
   // anything; a second proof of the same partition (re-proved after a crash)
   // is refused. A journal fault keeps the write for later and goes on: the
   // proof is verified, so publishing it before it is journaled is safe.
   journal_.add_proof(ref.job, ref.index, std::move(rec));
-  free_slot(p->slot);
-  log_->info("job {} partition {}: proved by {} and verified (witness {} ms, queued at the worker {} ms, proving {} ms)",
-             ref.job, ref.index, by.worker, p->synth_ms, p->queued_ms, p->prove_ms);
-  jobs_.mark_done(ref, now, proof_bytes);
   bus_.emit(PartitionProved{*job, ref.index});  // the job is done once its files are written (on_published)
 }
 

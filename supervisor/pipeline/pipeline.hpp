@@ -115,6 +115,9 @@ class Pipeline {
   /// it goes back to the GPU queue in its slot (renewed) and this returns
   /// true; at max_attempts it returns false and the caller fails it.
   bool retry_after_device_fault(const PartRef& ref, const std::string& worker, const std::string& what);
+  /// Fails the partition (and its job) whose attempts up to max_attempts all
+  /// ended in a fault, naming the count and the `last` fault.
+  void fail_after_faults(const PartRef& ref, const std::string& last);
   /// ABORT for every partition a worker holds that `which` picks.
   void abort_where(const std::function<bool(const PartRef&)>& which);
   void send_prove(Worker& w, const PartRef& ref);
